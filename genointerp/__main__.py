@@ -1,0 +1,3 @@
+from genointerp.cli import main
+
+main()

@@ -1,0 +1,90 @@
+"""Shared CLI plumbing: error reporting, logging/progress on stderr, KEY=VALUE options."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+import typer
+from typer.core import TyperGroup
+
+from genointerp.errors import GenointerpError
+
+
+class Settings:
+    """Global flags set by the app callback (-q/-v/--debug)."""
+
+    quiet = False
+    verbose = False
+    debug = False
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"genointerp: error: {message}", err=True)
+    return typer.Exit(1)
+
+
+class ErrorReportingGroup(TyperGroup):
+    """Turns data errors into one stderr line and exit 1; usage errors stay click's exit 2."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)  # keep declaration order in --help
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except GenointerpError as exc:
+            if Settings.debug:
+                raise
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            if Settings.debug or isinstance(exc, BrokenPipeError):
+                if isinstance(exc, BrokenPipeError):  # `genointerp ... | head` is not an error
+                    sys.stderr.close()
+                    os._exit(0)
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise _fail(f"{where}{exc.strerror or exc}") from None
+        except MemoryError:
+            if Settings.debug:
+                raise
+            raise _fail("out of memory; use smaller batches or fewer threads") from None
+
+
+def log(message: str) -> None:
+    if not Settings.quiet:
+        typer.echo(f"[genointerp] {message}", err=True)
+
+
+def warn(message: str) -> None:
+    typer.echo(f"genointerp: warning: {message}", err=True)
+
+
+@contextmanager
+def progress(description: str, total: int | None) -> Iterator:
+    """A rich progress bar on stderr (only when it is a terminal); yields advance(n)."""
+    if Settings.quiet or not sys.stderr.isatty():
+        yield lambda n=1: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, str]]:
+    """Split repeated KEY=VALUE option values; a missing '=' is a usage error (exit 2)."""
+    pairs = []
+    for v in values:
+        key, sep, val = v.partition("=")
+        if not sep or not key or not val:
+            raise typer.BadParameter(f"expected {what}, got {v!r}", param_hint=option)
+        pairs.append((key, val))
+    return pairs

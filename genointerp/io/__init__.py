@@ -1,0 +1,1 @@
+"""File formats: sequences (pysam/Biopython), outputs written atomically, k-mer datasets."""

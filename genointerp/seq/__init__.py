@@ -1,0 +1,1 @@
+"""DNA encodings (alphabet, k-mer tokens) and the read-simulation error models."""

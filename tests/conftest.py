@@ -1,0 +1,52 @@
+"""Shared fixtures: test-data paths and a CLI runner that keeps stdout and stderr apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from genointerp.cli import app
+
+DATA = Path(__file__).resolve().parent.parent / "test-data"
+
+
+@pytest.fixture
+def data() -> Path:
+    return DATA
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args, input=None):
+        return runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def read_fastq(path: Path) -> list[tuple[str, str, str]]:
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        lines = fh.read().splitlines()
+    assert len(lines) % 4 == 0
+    return [(lines[i][1:], lines[i + 1], lines[i + 3]) for i in range(0, len(lines), 4)]
+
+
+def reference(path: Path) -> dict[str, str]:
+    from genointerp.io.sequences import read_reference
+
+    return {name: seq.upper() for name, seq in read_reference(str(path))}
+
+
+def assert_one_error_line(res, message: str) -> None:
+    """Exactly one 'genointerp: error:' line naming the problem; anything else is a log line."""
+    lines = res.stderr.splitlines()
+    errors = [line for line in lines if line.startswith("genointerp: error:")]
+    assert len(errors) == 1 and message in errors[0], res.stderr
+    assert all(line.startswith("[genointerp]") for line in lines if line not in errors), res.stderr
+    assert "Traceback" not in res.output

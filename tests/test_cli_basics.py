@@ -1,0 +1,44 @@
+import subprocess
+import sys
+from pathlib import Path
+
+from genointerp import __version__
+
+
+def test_version_is_one_line_and_imports_no_heavy_library():
+    probe = (
+        "import sys\n"
+        "from genointerp.cli import app\n"
+        "try:\n    app(['--version'], prog_name='genointerp')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'numpy', 'pysam', 'sklearn', 'matplotlib') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == f"genointerp {__version__}"
+    assert lines[1] == "HEAVY []"
+
+
+def test_help_lists_commands_in_their_panel(cli):
+    res = cli("--help")
+    assert res.exit_code == 0
+    assert "Reads" in res.output
+    assert "simulate-reads" in res.output and "kmerize" in res.output
+
+
+def test_help_does_not_import_torch():
+    probe = (
+        "import sys\nfrom genointerp.cli import app\n"
+        "for args in (['--help'], ['simulate-reads', '--help'], ['kmerize', '--help']):\n"
+        "    try:\n        app(args, prog_name='genointerp')\n    except SystemExit:\n        pass\n"
+        "print('TORCH', 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("TORCH False")
+
+
+def test_console_script_runs():
+    script = Path(sys.executable).with_name("genointerp")  # installed beside the interpreter
+    res = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout == f"genointerp {__version__}\n"
