@@ -1,0 +1,1 @@
+"""Data shipped inside the package (error profiles; later, built-in models)."""
