@@ -1,0 +1,184 @@
+"""Reads panel: simulate-reads and kmerize."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from genointerp.cli import app
+from genointerp.cli.common import log, parse_pairs, progress
+
+PANEL = "Reads"
+
+
+@app.command(
+    "simulate-reads",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp simulate-reads -s viral=hpv.fa -s human=chr20.fa.gz -n 100000 --balance "
+        "--circular viral -o train.fq.gz --truth train.tsv\n\n"
+        "  genointerp simulate-reads -s viral=hpv.gb -s human=chr20.fa.gz -n 1000000 "
+        "--fraction viral=0.001 --paired -o tumor_R1.fq.gz --output2 tumor_R2.fq.gz"
+    ),
+)
+def simulate_reads(
+    source: List[str] = typer.Option(..., "-s", "--source", metavar="LABEL=PATH",
+        help="Reference with its label: FASTA (plain/gzip/bgzip) or GenBank. Repeat for more; a label may repeat."),
+    output: str = typer.Option(..., "-o", "--output", help="FASTQ out (read 1, or interleaved pairs); .gz compresses; - is stdout."),
+    num_reads: Optional[int] = typer.Option(None, "-n", "--num-reads", min=1, help="Total reads (fragments when paired)."),
+    count: List[str] = typer.Option([], "--count", metavar="LABEL=N", help="Reads for one label (instead of -n); give every label."),
+    balance: bool = typer.Option(False, "--balance", help="Equal reads per label (default: proportional to reference length)."),
+    fraction: List[str] = typer.Option([], "--fraction", metavar="LABEL=F", help="Fixed share of -n for a label, e.g. viral=0.001."),
+    circular: List[str] = typer.Option([], "--circular", metavar="LABEL", help="Contigs of this label are circular (reads may span the origin)."),
+    read_length: int = typer.Option(150, "-l", "--read-length", min=20, max=1000, help="Read length (bp)."),
+    paired: bool = typer.Option(False, "--paired", help="Paired-end reads (with --output2, or interleaved in --output)."),
+    output2: Optional[str] = typer.Option(None, "--output2", help="FASTQ for read 2 of pairs."),
+    fragment_mean: float = typer.Option(400.0, "--fragment-mean", min=1, help="Mean fragment length (paired)."),
+    fragment_sd: float = typer.Option(50.0, "--fragment-sd", min=0, help="Fragment length standard deviation (paired)."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="ART empirical Illumina profile for read 1 (default: built-in HiSeq 2500 150 bp)."),
+    profile2: Optional[str] = typer.Option(None, "--profile2", help="ART profile for read 2 (default: --profile, else built-in R2)."),
+    read_ins_rate: float = typer.Option(0.00009, "--read-ins-rate", min=0, max=0.1, help="Sequencing insertion rate per base."),
+    read_del_rate: float = typer.Option(0.00011, "--read-del-rate", min=0, max=0.1, help="Sequencing deletion rate per base."),
+    sub_rate: float = typer.Option(0.0, "--sub-rate", min=0, max=0.75, help="Mutate the references first: substitution rate (XVir used 0.0375-0.15)."),
+    ins_rate: float = typer.Option(0.0, "--ins-rate", min=0, max=0.5, help="Mutate the references first: insertion rate."),
+    del_rate: float = typer.Option(0.0, "--del-rate", min=0, max=0.5, help="Mutate the references first: deletion rate."),
+    max_n_frac: float = typer.Option(0.05, "--max-n-frac", min=0, max=1, help="Skip reference windows with more N than this fraction of the read."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Also write the truth as a TSV table (one row per read)."),
+    seed: int = typer.Option(1, "--seed", help="Random seed: same inputs and seed give byte-identical output."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing output files."),
+) -> None:
+    """Simulate Illumina-like short reads with ground truth in their names.
+
+    Reads come from each labelled reference in proportion to its length (or --balance,
+    --fraction, --count), with HiSeq 2500-like per-cycle qualities, matching substitution
+    errors and rare indels. Names: LABEL|SERIAL|CONTIG|START|END|STRAND|ERRORS (README).
+    """
+    from genointerp.io.atomic import STDOUT, AtomicOutputs
+    from genointerp.seq.simulate import Layout
+    from genointerp.simulate_reads import SimulationRequest, run
+
+    sources = parse_pairs(source, "--source", "LABEL=PATH")
+    counts = {k: _number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
+    fractions = {k: _number(v, float, "--fraction", min_value=0, max_value=1) for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")}
+    if (num_reads is None) == (not counts):
+        raise typer.BadParameter("give either -n/--num-reads or --count for every label", param_hint="-n/--count")
+    if counts and (balance or fractions):
+        raise typer.BadParameter("--count fixes every label's reads; drop --balance/--fraction", param_hint="--count")
+    if output2 and not paired:
+        raise typer.BadParameter("--output2 needs --paired", param_hint="--output2")
+    if paired and fragment_mean < read_length:
+        raise typer.BadParameter(f"fragment mean {fragment_mean:g} is shorter than the read length {read_length}", param_hint="--fragment-mean")
+    layout = Layout(read_length, paired, fragment_mean, fragment_sd, max_n=int(max_n_frac * read_length))
+    req = SimulationRequest(
+        sources=[(lab, path) for lab, path in sources], layout=layout, num_reads=num_reads, counts=counts,
+        fractions=fractions, balance=balance, circular=set(circular), profile=profile, profile2=profile2,
+        read_ins_rate=read_ins_rate, read_del_rate=read_del_rate, sub_rate=sub_rate, ins_rate=ins_rate,
+        del_rate=del_rate, seed=seed,
+    )
+    with AtomicOutputs(force) as outputs:
+        targets = [p for p in (output, output2, truth) if p]
+        if targets.count(STDOUT) > 1:
+            raise typer.BadParameter("only one output can be - (stdout)")
+        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in targets}
+        per_label = run(req, outputs, tmp[output], tmp.get(output2), tmp.get(truth), log, progress)
+    log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
+
+
+class NPolicy(str, Enum):
+    drop = "drop"
+    token = "token"
+
+
+class ShortPolicy(str, Enum):
+    drop = "drop"
+    pad = "pad"
+
+
+class LongPolicy(str, Enum):
+    truncate = "truncate"
+    tile = "tile"
+
+
+@app.command(
+    "kmerize",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp kmerize train.fq.gz --label-field 0 -o train.kmers\n\n"
+        "  genointerp kmerize hpv.fq human.fq --label viral --label human -k 6 -o ds --tsv ds.tsv\n\n"
+        "  genointerp kmerize reads.fq.gz --counts counts.tsv --count-k 21 --canonical"
+    ),
+)
+def kmerize(
+    inputs: List[str] = typer.Argument(..., metavar="READS...", help="FASTQ/FASTA files (gzip ok); - is stdin."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Dataset folder for train-xvir (tokens.npy, labels.npy, read_ids.txt, header.json)."),
+    tsv: Optional[str] = typer.Option(None, "--tsv", help="Tokens as TSV for inspection (read_id, label, space-separated ids)."),
+    counts: Optional[str] = typer.Option(None, "--counts", help="k-mer counts TSV (like jellyfish dump -c -t, sorted); counts every k-mer of every read."),
+    k: int = typer.Option(6, "-k", "--k", help="k-mer size for tokens (1-7, ids are uint16)."),
+    count_k: Optional[int] = typer.Option(None, "--count-k", help="k for --counts (1-31; default: -k)."),
+    canonical: bool = typer.Option(False, "--canonical", help="Count canonical k-mers (k-mer or reverse complement, whichever is smaller; jellyfish -C)."),
+    length: int = typer.Option(150, "--length", min=1, max=100_000, help="Model read length in bases: tokens per read = length - k + 1."),
+    n_policy: NPolicy = typer.Option(NPolicy.drop, "--n-policy", help="Reads with N/IUPAC letters: drop them (XVir) or use the UNKNOWN token (4^k)."),
+    short: ShortPolicy = typer.Option(ShortPolicy.drop, "--short", help="Reads shorter than --length: drop, or pad with the PAD token (4^k+1)."),
+    long: LongPolicy = typer.Option(LongPolicy.truncate, "--long", help="Reads longer than --length: keep the first --length bases, or tile into consecutive pieces (ids get #0, #1, ...)."),
+    label: List[str] = typer.Option([], "--label", help="Label of each input file, in order (give one per input)."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Labels from a truth TSV (read_id, label columns; simulate-reads --truth)."),
+    label_field: Optional[int] = typer.Option(None, "--label-field", min=0, help="Labels from this 0-based field of the read name (simulate-reads names: 0)."),
+    label_sep: str = typer.Option("|", "--label-sep", help="Read-name field separator for --label-field."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+) -> None:
+    """Turn reads into overlapping k-mer tokens (a dataset for train-xvir) and/or count k-mers.
+
+    Token id of a k-mer: A=0, C=1, G=2, T=3 with the first base most significant, so
+    AAAAAA=0 and TTTTTT=4095 for k=6. Streams the input in batches of 65,536 reads.
+    """
+    from genointerp.io.atomic import STDOUT, AtomicOutputs
+    from genointerp.kmerize import KmerizeRequest, read_truth_labels, run
+    from genointerp.seq.kmers import MAX_COUNT_K, MAX_TOKEN_K
+
+    if not (output or tsv or counts):
+        raise typer.BadParameter("nothing to write: give -o/--output, --tsv and/or --counts", param_hint="-o")
+    if not 1 <= k <= MAX_TOKEN_K:
+        raise typer.BadParameter(f"k must be 1..{MAX_TOKEN_K}: token ids are uint16 and a 4^k embedding table must fit in memory", param_hint="-k")
+    if count_k is not None and not 1 <= count_k <= MAX_COUNT_K:
+        raise typer.BadParameter(f"must be 1..{MAX_COUNT_K} (2-bit k-mers in 64 bits)", param_hint="--count-k")
+    if (output or tsv) and length < k:
+        raise typer.BadParameter(f"--length {length} is shorter than k={k}", param_hint="--length")
+    if sum(x is not None and x != [] for x in (label or None, truth, label_field)) > 1:
+        raise typer.BadParameter("choose one label source: --label, --truth or --label-field", param_hint="--label")
+    if label and len(label) != len(inputs):
+        raise typer.BadParameter(f"{len(label)} labels for {len(inputs)} input files", param_hint="--label")
+    if inputs.count("-") > 1:
+        raise typer.BadParameter("stdin (-) can be read only once", param_hint="READS")
+    req = KmerizeRequest(
+        inputs=inputs, k=k, length=length, n_policy=n_policy.value, short_policy=short.value,
+        long_policy=long.value, file_labels=label, truth=read_truth_labels(truth) if truth else None,
+        name_field=label_field, name_sep=label_sep, canonical=canonical, count_k=count_k,
+    )
+    with AtomicOutputs(force) as outputs:
+        for p in (tsv, counts):
+            if p == STDOUT and output is None and (tsv, counts).count(STDOUT) == 1:
+                continue
+            if p == STDOUT:
+                raise typer.BadParameter("only one output can be - (stdout)")
+        folder = outputs.folder(output) if output else None
+        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in (tsv, counts) if p}
+        stats, header = run(req, folder, tmp.get(tsv), tmp.get(counts), log, progress)
+    kept = f"{stats.kept:,} of {stats.reads_in:,} reads tokenised" if (output or tsv) else f"{stats.reads_in:,} reads counted"
+    dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(stats.dropped.items()) if n)
+    log(kept + (f" (dropped: {dropped})" if dropped else ""))
+    if header:
+        log("labels: " + (", ".join(f"{lab} {n:,}" for lab, n in header["label_counts"].items()) or "none"))
+
+
+def _number(text: str, kind, option: str, min_value=None, max_value=None):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a valid {kind.__name__}", param_hint=option) from None
+    if (min_value is not None and value < min_value) or (max_value is not None and value > max_value):
+        raise typer.BadParameter(f"{value} is outside {min_value}..{max_value}", param_hint=option)
+    return value

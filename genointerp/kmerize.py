@@ -1,0 +1,224 @@
+"""The kmerize job: reads in, k-mer token dataset / inspection TSV / k-mer counts out, in batches."""
+
+from __future__ import annotations
+
+import gzip
+import math
+from collections import Counter
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Callable, Iterator
+
+import numpy as np
+
+from genointerp import __version__
+from genointerp.errors import InputError
+from genointerp.io.atomic import open_output, wants_gzip
+from genointerp.io.kmer_dataset import KmerDatasetWriter
+from genointerp.io.sequences import iter_records
+from genointerp.seq.alphabet import ENCODE, INVALID, N_CODE
+from genointerp.seq.kmers import KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize, unknown_token
+
+BATCH = 65_536  # reads per vectorised step
+TOKEN_CONVENTION = "A=0,C=1,G=2,T=3; first base most significant; id = sum code[i]*4^(k-1-i)"
+
+
+@dataclass
+class KmerizeRequest:
+    inputs: list[str]
+    k: int = 6
+    length: int = 150
+    n_policy: str = "drop"  # drop | token
+    short_policy: str = "drop"  # drop | pad
+    long_policy: str = "truncate"  # truncate | tile
+    file_labels: list[str] = field(default_factory=list)  # one per input, or empty
+    truth: dict[str, str] | None = None  # read id -> label
+    name_field: int | None = None
+    name_sep: str = "|"
+    canonical: bool = False
+    count_k: int | None = None
+
+
+@dataclass
+class Stats:
+    reads_in: int = 0
+    kept: int = 0
+    tiles: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+
+def read_truth_labels(path: str) -> dict[str, str]:
+    """Map read id -> label from a TSV with `read_id` and `label` columns (simulate-reads --truth)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as fh:
+            header = fh.readline().rstrip("\n").split("\t")
+            if "read_id" not in header or "label" not in header:
+                raise InputError(f"{path}: truth table needs 'read_id' and 'label' columns")
+            ri, li = header.index("read_id"), header.index("label")
+            table = {}
+            for lineno, line in enumerate(fh, 2):
+                f = line.rstrip("\n").split("\t")
+                if len(f) != len(header):
+                    raise InputError(f"{path}: line {lineno}: {len(f)} columns, header has {len(header)}")
+                table[f[ri]] = f[li]
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    return table
+
+
+def _labelled_records(req: KmerizeRequest) -> Iterator[tuple[str, str, str | None]]:
+    for i, path in enumerate(req.inputs):
+        for name, seq, _ in iter_records(path):
+            if req.file_labels:
+                label = req.file_labels[i]
+            elif req.truth is not None:
+                label = req.truth.get(name)
+                if label is None:
+                    raise InputError(f"{path}: read {name} is not in the truth table")
+            elif req.name_field is not None:
+                parts = name.split(req.name_sep)
+                if req.name_field >= len(parts):
+                    raise InputError(f"{path}: read {name} has no field {req.name_field} when split on {req.name_sep!r}")
+                label = parts[req.name_field]
+            else:
+                label = None
+            yield name, seq, label
+
+
+def _codes_matrix(seqs: list[str], length: int) -> np.ndarray:
+    """Sequences (each <= length) -> codes uint8 (n, length), PAD_CODE past each read's end."""
+    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    flat = ENCODE[np.frombuffer("".join(seqs).encode("ascii", "replace"), dtype=np.uint8)]
+    if np.all(lengths == length):
+        return flat.reshape(len(seqs), length)
+    mat = np.full((len(seqs), length), PAD_CODE, dtype=np.uint8)
+    rows = np.repeat(np.arange(len(seqs)), lengths)
+    cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    mat[rows, cols] = flat
+    return mat
+
+
+def _check_letters(batch: list[tuple[str, str, str | None]], flat: np.ndarray, starts: np.ndarray) -> None:
+    bad = np.flatnonzero(flat == INVALID)
+    if bad.size:
+        i = int(np.searchsorted(starts, bad[0], side="right") - 1)
+        name, seq = batch[i][0], batch[i][1]
+        pos = int(bad[0] - starts[i])
+        raise InputError(f"read {name}: position {pos + 1}: {seq[pos]!r} is not a nucleotide letter")
+
+
+def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter | None):
+    """Apply length/N policies to a batch and tokenise it: (tokens (n, L-k+1), labels, ids)."""
+    L, k = req.length, req.k
+    joined = "N".join(s for _, s, _ in batch)  # N separators keep k-mers from spanning reads
+    flat = ENCODE[np.frombuffer(joined.encode("ascii", "replace"), dtype=np.uint8)]
+    lengths = np.fromiter((len(s) for _, s, _ in batch), dtype=np.int64, count=len(batch))
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    _check_letters(batch, flat, starts)
+    stats.reads_in += len(batch)
+    if counter is not None:
+        counter.add(flat)
+
+    names, seqs, labels = [], [], []
+    for name, seq, label in batch:
+        if len(seq) > L and req.long_policy == "tile":
+            for t in range(math.ceil(len(seq) / L)):
+                names.append(f"{name}#{t}")
+                seqs.append(seq[t * L : (t + 1) * L])
+                labels.append(label)
+            stats.tiles += 1
+        else:
+            names.append(name)
+            seqs.append(seq[:L])
+            labels.append(label)
+    lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    keep = np.ones(len(seqs), dtype=bool)
+    too_short_k = lens < k
+    stats.dropped["shorter_than_k"] += int(too_short_k.sum())
+    keep &= ~too_short_k
+    if req.short_policy == "drop":
+        short = keep & (lens < L)
+        stats.dropped["shorter_than_length"] += int(short.sum())
+        keep &= ~short
+    idx = np.flatnonzero(keep)
+    if idx.size == 0:
+        return None
+    mat = _codes_matrix([seqs[i] for i in idx], L)
+    if req.n_policy == "drop":
+        has_n = (mat == N_CODE).any(axis=1)
+        stats.dropped["ambiguous_bases"] += int(has_n.sum())
+        mat, idx = mat[~has_n], idx[~has_n]
+        if idx.size == 0:
+            return None
+    stats.kept += idx.size
+    return tokenize(mat, k), [labels[i] for i in idx], [names[i] for i in idx]
+
+
+def _batches(req: KmerizeRequest) -> Iterator[list]:
+    records = _labelled_records(req)
+    while batch := list(islice(records, BATCH)):
+        yield batch
+
+
+def run(req, dataset_dir, tsv_path, counts_path, log: Callable[[str], None], progress: Callable) -> tuple[Stats, dict | None]:
+    """Stream all inputs once, writing whichever outputs were asked for (paths are temporaries)."""
+    stats = Stats()
+    counter = KmerCounter(req.count_k or req.k, req.canonical) if counts_path else None
+    writer = KmerDatasetWriter(dataset_dir, req.length - req.k + 1) if dataset_dir else None
+    with (
+        open_output(tsv_path, gz=wants_gzip(tsv_path)) if tsv_path else nullcontext() as tsv,
+        progress("kmerizing reads", None) as advance,
+    ):
+        if tsv:
+            tsv.write(b"read_id\tlabel\ttokens\n")
+        for batch in _batches(req):
+            out = process_batch(req, batch, stats, counter)
+            advance(len(batch))
+            if out is None:
+                continue
+            tokens, labels, ids = out
+            if writer:
+                writer.append(tokens, labels, ids)
+            if tsv:
+                rows = (" ".join(map(str, row)) for row in tokens.tolist())
+                tsv.write("".join(f"{i}\t{'' if lab is None else lab}\t{r}\n" for i, lab, r in zip(ids, labels, rows)).encode())
+    if (writer or tsv_path) and stats.kept == 0:
+        raise InputError(f"no reads left to tokenise ({_dropped_text(stats)}); see --n-policy/--short/--length")
+    header = None
+    if writer:
+        header = writer.close({
+            "k": req.k,
+            "length": req.length,
+            "n_tokens": req.length - req.k + 1,
+            "token_convention": TOKEN_CONVENTION,
+            "vocab_size": 4**req.k + (2 if req.n_policy == "token" or req.short_policy == "pad" else 0),
+            "special_tokens": {"unknown": unknown_token(req.k), "pad": pad_token(req.k)},
+            "policies": {"n": req.n_policy, "short": req.short_policy, "long": req.long_policy},
+            "reads_in": stats.reads_in,
+            "dropped": dict(sorted(stats.dropped.items())),
+            "inputs": list(req.inputs),
+            "genointerp_version": __version__,
+        })
+    if counter is not None:
+        write_counts(counter, counts_path)
+    return stats, header
+
+
+def write_counts(counter: KmerCounter, path: str, chunk: int = 1 << 20) -> None:
+    """k-mer<TAB>count lines in lexicographic k-mer order (jellyfish dump -c -t, sorted)."""
+    ids, counts = counter.result()
+    with open_output(path, gz=wants_gzip(path)) as fh:
+        for a in range(0, ids.size, chunk):
+            letters = decode_kmers(ids[a : a + chunk], counter.k)
+            tab = np.full((letters.shape[0], 1), ord("\t"), np.uint8)
+            kmers = np.hstack([letters, tab]).tobytes().decode()
+            width = counter.k + 1
+            fh.write("".join(f"{kmers[i * width:(i + 1) * width]}{c}\n"
+                             for i, c in enumerate(counts[a : a + chunk].tolist())).encode())
+
+
+def _dropped_text(stats: Stats) -> str:
+    parts = [f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(stats.dropped.items()) if n]
+    return f"{stats.reads_in} reads in, dropped: " + (", ".join(parts) or "none")
