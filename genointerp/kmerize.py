@@ -87,17 +87,28 @@ def _labelled_records(req: KmerizeRequest) -> Iterator[tuple[str, str, str | Non
             yield name, seq, label
 
 
-def _codes_matrix(seqs: list[str], length: int) -> np.ndarray:
-    """Sequences (each <= length) -> codes uint8 (n, length), PAD_CODE past each read's end."""
-    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
-    flat = ENCODE[np.frombuffer("".join(seqs).encode("ascii", "replace"), dtype=np.uint8)]
-    if np.all(lengths == length):
-        return flat.reshape(len(seqs), length)
-    mat = np.full((len(seqs), length), PAD_CODE, dtype=np.uint8)
-    rows = np.repeat(np.arange(len(seqs)), lengths)
-    cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    mat[rows, cols] = flat
+def _codes_matrix(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, length: int) -> np.ndarray:
+    """Rows of codes uint8 (n, length) from a concatenation `flat` of n reads starting at `starts`.
+
+    Reads longer than `length` keep their first `length` codes; shorter ones are filled with
+    PAD_CODE past their end.
+    """
+    if lengths.min() >= length:  # the common case: a row is a contiguous slice
+        return np.lib.stride_tricks.sliding_window_view(flat, length)[starts]
+    keep = np.minimum(lengths, length)
+    mat = np.full((lengths.size, length), PAD_CODE, dtype=np.uint8)
+    rows = np.repeat(np.arange(lengths.size), keep)
+    cols = np.arange(rows.size) - np.repeat(np.cumsum(keep) - keep, keep)
+    mat[rows, cols] = flat[np.repeat(starts, keep) + cols]
     return mat
+
+
+def _encode_joined(seqs: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of the reads joined by N (so no k-mer spans two reads), their starts and lengths."""
+    lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+    flat = ENCODE[np.frombuffer("N".join(seqs).encode("ascii", "replace"), dtype=np.uint8)]
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    return flat, starts, lengths
 
 
 def _check_letters(batch: list[tuple[str, str, str | None]], flat: np.ndarray, starts: np.ndarray) -> None:
@@ -112,29 +123,24 @@ def _check_letters(batch: list[tuple[str, str, str | None]], flat: np.ndarray, s
 def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter | None):
     """Apply length/N policies to a batch and tokenise it: (tokens (n, L-k+1), labels, ids)."""
     L, k = req.length, req.k
-    joined = "N".join(s for _, s, _ in batch)  # N separators keep k-mers from spanning reads
-    flat = ENCODE[np.frombuffer(joined.encode("ascii", "replace"), dtype=np.uint8)]
-    lengths = np.fromiter((len(s) for _, s, _ in batch), dtype=np.int64, count=len(batch))
-    starts = np.cumsum(lengths + 1) - lengths - 1
+    names, seqs, labels = [r[0] for r in batch], [r[1] for r in batch], [r[2] for r in batch]
+    flat, starts, lengths = _encode_joined(seqs)
     _check_letters(batch, flat, starts)
     stats.reads_in += len(batch)
     if counter is not None:
         counter.add(flat)
-
-    names, seqs, labels = [], [], []
-    for name, seq, label in batch:
-        if len(seq) > L and req.long_policy == "tile":
-            for t in range(math.ceil(len(seq) / L)):
-                names.append(f"{name}#{t}")
-                seqs.append(seq[t * L : (t + 1) * L])
-                labels.append(label)
-            stats.tiles += 1
-        else:
-            names.append(name)
-            seqs.append(seq[:L])
-            labels.append(label)
-    lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
-    keep = np.ones(len(seqs), dtype=bool)
+    if lengths.max() > L and req.long_policy == "tile":
+        tiled_names, tiled_seqs, tiled_labels = [], [], []
+        for name, seq, label in batch:
+            pieces = math.ceil(len(seq) / L)
+            tiled_names += [f"{name}#{t}" for t in range(pieces)] if pieces > 1 else [name]
+            tiled_seqs += [seq[t * L : (t + 1) * L] for t in range(pieces)]
+            tiled_labels += [label] * pieces
+            stats.tiles += pieces > 1
+        names, labels = tiled_names, tiled_labels
+        flat, starts, lengths = _encode_joined(tiled_seqs)
+    lens = np.minimum(lengths, L)
+    keep = np.ones(lens.size, dtype=bool)
     too_short_k = lens < k
     stats.dropped["shorter_than_k"] += int(too_short_k.sum())
     keep &= ~too_short_k
@@ -145,7 +151,7 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     idx = np.flatnonzero(keep)
     if idx.size == 0:
         return None
-    mat = _codes_matrix([seqs[i] for i in idx], L)
+    mat = _codes_matrix(flat, starts[idx], lengths[idx], L)
     if req.n_policy == "drop":
         has_n = (mat == N_CODE).any(axis=1)
         stats.dropped["ambiguous_bases"] += int(has_n.sum())
@@ -153,7 +159,9 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
         if idx.size == 0:
             return None
     stats.kept += idx.size
-    return tokenize(mat, k), [labels[i] for i in idx], [names[i] for i in idx]
+    if idx.size < len(names):
+        names, labels = [names[i] for i in idx], [labels[i] for i in idx]
+    return tokenize(mat, k), labels, names
 
 
 def _batches(req: KmerizeRequest) -> Iterator[list]:
@@ -206,17 +214,17 @@ def run(req, dataset_dir, tsv_path, counts_path, log: Callable[[str], None], pro
     return stats, header
 
 
-def write_counts(counter: KmerCounter, path: str, chunk: int = 1 << 20) -> None:
+def write_counts(counter: KmerCounter, path: str) -> None:
     """k-mer<TAB>count lines in lexicographic k-mer order (jellyfish dump -c -t, sorted)."""
-    ids, counts = counter.result()
+    width = counter.k + 1
     with open_output(path, gz=wants_gzip(path)) as fh:
-        for a in range(0, ids.size, chunk):
-            letters = decode_kmers(ids[a : a + chunk], counter.k)
-            tab = np.full((letters.shape[0], 1), ord("\t"), np.uint8)
-            kmers = np.hstack([letters, tab]).tobytes().decode()
-            width = counter.k + 1
-            fh.write("".join(f"{kmers[i * width:(i + 1) * width]}{c}\n"
-                             for i, c in enumerate(counts[a : a + chunk].tolist())).encode())
+        for ids, counts in counter.result():
+            for a in range(0, ids.size, 1 << 20):
+                letters = decode_kmers(ids[a : a + (1 << 20)], counter.k)
+                tab = np.full((letters.shape[0], 1), ord("\t"), np.uint8)
+                kmers = np.hstack([letters, tab]).tobytes().decode()
+                fh.write("".join([f"{kmers[i * width:(i + 1) * width]}{c}\n"
+                                  for i, c in enumerate(counts[a : a + (1 << 20)].tolist())]).encode())
 
 
 def _dropped_text(stats: Stats) -> str:

@@ -91,8 +91,7 @@ def test_kmer_counter_matches_naive_count(k, canonical):
     counter = KmerCounter(k, canonical)
     counter.add(encode("N".join(seqs[:2])))  # two batches exercise the merge path
     counter.add(encode("N".join(seqs[2:])))
-    ids, counts = counter.result()
-    got = {bytes(row).decode(): int(c) for row, c in zip(decode_kmers(ids, k), counts)}
+    got = {bytes(row).decode(): int(c) for ids, counts in counter.result() for row, c in zip(decode_kmers(ids, k), counts)}
     assert got == naive_counts(seqs, k, canonical)
     assert list(got) == sorted(got)  # lexicographic order
 
