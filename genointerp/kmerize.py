@@ -17,7 +17,7 @@ from genointerp.errors import InputError
 from genointerp.io.atomic import open_output, wants_gzip
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
-from genointerp.seq.alphabet import ENCODE, INVALID, N_CODE
+from genointerp.seq.alphabet import INVALID, N_CODE, encode_ascii
 from genointerp.seq.kmers import KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize, unknown_token
 
 BATCH = 65_536  # reads per vectorised step
@@ -106,7 +106,7 @@ def _codes_matrix(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, len
 def _encode_joined(seqs: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of the reads joined by N (so no k-mer spans two reads), their starts and lengths."""
     lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
-    flat = ENCODE[np.frombuffer("N".join(seqs).encode("ascii", "replace"), dtype=np.uint8)]
+    flat = encode_ascii("N".join(seqs).encode("ascii", "replace"))
     starts = np.cumsum(lengths + 1) - lengths - 1
     return flat, starts, lengths
 

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.atomic import AtomicOutputs, open_output, wants_gzip
+from genointerp.io.atomic import open_output, wants_gzip
 from genointerp.io.fastq import format_fastq
 from genointerp.io.sequences import read_reference
 from genointerp.seq.alphabet import clean_reference
@@ -107,14 +107,16 @@ def load_sources(req: SimulationRequest, log: Callable[[str], None]) -> dict[str
 
 def run(
     req: SimulationRequest,
-    outputs: AtomicOutputs,
     output: str,
     output2: str | None,
     truth: str | None,
     log: Callable[[str], None],
     progress: Callable,
 ) -> dict[str, int]:
-    """Simulate and write reads; returns reads per label. Outputs must already be reserved."""
+    """Simulate and write reads; returns reads per label.
+
+    Paths are where to write (temporaries of AtomicOutputs, or `-`); gzip follows their names.
+    """
     L = req.layout.read_length
     samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
     errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)

@@ -151,7 +151,8 @@ def test_fasta_without_records_and_all_reads_dropped(cli, tmp_path):
     assert not (tmp_path / "ds").exists()
 
 
-@pytest.mark.parametrize("args", [["-k", 8], ["-k", 0], ["--counts", "c.tsv", "--count-k", 32], [], ["--label", "a", "--label", "b", "-o", "x"]])
+@pytest.mark.parametrize("args", [["-k", 8], ["-k", 0], ["--counts", "c.tsv", "--count-k", 32], [],
+                                  ["--label", "a", "--label", "b", "-o", "x"], ["-o", "-"], ["--tsv", "-", "--counts", "-"]])
 def test_usage_errors_exit_2(cli, tmp_path, args):
     fq = write_fastq(tmp_path / "r.fq", [("r", "ACGTACGT")])
     res = cli("kmerize", fq, *[str(tmp_path / a) if a in ("c.tsv", "x") else a for a in args])
@@ -172,3 +173,10 @@ def test_header_json_is_valid_and_describes_the_convention(cli, sim_reads, tmp_p
     header = json.loads((tmp_path / "ds" / "header.json").read_text())
     assert header["token_convention"].startswith("A=0,C=1,G=2,T=3; first base most significant")
     assert header["special_tokens"] == {"unknown": 4096, "pad": 4097}
+
+
+def test_tsv_to_stdout(cli, tmp_path):
+    fq = write_fastq(tmp_path / "r.fq", [("r1", "ACGTA"), ("r2", "TTTTT")])
+    res = cli("-q", "kmerize", fq, "-k", 4, "--length", 5, "--label", "x", "--tsv", "-")
+    assert res.exit_code == 0
+    assert res.stdout.splitlines() == ["read_id\tlabel\ttokens", f"r1\tx\t{naive_id('ACGT')} {naive_id('CGTA')}", "r2\tx\t255 255"]

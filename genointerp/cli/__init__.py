@@ -30,10 +30,9 @@ def _version(value: bool) -> None:
 def _main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No log lines or progress bars on stderr."),
-    verbose: bool = typer.Option(False, "-v", "--verbose", help="More detail on stderr."),
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for errors."),
 ) -> None:
-    Settings.quiet, Settings.verbose, Settings.debug = quiet, verbose, debug
+    Settings.quiet, Settings.debug = quiet, debug
 
 
 from genointerp.cli import reads  # noqa: E402  (registers its commands on `app`)

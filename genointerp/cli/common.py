@@ -14,10 +14,9 @@ from genointerp.errors import GenointerpError
 
 
 class Settings:
-    """Global flags set by the app callback (-q/-v/--debug)."""
+    """Global flags set by the app callback (-q/--debug)."""
 
     quiet = False
-    verbose = False
     debug = False
 
 

@@ -83,7 +83,7 @@ def simulate_reads(
         if targets.count(STDOUT) > 1:
             raise typer.BadParameter("only one output can be - (stdout)")
         tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in targets}
-        per_label = run(req, outputs, tmp[output], tmp.get(output2), tmp.get(truth), log, progress)
+        per_label = run(req, tmp[output], tmp.get(output2), tmp.get(truth), log, progress)
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
 
 
@@ -158,12 +158,11 @@ def kmerize(
         long_policy=long.value, file_labels=label, truth=read_truth_labels(truth) if truth else None,
         name_field=label_field, name_sep=label_sep, canonical=canonical, count_k=count_k,
     )
+    if output == STDOUT:
+        raise typer.BadParameter("the dataset is a folder and cannot go to stdout; use --tsv - for text", param_hint="-o")
+    if (tsv, counts).count(STDOUT) > 1:
+        raise typer.BadParameter("only one output can be - (stdout)", param_hint="--tsv/--counts")
     with AtomicOutputs(force) as outputs:
-        for p in (tsv, counts):
-            if p == STDOUT and output is None and (tsv, counts).count(STDOUT) == 1:
-                continue
-            if p == STDOUT:
-                raise typer.BadParameter("only one output can be - (stdout)")
         folder = outputs.folder(output) if output else None
         tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in (tsv, counts) if p}
         stats, header = run(req, folder, tmp.get(tsv), tmp.get(counts), log, progress)

@@ -26,6 +26,7 @@ for _i, _b in enumerate("ACGT"):
 for _b in "N" + "".join(IUPAC_AMBIGUOUS):
     ENCODE[ord(_b)] = ENCODE[ord(_b.lower())] = N_CODE
 INVALID = 255
+_ENCODE_TABLE = ENCODE.tobytes()
 
 
 def as_bytes_array(seq: str | bytes) -> np.ndarray:
@@ -39,6 +40,11 @@ def encode(seq: str | bytes | np.ndarray) -> np.ndarray:
     """ASCII letters -> codes 0..4, shape preserved; letters that are not IUPAC give 255."""
     arr = seq if isinstance(seq, np.ndarray) else as_bytes_array(seq)
     return ENCODE[arr]
+
+
+def encode_ascii(data: bytes) -> np.ndarray:
+    """Like encode() for ASCII bytes, through bytes.translate (faster than a numpy gather)."""
+    return np.frombuffer(data.translate(_ENCODE_TABLE), dtype=np.uint8)
 
 
 def decode(codes: np.ndarray) -> bytes:

@@ -43,21 +43,42 @@ def _any_in_window(flag: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def _pack(base: np.ndarray, k: int) -> np.ndarray:
+    """Ids of every k-window of 2-bit codes base (..., L) (already in the id dtype): (..., L-k+1).
+
+    Built by doubling: m-mer ids combine into 2m-mer ids with one shift and one OR, and k is
+    assembled from its binary digits, so the work grows with log2(k) rather than k.
+    """
+    L = base.shape[-1]
+    block, blen = base, 1
+    result, rlen = None, 0
+    kk = k
+    while True:
+        if kk & 1:
+            if result is None:
+                result, rlen = block, blen
+            else:
+                n = L - (rlen + blen) + 1
+                result = (result[..., :n] << result.dtype.type(2 * blen)) | block[..., rlen : rlen + n]
+                rlen += blen
+        kk >>= 1
+        if not kk:
+            return result
+        n2 = block.shape[-1] - blen
+        block = (block[..., :n2] << block.dtype.type(2 * blen)) | block[..., blen : blen + n2]
+        blen *= 2
+
+
 def kmer_ids(codes: np.ndarray, k: int, dtype=np.uint64) -> tuple[np.ndarray, np.ndarray]:
     """Forward k-mer ids of every window. codes: uint8 (..., L) -> (ids (..., L-k+1), valid bool).
 
     dtype must hold 2k bits (uint16 up to k = 8). valid is False for windows holding a code >= 4
     (N, IUPAC, padding); their ids are meaningless.
     """
-    n = codes.shape[-1] - k + 1
     invalid = codes >= 4
     any_invalid = bool(invalid.any())
     base = (np.where(invalid, 0, codes) if any_invalid else codes).astype(dtype)
-    ids = base[..., :n].copy()
-    two = dtype(2)
-    for j in range(1, k):
-        ids <<= two
-        ids |= base[..., j : j + n]
+    ids = _pack(base, k)
     if not any_invalid:
         return ids, np.ones(ids.shape, dtype=bool)
     return ids, ~_any_in_window(invalid, k)
