@@ -103,7 +103,7 @@ def _codes_matrix(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, len
     return mat
 
 
-def _encode_joined(seqs: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def encode_joined(seqs: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of the reads joined by N (so no k-mer spans two reads), their starts and lengths."""
     lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
     flat = encode_ascii("N".join(seqs).encode("ascii", "replace"))
@@ -124,7 +124,7 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     """Apply length/N policies to a batch and tokenise it: (tokens (n, L-k+1), labels, ids)."""
     L, k = req.length, req.k
     names, seqs, labels = [r[0] for r in batch], [r[1] for r in batch], [r[2] for r in batch]
-    flat, starts, lengths = _encode_joined(seqs)
+    flat, starts, lengths = encode_joined(seqs)
     _check_letters(batch, flat, starts)
     stats.reads_in += len(batch)
     if counter is not None:
@@ -138,7 +138,7 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
             tiled_labels += [label] * pieces
             stats.tiles += pieces > 1
         names, labels = tiled_names, tiled_labels
-        flat, starts, lengths = _encode_joined(tiled_seqs)
+        flat, starts, lengths = encode_joined(tiled_seqs)
     lens = np.minimum(lengths, L)
     keep = np.ones(lens.size, dtype=bool)
     too_short_k = lens < k

@@ -35,9 +35,9 @@ def _main(
     Settings.quiet, Settings.debug = quiet, debug
 
 
-from genointerp.cli import reads  # noqa: E402  (registers its commands on `app`)
+from genointerp.cli import reads, viral  # noqa: E402  (each registers its commands on `app`)
 
-del reads
+del reads, viral
 
 
 def main() -> None:

@@ -87,3 +87,12 @@ def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, st
             raise typer.BadParameter(f"expected {what}, got {v!r}", param_hint=option)
         pairs.append((key, val))
     return pairs
+
+
+def usable_threads(requested: int) -> int:
+    """--threads capped at the CPUs this process may run on (affinity/cgroup aware)."""
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    return max(1, min(requested, available))

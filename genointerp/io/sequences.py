@@ -151,3 +151,49 @@ def _check_unique_names(path: str, records: list[tuple[str, str]]) -> None:
         if name in seen:
             raise InputError(f"{path}: contig name {name!r} appears twice")
         seen.add(name)
+
+
+def is_alignment_file(path: str) -> bool:
+    """BAM or CRAM, told by magic bytes (BAM is BGZF-compressed 'BAM\\1', CRAM starts with 'CRAM')."""
+    if path == STDIN or not os.path.isfile(path):
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head == b"CRAM":
+        return True
+    if head[:2] == GZIP_MAGIC:
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read(4) == b"BAM\x01"
+        except (OSError, EOFError):
+            return False
+    return False
+
+
+def iter_alignment_reads(path: str, unmapped_only: bool, reference: str | None = None) -> Iterator[tuple[str, str, str | None]]:
+    """Yield (name, sequence, quality) of each read of a BAM/CRAM once (primary records only).
+
+    Mates get /1, /2 suffixes. Reads on the reverse strand are stored reverse-complemented by the
+    aligner; they are yielded as stored (orientation does not matter to a k-mer classifier
+    trained on both strands).
+    """
+    try:
+        fh = pysam.AlignmentFile(path, "rc" if path.endswith(".cram") else "rb", reference_filename=reference,
+                                 check_sq=False)
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: cannot open as BAM/CRAM ({exc})") from None
+    n = 0
+    try:
+        with fh:
+            for rec in fh.fetch(until_eof=True):
+                if rec.is_secondary or rec.is_supplementary or (unmapped_only and not rec.is_unmapped):
+                    continue
+                seq = rec.query_sequence
+                if not seq:
+                    continue
+                name = rec.query_name + ("/1" if rec.is_read1 else "/2" if rec.is_read2 else "")
+                qual = rec.qual
+                n += 1
+                yield name, seq, qual
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: malformed or truncated alignment file after {n} reads ({exc})") from None

@@ -1,0 +1,80 @@
+"""Model directories: model.safetensors (weights) + config.json (architecture, data, provenance).
+
+Never pickled modules: loading rebuilds the model from its config and checks that every weight
+the file holds fits it, so a model from another architecture or a damaged file is refused with a
+clear message instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from genointerp import __version__
+from genointerp.errors import InputError
+
+WEIGHTS, CONFIG = "model.safetensors", "config.json"
+
+
+def _registry():
+    from genointerp.models.xvir import XVir, XVirConfig
+
+    return {"xvir": (XVirConfig, XVir)}
+
+
+def build_model(arch_config: dict):
+    """Instantiate the model an architecture dict (config.json["model"]) describes."""
+    name = arch_config.get("architecture")
+    registry = _registry()
+    if name not in registry:
+        raise InputError(f"unknown model architecture {name!r} (known: {', '.join(registry)})")
+    config_cls, model_cls = registry[name]
+    try:
+        return model_cls(config_cls.from_dict(arch_config))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"model configuration: {exc}") from None
+
+
+def save_model_dir(folder: Path, model, info: dict) -> None:
+    """Write weights and config.json into `folder` (normally an AtomicOutputs temporary)."""
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / WEIGHTS), metadata={"genointerp_version": __version__})
+    config = {"model": model.config.to_dict(), "genointerp_version": __version__, **info}
+    (folder / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=False) + "\n")
+
+
+def load_model_dir(folder: str | Path, expect: str | None = None):
+    """Return (model in eval mode, config dict) from a model directory."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: model directory not found")
+    try:
+        config = json.loads((folder / CONFIG).read_text())
+    except FileNotFoundError:
+        raise InputError(f"{folder}: no {CONFIG}; not a genointerp model directory") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{folder}/{CONFIG}: not valid JSON ({exc})") from None
+    arch = config.get("model", {})
+    if expect and arch.get("architecture") != expect:
+        raise InputError(f"{folder}: a {arch.get('architecture')!r} model, but this command needs {expect!r}")
+    model = build_model(arch)
+    try:
+        state = load_file(str(folder / WEIGHTS))
+    except FileNotFoundError:
+        raise InputError(f"{folder}: no {WEIGHTS}") from None
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise InputError(f"{folder}/{WEIGHTS}: damaged or not a safetensors file ({exc})") from None
+    own = model.state_dict()
+    missing, unexpected = set(own) - set(state), set(state) - set(own)
+    wrong = [k for k in set(own) & set(state) if own[k].shape != state[k].shape]
+    if missing or unexpected or wrong:
+        detail = (f"missing {sorted(missing)[:3]}" if missing else f"unexpected {sorted(unexpected)[:3]}" if unexpected
+                  else f"shape of {wrong[0]} is {tuple(state[wrong[0]].shape)}, config expects {tuple(own[wrong[0]].shape)}")
+        raise InputError(f"{folder}: weights do not match config.json ({detail})")
+    model.load_state_dict(state)
+    return model.eval(), config

@@ -1,0 +1,120 @@
+"""The classify-reads job: reads in (FASTQ/FASTA/BAM/CRAM), per-read P(viral) TSV out, streamed.
+
+Each read is cut into windows of the model's read length (at 0, L, 2L, ... and one ending at the
+read's end, so every base is covered); a read's p_viral is the highest of its windows. Windows
+with N or IUPAC letters are skipped when the model has no UNKNOWN token. Status per read:
+scored, too_short (shorter than the model's read length), ambiguous (no window free of N).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from itertools import islice
+from typing import Callable, Iterator
+
+import numpy as np
+
+from genointerp.io.sequences import is_alignment_file, iter_alignment_reads, iter_records
+from genointerp.kmerize import encode_joined
+from genointerp.seq.alphabet import INVALID, N_CODE
+from genointerp.seq.kmers import tokenize
+
+BATCH = 8192  # reads per step
+HEADER = "read_id\tlength\tp_viral\tcall\tstatus\n"
+
+
+@dataclass
+class ClassifyRequest:
+    inputs: list[str]
+    threshold: float = 0.5
+    unmapped_only: bool = False
+    reference: str | None = None
+    device: str = "cpu"
+    precision: str = "32"
+    batch_windows: int = 2048
+
+
+def records(req: ClassifyRequest) -> Iterator[tuple[str, str, str | None]]:
+    for path in req.inputs:
+        if is_alignment_file(path):
+            yield from iter_alignment_reads(path, req.unmapped_only, req.reference)
+        else:
+            yield from iter_records(path)
+
+
+def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start offsets (into the joined codes) of every window, and the read each belongs to."""
+    per = np.where(lengths >= L, -(-lengths // L), 0)  # ceil(len / L) windows, the last one end-aligned
+    read = np.repeat(np.arange(lengths.size), per)
+    j = np.arange(read.size) - np.repeat(np.cumsum(per) - per, per)
+    offset = np.minimum(j * L, lengths[read] - L)
+    return starts[read] + offset, read
+
+
+def score_batch(model, batch, L: int, k: int, has_unknown: bool, req: ClassifyRequest):
+    """p_viral (n,) with NaN for unscored reads, and statuses (n,) for a batch of records."""
+    from genointerp.train.loop import predict
+
+    flat, starts, lengths = encode_joined([r[1] for r in batch])
+    flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
+    wstart, wread = window_starts(starts, lengths, L)
+    p = np.full(len(batch), np.nan)
+    status = np.where(lengths < L, "too_short", "ambiguous").astype(object)
+    if wstart.size:
+        mat = np.lib.stride_tricks.sliding_window_view(flat, L)[wstart]
+        if not has_unknown:
+            clean = ~(mat == N_CODE).any(axis=1)
+            mat, wread = mat[clean], wread[clean]
+        if wread.size:
+            pw = predict(model, tokenize(mat, k), req.device, req.precision, req.batch_windows)
+            best = np.full(len(batch), -1.0)
+            np.maximum.at(best, wread, pw)
+            scored = best >= 0
+            p[scored] = best[scored]
+            status[scored] = "scored"
+    return p, status
+
+
+def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable[[str], None], progress: Callable) -> dict:
+    """Classify every read; write TSV rows to `out` and reads called viral to `viral_out`."""
+    L, k = config["model"]["read_length"], config["model"]["k"]
+    has_unknown = config["model"]["vocab_size"] > 4**k
+    counts: Counter = Counter()
+    total = called = 0
+    out.write(HEADER.encode())
+    it = records(req)
+    with progress("classifying reads", None) as advance:
+        while batch := list(islice(it, BATCH)):
+            p, status = score_batch(model, batch, L, k, has_unknown, req)
+            call = np.where(np.isnan(p), "NA", np.where(p >= req.threshold, "viral", "not_viral"))
+            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\n"
+                    for r, q, c, s in zip(batch, p.tolist(), call.tolist(), status.tolist())]
+            out.write("".join(rows).encode())
+            viral = np.flatnonzero(call == "viral")
+            if viral_out is not None and viral.size:
+                viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
+            counts.update(status.tolist())
+            total += len(batch)
+            called += int(viral.size)
+            advance(len(batch))
+    scored = counts.get("scored", 0)
+    return {
+        "reads_total": total,
+        "reads_scored": scored,
+        "reads_called_viral": called,
+        "fraction_viral_of_scored": called / scored if scored else 0.0,
+        "status_counts": {s: counts.get(s, 0) for s in ("scored", "too_short", "ambiguous")},
+        "threshold": req.threshold,
+        "inputs": list(req.inputs),
+    }
+
+
+def _record_text(rec) -> str:
+    name, seq, qual = rec
+    return f"@{name}\n{seq}\n+\n{qual}\n" if qual is not None else f">{name}\n{seq}\n"
+
+
+def summary_json(summary: dict) -> str:
+    return json.dumps(summary, indent=2) + "\n"

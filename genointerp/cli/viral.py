@@ -1,0 +1,159 @@
+"""Viral detection panel: train-xvir and classify-reads."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from genointerp.cli import app
+from genointerp.cli.common import log, progress, usable_threads
+
+PANEL = "Viral detection"
+
+
+class Position(str, Enum):
+    sinusoidal = "sinusoidal"
+    learned = "learned"
+    rope = "rope"
+    relative = "relative"
+
+
+class Precision(str, Enum):
+    fp32 = "32"
+    bf16 = "bf16"
+    fp16 = "16"
+
+
+@app.command(
+    "train-xvir",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp train-xvir train.kmers -o hpv_model\n\n"
+        "  torchrun --nproc_per_node 4 -m genointerp train-xvir train.kmers -o hpv_model --device cuda"
+    ),
+)
+def train_xvir(
+    datasets: List[str] = typer.Argument(..., metavar="DATASET...", help="kmerize dataset folders (labels required)."),
+    output: str = typer.Option(..., "-o", "--output", help="Model directory to write (model.safetensors, config.json, metrics)."),
+    valid: List[str] = typer.Option([], "--valid", help="Validation dataset(s) instead of the 8:1:1 split (with --test)."),
+    test: List[str] = typer.Option([], "--test", help="Test dataset(s) instead of the 8:1:1 split (with --valid)."),
+    positive: str = typer.Option("viral", "--positive", help="The label that counts as viral; every other label is not."),
+    epochs: int = typer.Option(25, "--epochs", min=1, help="Most epochs to train."),
+    patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without a better validation AUROC."),
+    batch_size: int = typer.Option(256, "--batch-size", min=1),
+    lr: float = typer.Option(1e-3, "--lr", min=0, help="Adam learning rate."),
+    weight_decay: float = typer.Option(1e-6, "--weight-decay", min=0),
+    rc_augment: bool = typer.Option(False, "--rc-augment", help="Reverse-complement half of the training reads each epoch."),
+    d_model: int = typer.Option(128, "--d-model", min=4),
+    heads: int = typer.Option(4, "--heads", min=1),
+    layers: int = typer.Option(1, "--layers", min=1),
+    dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9),
+    position: Position = typer.Option(Position.sinusoidal, "--position", help="Position encoding (the paper: sinusoidal)."),
+    pre_norm: bool = typer.Option(False, "--pre-norm", help="LayerNorm before each block (the paper: after)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision on CUDA (CPU always trains in fp32)."),
+    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
+    seed: int = typer.Option(1, "--seed"),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
+) -> None:
+    """Train an XVir read classifier (transformer over k-mer tokens) on kmerize datasets.
+
+    Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
+    metrics.tsv, test metrics in test_metrics.json and roc.png. Runs under torchrun (DDP; rank 0 writes).
+    """
+    import os
+    import shutil
+
+    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.train.loop import TrainSettings, resolve_device
+    from genointerp.train_xvir import TrainRequest, checkpoint_dir, finish, run
+
+    settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
+                             seed=seed, rc_augment=rc_augment, device=resolve_device(device), precision=precision.value)
+    req = TrainRequest(datasets, valid, test, positive, threads=usable_threads(threads), model={
+        "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
+        "position": position.value, "norm_first": pre_norm})
+    ckpt = checkpoint_dir(output)
+    main_rank = os.environ.get("RANK", "0") == "0"
+    if resume and not (ckpt / "last.pt").exists():
+        raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
+    if not resume and ckpt.exists() and main_rank:
+        if not force:
+            from genointerp.errors import InputError
+
+            raise InputError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
+        shutil.rmtree(ckpt)
+    if main_rank:
+        with AtomicOutputs(force) as outputs:
+            folder = outputs.folder(output)
+            metrics = run(req, settings, folder, output, resume, log, progress)
+        finish(output)
+    else:  # other DDP ranks train alongside and write nothing
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            metrics = run(req, settings, __import__("pathlib").Path(scratch), output, resume, log, progress)
+    log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
+        f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
+
+
+@app.command(
+    "classify-reads",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp classify-reads tumor.fq.gz > calls.tsv\n\n"
+        "  genointerp classify-reads tumor.bam --unmapped-only --summary summary.json --viral-out viral.fq.gz -o calls.tsv"
+    ),
+)
+def classify_reads(
+    inputs: List[str] = typer.Argument(..., metavar="READS...", help="FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA)."),
+    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status); - is stdout."),
+    model_dir: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-xvir (default: the built-in HPV model)."),
+    threshold: float = typer.Option(0.5, "--threshold", min=0, max=1, help="Call a read viral when p_viral >= this."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
+    viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input)."),
+    unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision on CUDA."),
+    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+) -> None:
+    """Score every read as viral or not with an XVir model; the built-in one detects HPV.
+
+    Reads longer than the model's read length (150 bp for the built-in model) are scored over
+    tiled windows (the read takes its highest window); shorter reads are reported as too_short.
+    """
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.classify_reads import ClassifyRequest, run, summary_json
+    from genointerp.io.atomic import STDOUT, AtomicOutputs, open_output, wants_gzip
+    from genointerp.resources import builtin_model_dir
+    from genointerp.train.loop import resolve_device
+
+    if [output, summary, viral_out].count(STDOUT) > 1:
+        raise typer.BadParameter("only one output can be - (stdout)")
+    torch.set_num_threads(usable_threads(threads))
+    model, config = load_model_dir(model_dir or builtin_model_dir(), expect="xvir")
+    req = ClassifyRequest(inputs, threshold, unmapped_only, reference, resolve_device(device), precision.value)
+    model.to(req.device)
+    with AtomicOutputs(force) as outputs:
+        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in (output, summary, viral_out) if p}
+        with open_output(tmp[output], gz=wants_gzip(output)) as out:
+            if viral_out:
+                with open_output(tmp[viral_out], gz=wants_gzip(viral_out)) as vout:
+                    result = run(req, model, config, out, vout, log, progress)
+            else:
+                result = run(req, model, config, out, None, log, progress)
+        if summary:
+            with open_output(tmp[summary], gz=False) as fh:
+                fh.write(summary_json(result).encode())
+    sc = result["status_counts"]
+    log(f"{result['reads_total']:,} reads, {result['reads_scored']:,} scored, {result['reads_called_viral']:,} called viral "
+        f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}")

@@ -1,0 +1,1 @@
+"""Pure nn.Modules built from config dataclasses; they know nothing of files."""

@@ -1,0 +1,51 @@
+"""Token datasets for training: binary targets, deterministic splits, reverse-complement augmentation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.io.kmer_dataset import KmerDataset
+
+
+def binary_targets(ds: KmerDataset, positive: str) -> np.ndarray:
+    """float32 (n,): 1 for reads labelled `positive`, 0 for every other label."""
+    names = ds.header["labels"]
+    if positive not in names:
+        raise InputError(f"{ds.folder}: no reads labelled {positive!r} (labels: {', '.join(names) or 'none'}); see --positive")
+    labels = np.asarray(ds.labels)
+    if (labels < 0).any():
+        raise InputError(f"{ds.folder}: {int((labels < 0).sum())} reads have no label; kmerize with --label/--truth/--label-field")
+    return (labels == names.index(positive)).astype(np.float32)
+
+
+def check_compatible(datasets: list[KmerDataset]) -> dict:
+    """All datasets must share k, read length and token convention; returns the first header."""
+    first = datasets[0].header
+    for ds in datasets[1:]:
+        for key in ("k", "length", "token_convention"):
+            if ds.header[key] != first[key]:
+                raise InputError(f"{ds.folder}: {key} {ds.header[key]!r} differs from {datasets[0].folder} ({first[key]!r})")
+    return first
+
+
+def split_indices(n: int, seed: int, fractions=(0.8, 0.1, 0.1)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A seeded permutation of range(n) cut 8:1:1 (train, validation, test) by default."""
+    perm = np.random.default_rng([seed, 3]).permutation(n)
+    a = int(round(n * fractions[0]))
+    b = a + int(round(n * fractions[1]))
+    return np.sort(perm[:a]), np.sort(perm[a:b]), np.sort(perm[b:])
+
+
+def reverse_complement_table(k: int) -> np.ndarray:
+    """int64 (4^k + 2,): id of each k-mer's reverse complement; UNKNOWN and PAD map to themselves."""
+    ids = np.arange(4**k, dtype=np.int64)
+    rc = np.zeros_like(ids)
+    for j in range(k):
+        rc = (rc << 2) | (3 - ((ids >> (2 * j)) & 3))
+    return np.concatenate([rc, [4**k, 4**k + 1]])
+
+
+def reverse_complement_tokens(tokens: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Tokens of the reverse-complemented reads: reverse the order and complement each k-mer. (B, n)."""
+    return table[tokens[:, ::-1]]

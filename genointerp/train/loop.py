@@ -1,0 +1,169 @@
+"""One training loop for binary read classifiers: device, autocast, DDP (torchrun), resume.
+
+Determinism: the epoch's shuffle comes from a generator seeded with (seed, epoch), dropout from
+torch's global generator, whose state is saved with every checkpoint; so an interrupted run that
+is resumed ends with the same weights as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from genointerp.errors import InputError
+from genointerp.train.data import reverse_complement_tokens
+from genointerp.train.metrics import binary_metrics
+
+CHECKPOINT = "last.pt"
+
+
+@dataclass
+class TrainSettings:
+    epochs: int = 25
+    batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 1e-6
+    patience: int = 5  # epochs without a better validation AUROC before stopping
+    seed: int = 1
+    rc_augment: bool = False
+    device: str = "cpu"
+    precision: str = "32"
+
+
+@dataclass
+class Distributed:
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed(device: str) -> Distributed:
+    """Join a torchrun group when WORLD_SIZE > 1 (gloo on CPU, nccl on CUDA)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Distributed()
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    return Distributed(dist.get_rank(), world)
+
+
+def resolve_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA device is available")
+    if requested == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{os.environ['LOCAL_RANK']}"
+    return requested
+
+
+def _autocast(device: str, precision: str):
+    if precision == "32" or not device.startswith("cuda"):
+        return torch.autocast("cpu", enabled=False)
+    return torch.autocast("cuda", dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+@torch.inference_mode()
+def predict(model, tokens: np.ndarray, device: str, precision: str = "32", batch_size: int = 1024) -> np.ndarray:
+    """P(positive) float64 (n,) for tokens (n, n_tokens)."""
+    model.eval()
+    out = []
+    for a in range(0, len(tokens), batch_size):
+        x = torch.from_numpy(np.asarray(tokens[a : a + batch_size], dtype=np.int64)).to(device)
+        with _autocast(device, precision):
+            out.append(torch.sigmoid(model(x).float()).cpu().numpy())
+    return np.concatenate(out).astype(np.float64) if out else np.empty(0)
+
+
+def fit(model, train: tuple[np.ndarray, np.ndarray], valid: tuple[np.ndarray, np.ndarray], s: TrainSettings,
+        ckpt_dir: Path, resume: bool, rc_table: np.ndarray | None, dist_info: Distributed,
+        log: Callable[[str], None], progress: Callable, on_epoch: Callable[[dict], None]) -> tuple[dict, list[dict]]:
+    """Train with early stopping on validation AUROC; returns (best state_dict, per-epoch history).
+
+    Checkpoints go to ckpt_dir/last.pt after every epoch (rank 0).
+    """
+    device = s.device
+    model.to(device)
+    net = model
+    if dist_info.world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[int(device.split(":")[1])] if ":" in device else None)
+    opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
+    history: list[dict] = []
+    best_auroc, best_state, start_epoch, stale = -math.inf, None, 0, 0
+    ckpt = ckpt_dir / CHECKPOINT
+    if resume:
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        if state["settings"] != asdict(s):
+            raise InputError(f"{ckpt}: the interrupted run used other settings; rerun without --resume")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+        history, best_auroc, stale = state["history"], state["best_auroc"], state["stale"]
+        best_state, start_epoch = state["best_model"], state["epoch"] + 1
+        log(f"resuming after epoch {start_epoch} (best validation AUROC {best_auroc:.4f})")
+    else:
+        torch.manual_seed(s.seed)
+    tokens, y = train
+    n_per_rank = len(y) // dist_info.world
+    for epoch in range(start_epoch, s.epochs):
+        if stale >= s.patience:
+            break
+        t0 = time.perf_counter()
+        net.train()
+        gen = np.random.default_rng([s.seed, epoch])
+        order = gen.permutation(len(y))[dist_info.rank :: dist_info.world][:n_per_rank]
+        flip = gen.random(len(y)) < 0.5 if s.rc_augment else None
+        total, seen = 0.0, 0
+        with progress(f"epoch {epoch + 1}/{s.epochs}", len(order)) as advance:
+            for a in range(0, len(order), s.batch_size):
+                idx = np.sort(order[a : a + s.batch_size])  # sorted: sequential memmap reads
+                x = np.asarray(tokens[idx], dtype=np.int64)
+                if flip is not None and flip[idx].any():
+                    f = flip[idx]
+                    x[f] = reverse_complement_tokens(x[f], rc_table)
+                xb = torch.from_numpy(x).to(device)
+                yb = torch.from_numpy(np.asarray(y[idx], dtype=np.float32)).to(device)
+                with _autocast(device, s.precision):
+                    loss = F.binary_cross_entropy_with_logits(net(xb).float(), yb)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+                seen += len(idx)
+                advance(len(idx))
+        p = predict(model, valid[0], device, s.precision)
+        m = binary_metrics(valid[1], p)
+        row = {"epoch": epoch + 1, "train_loss": total / max(seen, 1), **{f"valid_{k}": v for k, v in m.items()},
+               "seconds": time.perf_counter() - t0}
+        history.append(row)
+        improved = m["auroc"] > best_auroc
+        if improved:
+            best_auroc, stale = m["auroc"], 0
+            best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        else:
+            stale += 1
+        log(f"epoch {epoch + 1}: train loss {row['train_loss']:.4f}, valid loss {m['loss']:.4f}, "
+            f"AUROC {m['auroc']:.4f}, accuracy {m['accuracy']:.4f}{' *' if improved else ''} ({row['seconds']:.0f} s)")
+        if dist_info.main:
+            on_epoch(row)
+            tmp = ckpt.with_suffix(".tmp")
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                        "epoch": epoch, "history": history, "best_auroc": best_auroc, "best_model": best_state,
+                        "stale": stale, "settings": asdict(s)}, tmp)
+            os.replace(tmp, ckpt)
+    if best_state is None:
+        raise InputError("no epoch was trained (all epochs already done?)")
+    return best_state, history

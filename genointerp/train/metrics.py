@@ -1,0 +1,53 @@
+"""Binary classification metrics over probabilities (numpy in, plain floats out)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def binary_metrics(y: np.ndarray, p: np.ndarray, threshold: float = 0.5) -> dict[str, float]:
+    """y: 0/1 (n,), p: P(positive) (n,). Accuracy, AUROC, TPR (recall), TNR, PPV (precision)."""
+    from sklearn.metrics import roc_auc_score
+
+    call = p >= threshold
+    pos, neg = y == 1, y == 0
+    tp, tn = int((call & pos).sum()), int((~call & neg).sum())
+    fp, fn = int((call & neg).sum()), int((~call & pos).sum())
+    eps = 1e-7
+    loss = float(-np.mean(y * np.log(np.clip(p, eps, 1)) + (1 - y) * np.log(np.clip(1 - p, eps, 1))))
+    return {
+        "loss": loss,
+        "accuracy": (tp + tn) / max(len(y), 1),
+        "auroc": float(roc_auc_score(y, p)) if pos.any() and neg.any() else float("nan"),
+        "tpr": tp / max(tp + fn, 1),
+        "tnr": tn / max(tn + fp, 1),
+        "ppv": tp / max(tp + fp, 1),
+    }
+
+
+def recall_at_fpr(y: np.ndarray, p: np.ndarray, fpr: float = 0.01) -> float:
+    """Largest TPR reachable with a false-positive rate at most `fpr`."""
+    from sklearn.metrics import roc_curve
+
+    f, t, _ = roc_curve(y, p)
+    return float(t[f <= fpr].max()) if (f <= fpr).any() else 0.0
+
+
+def plot_roc(y: np.ndarray, p: np.ndarray, path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    f, t, _ = roc_curve(y, p)
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot(f, t, lw=1.5, label=f"AUROC {roc_auc_score(y, p):.4f}")
+    ax.plot([0, 1], [0, 1], ls=":", c="grey")
+    ax.set_xlabel("false-positive rate")
+    ax.set_ylabel("true-positive rate")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,122 @@
+"""Recipe for the built-in HPV read classifier (`make default-model`). Resumable: finished steps
+are skipped and training continues from its checkpoint.
+
+Data (public; see README "Data"):
+  viral     ../shared/data/viral/hpv_genomes.fa: 516 HPV genomes of 382 types; every 8th type
+            (sorted by name, HPV16 and HPV18 always kept for training) is held out for evaluation.
+  human     GRCh37 chr20 (Debian vt-examples); 20:1-50,000,000 for training, the rest held out.
+  bacterial E. coli 536 (Debian bowtie-examples) and Klebsiella pneumoniae Kp1084 + NTUH-K2044
+            (Debian kleborate-examples) for training; K. pneumoniae MGH 78578 and HS11286 held out.
+Training reads: 150 bp HiSeq 2500-like (simulate-reads), half viral (a third of those from
+genomes mutated with 5 % substitutions, as XVir augments), 30 % human, 20 % bacterial.
+
+    python scripts/build_default_model.py [--shared ../shared/data] [--reads 60000] [--epochs 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import gzip
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pysam
+
+ROOT = Path(__file__).resolve().parent.parent
+GI = [sys.executable, "-m", "genointerp"]
+ECOLI = "/usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz"
+KLEBS = "/usr/share/doc/kleborate/examples/data/{}.fna.xz"
+KLEBS_TRAIN, KLEBS_HELDOUT = ["Klebs_Kp1084", "NTUH-K2044"], ["MGH78578", "Klebs_HS11286"]
+HUMAN_SPLIT = 50_000_000
+
+
+def hpv_type(name: str) -> str:
+    base = name.split("_v")[0]
+    return base
+
+
+def heldout_types(names: list[str]) -> set[str]:
+    types = sorted({hpv_type(n) for n in names})
+    return {t for i, t in enumerate(types) if i % 8 == 4 and t not in ("HPV16", "HPV18")}
+
+
+def write_fasta(path: Path, records) -> None:
+    with open(path, "w") as fh:
+        for name, seq in records:
+            fh.write(f">{name}\n" + "".join(seq[i : i + 80] + "\n" for i in range(0, len(seq), 80)))
+
+
+def prepare(shared: Path, work: Path) -> None:
+    """Reference FASTA files for the training and held-out sets (skipped when present)."""
+    if (work / "refs.done").exists():
+        return
+    hpv = [(r.name, r.sequence) for r in pysam.FastxFile(str(shared / "viral/hpv_genomes.fa"))]
+    held = heldout_types([n for n, _ in hpv])
+    write_fasta(work / "hpv_train.fa", [(n, s) for n, s in hpv if hpv_type(n) not in held])
+    write_fasta(work / "hpv_heldout.fa", [(n, s) for n, s in hpv if hpv_type(n) in held])
+    chr20 = pysam.FastaFile(str(shared / "human/GRCh37.chr20.fa.gz"))
+    write_fasta(work / "human_train.fa", [("20_train", chr20.fetch("20", 0, HUMAN_SPLIT))])
+    write_fasta(work / "human_heldout.fa", [("20_heldout", chr20.fetch("20", HUMAN_SPLIT, chr20.get_reference_length("20")))])
+
+    def bacterial(names):
+        out = []
+        for n in names:
+            with lzma.open(KLEBS.format(n), "rt") as fh:
+                out += [(f"{n}:{r.id}", str(r.seq)) for r in __import__("Bio.SeqIO").SeqIO.parse(fh, "fasta")]
+        return out
+
+    with gzip.open(ECOLI, "rt") as fh:
+        ecoli = [("Ecoli536", "".join(line.strip() for line in fh if not line.startswith(">")))]
+    write_fasta(work / "bacteria_train.fa", ecoli + bacterial(KLEBS_TRAIN))
+    write_fasta(work / "bacteria_heldout.fa", bacterial(KLEBS_HELDOUT))
+    (work / "heldout_types.txt").write_text("\n".join(sorted(held)) + "\n")
+    (work / "refs.done").write_text("ok\n")
+
+
+def run(cmd: list[str]) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared", default=str(ROOT.parent / "shared/data"))
+    ap.add_argument("--work", default=str(ROOT / "build/default-model"))
+    ap.add_argument("--reads", type=int, default=60_000)
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    prepare(Path(args.shared), work)
+    n = args.reads
+    plain, mutated = work / "train_plain.fq.gz", work / "train_mutated.fq.gz"
+    if not plain.exists():
+        run(GI + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_train.fa'}", "--circular", "viral",
+                  "-s", f"human={work / 'human_train.fa'}", "-s", f"bacterial={work / 'bacteria_train.fa'}",
+                  "--count", f"viral={n // 3}", "--count", f"human={int(n * 0.3)}", "--count", f"bacterial={int(n * 0.2)}",
+                  "--seed", "11", "-o", str(plain)])
+    if not mutated.exists():
+        run(GI + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_train.fa'}", "--circular", "viral",
+                  "-n", str(n - n // 3 - int(n * 0.3) - int(n * 0.2)), "--sub-rate", "0.05", "--seed", "12", "-o", str(mutated)])
+    dataset = work / "train.kmers"
+    if not dataset.exists():
+        run(GI + ["-q", "kmerize", str(plain), str(mutated), "--label-field", "0", "-o", str(dataset)])
+    model = work / "model"
+    if not model.exists():
+        resume = ["--resume"] if (work / "model.checkpoint" / "last.pt").exists() else []
+        run(GI + ["train-xvir", str(dataset), "-o", str(model), "--epochs", str(args.epochs), "--patience", "3",
+                  "--rc-augment", "--threads", str(args.threads), "--device", "cpu", "--seed", "1"] + resume)
+    target = ROOT / "genointerp/resources/models/xvir_hpv"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(model, target)
+    shutil.copy(work / "heldout_types.txt", target / "heldout_types.txt")
+    print(f"built-in model installed in {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""train-xvir and classify-reads through the CLI on a small simulated HPV/human set."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from safetensors.torch import load_file
+
+from conftest import assert_one_error_line, read_fastq
+
+SMALL = ["--d-model", "16", "--heads", "2", "--lr", "0.005", "--batch-size", "64", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    from conftest import DATA
+    from genointerp.cli import app
+
+    d = tmp_path_factory.mktemp("xvir")
+    run = CliRunner().invoke
+    assert run(app, ["-q", "simulate-reads", "-s", f"viral={DATA / 'hpv4.fa'}", "-s", f"human={DATA / 'chr20_slice.fa.gz'}",
+                     "--circular", "viral", "-n", "2000", "--balance", "--seed", "5", "-o", str(d / "r.fq")]).exit_code == 0
+    assert run(app, ["-q", "kmerize", str(d / "r.fq"), "--label-field", "0", "-k", "4", "--length", "50",
+                     "-o", str(d / "ds")]).exit_code == 0
+    return d
+
+
+@pytest.fixture(scope="module")
+def model(dataset):
+    from typer.testing import CliRunner
+
+    from genointerp.cli import app
+
+    res = CliRunner().invoke(app, ["train-xvir", str(dataset / "ds"), "-o", str(dataset / "m"), "--epochs", "6", *SMALL])
+    assert res.exit_code == 0, res.output
+    return dataset / "m"
+
+
+def test_train_writes_a_complete_model_directory(model):
+    assert sorted(p.name for p in model.iterdir()) == ["config.json", "metrics.tsv", "model.safetensors", "roc.png", "test_metrics.json"]
+    cfg = json.loads((model / "config.json").read_text())
+    assert cfg["model"]["architecture"] == "xvir" and cfg["model"]["k"] == 4 and cfg["model"]["read_length"] == 50
+    assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["human"]
+    assert cfg["training"]["data"][0]["n_reads"] == 2000
+    rows = (model / "metrics.tsv").read_text().splitlines()
+    assert rows[0].startswith("epoch\ttrain_loss\tvalid_loss") and len(rows) >= 3
+    test = json.loads((model / "test_metrics.json").read_text())
+    assert test["n"] == 200 and test["auroc"] > 0.6  # chance is 0.5; 2,000 reads and 6 epochs of a tiny model
+    assert not (model.parent / "m.checkpoint").exists()
+
+
+def test_resume_gives_the_same_weights_as_an_uninterrupted_run(dataset, cli, monkeypatch):
+    import genointerp.train.loop as loop
+
+    args = ["train-xvir", dataset / "ds", "--epochs", 4, "--patience", 10, *SMALL]
+    assert cli(*args, "-o", dataset / "full").exit_code == 0
+    calls = {"n": 0}
+    real = loop.predict
+
+    def interrupt_at_third_validation(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(loop, "predict", interrupt_at_third_validation)
+    res = cli(*args, "-o", dataset / "cut")
+    assert res.exit_code != 0 and not (dataset / "cut").exists()
+    assert (dataset / "cut.checkpoint" / "last.pt").exists()
+    monkeypatch.setattr(loop, "predict", real)
+    res = cli(*args, "-o", dataset / "cut")
+    assert res.exit_code == 1 and "interrupted run" in res.stderr  # no silent restart
+    res = cli(*args, "-o", dataset / "cut", "--resume")
+    assert res.exit_code == 0, res.output
+    a, b = load_file(dataset / "full" / "model.safetensors"), load_file(dataset / "cut" / "model.safetensors")
+    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+
+
+def test_classify_reads_outputs(model, dataset, cli, tmp_path):
+    fq = tmp_path / "mix.fq"
+    reads = read_fastq(dataset / "r.fq")[:40]
+    text = "".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in reads)
+    text += "@short\nACGTACGT\n+\nIIIIIIII\n"  # shorter than the model's 50 bp
+    text += "@allN\n" + "N" * 60 + "\n+\n" + "I" * 60 + "\n"
+    text += "@long\n" + reads[0][1] * 2 + "\n+\n" + reads[0][2] * 2 + "\n"
+    fq.write_text(text)
+    res = cli("classify-reads", fq, "-m", model, "-o", tmp_path / "c.tsv", "--summary", tmp_path / "s.json",
+              "--viral-out", tmp_path / "v.fq", "--threshold", 0.5)
+    assert res.exit_code == 0, res.output
+    rows = [r.split("\t") for r in (tmp_path / "c.tsv").read_text().splitlines()]
+    assert rows[0] == ["read_id", "length", "p_viral", "call", "status"] and len(rows) == 44
+    by_id = {r[0]: r for r in rows[1:]}
+    assert by_id["short"][2:] == ["NA", "NA", "too_short"] and by_id["allN"][2:] == ["NA", "NA", "ambiguous"]
+    assert by_id["long"][1] == str(2 * len(reads[0][1])) and by_id["long"][4] == "scored"
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["reads_total"] == 43 and summary["status_counts"] == {"scored": 41, "too_short": 1, "ambiguous": 1}
+    called = [r[0] for r in rows[1:] if r[3] == "viral"]
+    assert summary["reads_called_viral"] == len(called)
+    assert [n for n, _, _ in read_fastq(tmp_path / "v.fq")] == called
+    assert "called viral" in res.stderr
+
+
+def test_classify_reads_from_bam_unmapped_only(model, dataset, tmp_path, cli):
+    import pysam
+
+    reads = read_fastq(dataset / "r.fq")[:6]
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "20", "LN": 1000}]}
+    with pysam.AlignmentFile(tmp_path / "r.bam", "wb", header=header) as bam:
+        for i, (n, s, q) in enumerate(reads):
+            a = pysam.AlignedSegment()
+            a.query_name, a.query_sequence = n, s
+            a.query_qualities = pysam.qualitystring_to_array(q)
+            if i < 2:  # mapped
+                a.reference_id, a.reference_start, a.cigarstring, a.flag = 0, 10, f"{len(s)}M", 0
+            else:
+                a.flag = 4
+            bam.write(a)
+    res = cli("-q", "classify-reads", tmp_path / "r.bam", "-m", model, "--unmapped-only")
+    assert res.exit_code == 0, res.output
+    assert [r.split("\t")[0] for r in res.stdout.splitlines()[1:]] == [n for n, _, _ in reads[2:]]
+
+
+def test_wrong_and_damaged_models_are_refused(model, dataset, tmp_path, cli):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(model, broken)
+    (broken / "model.safetensors").write_bytes(b"\x00" * 100)
+    res = cli("classify-reads", dataset / "r.fq", "-m", broken, "-o", tmp_path / "o.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
+    assert_one_error_line(res, "damaged or not a safetensors file")
+    mismatched = tmp_path / "mismatched"
+    shutil.copytree(model, mismatched)
+    cfg = json.loads((mismatched / "config.json").read_text())
+    cfg["model"]["d_model"] = 32
+    (mismatched / "config.json").write_text(json.dumps(cfg))
+    res = cli("classify-reads", dataset / "r.fq", "-m", mismatched, "-o", tmp_path / "o.tsv")
+    assert_one_error_line(res, "weights do not match config.json")
+    cfg["model"]["architecture"] = "swin1d"
+    (mismatched / "config.json").write_text(json.dumps(cfg))
+    res = cli("classify-reads", dataset / "r.fq", "-m", mismatched)
+    assert_one_error_line(res, "needs 'xvir'")
+
+
+def test_truncated_input_fails_cleanly(model, tmp_path, cli):
+    fq = tmp_path / "t.fq"
+    fq.write_text("@r1\n" + "A" * 60 + "\n+\n")
+    res = cli("classify-reads", fq, "-m", model, "-o", tmp_path / "o.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
+    junk = tmp_path / "junk.fq"
+    junk.write_bytes(bytes(range(256)) * 4)
+    res = cli("classify-reads", junk, "-m", model, "-o", tmp_path / "o.tsv")
+    assert_one_error_line(res, "not FASTA, FASTQ or GenBank")
+
+
+def test_train_refuses_one_class_data(tmp_path, cli, dataset):
+    fq = tmp_path / "v.fq"
+    fq.write_text("".join(f"@viral|{i}\n{s}\n+\n{q}\n" for i, (_, s, q) in enumerate(read_fastq(dataset / "r.fq")[:50])))
+    assert cli("-q", "kmerize", fq, "--label-field", 0, "-k", 4, "--length", 50, "-o", tmp_path / "ds").exit_code == 0
+    res = cli("train-xvir", tmp_path / "ds", "-o", tmp_path / "m", "--epochs", 1)
+    assert res.exit_code == 1 and "needs reads of both classes" in res.stderr and not (tmp_path / "m").exists()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo")
+def test_ddp_two_processes_match_one_process_with_double_batch(dataset, tmp_path):
+    common = [str(dataset / "ds"), "--epochs", "2", "--d-model", "16", "--heads", "2", "--lr", "0.005",
+              "--dropout", "0", "--seed", "3", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    one = subprocess.run([sys.executable, "-m", "genointerp", "-q", "train-xvir", *common, "--batch-size", "64",
+                          "-o", str(tmp_path / "one")], env=env, capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29613",
+                          "-m", "genointerp", "-q", "train-xvir", *common, "--batch-size", "32", "-o", str(tmp_path / "two")],
+                         env=env, capture_output=True, text=True)
+    assert two.returncode == 0, two.stderr
+    a, b = load_file(tmp_path / "one" / "model.safetensors"), load_file(tmp_path / "two" / "model.safetensors")
+    # Same reads per step, gradients averaged over the same set; only the order of floating-point
+    # sums differs, which Adam's normalised steps can amplify to ~1e-4 on individual weights
+    # (each weight moves up to ~0.25 over these 50 steps at lr 0.005).
+    for k in a:
+        np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), rtol=1e-3, atol=1e-3)
