@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 RUN    := run-output
 SHARED ?= ../shared/data
 
-.PHONY: install test run bench bench-deps test-data profiles clean
+.PHONY: install test run default-model bench bench-deps test-data profiles clean
 
 install: $(STAMP)
 
@@ -22,25 +22,32 @@ $(STAMP): pyproject.toml
 test: install
 	$(BIN)/python -m pytest
 
-# The main job on bundled data (until classify-reads lands: simulate a balanced viral/human
-# read set from the bundled HPV and chr20 sequence, then tokenise it for train-xvir).
+# The main job on bundled data: the built-in HPV model on a tumour-like FASTQ (1,940 human,
+# 40 HPV and 20 E. coli reads; test-data/make_test_data.py).
 run: install
 	rm -rf $(RUN) && mkdir -p $(RUN)
-	$(BIN)/genointerp simulate-reads -s viral=test-data/hpv4.fa -s human=test-data/chr20_slice.fa.gz \
-	    --circular viral -n 20000 --balance --seed 1 -o $(RUN)/reads.fq.gz --truth $(RUN)/truth.tsv
-	$(BIN)/genointerp kmerize $(RUN)/reads.fq.gz --label-field 0 -o $(RUN)/reads.kmers \
-	    --counts $(RUN)/kmer6_counts.tsv
-	@echo "outputs in $(RUN)/: reads.fq.gz truth.tsv reads.kmers/ kmer6_counts.tsv"
+	$(BIN)/genointerp classify-reads test-data/tumor_small.fq.gz -o $(RUN)/calls.tsv \
+	    --summary $(RUN)/summary.json --viral-out $(RUN)/viral.fq.gz
+	@cat $(RUN)/summary.json
+	@echo "outputs in $(RUN)/: calls.tsv summary.json viral.fq.gz"
 
-# Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish.
+# Rebuild the built-in model (reads ../shared/data and Debian example genomes; about an hour on 2 CPUs).
+default-model: install
+	test -f /usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz && test -f /usr/share/doc/kleborate/examples/data/MGH78578.fna.xz || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples; }
+	$(BIN)/python scripts/build_default_model.py --shared $(SHARED)
+
+# Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish, kraken2.
 bench-deps:
-	command -v art_illumina >/dev/null && command -v wgsim >/dev/null && command -v jellyfish >/dev/null || \
+	command -v art_illumina >/dev/null && command -v wgsim >/dev/null && command -v jellyfish >/dev/null && \
+	  command -v kraken2 >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish; }
+	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish kraken2; }
 
 bench: install bench-deps
 	$(BIN)/python benchmarks/simulate_reads.py --shared $(SHARED)
 	$(BIN)/python benchmarks/kmerize.py --shared $(SHARED)
+	$(BIN)/python benchmarks/classify_reads.py --work build/default-model
 
 test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)

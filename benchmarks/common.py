@@ -21,7 +21,9 @@ def require(*tools: str) -> None:
 def timed(cmd: list[str], stdout=None) -> float:
     """Run a command, fail loudly on error, return wall-clock seconds."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=stdout, stderr=subprocess.PIPE)
+    res = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    if res.returncode:
+        sys.exit(f"failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr}")
     return time.perf_counter() - t0
 
 

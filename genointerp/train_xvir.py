@@ -37,6 +37,34 @@ def _load(paths: list[str], positive: str):
                                 "label_counts": s.header["label_counts"]} for s in sets]
 
 
+def tokenize_read_files(groups: dict[str, list[str]], dest: Path, k: int, length: int, truth: str | None,
+                        label_field: int, log: Callable[[str], None], progress: Callable) -> dict[str, list[str]]:
+    """Turn FASTQ/FASTA inputs into kmerize datasets under `dest` (kept for --resume); returns their paths.
+
+    Groups that already are dataset folders are passed through unchanged.
+    """
+    from genointerp.kmerize import KmerizeRequest, read_truth_labels
+    from genointerp.kmerize import run as kmerize
+
+    labels = read_truth_labels(truth) if truth else None
+    out = {}
+    for name, paths in groups.items():
+        if not paths or all(Path(p).is_dir() for p in paths):
+            out[name] = paths
+            continue
+        if any(Path(p).is_dir() for p in paths):
+            raise InputError(f"{name}: give either kmerize dataset folders or read files, not both")
+        folder = dest / f"{name}.kmers"
+        if not (folder / "header.json").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            req = KmerizeRequest(inputs=paths, k=k, length=length, truth=labels,
+                                 name_field=None if labels is not None else label_field)
+            stats, _ = kmerize(req, folder, None, None, log, progress)
+            log(f"{name}: {stats.kept:,} of {stats.reads_in:,} reads tokenised")
+        out[name] = [str(folder)]
+    return out
+
+
 def checkpoint_dir(output: str) -> Path:
     return Path(f"{output}.checkpoint")
 

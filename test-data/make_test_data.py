@@ -1,10 +1,13 @@
 """Rebuild the small files in test-data/ from the project's real data (../shared/data).
 
 Sources (public): HPV genomes from PaVE-derived collections (viral/hpv_genomes.fa), GRCh37 chr20
-from Debian's vt-examples (human/GRCh37.chr20.fa.gz); see README "Data". Run from the repository
-root: python test-data/make_test_data.py [SHARED_DATA_DIR]
+from Debian's vt-examples (human/GRCh37.chr20.fa.gz), E. coli 536 from Debian's bowtie-examples;
+see README "Data". Run from the repository root with genointerp installed:
+python test-data/make_test_data.py [SHARED_DATA_DIR]
 """
 
+import gzip
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,4 +48,17 @@ with open(out / "art_q10_q40_L150.txt", "w") as fh:
     for base in ".ACGT":
         for cycle in range(150):
             fh.write(f"{base}\t{cycle}\t10\t40\n{base}\t{cycle}\t600\t1000\n")
+# 50 kb of E. coli 536 (Debian bowtie-examples): bacterial contamination in the tumour-like sample.
+ecoli_path = Path("/usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz")
+with gzip.open(ecoli_path, "rt") as fh:
+    ecoli = "".join(line.strip() for line in fh if not line.startswith(">"))[1_000_000:1_050_000]
+(out / "ecoli_slice.fa").write_text(">Ecoli536_1000000\n" + "".join(ecoli[i : i + 80] + "\n" for i in range(0, len(ecoli), 80)))
+
+# A tumour-like sample for `make run`: 2,000 reads, mostly human, 2 % HPV, 1 % bacterial.
+tumor = out / "tumor_small.fq.gz"
+tumor.unlink(missing_ok=True)
+subprocess.run([sys.executable, "-m", "genointerp", "-q", "simulate-reads", "-s", f"human={out / 'chr20_slice.fa.gz'}",
+                "-s", f"viral={out / 'hpv4.fa'}", "--circular", "viral", "-s", f"bacterial={out / 'ecoli_slice.fa'}",
+                "--count", "human=1940", "--count", "viral=40", "--count", "bacterial=20", "--seed", "7", "-o", str(tumor)],
+               check=True)
 print("wrote", sorted(p.name for p in out.iterdir() if p.name != "make_test_data.py"))

@@ -184,3 +184,11 @@ def test_ddp_two_processes_match_one_process_with_double_batch(dataset, tmp_path
     # (each weight moves up to ~0.25 over these 50 steps at lr 0.005).
     for k in a:
         np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_train_directly_from_fastq_labels_from_read_names(dataset, cli, tmp_path):
+    res = cli("train-xvir", dataset / "r.fq", "-k", 4, "--length", 50, "-o", tmp_path / "m", "--epochs", 1, *SMALL)
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["model"]["k"] == 4 and cfg["training"]["data"][0]["n_reads"] == 2000
+    assert not (tmp_path / "m.checkpoint").exists()

@@ -36,11 +36,15 @@ class Precision(str, Enum):
     ),
 )
 def train_xvir(
-    datasets: List[str] = typer.Argument(..., metavar="DATASET...", help="kmerize dataset folders (labels required)."),
+    datasets: List[str] = typer.Argument(..., metavar="DATASET...", help="kmerize dataset folders, or FASTQ/FASTA files (tokenised with -k/--length, labels from --truth or --label-field)."),
     output: str = typer.Option(..., "-o", "--output", help="Model directory to write (model.safetensors, config.json, metrics)."),
     valid: List[str] = typer.Option([], "--valid", help="Validation dataset(s) instead of the 8:1:1 split (with --test)."),
     test: List[str] = typer.Option([], "--test", help="Test dataset(s) instead of the 8:1:1 split (with --valid)."),
     positive: str = typer.Option("viral", "--positive", help="The label that counts as viral; every other label is not."),
+    truth: Optional[str] = typer.Option(None, "--truth", help="Read files only: labels from a truth TSV (simulate-reads --truth)."),
+    label_field: int = typer.Option(0, "--label-field", min=0, help="Read files only: label = this '|'-separated field of the read name."),
+    k: int = typer.Option(6, "-k", min=1, max=7, help="Read files only: k-mer size."),
+    length: int = typer.Option(150, "--length", min=1, help="Read files only: model read length."),
     epochs: int = typer.Option(25, "--epochs", min=1, help="Most epochs to train."),
     patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without a better validation AUROC."),
     batch_size: int = typer.Option(256, "--batch-size", min=1),
@@ -70,7 +74,7 @@ def train_xvir(
 
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.train.loop import TrainSettings, resolve_device
-    from genointerp.train_xvir import TrainRequest, checkpoint_dir, finish, run
+    from genointerp.train_xvir import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
 
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=resolve_device(device), precision=precision.value)
@@ -88,11 +92,17 @@ def train_xvir(
             raise InputError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
         shutil.rmtree(ckpt)
     if main_rank:
+        ckpt.mkdir(exist_ok=True)
+        groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test}, ckpt / "data", k, length,
+                                     truth, label_field, log, progress)
+        req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
         with AtomicOutputs(force) as outputs:
             folder = outputs.folder(output)
             metrics = run(req, settings, folder, output, resume, log, progress)
         finish(output)
     else:  # other DDP ranks train alongside and write nothing
+        if not all(__import__("os").path.isdir(p) for p in datasets + valid + test):
+            raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
         import tempfile
 
         with tempfile.TemporaryDirectory() as scratch:

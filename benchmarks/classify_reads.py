@@ -1,0 +1,152 @@
+"""classify-reads with the built-in model: accuracy on held-out data vs kraken2, and speed vs roofline.
+
+Held-out reads are simulated by ART (art_illumina -ss HS25 -l 150), not by genointerp, from
+what the built-in model never saw (scripts/build_default_model.py wrote these references):
+HPV types held out of training, human chr20 beyond 50 Mb, K. pneumoniae MGH 78578 and HS11286.
+kraken2 gets a custom database built from exactly the model's training genomes (HPV types in
+training, chr20 1-50 Mb, E. coli 536 and two K. pneumoniae), with a small hand-made taxonomy.
+
+    python benchmarks/classify_reads.py [--work build/default-model] [--per-class 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pysam
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
+
+from genointerp.train.metrics import binary_metrics, recall_at_fpr  # noqa: E402
+
+TAXA = {"viral": 333760, "human": 9606, "bacterial": 2}  # HPV16's species taxid stands for all HPV
+
+
+def art_reads(ref: Path, prefix: Path, per_seq: int, seed: int) -> Path:
+    subprocess.run(["art_illumina", "-ss", "HS25", "-l", "150", "-c", str(per_seq), "-i", str(ref), "-o", str(prefix),
+                    "-na", "-rs", str(seed)], check=True, stdout=subprocess.DEVNULL)
+    return Path(f"{prefix}.fq")
+
+
+def heldout_fastq(work: Path, out: Path, per_class: int) -> tuple[Path, dict[str, str]]:
+    """One gzipped FASTQ of ART reads from the three held-out sets; returns it and read -> class."""
+    truth: dict[str, str] = {}
+    fq = out / "heldout.fq.gz"
+    with gzip.open(fq, "wt", compresslevel=6) as dst:
+        for cls, ref, seed in (("viral", "hpv_heldout.fa", 1), ("human", "human_heldout.fa", 2),
+                               ("bacterial", "bacteria_heldout.fa", 3)):
+            n_seq = len(pysam.FastaFile(str(work / ref)).references) if (work / f"{ref}.fai").exists() else \
+                sum(1 for _ in pysam.FastxFile(str(work / ref)))
+            reads = art_reads(work / ref, out / f"art_{cls}", max(1, per_class // n_seq), seed)
+            for rec in pysam.FastxFile(str(reads)):
+                name = f"{cls}:{rec.name}"
+                truth[name] = cls
+                dst.write(f"@{name}\n{rec.sequence}\n+\n{rec.quality}\n")
+    return fq, truth
+
+
+def kraken_db(work: Path, out: Path) -> Path:
+    db = out / "kraken2_db"
+    if (db / "hash.k2d").exists():
+        return db
+    (db / "taxonomy").mkdir(parents=True, exist_ok=True)
+    nodes = [(1, 1, "no rank"), (TAXA["viral"], 1, "species"), (TAXA["human"], 1, "species"), (TAXA["bacterial"], 1, "superkingdom")]
+    (db / "taxonomy" / "nodes.dmp").write_text("".join(f"{t}\t|\t{p}\t|\t{r}\t|\n" for t, p, r in nodes))
+    names = {1: "root", TAXA["viral"]: "Human papillomavirus", TAXA["human"]: "Homo sapiens", TAXA["bacterial"]: "Bacteria"}
+    (db / "taxonomy" / "names.dmp").write_text("".join(f"{t}\t|\t{n}\t|\t\t|\tscientific name\t|\n" for t, n in names.items()))
+    for cls, ref in (("viral", "hpv_train.fa"), ("human", "human_train.fa"), ("bacterial", "bacteria_train.fa")):
+        tagged = out / f"kraken_{cls}.fa"
+        with open(tagged, "w") as fh:
+            for i, rec in enumerate(pysam.FastxFile(str(work / ref))):
+                fh.write(f">{cls}{i}|kraken:taxid|{TAXA[cls]}\n{rec.sequence}\n")
+        subprocess.run(["kraken2-build", "--add-to-library", str(tagged), "--db", str(db), "--no-masking"], check=True,
+                       stdout=subprocess.DEVNULL)
+    subprocess.run(["kraken2-build", "--build", "--db", str(db), "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
+    return db
+
+
+def gemm_gflops() -> float:
+    import torch
+
+    torch.set_num_threads(2)
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    a @ b
+    t0 = time.perf_counter()
+    for _ in range(5):
+        a @ b
+    return 5 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e9
+
+
+def xvir_flops_per_read(L: int = 150, k: int = 6, d: int = 128, ff: int = 512) -> float:
+    n = L - k + 1
+    return 2 * n * d * 3 * d + 2 * 2 * n * n * d + 2 * n * d * d + 2 * 2 * n * d * ff + 2 * n * d
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", default="build/default-model")
+    ap.add_argument("--per-class", type=int, default=3000)
+    ap.add_argument("--out", default="bench-output/classify_reads")
+    args = ap.parse_args()
+    require("art_illumina", "kraken2", "kraken2-build")
+    work, out = Path(args.work), out_dir(args.out)
+    if not (work / "hpv_heldout.fa").exists():
+        sys.exit(f"{work}: run `make default-model` first (it writes the held-out references)")
+    fq, truth = heldout_fastq(work, out, args.per_class)
+    calls = out / "calls.tsv"
+    t_gi = timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-o", str(calls), "--threads", "2", "--force"])
+    rows = [line.split("\t") for line in calls.read_text().splitlines()[1:]]
+    y = np.array([truth[r[0]] == "viral" for r in rows], dtype=float)
+    p = np.array([float(r[2]) if r[2] != "NA" else 0.0 for r in rows])
+    cls = np.array([truth[r[0]] for r in rows])
+    m = binary_metrics(y, p)
+    print(f"held-out ART reads: {len(rows):,} ({', '.join(f'{c} {int((cls == c).sum()):,}' for c in TAXA)})")
+    result = {"genointerp": {"accuracy": m["accuracy"], "auroc": m["auroc"], "recall_at_1pct_fpr": recall_at_fpr(y, p)}}
+    for c in TAXA:
+        sel = cls == c
+        result["genointerp"][f"called_viral_{c}"] = float((p[sel] >= 0.5).mean())
+
+    db = kraken_db(work, out)
+    t0 = time.perf_counter()
+    kr = subprocess.run(["kraken2", "--db", str(db), "--threads", "2", "--gzip-compressed", str(fq)],
+                        check=True, capture_output=True, text=True).stdout
+    t_kr = time.perf_counter() - t0
+    kcall = {}
+    for line in kr.splitlines():
+        f = line.split("\t")
+        kcall[f[1]] = int(f[2]) == TAXA["viral"]
+    kv = np.array([kcall[r[0]] for r in rows], dtype=float)
+    result["kraken2"] = {"accuracy": float(((kv >= 0.5) == (y == 1)).mean()), "auroc": float("nan"),
+                         "recall_at_1pct_fpr": float("nan")}
+    for c in TAXA:
+        result["kraken2"][f"called_viral_{c}"] = float(kv[cls == c].mean())
+    table_rows = [{"tool": t, **{k: f"{v:.4f}" for k, v in r.items()}} for t, r in result.items()]
+    print(table(table_rows, ["tool", "accuracy", "auroc", "recall_at_1pct_fpr", "called_viral_viral",
+                             "called_viral_human", "called_viral_bacterial"]))
+    print("(called_viral_viral = recall on HPV types never trained on; _human/_bacterial = false-positive rates)")
+
+    n = len(rows)
+    gflops = gemm_gflops()
+    roof = gflops * 1e9 / xvir_flops_per_read()
+    print(f"\nspeed on {n:,} reads from gzipped FASTQ, 2 threads: genointerp {n / t_gi:,.0f} reads/s end to end, "
+          f"kraken2 {n / t_kr:,.0f} reads/s")
+    print(f"fp32 GEMM {gflops:.0f} GFLOP/s here; XVir {xvir_flops_per_read() / 1e6:.1f} MFLOP/read -> roofline "
+          f"{roof:,.0f} reads/s; classify-reads reaches {100 * n / t_gi / roof:.0f} % of it")
+    mt = work / "model" / "metrics.tsv"
+    if mt.exists():
+        secs = [float(line.split("\t")[-1]) for line in mt.read_text().splitlines()[1:]]
+        n_train = json.loads((work / "model" / "config.json").read_text())["training"]["data"][0]["n_reads"] * 0.8
+        print(f"train-xvir: {np.median(secs) * 100_000 / n_train:,.0f} s per epoch per 100k reads (CPU, 2 threads)")
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
