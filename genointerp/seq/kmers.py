@@ -59,14 +59,16 @@ def _pack(base: np.ndarray, k: int) -> np.ndarray:
                 result, rlen = block, blen
             else:
                 n = L - (rlen + blen) + 1
-                result = (result[..., :n] << result.dtype.type(2 * blen)) | block[..., rlen : rlen + n]
+                result = result[..., :n] << result.dtype.type(2 * blen)
+                result |= block[..., rlen : rlen + n]  # in place: one new array per step, not two
                 rlen += blen
         kk >>= 1
         if not kk:
             return result
         n2 = block.shape[-1] - blen
-        block = (block[..., :n2] << block.dtype.type(2 * blen)) | block[..., blen : blen + n2]
-        blen *= 2
+        shifted = block[..., :n2] << block.dtype.type(2 * blen)
+        shifted |= block[..., blen : blen + n2]
+        block, blen = shifted, 2 * blen
 
 
 def kmer_ids(codes: np.ndarray, k: int, dtype=np.uint64) -> tuple[np.ndarray, np.ndarray]:
