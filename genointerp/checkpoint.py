@@ -12,6 +12,7 @@ from pathlib import Path
 
 from genointerp import __version__
 from genointerp.errors import InputError
+from genointerp.io.atomic import make_readable
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
@@ -41,6 +42,7 @@ def save_model_dir(folder: Path, model, info: dict) -> None:
 
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(folder / WEIGHTS), metadata={"genointerp_version": __version__})
+    make_readable(folder / WEIGHTS)
     config = {"model": model.config.to_dict(), "genointerp_version": __version__, **info}
     (folder / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=False) + "\n")
 

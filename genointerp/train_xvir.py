@@ -26,6 +26,7 @@ class TrainRequest:
     positive: str = "viral"
     model: dict = field(default_factory=dict)  # XVirConfig fields other than k/read_length/vocab_size
     threads: int = 1
+    init_from: str | None = None  # start from this model directory's weights (fine-tuning)
 
 
 def _load(paths: list[str], positive: str):
@@ -103,7 +104,16 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
         raise InputError(f"model settings: {exc}") from None
     torch.set_num_threads(req.threads)
     torch.manual_seed(settings.seed)
-    model = XVir(config)
+    if req.init_from:
+        from genointerp.checkpoint import load_model_dir
+
+        model, _ = load_model_dir(req.init_from, expect="xvir")
+        if model.config != config:
+            raise InputError(f"{req.init_from}: its architecture {model.config} does not match these data and "
+                             f"settings ({config}); fine-tuning needs the same k, read length and model options")
+        provenance.insert(0, {"initialised_from": str(req.init_from)})
+    else:
+        model = XVir(config)
     log(f"XVir {count_parameters(model):,} parameters; train {len(train[1]):,}, valid {len(valid[1]):,}, "
         f"test {len(test[1]):,} reads ({dist.world} process{'es' if dist.world > 1 else ''}, {settings.device})")
     ckpt = checkpoint_dir(output)
@@ -124,7 +134,7 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
     test_metrics = {**binary_metrics(test[1], p), "recall_at_1pct_fpr": recall_at_fpr(test[1], p), "n": int(len(p))}
     if dist.main:
         model.cpu()
-        labels = sorted({lab for prov in provenance for lab in prov["label_counts"]})
+        labels = sorted({lab for prov in provenance for lab in prov.get("label_counts", {})})
         save_model_dir(folder, model, {
             "task": "viral read classification",
             "positive_label": req.positive,

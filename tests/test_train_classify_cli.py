@@ -52,6 +52,7 @@ def test_train_writes_a_complete_model_directory(model):
     test = json.loads((model / "test_metrics.json").read_text())
     assert test["n"] == 200 and test["auroc"] > 0.6  # chance is 0.5; 2,000 reads and 6 epochs of a tiny model
     assert not (model.parent / "m.checkpoint").exists()
+    assert (model / "model.safetensors").stat().st_mode & 0o044 == 0o044  # readable by group and others
 
 
 def test_resume_gives_the_same_weights_as_an_uninterrupted_run(dataset, cli, monkeypatch):
@@ -192,3 +193,21 @@ def test_train_directly_from_fastq_labels_from_read_names(dataset, cli, tmp_path
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["model"]["k"] == 4 and cfg["training"]["data"][0]["n_reads"] == 2000
     assert not (tmp_path / "m.checkpoint").exists()
+
+
+def test_builtin_model_is_installed_and_is_the_papers_architecture():
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.models.xvir import XVirConfig, count_parameters
+    from genointerp.resources import builtin_model_dir
+
+    model, cfg = load_model_dir(builtin_model_dir(), expect="xvir")
+    assert model.config == XVirConfig() and count_parameters(model) == 741_377
+    assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["bacterial", "human"]
+
+
+def test_fine_tuning_from_a_model_and_refusing_another_architecture(model, dataset, cli, tmp_path):
+    res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "t", "--init-from", model, "--epochs", 1, *SMALL)
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "t" / "config.json").read_text())["training"]["data"][0] == {"initialised_from": str(model)}
+    res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "u", "--init-from", model, "--epochs", 1, "--d-model", "32")
+    assert res.exit_code == 1 and "does not match" in res.stderr and not (tmp_path / "u").exists()

@@ -61,6 +61,7 @@ def train_xvir(
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision on CUDA (CPU always trains in fp32)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     seed: int = typer.Option(1, "--seed"),
+    init_from: Optional[str] = typer.Option(None, "--init-from", help="Start from this model directory's weights (fine-tuning; same architecture)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
 ) -> None:
@@ -78,7 +79,7 @@ def train_xvir(
 
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=resolve_device(device), precision=precision.value)
-    req = TrainRequest(datasets, valid, test, positive, threads=usable_threads(threads), model={
+    req = TrainRequest(datasets, valid, test, positive, threads=usable_threads(threads), init_from=init_from, model={
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
     ckpt = checkpoint_dir(output)
@@ -86,11 +87,11 @@ def train_xvir(
     if resume and not (ckpt / "last.pt").exists():
         raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
     if not resume and ckpt.exists() and main_rank:
-        if not force:
+        if (ckpt / "last.pt").exists() and not force:
             from genointerp.errors import InputError
 
             raise InputError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
-        shutil.rmtree(ckpt)
+        shutil.rmtree(ckpt)  # no epoch finished there: nothing worth keeping
     if main_rank:
         ckpt.mkdir(exist_ok=True)
         groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test}, ckpt / "data", k, length,

@@ -92,6 +92,12 @@ def _umask() -> int:
     return mask
 
 
+def make_readable(path: str | os.PathLike) -> None:
+    """Give a file the permissions a plain open() would (some writers, e.g. safetensors, use 0600):
+    models must be readable by other users in shared installs and Apptainer images."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
 @contextmanager
 def open_output(path: Path | str, *, gz: bool) -> Iterator[BinaryIO]:
     """Open a (temporary) output path, or stdout for `-`, as a binary stream.
