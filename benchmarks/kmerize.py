@@ -34,7 +34,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default="../shared/data")
     ap.add_argument("--reads", type=int, default=1_000_000)
-    ap.add_argument("--count-k", type=int, nargs="+", default=[21, 6])
+    ap.add_argument("--count-k", type=int, nargs="*", default=[21, 6], help="k values to count (none: skip)")
     ap.add_argument("--out", default="bench-output/kmerize")
     args = ap.parse_args()
     require("jellyfish")
@@ -67,6 +67,8 @@ def main() -> None:
     print(f"k=6 tokens of {n:,} reads of 150 bp")
     print(table(rows, ["step", "seconds", "reads/s", "ratio"]))
 
+    if not args.count_k:
+        return
     print("\nk-mer counts vs jellyfish 2.3 count + dump (jellyfish -t 2; genointerp is single-threaded)")
     rows = []
     for k in args.count_k:

@@ -45,6 +45,23 @@ def test_unknown_and_pad_tokens():
     assert tokens[8:] == [pad_token(3)] * 3
 
 
+def test_tokenize_in_row_blocks_equals_row_by_row():
+    """Large batches are tokenised in row blocks; N and padding in a few rows of one block only."""
+    from genointerp.seq import kmers
+
+    rng = np.random.default_rng(1)
+    rows = 3 * kmers.TOKENIZE_BLOCK_BYTES // 30 + 7  # a bit over three blocks of 30-base reads
+    codes = rng.integers(0, 4, size=(rows, 30), dtype=np.uint8)
+    codes[rows - 5, 10] = 4
+    codes[rows - 3, 25:] = PAD_CODE
+    whole = tokenize(codes, 5)
+    one_by_one = np.concatenate([tokenize(codes[i : i + 1], 5) for i in (0, rows - 5, rows - 3, rows - 1)])
+    assert whole[[0, rows - 5, rows - 3, rows - 1]].tolist() == one_by_one.tolist()
+    assert (whole[rows - 5, 6:11] == unknown_token(5)).all() and whole[rows - 5, 5] != unknown_token(5)
+    assert (whole[rows - 3, 21:] == pad_token(5)).all()
+    assert not np.isin(whole[: rows - 5], [unknown_token(5), pad_token(5)]).any()
+
+
 def test_lowercase_equals_uppercase_and_iupac_is_n():
     assert encode("acgt").tolist() == [0, 1, 2, 3]
     assert encode("NRYW").tolist() == [4, 4, 4, 4]
