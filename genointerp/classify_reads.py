@@ -33,7 +33,12 @@ class ClassifyRequest:
     reference: str | None = None
     device: str = "cpu"
     precision: str = "32"
-    batch_windows: int = 2048
+    batch_windows: int = 256  # windows per forward pass: more only adds memory (~0.3 MB of activations each)
+
+
+def default_threshold(config: dict) -> float:
+    """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5."""
+    return float(config.get("calling", {}).get("threshold", 0.5))
 
 
 def records(req: ClassifyRequest) -> Iterator[tuple[str, str, str | None]]:

@@ -33,6 +33,22 @@ def recall_at_fpr(y: np.ndarray, p: np.ndarray, fpr: float = 0.01) -> float:
     return float(t[f <= fpr].max()) if (f <= fpr).any() else 0.0
 
 
+def threshold_at_fpr(y: np.ndarray, p: np.ndarray, fpr: float, decimals: int = 4) -> float:
+    """Lowest threshold (rounded up to `decimals`) at which at most `fpr` of the negatives score >= it.
+
+    y: 0/1 (n,), p: P(positive) (n,). Rounding up only raises the threshold, so the bound holds.
+    """
+    neg = np.sort(p[y == 0])
+    if neg.size == 0:
+        raise ValueError("no negatives to set a threshold on")
+    allowed = int(np.floor(fpr * neg.size + 1e-9))
+    if allowed >= neg.size:
+        return 0.0
+    # every negative above index n - allowed - 1 may be called; that one and below must not be
+    t = float(np.nextafter(neg[neg.size - allowed - 1], np.inf))
+    return min(1.0, float(np.ceil(t * 10**decimals) / 10**decimals))
+
+
 def plot_roc(y: np.ndarray, p: np.ndarray, path, title: str) -> None:
     import matplotlib
 
