@@ -203,6 +203,7 @@ def test_builtin_model_is_installed_and_is_the_papers_architecture():
     model, cfg = load_model_dir(builtin_model_dir(), expect="xvir")
     assert model.config == XVirConfig() and count_parameters(model) == 741_377
     assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["bacterial", "human"]
+    assert 0.5 < cfg["calling"]["threshold"] < 1 and cfg["calling"]["fpr"] <= cfg["calling"]["target_fpr"]
 
 
 def test_fine_tuning_from_a_model_and_refusing_another_architecture(model, dataset, cli, tmp_path):
@@ -211,3 +212,34 @@ def test_fine_tuning_from_a_model_and_refusing_another_architecture(model, datas
     assert json.loads((tmp_path / "t" / "config.json").read_text())["training"]["data"][0] == {"initialised_from": str(model)}
     res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "u", "--init-from", model, "--epochs", 1, "--d-model", "32")
     assert res.exit_code == 1 and "does not match" in res.stderr and not (tmp_path / "u").exists()
+
+
+def test_default_threshold_comes_from_the_models_calibration(model, dataset, cli, tmp_path):
+    import shutil
+
+    calibrated = tmp_path / "calibrated"
+    shutil.copytree(model, calibrated)
+    cfg = json.loads((calibrated / "config.json").read_text())
+    assert cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / "plain.tsv").exit_code == 0
+    p = np.array([float(r.split("\t")[2]) for r in (tmp_path / "plain.tsv").read_text().splitlines()[1:]])
+    t = float(np.round(np.median(p), 6))  # a threshold that splits these reads in half
+    cfg["calling"] = {"threshold": t}
+    (calibrated / "config.json").write_text(json.dumps(cfg))
+    res = cli("classify-reads", dataset / "r.fq", "-m", calibrated, "-o", tmp_path / "c.tsv", "--summary", tmp_path / "s.json")
+    assert res.exit_code == 0, res.output
+    calls = [r.split("\t")[3] for r in (tmp_path / "c.tsv").read_text().splitlines()[1:]]
+    assert calls == ["viral" if q >= t else "not_viral" for q in p]
+    assert json.loads((tmp_path / "s.json").read_text())["threshold"] == t
+    res = cli("classify-reads", dataset / "r.fq", "-m", calibrated, "-o", tmp_path / "d.tsv", "--threshold", 0.5)
+    assert [r.split("\t")[3] for r in (tmp_path / "d.tsv").read_text().splitlines()[1:]] == \
+        ["viral" if q >= 0.5 else "not_viral" for q in p]
+
+
+def test_bf16_on_cpu_is_close_to_fp32_and_fp16_needs_cuda(model, dataset, cli, tmp_path):
+    for precision in ("32", "bf16"):
+        assert cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / f"{precision}.tsv",
+                   "--precision", precision, "--device", "cpu").exit_code == 0
+    p32, pbf = ([float(r.split("\t")[2]) for r in (tmp_path / f"{x}.tsv").read_text().splitlines()[1:]] for x in ("32", "bf16"))
+    assert np.abs(np.subtract(p32, pbf)).max() < 0.02  # bf16 keeps 8 bits of mantissa
+    res = cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / "16.tsv", "--precision", "16", "--device", "cpu")
+    assert res.exit_code == 2 and "CUDA" in res.stderr and not (tmp_path / "16.tsv").exists()
