@@ -11,6 +11,7 @@ benchmarks/classify_reads.py). Needs `make default-model` and classify_reads.py 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def main() -> None:
                         "--seed", "21", "-o", str(fq), "--force"])
     rows = []
     for name, flags in VARIANTS.items():
-        model = out / name.split()[0].replace("+", "_")
+        model = out / re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
         secs = timed(GENOINTERP + ["-q", "train-xvir", str(fq), "-o", str(model), "--epochs", str(args.epochs),
                                    "--threads", "2", "--device", "cpu", "--force"] + flags)
         calls = out / f"{model.name}.tsv"
@@ -55,6 +56,7 @@ def main() -> None:
         rows.append({"variant": name, "train s": f"{secs:.0f}", "AUROC": f"{m['auroc']:.4f}", "accuracy": f"{m['accuracy']:.4f}",
                      "recall held-out HPV": f"{(p[cls == 'viral'] >= 0.5).mean():.4f}",
                      "recall at 1% FPR": f"{recall_at_fpr(y, p):.4f}",
+                     "FPR human": f"{(p[cls == 'human'] >= 0.5).mean():.4f}",
                      "FPR bacterial": f"{(p[cls == 'bacterial'] >= 0.5).mean():.4f}"})
     print(f"{n:,} training reads, {args.epochs} epochs each; evaluated on held-out ART reads ({args.heldout})")
     print(table(rows, list(rows[0])))
