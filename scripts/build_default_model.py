@@ -90,6 +90,16 @@ def run(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True)
 
 
+def simulate_mix(work: Path, counts: dict[str, int], seed: int, out: Path) -> None:
+    """Reads from the training genomes, `counts` per label (viral, human, bacterial)."""
+    if out.exists():
+        return
+    refs = {"viral": "hpv_train.fa", "human": "human_train.fa", "bacterial": "bacteria_train.fa"}
+    sources = [a for label in counts for a in ("-s", f"{label}={work / refs[label]}")]
+    run(GI + ["-q", "simulate-reads", *sources, "--circular", "viral",
+              *[a for label, n in counts.items() for a in ("--count", f"{label}={n}")], "--seed", str(seed), "-o", str(out)])
+
+
 def calibrate(work: Path, model: Path) -> dict:
     """The calling threshold: at most CALIBRATION_FPR of fresh non-viral reads from the training
     genomes called viral. In a tumour sample nearly every read is human, so false positives,
@@ -98,11 +108,7 @@ def calibrate(work: Path, model: Path) -> dict:
     from genointerp.train.metrics import threshold_at_fpr
 
     fq, calls = work / "calibration.fq.gz", work / "calibration.tsv"
-    if not fq.exists():
-        run(GI + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_train.fa'}", "--circular", "viral",
-                  "-s", f"human={work / 'human_train.fa'}", "-s", f"bacterial={work / 'bacteria_train.fa'}",
-                  "--count", "viral=10000", "--count", "human=20000", "--count", "bacterial=10000",
-                  "--seed", "99", "-o", str(fq)])
+    simulate_mix(work, {"viral": 10_000, "human": 20_000, "bacterial": 10_000}, 99, fq)
     run(GI + ["-q", "classify-reads", str(fq), "-m", str(model), "-o", str(calls), "--threshold", "0.5",
               "--threads", "2", "--force"])
     rows = [line.split("\t") for line in calls.read_text().splitlines()[1:]]
@@ -128,11 +134,7 @@ def main() -> None:
     prepare(Path(args.shared), work)
     n = args.reads
     plain, mutated = work / "train_plain.fq.gz", work / "train_mutated.fq.gz"
-    if not plain.exists():
-        run(GI + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_train.fa'}", "--circular", "viral",
-                  "-s", f"human={work / 'human_train.fa'}", "-s", f"bacterial={work / 'bacteria_train.fa'}",
-                  "--count", f"viral={n // 3}", "--count", f"human={int(n * 0.3)}", "--count", f"bacterial={int(n * 0.2)}",
-                  "--seed", "11", "-o", str(plain)])
+    simulate_mix(work, {"viral": n // 3, "human": int(n * 0.3), "bacterial": int(n * 0.2)}, 11, plain)
     if not mutated.exists():
         run(GI + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_train.fa'}", "--circular", "viral",
                   "-n", str(n - n // 3 - int(n * 0.3) - int(n * 0.2)), "--sub-rate", "0.05", "--seed", "12", "-o", str(mutated)])
@@ -152,11 +154,7 @@ def main() -> None:
             more = work / ("finetune.fq.gz" if stage == 2 else f"finetune{stage}.fq.gz")
             n_viral = int(m * viral_share)
             n_human = (m - n_viral) * 2 // 3
-            if not more.exists():
-                run(GI + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_train.fa'}", "--circular", "viral",
-                          "-s", f"human={work / 'human_train.fa'}", "-s", f"bacterial={work / 'bacteria_train.fa'}",
-                          "--count", f"viral={n_viral}", "--count", f"human={n_human}",
-                          "--count", f"bacterial={m - n_viral - n_human}", "--seed", str(11 + stage), "-o", str(more)])
+            simulate_mix(work, {"viral": n_viral, "human": n_human, "bacterial": m - n_viral - n_human}, 11 + stage, more)
             resume = ["--resume"] if (work / f"{tuned.name}.checkpoint" / "last.pt").exists() else []
             run(GI + ["train-xvir", str(more), "-o", str(tuned), "--init-from", str(model), "--epochs",
                       str(epochs), "--patience", "1", "--lr", str(lr), "--rc-augment", "--threads",

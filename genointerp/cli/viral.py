@@ -141,7 +141,7 @@ def classify_reads(
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (about 1.8x faster on CPUs with AVX512-BF16; p_viral within 0.005 of fp32), 16 (CUDA)."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (about 1.6x faster on CPUs with AVX512-BF16; p_viral within 0.005 of fp32), 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
