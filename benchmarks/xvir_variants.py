@@ -5,7 +5,7 @@ rope, --pre-norm) on one set of simulated reads from the built-in model's traini
 scores ART reads from held-out HPV types, human and bacterial genomes (written by
 benchmarks/classify_reads.py). Needs `make default-model` and classify_reads.py run first.
 
-    python benchmarks/xvir_variants.py [--reads 15000] [--epochs 3]
+    python benchmarks/xvir_variants.py [--reads 40000] [--epochs 4]
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default="build/default-model")
     ap.add_argument("--heldout", default="bench-output/classify_reads/heldout.fq.gz")
-    ap.add_argument("--reads", type=int, default=15_000)
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--reads", type=int, default=40_000)
+    ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--out", default="bench-output/xvir_variants")
     args = ap.parse_args()
     work, out = Path(args.work), out_dir(args.out)
