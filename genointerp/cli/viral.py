@@ -135,7 +135,7 @@ def classify_reads(
     inputs: List[str] = typer.Argument(..., metavar="READS...", help="FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA)."),
     output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status); - is stdout."),
     model_dir: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-xvir (default: the built-in HPV model)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="Call a read viral when p_viral >= this [default: the model's calibrated threshold, else 0.5]."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="Call a read viral when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
