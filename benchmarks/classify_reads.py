@@ -23,7 +23,7 @@ import numpy as np
 import pysam
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
+from common import GENOINTERP, out_dir, read_calls, require, table, timed  # noqa: E402
 
 from genointerp.classify_reads import default_threshold  # noqa: E402
 from genointerp.resources import builtin_model_dir  # noqa: E402
@@ -107,17 +107,16 @@ def main() -> None:
     fq, truth = heldout_fastq(work, out, args.per_class)
     calls = out / "calls.tsv"
     timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-o", str(calls), "--threads", "2", "--force"])
-    rows = [line.split("\t") for line in calls.read_text().splitlines()[1:]]
-    y = np.array([truth[r[0]] == "viral" for r in rows], dtype=float)
-    p = np.array([float(r[2]) if r[2] != "NA" else 0.0 for r in rows])
-    cls = np.array([truth[r[0]] for r in rows])
-    m = binary_metrics(y, p)
-    print(f"held-out ART reads: {len(rows):,} ({', '.join(f'{c} {int((cls == c).sum()):,}' for c in TAXA)})")
+    ids, p = read_calls(calls)
+    cls = np.array([truth[i] for i in ids])
+    y = (cls == "viral").astype(float)
+    print(f"held-out ART reads: {len(ids):,} ({', '.join(f'{c} {int((cls == c).sum()):,}' for c in TAXA)})")
     result = {}
+    auroc, recall_1pct = binary_metrics(y, p)["auroc"], recall_at_fpr(y, p)
     thresholds = sorted({*THRESHOLDS, default_threshold(json.loads((builtin_model_dir() / "config.json").read_text()))})
     for thr in thresholds:
-        result[f"genointerp@{thr}"] = {"accuracy": float(((p >= thr) == (y == 1)).mean()), "auroc": m["auroc"],
-                                       "recall_at_1pct_fpr": recall_at_fpr(y, p)}
+        result[f"genointerp@{thr}"] = {"accuracy": binary_metrics(y, p, thr)["accuracy"], "auroc": auroc,
+                                       "recall_at_1pct_fpr": recall_1pct}
         for c in TAXA:
             result[f"genointerp@{thr}"][f"called_viral_{c}"] = float((p[cls == c] >= thr).mean())
 
@@ -130,7 +129,7 @@ def main() -> None:
     for line in kr.splitlines():
         f = line.split("\t")
         kcall[f[1]] = int(f[2]) == TAXA["viral"]
-    kv = np.array([kcall[r[0]] for r in rows], dtype=float)
+    kv = np.array([kcall[i] for i in ids], dtype=float)
     result["kraken2"] = {"accuracy": float(((kv >= 0.5) == (y == 1)).mean()), "auroc": float("nan"),
                          "recall_at_1pct_fpr": float("nan")}
     for c in TAXA:
@@ -150,12 +149,12 @@ def main() -> None:
     for precision in ("32", "bf16"):
         speed[precision] = n / timed(GENOINTERP + ["-q", "classify-reads", str(speed_fq), "-o", str(out / f"speed_{precision}.tsv"),
                                                    "--threads", "2", "--precision", precision, "--threshold", "0.5", "--force"])
-    p32, pbf = ([float(line.split("\t")[2]) for line in (out / f"speed_{x}.tsv").read_text().splitlines()[1:]] for x in ("32", "bf16"))
+    p32, pbf = (read_calls(out / f"speed_{x}.tsv")[1] for x in ("32", "bf16"))
     gflops = gemm_gflops()
     roof = gflops * 1e9 / xvir_flops_per_read()
     print(f"\nspeed on {n:,} reads from gzipped FASTQ, 2 threads, end to end: genointerp fp32 {speed['32']:,.0f} reads/s, "
           f"bf16 {speed['bf16']:,.0f} reads/s (max |p fp32 - p bf16| {np.abs(np.subtract(p32, pbf)).max():.4f}); "
-          f"kraken2 {len(rows) / t_kr:,.0f} reads/s")
+          f"kraken2 {len(ids) / t_kr:,.0f} reads/s")
     print(f"fp32 GEMM {gflops:.0f} GFLOP/s here; XVir {xvir_flops_per_read() / 1e6:.1f} MFLOP/read -> roofline "
           f"{roof:,.0f} reads/s; classify-reads fp32 reaches {100 * speed['32'] / roof:.0f} % of it")
     mt = work / "model" / "metrics.tsv"

@@ -42,3 +42,11 @@ def out_dir(path: str) -> Path:
     p = Path(path)
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def read_calls(path) -> tuple[list[str], "np.ndarray"]:
+    """Read ids and p_viral of a classify-reads TSV; unscored reads (NA) count as p = 0."""
+    import numpy as np
+
+    rows = [line.split("\t") for line in Path(path).read_text().splitlines()[1:]]
+    return [r[0] for r in rows], np.array([float(r[2]) if r[2] != "NA" else 0.0 for r in rows])

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import GENOINTERP, out_dir, table, timed  # noqa: E402
+from common import GENOINTERP, out_dir, read_calls, table, timed  # noqa: E402
 
 from genointerp.train.metrics import binary_metrics, recall_at_fpr  # noqa: E402
 
@@ -48,10 +48,9 @@ def main() -> None:
                                    "--threads", "2", "--device", "cpu", "--force"] + flags)
         calls = out / f"{model.name}.tsv"
         timed(GENOINTERP + ["-q", "classify-reads", args.heldout, "-m", str(model), "-o", str(calls), "--threads", "2", "--force"])
-        r = [line.split("\t") for line in calls.read_text().splitlines()[1:]]
-        cls = np.array([x[0].split(":")[0] for x in r])
+        ids, p = read_calls(calls)
+        cls = np.array([i.split(":")[0] for i in ids])
         y = (cls == "viral").astype(float)
-        p = np.array([float(x[2]) if x[2] != "NA" else 0.0 for x in r])
         m = binary_metrics(y, p)
         rows.append({"variant": name, "train s": f"{secs:.0f}", "AUROC": f"{m['auroc']:.4f}", "accuracy": f"{m['accuracy']:.4f}",
                      "recall held-out HPV": f"{(p[cls == 'viral'] >= 0.5).mean():.4f}",

@@ -169,8 +169,6 @@ def main() -> None:
     config["calling"] = calling
     (target / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     shutil.copy(work / "heldout_types.txt", target / "heldout_types.txt")
-    for f in target.iterdir():
-        f.chmod(0o644)
     print(f"built-in model installed in {target}")
 
 
