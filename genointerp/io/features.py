@@ -1,0 +1,177 @@
+"""Sample x feature matrices (Gene-PCA output, capsule input) and phenotype tables.
+
+A feature folder (written by `gene-pca`, read by `capsule-train`/`capsule-predict`) holds:
+
+- `features.npy`  float32 (n_samples, n_features), C order, memory-mappable;
+- `features.json` {"samples": [...], "columns": [...], ...provenance}; columns are `chrom:gene:pcN`;
+- `features.tsv`  the same matrix for people and pipelines: a `sample` column, then one column per
+  feature, values written with 7 significant digits.
+
+`read_features` also takes a plain TSV (first column = sample ids, header = column names), so
+matrices made elsewhere can be fed to the capsule network.
+
+A phenotype table is a TSV with a header: a sample column (`sample`, `IID` or the first column) and
+one or more phenotype columns. Missing values (`NA`, empty, `-9`) drop that sample, with a count.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from genointerp.errors import InputError
+
+MATRIX, INDEX, TABLE = "features.npy", "features.json", "features.tsv"
+MISSING = {"", "NA", "na", "NaN", "nan", "-9", "."}
+SAMPLE_COLUMNS = ("sample", "IID", "sample_id")
+
+
+@dataclass
+class Features:
+    """matrix: float32 (n_samples, n_features); samples/columns label its rows/columns."""
+
+    samples: list[str]
+    columns: list[str]
+    matrix: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.matrix.shape != (len(self.samples), len(self.columns)):
+            raise InputError(f"feature matrix is {self.matrix.shape}, but names {len(self.samples)} samples "
+                             f"and {len(self.columns)} columns")
+
+    def subset(self, samples: list[str]) -> "Features":
+        """Rows for `samples`, in that order (all must be present)."""
+        where = {s: i for i, s in enumerate(self.samples)}
+        missing = [s for s in samples if s not in where]
+        if missing:
+            raise InputError(f"{len(missing)} sample(s) not in the feature matrix, e.g. {missing[0]!r}")
+        rows = np.fromiter((where[s] for s in samples), dtype=np.int64, count=len(samples))
+        return Features(list(samples), self.columns, np.ascontiguousarray(self.matrix[rows]), self.info)
+
+
+def write_features(folder: Path, features: Features) -> None:
+    """Write the three files into `folder` (normally an AtomicOutputs temporary)."""
+    folder = Path(folder)
+    np.save(folder / MATRIX, np.ascontiguousarray(features.matrix, dtype=np.float32))
+    index = {"samples": features.samples, "columns": features.columns, **features.info}
+    (folder / INDEX).write_text(json.dumps(index, indent=1) + "\n")
+    with open(folder / TABLE, "w") as fh:
+        fh.write("\t".join(["sample", *features.columns]) + "\n")
+        for name, row in zip(features.samples, features.matrix):
+            fh.write(name + "\t" + "\t".join(f"{v:.7g}" for v in row.tolist()) + "\n")
+
+
+def read_features(path: str | Path) -> Features:
+    """A feature folder (features.npy + features.json) or a TSV with a sample column first."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / INDEX).exists() or not (path / MATRIX).exists():
+            raise InputError(f"{path}: not a feature folder (needs {MATRIX} and {INDEX}; made by gene-pca)")
+        try:
+            index = json.loads((path / INDEX).read_text())
+            matrix = np.load(path / MATRIX, allow_pickle=False)
+        except (json.JSONDecodeError, ValueError, OSError) as exc:
+            raise InputError(f"{path}: damaged feature folder ({exc})") from None
+        samples, columns = index.pop("samples", None), index.pop("columns", None)
+        if not isinstance(samples, list) or not isinstance(columns, list):
+            raise InputError(f"{path}/{INDEX}: no 'samples'/'columns' lists")
+        if matrix.dtype != np.float32 or matrix.ndim != 2:
+            raise InputError(f"{path}/{MATRIX}: expected a 2-D float32 array, found {matrix.ndim}-D {matrix.dtype}")
+        return Features(samples, columns, matrix, index)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    return _read_tsv(path)
+
+
+def _read_tsv(path: Path) -> Features:
+    with open(path) as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+        if len(header) < 2:
+            raise InputError(f"{path}: line 1: expected a header with a sample column and feature columns")
+        samples, rows = [], []
+        for lineno, line in enumerate(fh, start=2):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != len(header):
+                raise InputError(f"{path}: line {lineno}: {len(parts)} fields, header has {len(header)}")
+            try:
+                rows.append([float(v) for v in parts[1:]])
+            except ValueError:
+                raise InputError(f"{path}: line {lineno}: a feature value is not a number") from None
+            samples.append(parts[0])
+    if not samples:
+        raise InputError(f"{path}: no samples")
+    _check_unique(samples, path)
+    matrix = np.asarray(rows, dtype=np.float32)
+    if not np.isfinite(matrix).all():
+        raise InputError(f"{path}: feature values must be finite (NaN/inf found)")
+    return Features(samples, header[1:], matrix, {"source": str(path)})
+
+
+@dataclass
+class Phenotypes:
+    """labels: int64 (n,) indices into `classes` (sorted class names), for `samples`."""
+
+    samples: list[str]
+    labels: np.ndarray
+    classes: list[str]
+    column: str
+    dropped: int = 0
+
+
+def read_phenotypes(path: str | Path, column: str | None = None) -> Phenotypes:
+    """Samples with a non-missing value in `column` (default: the first non-sample column)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    with open(path) as fh:
+        lines = [line.rstrip("\n") for line in fh if line.strip() and not line.startswith("##")]
+    if len(lines) < 2:
+        raise InputError(f"{path}: expected a header line and at least one sample")
+    header = lines[0].lstrip("#").split("\t")
+    id_col = next((header.index(c) for c in SAMPLE_COLUMNS if c in header), 0)
+    others = [c for i, c in enumerate(header) if i != id_col and c not in ("FID", "PAT", "MAT", "SEX")]
+    if column is None:
+        if not others:
+            raise InputError(f"{path}: no phenotype column besides the sample column")
+        column = others[0]
+    if column not in header:
+        raise InputError(f"{path}: no column {column!r} (columns: {', '.join(header)})")
+    col = header.index(column)
+    samples, values, dropped = [], [], 0
+    for lineno, line in enumerate(lines[1:], start=2):
+        parts = line.split("\t")
+        if len(parts) != len(header):
+            raise InputError(f"{path}: line {lineno}: {len(parts)} fields, header has {len(header)}")
+        if parts[col].strip() in MISSING:
+            dropped += 1
+            continue
+        samples.append(parts[id_col])
+        values.append(parts[col].strip())
+    if not samples:
+        raise InputError(f"{path}: every value of {column!r} is missing")
+    _check_unique(samples, path)
+    classes = sorted(set(values), key=_class_order)
+    if len(classes) < 2:
+        raise InputError(f"{path}: {column!r} has a single class ({classes[0]!r}); need cases and controls")
+    lookup = {c: i for i, c in enumerate(classes)}
+    labels = np.array([lookup[v] for v in values], dtype=np.int64)
+    return Phenotypes(samples, labels, classes, column, dropped)
+
+
+def _class_order(value: str):
+    """Numeric classes in numeric order (PLINK: 1 control, 2 case), then names alphabetically."""
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _check_unique(samples: list[str], path: Path) -> None:
+    if len(set(samples)) != len(samples):
+        seen: set[str] = set()
+        dup = next(s for s in samples if s in seen or seen.add(s))
+        raise InputError(f"{path}: sample {dup!r} appears more than once")
