@@ -7,6 +7,7 @@ kraken2 gets a custom database built from exactly the model's training genomes (
 training, chr20 1-50 Mb, E. coli 536 and two K. pneumoniae), with a small hand-made taxonomy.
 
     python benchmarks/classify_reads.py [--work build/default-model] [--per-class 3000]
+    python benchmarks/classify_reads.py --speed-only [--shared ../shared/data]   # speed alone
 """
 
 from __future__ import annotations
@@ -93,13 +94,46 @@ def xvir_flops_per_read(L: int = 150, k: int = 6, d: int = 128, ff: int = 512) -
     return 2 * n * d * 3 * d + 2 * 2 * n * n * d + 2 * n * d * d + 2 * 2 * n * d * ff + 2 * n * d
 
 
+def speed(out: Path, viral: Path, human: Path, n: int, kraken_rate: float | None) -> None:
+    """classify-reads reads/s from a gzipped FASTQ of n reads, fp32 and bf16, against the FLOP roofline.
+
+    A larger file than the accuracy set, so that start-up (importing torch, loading the model)
+    counts little.
+    """
+    speed_fq = out / "speed.fq.gz"
+    timed(GENOINTERP + ["-q", "simulate-reads", "-s", f"viral={viral}", "--circular", "viral",
+                        "-s", f"human={human}", "-n", str(n), "--balance", "--seed", "5",
+                        "-o", str(speed_fq), "--force"])
+    rate = {}
+    for precision in ("32", "bf16"):
+        rate[precision] = n / timed(GENOINTERP + ["-q", "classify-reads", str(speed_fq), "-o", str(out / f"speed_{precision}.tsv"),
+                                                  "--threads", "2", "--precision", precision, "--threshold", "0.5", "--force"])
+    p32, pbf = (read_calls(out / f"speed_{x}.tsv")[1] for x in ("32", "bf16"))
+    gflops = gemm_gflops()
+    roof = gflops * 1e9 / xvir_flops_per_read()
+    peer = f"; kraken2 {kraken_rate:,.0f} reads/s" if kraken_rate else ""
+    print(f"\nspeed on {n:,} reads from gzipped FASTQ, 2 threads, end to end: genointerp fp32 {rate['32']:,.0f} reads/s, "
+          f"bf16 {rate['bf16']:,.0f} reads/s (max |p fp32 - p bf16| {np.abs(np.subtract(p32, pbf)).max():.4f}){peer}")
+    print(f"fp32 GEMM {gflops:.0f} GFLOP/s here; XVir {xvir_flops_per_read() / 1e6:.1f} MFLOP/read -> roofline "
+          f"{roof:,.0f} reads/s; classify-reads reaches {100 * rate['32'] / roof:.0f} % of it in fp32, "
+          f"{100 * rate['bf16'] / roof:.0f} % in bf16")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default="build/default-model")
     ap.add_argument("--per-class", type=int, default=3000)
     ap.add_argument("--speed-reads", type=int, default=40_000)
     ap.add_argument("--out", default="bench-output/classify_reads")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="only the speed part, on reads from --shared (needs no model build or peers)")
+    ap.add_argument("--shared", default="../shared/data")
     args = ap.parse_args()
+    if args.speed_only:
+        shared = Path(args.shared)
+        speed(out_dir(args.out), shared / "viral/hpv_genomes.fa", shared / "human/GRCh37.chr20.fa.gz",
+              args.speed_reads, None)
+        return
     require("art_illumina", "kraken2", "kraken2-build")
     work, out = Path(args.work), out_dir(args.out)
     if not (work / "hpv_heldout.fa").exists():
@@ -139,24 +173,7 @@ def main() -> None:
                              "called_viral_human", "called_viral_bacterial"]))
     print("(called_viral_viral = recall on HPV types never trained on; _human/_bacterial = false-positive rates)")
 
-    # Speed on a larger file, so start-up (importing torch, loading the model) does not count much.
-    speed_fq = out / "speed.fq.gz"
-    n = args.speed_reads
-    timed(GENOINTERP + ["-q", "simulate-reads", "-s", f"viral={work / 'hpv_heldout.fa'}", "--circular", "viral",
-                        "-s", f"human={work / 'human_heldout.fa'}", "-n", str(n), "--balance", "--seed", "5",
-                        "-o", str(speed_fq), "--force"])
-    speed = {}
-    for precision in ("32", "bf16"):
-        speed[precision] = n / timed(GENOINTERP + ["-q", "classify-reads", str(speed_fq), "-o", str(out / f"speed_{precision}.tsv"),
-                                                   "--threads", "2", "--precision", precision, "--threshold", "0.5", "--force"])
-    p32, pbf = (read_calls(out / f"speed_{x}.tsv")[1] for x in ("32", "bf16"))
-    gflops = gemm_gflops()
-    roof = gflops * 1e9 / xvir_flops_per_read()
-    print(f"\nspeed on {n:,} reads from gzipped FASTQ, 2 threads, end to end: genointerp fp32 {speed['32']:,.0f} reads/s, "
-          f"bf16 {speed['bf16']:,.0f} reads/s (max |p fp32 - p bf16| {np.abs(np.subtract(p32, pbf)).max():.4f}); "
-          f"kraken2 {len(ids) / t_kr:,.0f} reads/s")
-    print(f"fp32 GEMM {gflops:.0f} GFLOP/s here; XVir {xvir_flops_per_read() / 1e6:.1f} MFLOP/read -> roofline "
-          f"{roof:,.0f} reads/s; classify-reads fp32 reaches {100 * speed['32'] / roof:.0f} % of it")
+    speed(out, work / "hpv_heldout.fa", work / "human_heldout.fa", args.speed_reads, len(ids) / t_kr)
     mt = work / "model" / "metrics.tsv"
     if mt.exists():
         secs = [float(line.split("\t")[-1]) for line in mt.read_text().splitlines()[1:]]
