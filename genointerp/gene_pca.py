@@ -1,0 +1,319 @@
+"""The gene-pca job: VCF + genes in, per-gene PCA features + gene table + fitted transform out.
+
+Streams the VCF once, gene by gene: a gene's dosages (int8, samples x its SNPs) are buffered until
+the stream has passed every position that could still belong to it, then handed to a thread pool
+for the PCA (numpy releases the GIL in the matrix product and eigensolver) while parsing goes on.
+Memory: the buffers of the genes open at one position plus the pending fits (at most 2 x threads),
+plus the output matrix. Results are put back into gene order, so threads never change the output.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from genointerp import __version__
+from genointerp.errors import InputError
+from genointerp.genetics.assign import GeneAssigner
+from genointerp.genetics.gene_pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
+from genointerp.io.features import Features, write_features
+from genointerp.io.genes import Gene, chrom_alias, read_genes
+from genointerp.io.vcf import MISSING, VcfGenotypes
+
+GENES_TABLE = "genes.tsv"
+
+
+@dataclass
+class GenePcaRequest:
+    vcf: str
+    genes: str | None = None  # annotation (fit mode)
+    apply: str | None = None  # fitted transform folder (apply mode)
+    samples: list[str] | None = None  # restrict to these (None: all in the VCF)
+    fit_samples: list[str] | None = None  # fit on these (None: all selected)
+    maf: float = 0.01
+    max_missing: float = 0.1
+    nearest: bool = False
+    rule: PcsRule = field(default_factory=lambda: PcsRule.parse(DEFAULT_RULE))
+    threads: int = 1
+    table: bool = True  # also write features.tsv
+
+
+@dataclass
+class _Gene:
+    """A gene with SNPs in the VCF: its buffered sites, then its fit."""
+
+    gene: Gene
+    chrom: str  # VCF spelling
+    order: tuple[int, int]  # (VCF chromosome rank, annotation rank): output order
+    n_sites: int = 0
+    keys: list = field(default_factory=list)  # (pos, ref, alt) of kept SNPs
+    rows: list = field(default_factory=list)  # int8 (n,) dosages of kept SNPs
+    fit: GeneFit | Future | None = None
+
+
+class _Aliases:
+    """VCF chromosome -> annotation chromosome (chr21 <-> 21 with one warning), or None."""
+
+    def __init__(self, known, warn: Callable[[str], None], what: str) -> None:
+        self.known, self.warn, self.what, self.cache = known, warn, what, {}
+
+    def __call__(self, chrom: str) -> str | None:
+        if chrom not in self.cache:
+            alias = chrom_alias(chrom, self.known)
+            if alias is not None and alias != chrom:
+                self.warn(f"VCF chromosome {chrom} is {alias} in {self.what}; matched them")
+            self.cache[chrom] = alias
+        return self.cache[chrom]
+
+
+def _check_overlap(vcf: VcfGenotypes, known, what: str) -> None:
+    """Fail before streaming when the VCF header's contigs cannot meet the annotation's."""
+    if vcf.contigs and not any(chrom_alias(c, known) for c in vcf.contigs):
+        raise InputError(f"no chromosome of {vcf.path} ({', '.join(vcf.contigs[:5])}...) is in {what} "
+                         f"({', '.join(sorted(known)[:5])}...)")
+
+
+def _fit_rows(vcf: VcfGenotypes, fit_samples: list[str] | None) -> np.ndarray:
+    if fit_samples is None:
+        return np.arange(len(vcf.samples), dtype=np.int64)
+    where = {s: i for i, s in enumerate(vcf.samples)}
+    missing = [s for s in fit_samples if s not in where]
+    if missing:
+        raise InputError(f"{len(missing)} fit sample(s) not among the selected VCF samples, e.g. {missing[0]!r}")
+    rows = np.array(sorted({where[s] for s in fit_samples}), dtype=np.int64)
+    if len(rows) < 2:
+        raise InputError("PCA needs at least 2 fit samples")
+    return rows
+
+
+def run(req: GenePcaRequest, folder: Path, log: Callable, warn: Callable) -> dict:
+    """Write features.*, genes.tsv and (fit mode) transform.* into `folder`; return the summary."""
+    vcf = VcfGenotypes(req.vcf, req.samples)
+    if req.apply:
+        return _apply(req, vcf, folder, log, warn)
+    return _fit(req, vcf, folder, log, warn)
+
+
+def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:
+    fit_rows = _fit_rows(vcf, req.fit_samples)
+    annotation = read_genes(req.genes)
+    by_chrom: dict[str, list[Gene]] = {}
+    for g in annotation:
+        by_chrom.setdefault(g.chrom, []).append(g)
+    aliases = _Aliases(by_chrom, warn, req.genes)
+    _check_overlap(vcf, by_chrom, req.genes)
+    log(f"{len(vcf.samples)} samples ({len(fit_rows)} fit), {len(annotation)} genes; PCs per gene: {req.rule}")
+
+    done: list[_Gene] = []
+    pending: deque[_Gene] = deque()
+    pool = ThreadPoolExecutor(req.threads) if req.threads > 1 else None
+
+    def finish(item: _Gene) -> None:
+        if item.keys:
+            x = np.stack(item.rows, axis=1)  # (n, m) int8
+            item.rows = []
+            if pool is None:
+                item.fit = fit_gene(x, fit_rows, req.rule)
+            else:
+                item.fit = pool.submit(fit_gene, x, fit_rows, req.rule)
+                pending.append(item)
+                while len(pending) > 2 * req.threads:  # bound the buffered matrices
+                    oldest = pending.popleft()
+                    oldest.fit = oldest.fit.result()
+        done.append(item)
+
+    subset = len(fit_rows) < len(vcf.samples)
+    counts = {"sites": 0, "outside": 0, "other_chrom": 0, "maf": 0, "missing": 0, "kept": 0, "imputed": 0}
+    chrom_rank: dict[str, int] = {}
+    assigner: GeneAssigner | None = None
+    open_genes: dict[int, _Gene] = {}
+    try:
+        for site in vcf:
+            counts["sites"] += 1
+            if site.chrom not in chrom_rank:
+                for i in sorted(open_genes):
+                    finish(open_genes.pop(i))
+                chrom_rank[site.chrom] = len(chrom_rank)
+                alias = aliases(site.chrom)
+                assigner = GeneAssigner(by_chrom[alias], req.nearest) if alias else None
+            if assigner is None:
+                counts["other_chrom"] += 1
+                continue
+            p = site.pos - 1
+            for i in [i for i in open_genes if assigner.reach[i] <= p]:
+                finish(open_genes.pop(i))
+            targets = assigner.assign(p)
+            if not targets:
+                counts["outside"] += 1
+                continue
+            for i in targets:
+                if i not in open_genes:
+                    open_genes[i] = _Gene(assigner.genes[i], site.chrom, (chrom_rank[site.chrom], i))
+                open_genes[i].n_sites += 1
+            # one pass: how many fit samples are missing / 0 / 1 / 2
+            tally = np.bincount(site.dosage[fit_rows] + 1 if subset else site.dosage + 1, minlength=4)
+            n_called = int(tally[1:].sum())
+            if n_called == 0 or 1 - n_called / len(fit_rows) > req.max_missing:
+                counts["missing"] += 1
+                continue
+            af = (tally[2] + 2 * tally[3]) / (2 * n_called)
+            maf = min(af, 1 - af)
+            if maf < req.maf or maf == 0:
+                counts["maf"] += 1
+                continue
+            counts["kept"] += 1
+            counts["imputed"] += int(np.count_nonzero(site.dosage == MISSING)) if subset else int(tally[0])
+            for i in targets:
+                open_genes[i].keys.append((site.pos, site.ref, site.alt))
+                open_genes[i].rows.append(site.dosage)
+        for i in sorted(open_genes):
+            finish(open_genes.pop(i))
+        for item in pending:
+            item.fit = item.fit.result()
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+    if not done:
+        vcf_chroms = ", ".join(list(chrom_rank)[:5])
+        raise InputError(f"no SNP of {req.vcf} (chromosomes {vcf_chroms}) falls in "
+                         f"{'or near ' if req.nearest else ''}a gene of {req.genes}")
+    done.sort(key=lambda item: item.order)
+    fitted = [item for item in done if item.fit is not None and item.fit.components.shape[1] > 0]
+    if not fitted:
+        raise InputError(f"no gene has a SNP left after the filters (MAF >= {req.maf}, missing <= {req.max_missing}); "
+                         f"{counts['maf']} SNPs failed MAF, {counts['missing']} missingness")
+    log(f"{counts['sites']} sites: {counts['kept']} kept in genes, {counts['outside']} outside genes, "
+        f"{counts['other_chrom']} on chromosomes without genes, {counts['maf']} below MAF, "
+        f"{counts['missing']} too often missing; {counts['imputed']} missing calls imputed with fit-sample means")
+
+    genes_meta, first = [], 0
+    for item in done:
+        fit = item.fit
+        k = fit.components.shape[1] if fit is not None else 0
+        m = len(item.keys)
+        genes_meta.append({"name": item.gene.name, "chrom": item.chrom, "start": item.gene.start, "end": item.gene.end,
+                           "n_sites": item.n_sites, "n_snps": m, "n_pcs": k,
+                           "explained": [float(v) for v in fit.explained] if k else [], "first": first})
+        first += m if k else 0
+    kmax = max(item.fit.components.shape[1] for item in fitted)
+    keys = [(item.chrom, *key) for item in fitted for key in item.keys]
+    components = np.zeros((len(keys), kmax))
+    row = 0
+    for item in fitted:
+        c = item.fit.components
+        components[row: row + len(c), : c.shape[1]] = c
+        row += len(c)
+    info = {"program": f"genointerp {__version__} gene-pca", "vcf": req.vcf, "genes": req.genes,
+            "maf": req.maf, "max_missing": req.max_missing, "nearest_gene": req.nearest, "pcs_rule": str(req.rule),
+            "n_fit_samples": int(len(fit_rows)), "fit_samples": [vcf.samples[i] for i in fit_rows]}
+    transform = Transform([g for g in genes_meta if g["n_pcs"]], np.array([k[0] for k in keys]),
+                          np.array([k[1] for k in keys], dtype=np.int64), np.array([k[2] for k in keys]),
+                          np.array([k[3] for k in keys]), np.concatenate([item.fit.means for item in fitted]),
+                          components, info)
+    transform.save(folder)
+    scores = [item.fit.scores for item in fitted]
+    summary = {**counts, "genes_with_sites": len(done), "genes_with_pcs": len(fitted)}
+    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.table)
+    return summary
+
+
+def fitted_columns(genes: list[dict]) -> list[str]:
+    return [f"{g['chrom']}:{g['name']}:pc{j + 1}" for g in genes for j in range(g["n_pcs"])]
+
+
+def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:
+    t = Transform.load(req.apply)
+    known = {str(c) for c in t.chrom}
+    what = f"the transform {req.apply}"
+    aliases = _Aliases(known, warn, what)
+    _check_overlap(vcf, known, what)
+    n = len(vcf.samples)
+    gene_of_row = np.repeat(np.arange(len(t.genes)), [g["n_snps"] for g in t.genes])
+    lookup: dict[tuple[str, int], list[int]] = {}
+    for r, (c, p) in enumerate(zip(t.chrom.tolist(), t.pos.tolist())):
+        lookup.setdefault((c, p), []).append(r)
+    last_pos = {}
+    for r, (gi, p) in enumerate(zip(gene_of_row.tolist(), t.pos.tolist())):
+        last_pos[gi] = max(last_pos.get(gi, 0), p)
+    buffers: dict[int, np.ndarray] = {}
+    scores: dict[int, np.ndarray] = {}
+    found = np.zeros(len(t.pos), dtype=bool)
+    counts = {"sites": 0, "matched": 0, "flipped": 0, "allele_mismatch": 0, "imputed_calls": 0}
+
+    def finish(gi: int) -> None:
+        rows, k = t.gene_rows(gi), t.genes[gi]["n_pcs"]
+        x = buffers.pop(gi)
+        scores[gi] = project(x, t.means[rows], t.components[rows, :k])
+
+    current = None
+    for site in vcf:
+        counts["sites"] += 1
+        tchrom = aliases(site.chrom)
+        if site.chrom != current:
+            for gi in sorted(buffers):
+                finish(gi)
+            current = site.chrom
+        for gi in [gi for gi in buffers if last_pos[gi] < site.pos]:
+            finish(gi)
+        for r in lookup.get((tchrom, site.pos), ()) if tchrom else ():
+            d = site.dosage
+            if (site.ref, site.alt) != (t.ref[r], t.alt[r]):
+                if (site.ref, site.alt) == (t.alt[r], t.ref[r]):
+                    d = np.where(d == MISSING, MISSING, 2 - d).astype(np.int8)
+                    counts["flipped"] += 1
+                else:
+                    counts["allele_mismatch"] += 1
+                    continue
+            gi = int(gene_of_row[r])
+            if gi not in buffers:
+                buffers[gi] = np.full((n, t.genes[gi]["n_snps"]), MISSING, dtype=np.int8)
+            buffers[gi][:, r - t.genes[gi]["first"]] = d
+            found[r] = True
+            counts["matched"] += 1
+            counts["imputed_calls"] += int((d == MISSING).sum())
+    for gi in sorted(buffers):
+        finish(gi)
+    absent = _distinct_snps(t, ~found)
+    if absent == _distinct_snps(t, np.ones(len(found), dtype=bool)):
+        raise InputError(f"no SNP of the transform {req.apply} is in {req.vcf} (matched by chrom/pos/REF/ALT)")
+    if absent:
+        warn(f"{absent} SNP(s) of the transform are not in {req.vcf} (or have other alleles): "
+             f"imputed with the fit-sample means for all {n} samples")
+    if counts["flipped"]:
+        warn(f"{counts['flipped']} SNP(s) have REF/ALT swapped relative to the transform: dosages flipped (2 - d)")
+    for gi, g in enumerate(t.genes):
+        if gi not in scores:  # no SNP of this gene in the VCF: every sample sits at the mean
+            scores[gi] = np.zeros((n, g["n_pcs"]), dtype=np.float32)
+    counts["imputed_calls"] += n * absent
+    counts["absent_snps"] = absent
+    log(f"{counts['sites']} sites: {counts['matched']} matched the transform's SNPs ({counts['flipped']} flipped), "
+        f"{absent} absent; {counts['imputed_calls']} calls imputed with fit-sample means")
+    info = {"program": f"genointerp {__version__} gene-pca --apply", "vcf": req.vcf, "applied": req.apply,
+            "fit_vcf": t.info.get("vcf"), "pcs_rule": t.info.get("pcs_rule")}
+    _write(folder, vcf.samples, fitted_columns(t.genes), [scores[i] for i in range(len(t.genes))], t.genes,
+           {**info, **counts}, req.table)
+    return counts
+
+
+def _distinct_snps(t: Transform, mask: np.ndarray) -> int:
+    """SNPs (chrom, pos, ref, alt) among the gene-SNP rows selected by `mask`."""
+    return len({(t.chrom[r], int(t.pos[r]), t.ref[r], t.alt[r]) for r in np.flatnonzero(mask)})
+
+
+def _write(folder: Path, samples: list[str], columns: list[str], scores: list[np.ndarray], genes: list[dict],
+           info: dict, table: bool) -> None:
+    """scores: float32 (n, k_gene) blocks, in column order."""
+    matrix = np.concatenate(scores, axis=1)
+    write_features(folder, Features(samples, columns, matrix, info), table)
+    with open(folder / GENES_TABLE, "w") as fh:
+        fh.write("gene\tchrom\tstart\tend\tn_sites\tn_snps\tn_pcs\texplained_total\texplained_per_pc\n")
+        for g in genes:
+            ev = g["explained"]
+            fh.write(f"{g['name']}\t{g['chrom']}\t{g['start']}\t{g['end']}\t{g.get('n_sites', '')}\t{g['n_snps']}\t"
+                     f"{g['n_pcs']}\t{sum(ev):.6g}\t{','.join(f'{v:.6g}' for v in ev)}\n")

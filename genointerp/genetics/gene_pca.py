@@ -1,0 +1,191 @@
+"""Per-gene PCA of genotype dosages (the DiseaseCapsule Gene-PCA features).
+
+For one gene with m kept SNPs and n samples, X is an int8 (n, m) dosage matrix with MISSING (-1)
+for missing calls. Fitting uses only the fit (training) rows:
+
+- per-SNP mean over the fit rows' non-missing calls; every missing call (any row) is imputed with
+  it, so held-out samples never influence the transform;
+- centred fit matrix Xc (n_fit, m); the principal axes are the top eigenvectors of the smaller Gram
+  matrix (Xc.T Xc when m <= n_fit, else Xc Xc.T mapped back through Xc.T): the same axes as an SVD
+  of Xc, at the cost of one matrix product and a small symmetric eigensolve;
+- each axis is signed so that its largest-|loading| SNP loads positively (the first such SNP on
+  ties), making the features reproducible across LAPACK builds;
+- scores for every row are (X_imputed - mean) @ W, float32.
+
+How many PCs: `PcsRule` (default 1 PC for 1-4 SNPs, 4 for 5-20, 8 above), never more than the
+rank of Xc, which is at most min(m, n_fit - 1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.io.vcf import MISSING
+
+DEFAULT_RULE = "4:1,20:4,inf:8"
+TRANSFORM_JSON, TRANSFORM_NPZ = "transform.json", "transform.npz"
+TRANSFORM_FORMAT = "genointerp-gene-pca-transform"
+TRANSFORM_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PcsRule:
+    """steps: ((max_snps, n_pcs), ...) ascending; a gene with m SNPs gets the first step's n_pcs
+    whose max_snps >= m."""
+
+    steps: tuple[tuple[float, int], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "PcsRule":
+        """`4:1,20:4,inf:8`: up to 4 SNPs 1 PC, up to 20 4 PCs, any more 8 PCs. ValueError if bad."""
+        steps = []
+        for part in text.split(","):
+            bound, sep, k = part.strip().partition(":")
+            if not sep:
+                raise ValueError(f"expected MAX_SNPS:N_PCS pairs, got {part!r}")
+            b = math.inf if bound.strip().lower() in ("inf", "*") else float(int(bound))
+            n = int(k)
+            if n < 1 or b < 1:
+                raise ValueError(f"{part!r}: bounds and PC counts must be >= 1")
+            steps.append((b, n))
+        if [b for b, _ in steps] != sorted({b for b, _ in steps}):
+            raise ValueError("SNP bounds must increase")
+        if steps[-1][0] != math.inf:
+            raise ValueError("the last step must be inf:N (genes of any size)")
+        return cls(tuple(steps))
+
+    def n_pcs(self, n_snps: int) -> int:
+        return next(k for b, k in self.steps if n_snps <= b)
+
+    def __str__(self) -> str:
+        return ",".join(f"{'inf' if b == math.inf else int(b)}:{k}" for b, k in self.steps)
+
+
+@dataclass
+class GeneFit:
+    """means float64 (m,), components float64 (m, k), explained float64 (k,) variance ratios,
+    scores float32 (n, k) for every row of X."""
+
+    means: np.ndarray
+    components: np.ndarray
+    explained: np.ndarray
+    scores: np.ndarray
+
+
+def impute(x: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """float64 (n, m) copy of int8 dosages x with MISSING replaced by the column's mean."""
+    out = x.astype(np.float64)
+    miss = x == MISSING
+    if miss.any():
+        out[miss] = np.broadcast_to(means, x.shape)[miss]
+    return out
+
+
+def fit_means(x_fit: np.ndarray) -> np.ndarray:
+    """Per-SNP mean dosage float64 (m,) over non-missing calls of int8 (n_fit, m); NaN if none."""
+    called = x_fit != MISSING
+    total = np.where(called, x_fit, 0).sum(axis=0, dtype=np.int64)
+    n = called.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / n
+
+
+def project(x: np.ndarray, means: np.ndarray, components: np.ndarray) -> np.ndarray:
+    """Scores float32 (n, k) of int8 dosages (n, m) on components (m, k); missing -> mean."""
+    return ((impute(x, means) - means) @ components).astype(np.float32)
+
+
+def fit_gene(x: np.ndarray, fit_rows: np.ndarray, rule: PcsRule) -> GeneFit:
+    """PCA of one gene: x int8 (n, m), fit_rows int64 indices of the training rows."""
+    x_fit = x[fit_rows]
+    means = fit_means(x_fit)
+    xc = impute(x_fit, means) - means
+    n_fit, m = xc.shape
+    if m <= n_fit:
+        evals, evecs = np.linalg.eigh(xc.T @ xc)
+        evals, axes = evals[::-1], evecs[:, ::-1]
+    else:  # more SNPs than samples: eigenvectors of the n x n Gram matrix, mapped to SNP space
+        evals, evecs = np.linalg.eigh(xc @ xc.T)
+        evals, evecs = evals[::-1], evecs[:, ::-1]
+        axes = None
+    total = float(np.einsum("ij,ij->", xc, xc))
+    evals = np.clip(evals, 0.0, None)
+    # numerical rank of xc: the Gram matrix's eigenvalues carry rounding errors of about
+    # lambda_max * eps, so an axis counts when its eigenvalue stands clear of that
+    tol = (evals[0] if len(evals) else 0.0) * max(n_fit, m) * np.finfo(np.float64).eps
+    rank = int((evals > tol).sum()) if total > 0 else 0
+    k = min(rule.n_pcs(m), rank, m, max(n_fit - 1, 0))
+    if axes is None:
+        axes = xc.T @ evecs[:, :k] / np.sqrt(evals[:k])
+    components = np.ascontiguousarray(axes[:, :k])
+    for j in range(k):
+        if components[np.argmax(np.abs(components[:, j])), j] < 0:
+            components[:, j] *= -1
+    explained = evals[:k] / total if total > 0 else np.zeros(0)
+    return GeneFit(means, components, explained, project(x, means, components))
+
+
+@dataclass
+class Transform:
+    """A fitted Gene-PCA, saved as transform.json (genes, parameters) + transform.npz (arrays).
+
+    genes: dicts with name, chrom, start, end, n_snps, n_pcs, first (row of its first SNP).
+    Per gene-SNP row r (a SNP in two genes has two rows): chrom[r] str, pos[r] int64, ref[r]/alt[r]
+    str, means[r] float64; components float64 (rows, max_pcs), zero beyond the gene's n_pcs.
+    """
+
+    genes: list[dict]
+    chrom: np.ndarray
+    pos: np.ndarray
+    ref: np.ndarray
+    alt: np.ndarray
+    means: np.ndarray
+    components: np.ndarray
+    info: dict
+
+    def gene_rows(self, i: int) -> slice:
+        g = self.genes[i]
+        return slice(g["first"], g["first"] + g["n_snps"])
+
+    def save(self, folder: Path) -> None:
+        meta = {"format": TRANSFORM_FORMAT, "version": TRANSFORM_VERSION, **self.info, "genes": self.genes}
+        (folder / TRANSFORM_JSON).write_text(json.dumps(meta, indent=1) + "\n")
+        np.savez(folder / TRANSFORM_NPZ, chrom=self.chrom.astype(str), pos=self.pos, ref=self.ref.astype(str),
+                 alt=self.alt.astype(str), means=self.means, components=self.components)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "Transform":
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise InputError(f"{folder}: no such folder (--apply takes a gene-pca output folder)")
+        if not (folder / TRANSFORM_JSON).exists() or not (folder / TRANSFORM_NPZ).exists():
+            raise InputError(f"{folder}: not a gene-pca transform (needs {TRANSFORM_JSON} and {TRANSFORM_NPZ})")
+        try:
+            meta = json.loads((folder / TRANSFORM_JSON).read_text())
+            with np.load(folder / TRANSFORM_NPZ, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in ("chrom", "pos", "ref", "alt", "means", "components")}
+        except (json.JSONDecodeError, ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"{folder}: damaged gene-pca transform ({exc})") from None
+        if not isinstance(meta, dict) or meta.get("format") != TRANSFORM_FORMAT:
+            raise InputError(f"{folder}/{TRANSFORM_JSON}: not a gene-pca transform")
+        if meta.get("version") != TRANSFORM_VERSION:
+            raise InputError(f"{folder}: transform version {meta.get('version')} (this genointerp reads {TRANSFORM_VERSION})")
+        genes = meta.pop("genes", None)
+        rows = len(arrays["pos"])
+        try:
+            ok = (all(len(a) == rows for a in arrays.values()) and arrays["components"].ndim == 2
+                  and sum(g["n_snps"] for g in genes) == rows
+                  and all(0 < g["n_pcs"] <= arrays["components"].shape[1] for g in genes))
+        except (TypeError, KeyError):
+            ok = False
+        if not ok:
+            raise InputError(f"{folder}: damaged gene-pca transform (gene table and arrays disagree)")
+        return cls(genes, arrays["chrom"], arrays["pos"], arrays["ref"], arrays["alt"], arrays["means"],
+                   arrays["components"], meta)
