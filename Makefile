@@ -48,6 +48,7 @@ bench: install bench-deps
 	$(BIN)/python benchmarks/simulate_reads.py --shared $(SHARED)
 	$(BIN)/python benchmarks/kmerize.py --shared $(SHARED)
 	$(BIN)/python benchmarks/classify_reads.py --work build/default-model
+	$(BIN)/python benchmarks/capsule.py --shared $(SHARED)
 
 test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)

@@ -18,9 +18,10 @@ WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
 
 def _registry():
+    from genointerp.models.capsule import CapsuleConfig, CapsuleNet
     from genointerp.models.xvir import XVir, XVirConfig
 
-    return {"xvir": (XVirConfig, XVir)}
+    return {"xvir": (XVirConfig, XVir), "capsule": (CapsuleConfig, CapsuleNet)}
 
 
 def build_model(arch_config: dict):

@@ -2,4 +2,189 @@
 
 from __future__ import annotations
 
-from genointerp.cli.genotypes import PANEL  # noqa: F401  (same help panel as gene-pca)
+from typing import Optional
+
+import typer
+
+from genointerp.cli import app
+from genointerp.cli.common import log, usable_threads, warn
+from genointerp.cli.genotypes import PANEL
+
+
+def _fractions(value: Optional[str]) -> list[float]:
+    if not value:
+        return []
+    try:
+        fractions = [float(v) for v in value.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated numbers, got {value!r}", param_hint="--train-fraction") from None
+    if any(not 0 < f <= 1 for f in fractions):
+        raise typer.BadParameter("fractions must be in (0, 1]", param_hint="--train-fraction")
+    return fractions
+
+
+def _torch_device(requested: str, threads: int) -> str:
+    import torch
+
+    from genointerp.train.loop import resolve_device
+
+    torch.set_num_threads(usable_threads(threads))
+    return resolve_device(requested)
+
+
+@app.command(
+    "capsule-train",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp capsule-train genepcs/ --phenotypes pheno.tsv -o capsule_model\n\n"
+        "  genointerp capsule-train genepcs/ -p pheno.tsv --phenotype T2D --train-fraction 0.1,0.25,0.5,1 -o m"
+    ),
+)
+def capsule_train(
+    features_path: str = typer.Argument(..., metavar="FEATURES", help="gene-pca output folder, or a TSV (sample column first, then chrom:gene:pcN columns)."),
+    phenotypes: str = typer.Option(..., "-p", "--phenotypes", help="Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing)."),
+    phenotype: Optional[str] = typer.Option(None, "--phenotype", help="Phenotype column (default: the first one); binary."),
+    case: Optional[str] = typer.Option(None, "--case", help="The value that marks cases (default: case/affected/yes/true if present, else the second in sort order: 2 of PLINK 1/2, 1 of 0/1)."),
+    output: str = typer.Option(..., "-o", "--output", help="Model directory to write."),
+    folds: int = typer.Option(5, "--folds", min=2, help="Stratified cross-validation folds on the non-test samples."),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", min=0, max=0.9, help="Held-out test set, equal numbers per class (0: none)."),
+    valid_fraction: float = typer.Option(0.15, "--valid-fraction", min=0.01, max=0.5, help="Inner validation part of each training set, for early stopping."),
+    epochs: int = typer.Option(100, "--epochs", min=1, help="Most epochs per training."),
+    patience: int = typer.Option(10, "--patience", min=1, help="Stop after this many epochs without a lower validation margin loss."),
+    batch_size: int = typer.Option(32, "--batch-size", min=1),
+    lr: float = typer.Option(1e-3, "--lr", min=0, help="Adam learning rate."),
+    weight_decay: float = typer.Option(1e-4, "--weight-decay", min=0, help="Adam weight decay."),
+    lr_decay: float = typer.Option(0.97, "--lr-decay", min=0.01, max=1, help="Exponential learning-rate decay per epoch."),
+    hidden: int = typer.Option(256, "--hidden", min=2, help="Dense layer width."),
+    capsule_channels: int = typer.Option(32, "--capsule-channels", min=1, help="Primary capsule channels."),
+    capsule_dim: int = typer.Option(4, "--capsule-dim", min=1, help="Primary capsule dimension."),
+    kernel_size: int = typer.Option(9, "--kernel-size", min=1, help="Convolution kernel over the dense layer."),
+    stride: int = typer.Option(2, "--stride", min=1, help="Convolution stride."),
+    class_dim: int = typer.Option(16, "--class-dim", min=1, help="Phenotype capsule dimension."),
+    routing: int = typer.Option(3, "--routing", min=1, help="Routing-by-agreement iterations."),
+    input_dropout: float = typer.Option(0.0, "--input-dropout", min=0, max=0.95, help="Dropout on the Gene-PC input while training."),
+    dropout: float = typer.Option(0.0, "--dropout", min=0, max=0.95, help="Dropout on the dense layer's output while training."),
+    baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score logistic regression, SVM, random forest, AdaBoost and an MLP on the same folds."),
+    train_fraction: Optional[str] = typer.Option(None, "--train-fraction", metavar="F,F,...", help="Data-efficiency curve: accuracy when training on these fractions of each training fold (train_fraction.tsv)."),
+    primary_capsule: Optional[int] = typer.Option(None, "--primary-capsule", min=0, help="Primary capsule for the gene scores (default: highest mean coupling to the case capsule)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads (torch and the random forest)."),
+    seed: int = typer.Option(1, "--seed", help="Seeds splits, initialisation and shuffling: same inputs and seed, same outputs."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory."),
+) -> None:
+    """Train a DiseaseCapsule network (capsule network over Gene-PCs) for a binary phenotype.
+
+    A balanced test set is held out; the rest is cross-validated (--folds) against scikit-learn
+    baselines; the saved model is trained on all non-test samples. MODEL_DIR gets model.safetensors,
+    config.json (feature columns, classes, scaler), results.tsv (mean/sd over folds + test),
+    folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv, coupling.tsv/.png,
+    genes.tsv (ranked genes; top 5 % decisive) and train_fraction.tsv with --train-fraction.
+    """
+    from genointerp import capsule_interpret as interp
+    from genointerp import capsule_train as ct
+    from genointerp.capsule_predict import predictions_table
+    from genointerp.checkpoint import save_model_dir
+    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.io.features import read_features, read_phenotypes
+    from genointerp.models.capsule import CapsuleConfig
+
+    fractions = _fractions(train_fraction)
+    with AtomicOutputs(force) as outputs:
+        folder = outputs.folder(output)
+        features = read_features(features_path)
+        pheno = ct.order_case_last(read_phenotypes(phenotypes, phenotype), case, phenotypes)
+        x, y, samples = ct.align(features, pheno, phenotypes)
+        log(f"{len(samples)} samples ({', '.join(f'{c}: {int((y == i).sum())}' for i, c in enumerate(pheno.classes))}), "
+            f"{x.shape[1]} features" + (f"; {pheno.dropped} without a phenotype value dropped" if pheno.dropped else ""))
+        try:
+            config = CapsuleConfig(n_features=x.shape[1], n_classes=2, hidden=hidden, primary_channels=capsule_channels,
+                                   primary_dim=capsule_dim, kernel_size=kernel_size, stride=stride, class_dim=class_dim,
+                                   routing_iterations=routing, input_dropout=input_dropout, dropout=dropout)
+            config.validate()
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--kernel-size/--hidden") from None
+        if primary_capsule is not None and primary_capsule >= config.n_primary:
+            raise typer.BadParameter(f"the network has {config.n_primary} primary capsules", param_hint="--primary-capsule")
+        s = ct.CapsuleSettings(folds=folds, test_fraction=test_fraction, valid_fraction=valid_fraction, epochs=epochs,
+                               patience=patience, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                               lr_decay=lr_decay, seed=seed, device=_torch_device(device, threads),
+                               threads=usable_threads(threads), baselines=baselines, train_fractions=fractions)
+        r = ct.train(x, y, pheno.classes, config, s, log)
+
+        # interpretation on the samples the final model was trained on, standardised as it saw them
+        xs = r.scaler(x[r.split.train])
+        coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
+        chosen = interp.default_primary(coupling, case=1) if primary_capsule is None else primary_capsule
+        genes = interp.gene_scores(r.model, xs, features.columns, chosen)
+
+        test_samples = [samples[i] for i in r.split.test]
+        info = {
+            "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
+            "features": {"columns": features.columns, "source": str(features_path),
+                         # scalars only: a feature folder may list every fit sample
+                         "provenance": {k: v for k, v in features.info.items() if not isinstance(v, (list, dict))}},
+            "phenotype": {"file": str(phenotypes), "column": pheno.column, "classes": pheno.classes,
+                          "case": pheno.classes[1], "n_samples": len(samples)},
+            "scaler": r.scaler.to_dict(),
+            "training": {**ct.settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
+                         "final_model": "all non-test samples less the inner validation part"},
+            "test_metrics": r.test_scores.get("capsule"),
+            "interpretation": {"primary_capsule": chosen,
+                               "primary_capsule_choice": "given" if primary_capsule is not None else "highest mean coupling to the case capsule"},
+        }
+        save_model_dir(folder, r.model, info)
+        (folder / "results.tsv").write_text(ct.results_table(r))
+        (folder / "folds.tsv").write_text(ct.folds_table(r))
+        (folder / "split.tsv").write_text(ct.split_table(r, samples, y, pheno.classes))
+        (folder / "metrics.tsv").write_text(ct.history_table(r.history))
+        if len(test_samples):
+            (folder / "test_predictions.tsv").write_text(predictions_table(
+                test_samples, ct.class_probabilities(r.test_lengths), pheno.classes,
+                [pheno.classes[y[i]] for i in r.split.test]))
+        if fractions:
+            (folder / "train_fraction.tsv").write_text(ct.curve_table(r))
+        (folder / "coupling.tsv").write_text(interp.coupling_table(coupling, pheno.classes, config.n_positions))
+        interp.plot_coupling(coupling, pheno.classes, config.primary_channels, folder / "coupling.png")
+        (folder / "genes.tsv").write_text(interp.genes_table(genes))
+    decisive = [g["gene"] for g in genes if g["decisive"]]
+    log(f"wrote {output}: primary capsule {chosen}; decisive genes: {', '.join(decisive[:10])}"
+        + (" ..." if len(decisive) > 10 else ""))
+    for line in ct.results_table(r).splitlines():
+        log(line)
+
+
+@app.command(
+    "capsule-predict",
+    rich_help_panel=PANEL,
+    epilog=("Examples:\n\n  genointerp gene-pca new.vcf.gz --apply genepcs/ -o new_genepcs\n\n"
+            "  genointerp capsule-predict capsule_model new_genepcs/ -o predictions.tsv"),
+)
+def capsule_predict(
+    model_dir: str = typer.Argument(..., metavar="MODEL_DIR", help="Model directory from capsule-train."),
+    features_path: str = typer.Argument(..., metavar="FEATURES", help="gene-pca output folder or TSV with the model's feature columns (extra columns are ignored); for a new cohort, gene-pca --apply the training cohort's folder."),
+    output: str = typer.Option("-", "-o", "--output", help="TSV: sample, p_<class> (capsule lengths normalised to sum 1), call; - is stdout."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+) -> None:
+    """Score samples with a capsule-train model: per-class probabilities and the called class."""
+    from genointerp.capsule_predict import model_matrix, predictions_table
+    from genointerp.capsule_train import Scaler, capsule_lengths, class_probabilities
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.io.atomic import STDOUT, AtomicOutputs
+    from genointerp.io.features import read_features
+
+    with AtomicOutputs(force) as outputs:
+        target = outputs.file(output) if output != STDOUT else None
+        dev = _torch_device(device, threads)
+        model, config = load_model_dir(model_dir, expect="capsule")
+        features = read_features(features_path)
+        x = model_matrix(features, config["features"]["columns"], features_path, warn)
+        lengths = capsule_lengths(model.to(dev), Scaler.from_dict(config["scaler"])(x), dev)
+        text = predictions_table(features.samples, class_probabilities(lengths), config["phenotype"]["classes"])
+        if target is None:
+            typer.echo(text, nl=False)
+        else:
+            target.write_text(text)
+    log(f"scored {len(features.samples)} samples")

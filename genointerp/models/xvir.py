@@ -8,18 +8,23 @@ model has exactly the paper's 741,377 trainable parameters.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
 
+from genointerp.models.config import ModelConfig
 from genointerp.nn import EncoderLayer, LearnedPositions, SinusoidalPositions
 
 POSITIONS = ("sinusoidal", "learned", "rope", "relative")
 
 
 @dataclass(frozen=True)
-class XVirConfig:
+class XVirConfig(ModelConfig):
+    ARCHITECTURE: ClassVar[str] = "xvir"
+    LABEL: ClassVar[str] = "an XVir"
+
     k: int = 6
     read_length: int = 150
     d_model: int = 128
@@ -34,19 +39,6 @@ class XVirConfig:
     @property
     def n_tokens(self) -> int:
         return self.read_length - self.k + 1
-
-    def to_dict(self) -> dict:
-        return {"architecture": "xvir", **asdict(self)}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "XVirConfig":
-        if d.get("architecture") != "xvir":
-            raise ValueError(f"not an XVir configuration (architecture {d.get('architecture')!r})")
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known - {"architecture"}
-        if unknown:
-            raise ValueError(f"unknown XVir settings: {', '.join(sorted(unknown))}")
-        return cls(**{k: v for k, v in d.items() if k in known})
 
     def validate(self) -> None:
         if self.position not in POSITIONS:

@@ -1,0 +1,356 @@
+"""capsule-train orchestration: splits, standardisation, capsule training, baselines, result tables.
+
+Protocol (DiseaseCapsule's): a balanced held-out test set (equal numbers of each class) is set aside
+first; the rest is split into stratified folds for cross-validation. Inside every training set an
+inner stratified validation part (`valid_fraction`) decides early stopping on the margin loss and is
+not used for gradient steps. Features are standardised with the mean/sd of the training set at hand
+(a constant feature gets sd 1). The saved model is trained on all non-test samples (minus its inner
+validation part) and scored on the test set; the folds only estimate how well that procedure does.
+Every split comes from one numpy generator seeded with `seed`, so a seed gives the same outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from genointerp.errors import InputError
+from genointerp.io.features import Features, Phenotypes
+from genointerp.models.capsule import CapsuleConfig, CapsuleNet
+from genointerp.train.metrics import binary_metrics
+
+METRICS = ("accuracy", "precision", "recall", "f1")
+BASELINES = ("logistic_regression", "svm", "random_forest", "adaboost", "mlp")
+
+
+@dataclass
+class CapsuleSettings:
+    folds: int = 5
+    test_fraction: float = 0.2
+    valid_fraction: float = 0.15
+    epochs: int = 100
+    patience: int = 10
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    lr_decay: float = 0.97  # exponential: lr * lr_decay ** epoch
+    seed: int = 1
+    device: str = "cpu"
+    threads: int = 1
+    baselines: bool = True
+    train_fractions: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Split:
+    """Row indices into the aligned matrix: the held-out test set and the folds of the rest."""
+
+    test: np.ndarray
+    train: np.ndarray  # every non-test row
+    fold_of: np.ndarray  # (len(train),) fold number of each non-test row
+
+    def fold(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.train[self.fold_of != k], self.train[self.fold_of == k]
+
+
+@dataclass
+class Scaler:
+    mean: np.ndarray
+    sd: np.ndarray
+
+    @classmethod
+    def fit(cls, x: np.ndarray) -> "Scaler":
+        sd = x.std(0)
+        return cls(x.mean(0), np.where(sd > 0, sd, 1.0))  # a constant feature stays 0
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return ((x - self.mean) / self.sd).astype(np.float32)
+
+    def to_dict(self) -> dict:
+        return {"mean": [float(v) for v in self.mean], "sd": [float(v) for v in self.sd]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Scaler":
+        return cls(np.asarray(d["mean"], dtype=np.float64), np.asarray(d["sd"], dtype=np.float64))
+
+
+def align(features: Features, phenotypes: Phenotypes, pheno_path: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(x float64 (n, F), y int64 (n,), samples) for the phenotyped samples, in phenotype-table order.
+
+    A phenotyped sample without features is an error (a silently smaller cohort hides sample-id
+    mix-ups); feature rows without a phenotype are simply not used.
+    """
+    known = set(features.samples)
+    missing = [s for s in phenotypes.samples if s not in known]
+    if missing:
+        raise InputError(f"{pheno_path}: {len(missing)} phenotyped sample(s) have no features, e.g. {missing[0]!r}")
+    sub = features.subset(phenotypes.samples)
+    return sub.matrix.astype(np.float64), phenotypes.labels, phenotypes.samples
+
+
+CASE_NAMES = ("case", "cases", "affected", "disease", "yes", "true", "t", "y")
+
+
+def order_case_last(phenotypes: Phenotypes, case: str | None, pheno_path: str) -> Phenotypes:
+    """Binary phenotypes with the case class as label 1: `case` if given, else a class named like a
+    case (case, affected, yes, ...), else the second in sort order (PLINK 2 of 1/2, 1 of 0/1)."""
+    classes = phenotypes.classes
+    if len(classes) != 2:
+        raise InputError(f"{pheno_path}: {phenotypes.column!r} has {len(classes)} classes; capsule-train needs 2")
+    if case is None:
+        case = next((c for c in classes if c.lower() in CASE_NAMES), classes[1])
+    if case not in classes:
+        raise InputError(f"{pheno_path}: --case {case!r} is not a value of {phenotypes.column!r} ({', '.join(classes)})")
+    if case == classes[1]:
+        return phenotypes
+    return Phenotypes(phenotypes.samples, 1 - phenotypes.labels, classes[::-1], phenotypes.column, phenotypes.dropped)
+
+
+def make_split(y: np.ndarray, classes: list[str], folds: int, test_fraction: float, seed: int) -> Split:
+    """Balanced test set of round(test_fraction * n / C) samples per class, then stratified folds."""
+    rng = np.random.default_rng(seed)
+    n_classes = len(classes)
+    per_class = [np.flatnonzero(y == c) for c in range(n_classes)]
+    n_test = int(round(test_fraction * len(y) / n_classes))
+    if test_fraction > 0 and n_test == 0:
+        raise InputError(f"{len(y)} samples are too few for a --test-fraction of {test_fraction}")
+    test, train, fold_of = [], [], []
+    for c, rows in enumerate(per_class):
+        rows = rng.permutation(rows)
+        rest = len(rows) - n_test
+        # 2 x folds: every training set then keeps at least 2 of each class, one for the inner validation
+        if rest < 2 * folds:
+            raise InputError(f"class {classes[c]!r} has {len(rows)} samples: too few for {folds} folds "
+                             f"(need {2 * folds} outside the test set, which takes {n_test} of each class)")
+        test.append(rows[:n_test])
+        train.append(rows[n_test:])
+        fold_of.append(np.arange(rest) % folds)
+    order = np.argsort(np.concatenate(train), kind="stable")  # rows in input order: folds mix classes
+    return Split(np.sort(np.concatenate(test)), np.concatenate(train)[order], np.concatenate(fold_of)[order])
+
+
+def inner_split(y: np.ndarray, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified (train, valid) positions into y; valid holds at least one and leaves one of each class."""
+    tr, va = [], []
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        k = min(max(1, int(round(fraction * len(rows)))), len(rows) - 1)
+        va.append(rows[:k])
+        tr.append(rows[k:])
+    return np.sort(np.concatenate(tr)), np.sort(np.concatenate(va))
+
+
+def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
+                history: list | None = None) -> CapsuleNet:
+    """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
+    the inner validation margin loss; returns the best epoch's model (eval mode, on s.device)."""
+    rng = np.random.default_rng(seed)
+    tr, va = inner_split(y, s.valid_fraction, rng)
+    torch.manual_seed(seed)
+    model = CapsuleNet(config).to(s.device)
+    opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=s.lr_decay)
+    xt, yt = torch.from_numpy(x[tr]).to(s.device), torch.from_numpy(y[tr]).to(s.device)
+    xv, yv = torch.from_numpy(x[va]).to(s.device), torch.from_numpy(y[va]).to(s.device)
+    gen = torch.Generator().manual_seed(seed)
+    best, best_state, wait = math.inf, None, 0
+    for epoch in range(1, s.epochs + 1):
+        model.train()
+        total = 0.0
+        for idx in torch.randperm(len(tr), generator=gen).split(s.batch_size):
+            idx = idx.to(s.device)
+            loss = model.loss(model(xt[idx]), yt[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        sched.step()
+        model.eval()
+        with torch.inference_mode():
+            lengths = model(xv)
+            vloss = float(model.loss(lengths, yv))
+            vacc = float((lengths.argmax(1) == yv).float().mean())
+        if history is not None:
+            history.append({"epoch": epoch, "train_loss": total / len(tr), "valid_loss": vloss, "valid_accuracy": vacc})
+        if vloss < best - 1e-7:
+            best, wait = vloss, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            wait += 1
+            if wait >= s.patience:
+                break
+    model.load_state_dict(best_state)
+    return model.eval()
+
+
+@torch.inference_mode()
+def capsule_lengths(model: CapsuleNet, x: np.ndarray, device: str, batch_size: int = 512) -> np.ndarray:
+    """Phenotype-capsule lengths float64 (n, C) for standardised x (n, F)."""
+    out = [model(torch.from_numpy(np.ascontiguousarray(x[a:a + batch_size], dtype=np.float32)).to(device)).cpu()
+           for a in range(0, len(x), batch_size)]
+    return torch.cat(out).double().numpy()
+
+
+def class_probabilities(lengths: np.ndarray) -> np.ndarray:
+    """Lengths (n, C) normalised to sum 1 per sample; the call (argmax) is the same as on raw lengths."""
+    return lengths / np.clip(lengths.sum(1, keepdims=True), 1e-12, None)
+
+
+def scores(y: np.ndarray, call: np.ndarray) -> dict[str, float]:
+    """Accuracy, precision, recall and F1 of 0/1 calls for the case class (label 1)."""
+    m = binary_metrics(y, call.astype(np.float64))
+    p, r = m["ppv"], m["tpr"]
+    return {"accuracy": m["accuracy"], "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def baseline_models(seed: int, threads: int) -> dict[str, Callable]:
+    """scikit-learn peers of the seed's table, each a factory of a fresh estimator."""
+    from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.svm import SVC
+
+    return {
+        "logistic_regression": lambda: LogisticRegression(max_iter=2000),
+        "svm": lambda: SVC(kernel="rbf", random_state=seed),
+        "random_forest": lambda: RandomForestClassifier(n_estimators=200, random_state=seed, n_jobs=threads),
+        "adaboost": lambda: AdaBoostClassifier(n_estimators=100, random_state=seed),
+        "mlp": lambda: MLPClassifier(hidden_layer_sizes=(64,), alpha=1e-2, max_iter=2000, random_state=seed),
+    }
+
+
+def fit_predict_baselines(x_train, y_train, x_eval, seed: int, threads: int) -> dict[str, np.ndarray]:
+    """method -> 0/1 calls on x_eval of each baseline fit on (x_train, y_train) (standardised)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    calls = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, make in baseline_models(seed, threads).items():
+            calls[name] = make().fit(x_train, y_train).predict(x_eval)
+    return calls
+
+
+@dataclass
+class TrainResult:
+    model: CapsuleNet
+    scaler: Scaler
+    split: Split
+    fold_scores: list[dict]  # {method, fold, accuracy, precision, recall, f1}
+    test_scores: dict[str, dict]  # method -> scores (empty without a test set)
+    test_lengths: np.ndarray  # (n_test, C)
+    history: list[dict]  # per-epoch losses of the final model
+    curve: list[dict] = field(default_factory=list)  # {fraction, method, fold, n_train, accuracy}
+
+
+def _fold_run(x, y, train, evaluate, config, s, seed, history=None):
+    """Capsule (+ baselines) fit on rows `train`, 0/1 calls on rows `evaluate`; standardised per fit."""
+    scaler = Scaler.fit(x[train])
+    xt, xe = scaler(x[train]), scaler(x[evaluate])
+    model = fit_capsule(xt, y[train], config, s, seed, history)
+    if not len(evaluate):  # --test-fraction 0: the final model has nothing held out
+        return model, scaler, np.zeros((0, config.n_classes)), {}
+    lengths = capsule_lengths(model, xe, s.device)
+    calls = {"capsule": lengths.argmax(1)}
+    if s.baselines:
+        calls.update(fit_predict_baselines(xt, y[train], xe, seed, s.threads))
+    return model, scaler, lengths, calls
+
+
+def subsample(rows: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """A stratified `fraction` of rows (at least 2 per class, so an inner validation split exists)."""
+    keep = []
+    for c in np.unique(y[rows]):
+        members = rng.permutation(rows[y[rows] == c])
+        keep.append(members[:max(2, int(round(fraction * len(members))))])
+    return np.sort(np.concatenate(keep))
+
+
+def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfig, s: CapsuleSettings,
+          log: Callable[[str], None]) -> TrainResult:
+    """The whole protocol on aligned x (n, F) float64, y (n,) int64 (binary: label 1 is the case)."""
+    split = make_split(y, classes, s.folds, s.test_fraction, s.seed)
+    fold_scores = []
+    for k in range(s.folds):
+        tr, ev = split.fold(k)
+        _, _, _, calls = _fold_run(x, y, tr, ev, config, s, s.seed + k + 1)
+        for method, call in calls.items():
+            fold_scores.append({"method": method, "fold": k + 1, **scores(y[ev], call)})
+        log(f"fold {k + 1}/{s.folds}: capsule accuracy {fold_scores[-len(calls)]['accuracy']:.3f} "
+            f"on {len(ev)} samples")
+    curve = []
+    for fraction in s.train_fractions:
+        rng = np.random.default_rng([s.seed, int(round(fraction * 1e6))])
+        for k in range(s.folds):
+            tr, ev = split.fold(k)
+            sub = subsample(tr, y, fraction, rng)
+            _, _, _, calls = _fold_run(x, y, sub, ev, config, s, s.seed + k + 1)
+            curve += [{"fraction": fraction, "method": m, "fold": k + 1, "n_train": len(sub),
+                       "accuracy": scores(y[ev], c)["accuracy"]} for m, c in calls.items()]
+        log(f"training fraction {fraction:g}: done")
+    history: list[dict] = []
+    model, scaler, lengths, calls = _fold_run(x, y, split.train, split.test, config, s, s.seed, history)
+    test_scores = {m: scores(y[split.test], c) for m, c in calls.items()} if len(split.test) else {}
+    if test_scores:
+        log(f"test set ({len(split.test)} samples): capsule accuracy {test_scores['capsule']['accuracy']:.3f}")
+    return TrainResult(model, scaler, split, fold_scores, test_scores, lengths, history, curve)
+
+
+def results_table(r: TrainResult) -> str:
+    """results.tsv: per method, mean and sd over the folds, then the held-out test values."""
+    methods = list(dict.fromkeys(row["method"] for row in r.fold_scores))
+    head = ["method"] + [f"cv_{m}_{st}" for m in METRICS for st in ("mean", "sd")] + [f"test_{m}" for m in METRICS]
+    lines = ["\t".join(head)]
+    for method in methods:
+        vals = [row for row in r.fold_scores if row["method"] == method]
+        cells = [method]
+        for m in METRICS:
+            a = np.array([v[m] for v in vals])
+            cells += [f"{a.mean():.4f}", f"{a.std(ddof=1) if len(a) > 1 else 0.0:.4f}"]
+        test = r.test_scores.get(method)
+        cells += [f"{test[m]:.4f}" if test else "NA" for m in METRICS]
+        lines.append("\t".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def folds_table(r: TrainResult) -> str:
+    lines = ["method\tfold\t" + "\t".join(METRICS)]
+    lines += [f"{row['method']}\t{row['fold']}\t" + "\t".join(f"{row[m]:.4f}" for m in METRICS) for row in r.fold_scores]
+    return "\n".join(lines) + "\n"
+
+
+def curve_table(r: TrainResult) -> str:
+    """train_fraction.tsv: accuracy mean and sd over the folds per training fraction and method."""
+    lines = ["fraction\tn_train_mean\tmethod\taccuracy_mean\taccuracy_sd"]
+    keys = list(dict.fromkeys((row["fraction"], row["method"]) for row in r.curve))
+    for fraction, method in keys:
+        rows = [row for row in r.curve if row["fraction"] == fraction and row["method"] == method]
+        acc = np.array([row["accuracy"] for row in rows])
+        n = np.mean([row["n_train"] for row in rows])
+        lines.append(f"{fraction:g}\t{n:.1f}\t{method}\t{acc.mean():.4f}\t{acc.std(ddof=1) if len(acc) > 1 else 0.0:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def split_table(r: TrainResult, samples: list[str], y: np.ndarray, classes: list[str]) -> str:
+    """split.tsv: sample, class, set (test or fold number) so that a run can be audited or repeated."""
+    role = {int(i): "test" for i in r.split.test}
+    role.update({int(i): f"fold{k + 1}" for i, k in zip(r.split.train, r.split.fold_of)})
+    return "sample\tclass\tset\n" + "".join(f"{samples[i]}\t{classes[y[i]]}\t{role[i]}\n" for i in sorted(role))
+
+
+def history_table(history: list[dict]) -> str:
+    lines = ["epoch\ttrain_loss\tvalid_loss\tvalid_accuracy"]
+    lines += [f"{h['epoch']}\t{h['train_loss']:.6f}\t{h['valid_loss']:.6f}\t{h['valid_accuracy']:.4f}" for h in history]
+    return "\n".join(lines) + "\n"
+
+
+def settings_dict(s: CapsuleSettings) -> dict:
+    d = asdict(s)
+    d.pop("device"), d.pop("threads")  # where it ran does not describe the model
+    return d

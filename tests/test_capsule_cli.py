@@ -1,0 +1,178 @@
+"""capsule-train and capsule-predict through the CLI on a small cohort with one planted causal gene."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import assert_one_error_line
+from genointerp.io.features import Features, write_features
+
+# a tiny network and short training: the planted signal is easy and linear
+SMALL = ["--hidden", "16", "--capsule-channels", "4", "--capsule-dim", "4", "--kernel-size", "5", "--class-dim", "8",
+         "--epochs", "30", "--lr", "0.01", "--folds", "2", "--batch-size", "64", "--seed", "2"]
+N, GENES, CAUSAL = 240, 6, "G1"
+
+
+def cohort(n: int = N, genes: int = GENES, seed: int = 0) -> tuple[Features, np.ndarray]:
+    """Standard-normal Gene-PCs (2 per gene); cases have pc1 of G1 shifted by +3, controls by -3,
+    so one feature separates the classes: 99.87 % of samples lie on their class's side of 0."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    x = rng.normal(size=(n, 2 * genes)).astype(np.float32)
+    x[:, 2 * int(CAUSAL[1:])] += np.where(y == 1, 3.0, -3.0)
+    columns = [f"chr1:G{g}:pc{k}" for g in range(genes) for k in (1, 2)]
+    return Features([f"S{i:03d}" for i in range(n)], columns, x), y
+
+
+def write_cohort(folder, features: Features, y: np.ndarray):
+    (folder / "feats").mkdir()
+    write_features(folder / "feats", features)
+    rows = [f"{s}\t{'case' if v else 'control'}\n" for s, v in zip(features.samples, y)]
+    (folder / "pheno.tsv").write_text("sample\tstatus\n" + "".join(rows))
+    return folder / "feats", folder / "pheno.tsv"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    from genointerp.cli import app
+
+    d = tmp_path_factory.mktemp("capsule")
+    feats, pheno = write_cohort(d, *cohort())
+    res = CliRunner().invoke(app, ["capsule-train", str(feats), "-p", str(pheno), "-o", str(d / "m"),
+                                   "--train-fraction", "0.5", *SMALL])
+    assert res.exit_code == 0, res.output
+    return d
+
+
+def tsv(path):
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def test_train_writes_a_complete_model_directory(trained):
+    m = trained / "m"
+    assert sorted(p.name for p in m.iterdir()) == sorted([
+        "config.json", "model.safetensors", "results.tsv", "folds.tsv", "split.tsv", "metrics.tsv",
+        "test_predictions.tsv", "train_fraction.tsv", "coupling.tsv", "coupling.png", "genes.tsv"])
+    cfg = json.loads((m / "config.json").read_text())
+    assert cfg["model"]["architecture"] == "capsule" and cfg["model"]["n_features"] == 12
+    assert cfg["phenotype"]["classes"] == ["control", "case"] and cfg["phenotype"]["case"] == "case"
+    assert cfg["phenotype"]["column"] == "status" and len(cfg["features"]["columns"]) == 12
+    assert len(cfg["scaler"]["mean"]) == len(cfg["scaler"]["sd"]) == 12
+    split = tsv(m / "split.tsv")
+    test = [r for r in split if r["set"] == "test"]
+    assert len(test) == 48 and sum(r["class"] == "case" for r in test) == 24  # 0.2 x 240, balanced
+    assert cfg["training"]["n_test"] == 48 and cfg["training"]["n_train"] == 192
+
+
+def test_capsule_and_logistic_regression_learn_the_planted_signal(trained):
+    results = {r["method"]: r for r in tsv(trained / "m" / "results.tsv")}
+    assert list(results) == ["capsule", "logistic_regression", "svm", "random_forest", "adaboost", "mlp"]
+    # the Bayes accuracy is 0.9987 (see cohort); 0.9 leaves room for small folds and 30 epochs
+    for method in ("capsule", "logistic_regression"):
+        assert float(results[method]["test_accuracy"]) >= 0.9, results[method]
+        assert float(results[method]["cv_accuracy_mean"]) >= 0.85, results[method]
+    assert len(tsv(trained / "m" / "folds.tsv")) == 6 * 2
+    curve = tsv(trained / "m" / "train_fraction.tsv")
+    assert [(r["fraction"], r["method"]) for r in curve][:2] == [("0.5", "capsule"), ("0.5", "logistic_regression")]
+    assert float(curve[0]["n_train_mean"]) == 48.0  # half of the 96 samples in each training fold
+
+
+def test_the_causal_gene_is_decisive_and_coupling_is_a_distribution(trained):
+    genes = tsv(trained / "m" / "genes.tsv")
+    assert len(genes) == GENES and genes[0]["gene"] == CAUSAL and genes[0]["decisive"] == "yes"
+    assert [g["decisive"] for g in genes].count("yes") == 1  # top 5 % of 6 genes, at least one
+    coupling = tsv(trained / "m" / "coupling.tsv")
+    assert len(coupling) == 4 * 6  # 4 channels x (16 - 5) // 2 + 1 positions
+    for row in coupling[:5]:
+        assert float(row["c[case|case]"]) + float(row["c[control|case]"]) == pytest.approx(1, abs=2e-6)
+
+
+def test_predict_reproduces_the_test_predictions(trained, cli):
+    out = trained / "pred.tsv"
+    res = cli("capsule-predict", trained / "m", trained / "feats", "-o", out)
+    assert res.exit_code == 0, res.output
+    pred = {r["sample"]: r for r in tsv(out)}
+    assert len(pred) == N
+    test = tsv(trained / "m" / "test_predictions.tsv")
+    for row in test:
+        assert {k: pred[row["sample"]][k] for k in ("p_case", "p_control", "call")} == \
+            {k: row[k] for k in ("p_case", "p_control", "call")}
+    assert np.mean([r["call"] == r["class"] for r in test]) >= 0.9
+
+
+def test_predict_ignores_extra_columns_with_a_warning_and_refuses_missing_ones(trained, cli, tmp_path):
+    features, _ = cohort()
+    wider = Features(features.samples, features.columns + ["chr2:EXTRA:pc1"],
+                     np.hstack([features.matrix, np.ones((N, 1), np.float32)]))
+    (tmp_path / "wide").mkdir()
+    write_features(tmp_path / "wide", wider)
+    res = cli("capsule-predict", trained / "m", tmp_path / "wide")
+    assert res.exit_code == 0 and "ignoring 1 feature column" in res.stderr
+    assert res.stdout == cli("capsule-predict", trained / "m", trained / "feats").stdout
+    narrow = Features(features.samples, features.columns[1:], features.matrix[:, 1:].copy())
+    (tmp_path / "narrow").mkdir()
+    write_features(tmp_path / "narrow", narrow)
+    res = cli("capsule-predict", trained / "m", tmp_path / "narrow", "-o", tmp_path / "p.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "p.tsv").exists()
+    assert_one_error_line(res, "1 of the model's 12 feature columns are missing, e.g. 'chr1:G0:pc1'")
+
+
+def test_same_seed_gives_byte_identical_outputs_without_a_test_set(tmp_path, cli):
+    feats, pheno = write_cohort(tmp_path, *cohort(60, 4))
+    args = ["capsule-train", feats, "-p", pheno, "--no-baselines", *SMALL, "--epochs", "3", "--folds", "2",
+            "--test-fraction", "0"]
+    for name in ("a", "b"):
+        assert cli(*args, "-o", tmp_path / name).exit_code == 0
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert "results.tsv" in files and "train_fraction.tsv" not in files and "test_predictions.tsv" not in files
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    results = tsv(tmp_path / "a" / "results.tsv")
+    assert [r["method"] for r in results] == ["capsule"] and results[0]["test_accuracy"] == "NA"
+
+
+def test_bad_training_input_is_one_error_line_and_leaves_nothing(tmp_path, cli):
+    features, y = cohort(40, 3)
+    feats, pheno = write_cohort(tmp_path, features, y)
+    base = ["capsule-train", feats, *SMALL, "--epochs", "1", "--no-baselines"]
+
+    def fails(pheno_text, message, *extra):
+        (tmp_path / "p.tsv").write_text(pheno_text)
+        res = cli(*base, "-p", tmp_path / "p.tsv", "-o", tmp_path / "out", *extra)
+        assert res.exit_code == 1, res.output
+        assert_one_error_line(res, message)
+        assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".genointerp-tmp-*"))
+
+    good = pheno.read_text()
+    fails(good + "GHOST\tcase\n", "1 phenotyped sample(s) have no features, e.g. 'GHOST'")
+    fails("sample\tstatus\n" + "".join(f"{s}\tcase\n" for s in features.samples), "single class ('case')")
+    fails(good, "class 'control' has 20 samples: too few for 9 folds", "--folds", "9")  # 4 of 20 are test
+    fails("sample\tstatus\n" + "".join(f"{s}\t{i % 3}\n" for i, s in enumerate(features.samples)), "has 3 classes")
+    fails(good, "--case 'sick' is not a value of 'status' (case, control)", "--case", "sick")
+    (tmp_path / "out").mkdir()
+    res = cli(*base, "-p", pheno, "-o", tmp_path / "out")
+    assert res.exit_code == 1 and list((tmp_path / "out").iterdir()) == []
+    assert_one_error_line(res, "output exists")
+
+
+def test_predict_refuses_other_architectures_and_damaged_weights(trained, cli, tmp_path):
+    from genointerp.resources import builtin_model_dir
+
+    res = cli("capsule-predict", builtin_model_dir(), trained / "feats", "-o", tmp_path / "p.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "p.tsv").exists()
+    assert_one_error_line(res, "a 'xvir' model, but this command needs 'capsule'")
+    shutil.copytree(trained / "m", tmp_path / "broken")
+    weights = tmp_path / "broken" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])
+    res = cli("capsule-predict", tmp_path / "broken", trained / "feats", "-o", tmp_path / "p.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "p.tsv").exists()
+    assert_one_error_line(res, "damaged or not a safetensors file")
+    (tmp_path / "p.tsv").write_text("x")
+    res = cli("capsule-predict", trained / "m", trained / "feats", "-o", tmp_path / "p.tsv")
+    assert res.exit_code == 1 and (tmp_path / "p.tsv").read_text() == "x"
+    assert_one_error_line(res, "output exists")

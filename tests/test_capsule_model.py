@@ -1,0 +1,109 @@
+"""The capsule network's parts against hand computations: squash, routing, margin loss, sizes."""
+
+import numpy as np
+import pytest
+import torch
+
+from genointerp.capsule_interpret import gene_groups, primary_length_per_gene
+from genointerp.capsule_train import make_split
+from genointerp.models.capsule import CapsuleConfig, CapsuleNet, margin_loss, parameter_count, route, squash
+from genointerp.models.xvir import XVirConfig, count_parameters
+
+SMALL = CapsuleConfig(n_features=12, hidden=16, primary_channels=3, primary_dim=4, kernel_size=5, stride=2, class_dim=8)
+
+
+def test_squash_keeps_direction_and_maps_length_below_one():
+    s = torch.tensor([[3.0, 4.0], [0.03, -0.04], [300.0, 400.0]])
+    v = squash(s)
+    norms = v.norm(dim=-1)
+    assert torch.allclose(norms, torch.tensor([25 / 26, 0.0025 / 1.0025, 250000 / 250001]), atol=1e-6)
+    assert (norms < 1).all()
+    assert torch.allclose(v / norms[:, None], s / s.norm(dim=-1, keepdim=True), atol=1e-6)
+    assert torch.equal(squash(torch.zeros(2, 3)), torch.zeros(2, 3))  # finite at 0
+
+
+def test_one_routing_iteration_couples_uniformly_and_agreement_raises_coupling():
+    torch.manual_seed(0)
+    u_hat = torch.randn(2, 3, 6, 5)  # (B, C, N, D)
+    _, c1 = route(u_hat, 1)
+    assert torch.allclose(c1, torch.full_like(c1, 1 / 3))
+    # every primary capsule predicts the same vector for class 0 and weaker, disagreeing noise for the others
+    u_hat = 0.3 * u_hat
+    u_hat[:, 0] = torch.tensor([1.0, 0, 0, 0, 0])
+    v, c3 = route(u_hat, 3)
+    assert torch.allclose(c3.sum(-1), torch.ones(2, 6))
+    assert (c3[:, :, 0] > 1 / 3).all()
+    assert v.shape == (2, 3, 5)
+
+
+def test_margin_loss_matches_a_hand_computation():
+    lengths = torch.tensor([[0.95, 0.3], [0.2, 0.05]])
+    # sample 1 (class 0): 0 + 0.5 * (0.3 - 0.1)^2 = 0.02; sample 2 (class 1): 0.5 * 0.1^2 + 0.85^2 = 0.7275
+    assert float(margin_loss(lengths, torch.tensor([0, 1]))) == pytest.approx((0.02 + 0.7275) / 2)
+
+
+def test_parameter_count_formula_and_shapes():
+    default = CapsuleConfig(n_features=100)
+    assert default.n_primary == 32 * 124
+    assert count_parameters(CapsuleNet(default)) == parameter_count(default) == 25_856 + 1_280 + 507_904
+    model = CapsuleNet(SMALL)
+    lengths, coupling = model(torch.randn(7, 12), need_coupling=True)
+    assert lengths.shape == (7, 2) and coupling.shape == (7, SMALL.n_primary, 2) and SMALL.n_primary == 18
+    assert ((lengths >= 0) & (lengths < 1)).all()
+    assert torch.allclose(coupling.sum(-1), torch.ones(7, 18))
+
+
+def test_config_round_trip_and_refusals():
+    assert CapsuleConfig.from_dict(SMALL.to_dict()) == SMALL
+    dropped = CapsuleConfig(n_features=12, hidden=16, kernel_size=5, input_dropout=0.1, dropout=0.3)
+    assert CapsuleConfig.from_dict(dropped.to_dict()) == dropped
+    # a config.json written before the dropout fields existed still loads (dropout does not change inference)
+    old = {k: v for k, v in SMALL.to_dict().items() if k not in ("input_dropout", "dropout")}
+    assert CapsuleConfig.from_dict(old).n_primary == SMALL.n_primary
+    with pytest.raises(ValueError, match="dropout"):
+        CapsuleNet(CapsuleConfig(n_features=12, hidden=16, kernel_size=5, dropout=1.0))
+    with pytest.raises(ValueError, match="not a capsule"):
+        CapsuleConfig.from_dict(XVirConfig().to_dict())
+    with pytest.raises(ValueError, match="kernel_size"):
+        CapsuleNet(CapsuleConfig(n_features=5, hidden=4, kernel_size=9))
+
+
+def test_dropout_acts_in_training_only():
+    torch.manual_seed(2)
+    model = CapsuleNet(CapsuleConfig(n_features=12, hidden=16, primary_channels=3, kernel_size=5, class_dim=8,
+                                     input_dropout=0.2, dropout=0.5))
+    x = torch.randn(4, 12)
+    model.train()
+    assert not torch.allclose(model(x), model(x))
+    model.eval()
+    assert torch.equal(model(x), model(x))
+
+
+def test_gene_shortcut_equals_the_full_forward_pass_on_masked_input():
+    torch.manual_seed(1)
+    model = CapsuleNet(SMALL).eval()
+    columns = [f"chr1:G{g}:pc{k}" for g in range(4) for k in (1, 2, 3)]
+    groups = gene_groups(columns)
+    assert [g for g, _ in groups] == ["chr1:G0", "chr1:G1", "chr1:G2", "chr1:G3"]
+    x = np.random.default_rng(0).normal(size=(5, 12))
+    for primary in (0, 7, 17):
+        fast = primary_length_per_gene(model, x, groups, primary)
+        for g, (_, idx) in enumerate(groups):
+            masked = np.zeros_like(x)
+            masked[:, idx] = x[:, idx]
+            full = model.primary(torch.from_numpy(masked).float())[:, primary].norm(dim=-1)
+            assert np.allclose(fast[g], full.detach().numpy(), atol=1e-5)
+        assert np.allclose(fast[-1], model.primary(torch.zeros(1, 12))[0, primary].norm().item(), atol=1e-6)
+
+
+def test_split_is_balanced_stratified_disjoint_and_seeded():
+    y = np.array([0] * 60 + [1] * 40)
+    s = make_split(y, ["control", "case"], folds=4, test_fraction=0.2, seed=3)
+    assert np.bincount(y[s.test]).tolist() == [10, 10]
+    assert len(set(s.test) | set(s.train)) == 100 and not set(s.test) & set(s.train)
+    for k in range(4):
+        _, ev = s.fold(k)
+        assert np.bincount(y[ev]).tolist() in ([12, 7], [13, 8], [12, 8], [13, 7])
+    again = make_split(y, ["control", "case"], folds=4, test_fraction=0.2, seed=3)
+    assert np.array_equal(s.test, again.test) and np.array_equal(s.fold_of, again.fold_of)
+    assert not np.array_equal(s.test, make_split(y, ["control", "case"], 4, 0.2, seed=4).test)
