@@ -37,21 +37,25 @@ default-model: install
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples; }
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED)
 
-# Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish, kraken2.
+# Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish, kraken2, plink2 (+ bgzip, GNU time).
 bench-deps:
 	command -v art_illumina >/dev/null && command -v wgsim >/dev/null && command -v jellyfish >/dev/null && \
-	  command -v kraken2 >/dev/null || \
+	  command -v kraken2 >/dev/null && command -v plink2 >/dev/null && command -v bgzip >/dev/null && \
+	  test -x /usr/bin/time || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish kraken2; }
+	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish kraken2 \
+	    plink2 tabix time; }
 
 bench: install bench-deps
 	$(BIN)/python benchmarks/simulate_reads.py --shared $(SHARED)
 	$(BIN)/python benchmarks/kmerize.py --shared $(SHARED)
 	$(BIN)/python benchmarks/classify_reads.py --work build/default-model
+	$(BIN)/python benchmarks/gene_pca.py --shared $(SHARED)
 	$(BIN)/python benchmarks/capsule.py --shared $(SHARED)
 
 test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)
+	$(BIN)/python test-data/make_genotype_data.py --shared $(SHARED)
 
 profiles: install
 	$(BIN)/python scripts/make_default_profile.py
