@@ -243,3 +243,14 @@ def test_bf16_on_cpu_is_close_to_fp32_and_fp16_needs_cuda(model, dataset, cli, t
     assert np.abs(np.subtract(p32, pbf)).max() < 0.02  # bf16 keeps 8 bits of mantissa
     res = cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / "16.tsv", "--precision", "16", "--device", "cpu")
     assert res.exit_code == 2 and "CUDA" in res.stderr and not (tmp_path / "16.tsv").exists()
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_warns_only_on_cpus_that_emulate_it(native, model, dataset, cli, tmp_path, monkeypatch):
+    import genointerp.cli.viral as viral
+
+    monkeypatch.setattr(viral, "cpu_has_bf16", lambda: native)
+    res = cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / "bf16.tsv", "--precision", "bf16",
+              "--device", "cpu")
+    assert res.exit_code == 0
+    assert ("no native bf16" in res.stderr) is (not native), res.stderr

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import log, progress, usable_threads
+from genointerp.cli.common import log, progress, usable_threads, warn
 
 PANEL = "Viral detection"
 
@@ -33,7 +33,16 @@ def device_for(requested: str, precision: Precision) -> str:
     device = resolve_device(requested)
     if precision == Precision.fp16 and not device.startswith("cuda"):
         raise typer.BadParameter("16 needs a CUDA device; on CPU use bf16", param_hint="--precision")
+    if precision == Precision.bf16 and device == "cpu" and not cpu_has_bf16():
+        warn("this CPU has no native bf16 (AVX512-BF16 or AMX): bf16 is emulated and several times "
+             "slower than --precision 32")
     return device
+
+
+def cpu_has_bf16() -> bool:
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 @app.command(
@@ -141,7 +150,7 @@ def classify_reads(
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (about 1.6x faster on CPUs with AVX512-BF16; p_viral within 0.005 of fp32), 16 (CUDA)."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (about 1.6x faster on CPUs with AVX512-BF16 or AMX, several times slower without; p_viral within 0.005 of fp32), 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
