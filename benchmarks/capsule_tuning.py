@@ -1,0 +1,60 @@
+"""Cross-validation accuracy of one capsule-train setting on a `benchmarks/capsule.py` output (tuning aid).
+
+Runs only the capsule network's 5 CV folds (no baselines, no final model, no test set: settings are
+chosen on CV accuracy alone), with logistic regression on the same folds for reference. Reads the
+Gene-PCs and simulated phenotypes that benchmarks/capsule.py wrote:
+
+    python benchmarks/capsule_tuning.py --scenario cooccur --config '{"hidden": 64, "dropout": 0.2}' \\
+        --settings '{"weight_decay": 1e-2}' [--bench bench-output/capsule]
+
+--config takes CapsuleConfig fields, --settings CapsuleSettings fields (JSON); "seed" in --settings
+draws another split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from genointerp import capsule_train as ct
+from genointerp.io.features import read_features, read_phenotypes
+from genointerp.models.capsule import CapsuleConfig
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", default="bench-output/capsule", help="output folder of benchmarks/capsule.py")
+    ap.add_argument("--scenario", default="cooccur")
+    ap.add_argument("--config", default="{}", help="CapsuleConfig fields as JSON")
+    ap.add_argument("--settings", default="{}", help="CapsuleSettings fields as JSON")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    from sklearn.linear_model import LogisticRegression
+
+    features = read_features(f"{args.bench}/genepcs")
+    pheno = ct.order_case_last(read_phenotypes(f"{args.bench}/pheno.tsv", args.scenario), None, "pheno.tsv")
+    x, y, _ = ct.align(features, pheno, "pheno.tsv")
+    config = CapsuleConfig(n_features=x.shape[1], **json.loads(args.config))
+    s = ct.CapsuleSettings(baselines=False, **json.loads(args.settings))
+    split = ct.make_split(y, pheno.classes, s.folds, s.test_fraction, s.seed)
+    t0 = time.perf_counter()
+    capsule, lr, epochs = [], [], []
+    for k in range(s.folds):  # the same folds and fold seeds as capsule-train
+        tr, ev = split.fold(k)
+        scaler = ct.Scaler.fit(x[tr])
+        history: list[dict] = []
+        model = ct.fit_capsule(scaler(x[tr]), y[tr], config, s, s.seed + k + 1, history)
+        capsule.append(float((ct.capsule_lengths(model, scaler(x[ev]), s.device).argmax(1) == y[ev]).mean()))
+        lr.append(float((LogisticRegression(max_iter=2000).fit(scaler(x[tr]), y[tr]).predict(scaler(x[ev])) == y[ev]).mean()))
+        epochs.append(len(history))
+    print(f"{args.scenario}\tconfig {args.config}\tsettings {args.settings}\tcapsule {np.mean(capsule):.4f} ± "
+          f"{np.std(capsule, ddof=1):.4f}\tlogistic regression {np.mean(lr):.4f} ± {np.std(lr, ddof=1):.4f}\t"
+          f"epochs {epochs}\t{time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
