@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -354,3 +355,51 @@ def settings_dict(s: CapsuleSettings) -> dict:
     d = asdict(s)
     d.pop("device"), d.pop("threads")  # where it ran does not describe the model
     return d
+
+
+def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, samples: list[str],
+                    features: Features, features_path: str, pheno: Phenotypes, phenotypes_path: str,
+                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> tuple[int, list[dict]]:
+    """Fill a capsule-train model directory: weights + config.json, the result tables, the test
+    predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes.
+    Returns (primary capsule used for the gene scores, ranked gene rows)."""
+    from genointerp import capsule_interpret as interp
+    from genointerp.capsule_predict import predictions_table
+    from genointerp.checkpoint import save_model_dir
+
+    # interpretation on the samples the final model was trained on, standardised as it saw them
+    xs = r.scaler(x[r.split.train])
+    coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
+    chosen = interp.default_primary(coupling, case=1) if primary_capsule is None else primary_capsule
+    genes = interp.gene_scores(r.model, xs, features.columns, chosen)
+
+    test_samples = [samples[i] for i in r.split.test]
+    info = {
+        "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
+        "features": {"columns": features.columns, "source": str(features_path),
+                     # scalars only: a feature folder may list every fit sample
+                     "provenance": {k: v for k, v in features.info.items() if not isinstance(v, (list, dict))}},
+        "phenotype": {"file": str(phenotypes_path), "column": pheno.column, "classes": pheno.classes,
+                      "case": pheno.classes[1], "n_samples": len(samples)},
+        "scaler": r.scaler.to_dict(),
+        "training": {**settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
+                     "final_model": "all non-test samples less the inner validation part"},
+        "test_metrics": r.test_scores.get("capsule"),
+        "interpretation": {"primary_capsule": chosen,
+                           "primary_capsule_choice": "given" if primary_capsule is not None else "highest mean coupling to the case capsule"},
+    }
+    save_model_dir(folder, r.model, info)
+    (folder / "results.tsv").write_text(results_table(r))
+    (folder / "folds.tsv").write_text(folds_table(r))
+    (folder / "split.tsv").write_text(split_table(r, samples, y, pheno.classes))
+    (folder / "metrics.tsv").write_text(history_table(r.history))
+    if len(test_samples):
+        (folder / "test_predictions.tsv").write_text(predictions_table(
+            test_samples, class_probabilities(r.test_lengths), pheno.classes,
+            [pheno.classes[y[i]] for i in r.split.test]))
+    if s.train_fractions:
+        (folder / "train_fraction.tsv").write_text(curve_table(r))
+    (folder / "coupling.tsv").write_text(interp.coupling_table(coupling, pheno.classes, config.n_positions))
+    interp.plot_coupling(coupling, pheno.classes, config.primary_channels, folder / "coupling.png")
+    (folder / "genes.tsv").write_text(interp.genes_table(genes))
+    return chosen, genes

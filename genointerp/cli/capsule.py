@@ -81,10 +81,7 @@ def capsule_train(
     folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv, coupling.tsv/.png,
     genes.tsv (ranked genes; top 5 % decisive) and train_fraction.tsv with --train-fraction.
     """
-    from genointerp import capsule_interpret as interp
     from genointerp import capsule_train as ct
-    from genointerp.capsule_predict import predictions_table
-    from genointerp.checkpoint import save_model_dir
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.io.features import read_features, read_phenotypes
     from genointerp.models.capsule import CapsuleConfig
@@ -112,41 +109,8 @@ def capsule_train(
                                threads=usable_threads(threads), baselines=baselines, train_fractions=fractions)
         r = ct.train(x, y, pheno.classes, config, s, log)
 
-        # interpretation on the samples the final model was trained on, standardised as it saw them
-        xs = r.scaler(x[r.split.train])
-        coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
-        chosen = interp.default_primary(coupling, case=1) if primary_capsule is None else primary_capsule
-        genes = interp.gene_scores(r.model, xs, features.columns, chosen)
-
-        test_samples = [samples[i] for i in r.split.test]
-        info = {
-            "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
-            "features": {"columns": features.columns, "source": str(features_path),
-                         # scalars only: a feature folder may list every fit sample
-                         "provenance": {k: v for k, v in features.info.items() if not isinstance(v, (list, dict))}},
-            "phenotype": {"file": str(phenotypes), "column": pheno.column, "classes": pheno.classes,
-                          "case": pheno.classes[1], "n_samples": len(samples)},
-            "scaler": r.scaler.to_dict(),
-            "training": {**ct.settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
-                         "final_model": "all non-test samples less the inner validation part"},
-            "test_metrics": r.test_scores.get("capsule"),
-            "interpretation": {"primary_capsule": chosen,
-                               "primary_capsule_choice": "given" if primary_capsule is not None else "highest mean coupling to the case capsule"},
-        }
-        save_model_dir(folder, r.model, info)
-        (folder / "results.tsv").write_text(ct.results_table(r))
-        (folder / "folds.tsv").write_text(ct.folds_table(r))
-        (folder / "split.tsv").write_text(ct.split_table(r, samples, y, pheno.classes))
-        (folder / "metrics.tsv").write_text(ct.history_table(r.history))
-        if len(test_samples):
-            (folder / "test_predictions.tsv").write_text(predictions_table(
-                test_samples, ct.class_probabilities(r.test_lengths), pheno.classes,
-                [pheno.classes[y[i]] for i in r.split.test]))
-        if fractions:
-            (folder / "train_fraction.tsv").write_text(ct.curve_table(r))
-        (folder / "coupling.tsv").write_text(interp.coupling_table(coupling, pheno.classes, config.n_positions))
-        interp.plot_coupling(coupling, pheno.classes, config.primary_channels, folder / "coupling.png")
-        (folder / "genes.tsv").write_text(interp.genes_table(genes))
+        chosen, genes = ct.write_model_dir(folder, r, x, y, samples, features, features_path, pheno, phenotypes,
+                                           config, s, primary_capsule)
     decisive = [g["gene"] for g in genes if g["decisive"]]
     log(f"wrote {output}: primary capsule {chosen}; decisive genes: {', '.join(decisive[:10])}"
         + (" ..." if len(decisive) > 10 else ""))
