@@ -34,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
+from genointerp.capsule_interpret import gene_groups  # noqa: E402
 from genointerp.genetics.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
 from genointerp.io.features import read_features  # noqa: E402
 from genointerp.io.genes import read_genes  # noqa: E402
@@ -89,10 +90,7 @@ def lr_gene_ranking(features, pheno_labels: np.ndarray, samples_idx) -> list[str
     x = features.matrix[samples_idx]
     x = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1)
     coef = np.abs(LogisticRegression(max_iter=5000).fit(x, pheno_labels).coef_[0])
-    score: dict[str, float] = {}
-    for c, v in zip(features.columns, coef):
-        gene = c.split(":")[1]
-        score[gene] = score.get(gene, 0.0) + float(v)
+    score = {name.rpartition(":")[2]: float(coef[idx].sum()) for name, idx in gene_groups(features.columns)}
     return sorted(score, key=lambda g: -score[g])
 
 

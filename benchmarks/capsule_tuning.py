@@ -33,7 +33,6 @@ def main() -> None:
     ap.add_argument("--settings", default="{}", help="CapsuleSettings fields as JSON")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from sklearn.linear_model import LogisticRegression
 
     features = read_features(f"{args.bench}/genepcs")
     pheno = ct.order_case_last(read_phenotypes(f"{args.bench}/pheno.tsv", args.scenario), None, "pheno.tsv")
@@ -45,11 +44,11 @@ def main() -> None:
     capsule, lr, epochs = [], [], []
     for k in range(s.folds):  # the same folds and fold seeds as capsule-train
         tr, ev = split.fold(k)
-        scaler = ct.Scaler.fit(x[tr])
         history: list[dict] = []
-        model = ct.fit_capsule(scaler(x[tr]), y[tr], config, s, s.seed + k + 1, history)
-        capsule.append(float((ct.capsule_lengths(model, scaler(x[ev]), s.device).argmax(1) == y[ev]).mean()))
-        lr.append(float((LogisticRegression(max_iter=2000).fit(scaler(x[tr]), y[tr]).predict(scaler(x[ev])) == y[ev]).mean()))
+        _, scaler, lengths, _ = ct.fold_run(x, y, tr, ev, config, s, ct.fold_seed(s, k), history)
+        capsule.append(float((lengths.argmax(1) == y[ev]).mean()))
+        logistic = ct.baseline_models(s.seed, 1)["logistic_regression"]()
+        lr.append(float((logistic.fit(scaler(x[tr]), y[tr]).predict(scaler(x[ev])) == y[ev]).mean()))
         epochs.append(len(history))
     print(f"{args.scenario}\tconfig {args.config}\tsettings {args.settings}\tcapsule {np.mean(capsule):.4f} ± "
           f"{np.std(capsule, ddof=1):.4f}\tlogistic regression {np.mean(lr):.4f} ± {np.std(lr, ddof=1):.4f}\t"

@@ -250,7 +250,12 @@ class TrainResult:
     curve: list[dict] = field(default_factory=list)  # {fraction, method, fold, n_train, accuracy}
 
 
-def _fold_run(x, y, train, evaluate, config, s, seed, history=None):
+def fold_seed(s: CapsuleSettings, fold: int) -> int:
+    """The training seed of CV fold `fold` (0-based); the final model uses s.seed itself."""
+    return s.seed + fold + 1
+
+
+def fold_run(x, y, train, evaluate, config, s, seed, history=None):
     """Capsule (+ baselines) fit on rows `train`, 0/1 calls on rows `evaluate`; standardised per fit."""
     scaler = Scaler.fit(x[train])
     xt, xe = scaler(x[train]), scaler(x[evaluate])
@@ -280,7 +285,7 @@ def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfi
     fold_scores = []
     for k in range(s.folds):
         tr, ev = split.fold(k)
-        _, _, _, calls = _fold_run(x, y, tr, ev, config, s, s.seed + k + 1)
+        _, _, _, calls = fold_run(x, y, tr, ev, config, s, fold_seed(s, k))
         for method, call in calls.items():
             fold_scores.append({"method": method, "fold": k + 1, **scores(y[ev], call)})
         log(f"fold {k + 1}/{s.folds}: capsule accuracy {fold_scores[-len(calls)]['accuracy']:.3f} "
@@ -291,12 +296,12 @@ def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfi
         for k in range(s.folds):
             tr, ev = split.fold(k)
             sub = subsample(tr, y, fraction, rng)
-            _, _, _, calls = _fold_run(x, y, sub, ev, config, s, s.seed + k + 1)
+            _, _, _, calls = fold_run(x, y, sub, ev, config, s, fold_seed(s, k))
             curve += [{"fraction": fraction, "method": m, "fold": k + 1, "n_train": len(sub),
                        "accuracy": scores(y[ev], c)["accuracy"]} for m, c in calls.items()]
         log(f"training fraction {fraction:g}: done")
     history: list[dict] = []
-    model, scaler, lengths, calls = _fold_run(x, y, split.train, split.test, config, s, s.seed, history)
+    model, scaler, lengths, calls = fold_run(x, y, split.train, split.test, config, s, s.seed, history)
     test_scores = {m: scores(y[split.test], c) for m, c in calls.items()} if len(split.test) else {}
     if test_scores:
         log(f"test set ({len(split.test)} samples): capsule accuracy {test_scores['capsule']['accuracy']:.3f}")
