@@ -12,7 +12,8 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import open_kmer_dataset
-from genointerp.train.data import binary_targets, check_compatible, reverse_complement_table, split_indices
+from genointerp.train.data import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
+                                   split_indices)
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_accuracy", "valid_auroc", "valid_tpr", "valid_tnr",
                   "valid_ppv", "seconds"]
@@ -127,8 +128,9 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
         with open(metrics_tsv, "a") as fh:
             fh.write("\t".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in METRIC_COLUMNS) + "\n")
 
-    rc = reverse_complement_table(header["k"])
-    best, history = fit(model, train, valid, settings, ckpt, resume, rc, dist, log, progress, on_epoch)
+    task = ReadClassificationTask(train, valid, reverse_complement_table(header["k"]), settings.rc_augment,
+                                  settings.device, settings.precision)
+    best, history = fit(model, task, settings, ckpt, resume, dist, log, progress, on_epoch)
     model.load_state_dict(best)
     p = predict(model, test[0], settings.device, settings.precision)
     test_metrics = {**binary_metrics(test[1], p), "recall_at_1pct_fpr": recall_at_fpr(test[1], p), "n": int(len(p))}

@@ -49,3 +49,45 @@ def reverse_complement_table(k: int) -> np.ndarray:
 def reverse_complement_tokens(tokens: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Tokens of the reverse-complemented reads: reverse the order and complement each k-mer. (B, n)."""
     return table[tokens[:, ::-1]]
+
+
+class ReadClassificationTask:
+    """Binary read classification (XVir) for train.loop.fit: token rows in, logits out, BCE loss,
+    optional reverse-complement augmentation, early stopping on validation AUROC."""
+
+    score_name = "auroc"
+
+    def __init__(self, train: tuple[np.ndarray, np.ndarray], valid: tuple[np.ndarray, np.ndarray],
+                 rc_table: np.ndarray | None, rc_augment: bool, device: str = "cpu", precision: str = "32") -> None:
+        self.tokens, self.y = train
+        self.valid, self.rc_table, self.rc_augment = valid, rc_table, rc_augment
+        self.device, self.precision = device, precision
+
+    def n_train(self) -> int:
+        return len(self.y)
+
+    def augmentation(self, gen: np.random.Generator) -> np.ndarray | None:
+        """bool (n_train,): which reads are reverse-complemented this epoch."""
+        return gen.random(len(self.y)) < 0.5 if self.rc_augment else None
+
+    def batch(self, idx: np.ndarray, flip: np.ndarray | None, device: str):
+        """(tokens int64 (B, n_tokens), targets float32 (B,))."""
+        import torch
+
+        x = np.asarray(self.tokens[idx], dtype=np.int64)
+        if flip is not None and flip[idx].any():
+            f = flip[idx]
+            x[f] = reverse_complement_tokens(x[f], self.rc_table)
+        return (torch.from_numpy(x).to(device),
+                torch.from_numpy(np.asarray(self.y[idx], dtype=np.float32)).to(device))
+
+    def loss(self, logits, target):
+        import torch.nn.functional as F
+
+        return F.binary_cross_entropy_with_logits(logits, target)
+
+    def validate(self, model) -> dict:
+        from genointerp.train.loop import predict
+        from genointerp.train.metrics import binary_metrics
+
+        return binary_metrics(self.valid[1], predict(model, self.valid[0], self.device, self.precision))
