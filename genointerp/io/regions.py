@@ -1,0 +1,80 @@
+"""Regions to train on or predict over: a BED file checked against the reference, or whole
+chromosomes. Coordinates are 0-based half-open; `chrom` is always the reference's own spelling.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from genointerp.errors import InputError
+from genointerp.io.genes import chrom_alias
+from genointerp.io.reference import Reference
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Region:
+    chrom: str  # reference name
+    start: int  # 0-based
+    end: int  # exclusive
+    name: str = ""
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def read_regions(path: str, ref: Reference, warn: Warn | None = None) -> list[Region]:
+    """Regions of a BED3+ file (gzip read transparently; `#`, `track`, `browser` lines skipped),
+    in file order; name = column 4 unless missing or `.`. Chromosome names are matched to the
+    reference with chr20 <-> 20 aliasing (one warning per name). Raises InputError (file:line)
+    on a malformed line, start >= end, a region past the chromosome end, an unknown chromosome,
+    or a file without regions."""
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    try:
+        with (gzip.open(path, "rt") if gz else open(path)) as fh:
+            lines = fh.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a text BED file ({exc})") from None
+    regions = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith(("#", "track", "browser")):
+            continue
+        regions.append(_region(line.split("\t"), path, lineno, ref, warn))
+    if not regions:
+        raise InputError(f"{path}: no regions (expected BED lines: chrom, start, end)")
+    return regions
+
+
+def _region(f: list[str], path: str, lineno: int, ref: Reference, warn: Warn | None) -> Region:
+    where = f"{path}:{lineno}"
+    if len(f) < 3:
+        raise InputError(f"{where}: a BED line needs chrom, start, end (tab-separated), found {len(f)} column(s)")
+    try:
+        start, end = int(f[1]), int(f[2])
+    except ValueError:
+        raise InputError(f"{where}: start/end {f[1]!r}, {f[2]!r} are not integers") from None
+    if chrom_alias(f[0], ref.lengths) is None:
+        shown = ", ".join(ref.names[:5]) + (", ..." if len(ref.names) > 5 else "")
+        raise InputError(f"{where}: chromosome {f[0]} is not in the reference {ref.path} (it has {shown})")
+    chrom = ref.resolve(f[0], path, warn)
+    if start < 0 or start >= end:
+        raise InputError(f"{where}: empty or reversed region {f[0]}:{start}-{end} (need 0 <= start < end)")
+    length = ref.lengths[chrom]
+    if end > length:
+        raise InputError(f"{where}: region {f[0]}:{start:,}-{end:,} is off the end of {chrom} ({length:,} bp)")
+    name = f[3].strip() if len(f) > 3 and f[3].strip() not in ("", ".") else ""
+    return Region(chrom, start, end, name)
+
+
+def whole_chromosomes(ref: Reference, names: Iterable[str] | None = None) -> list[Region]:
+    """One region per chromosome (all in .fai order, or `names` in the given order, aliased)."""
+    chroms = ref.names if names is None else [ref.resolve(n, "chromosome list") for n in names]
+    return [Region(c, 0, ref.lengths[c], c) for c in chroms]
