@@ -1,0 +1,260 @@
+"""Write predicted tracks: bigWig per track, bedGraph, TSV, and peak calls as BED6+.
+
+Inputs are `BinnedRun`s (float32 (n_bins, T) bins of one chromosome). Writers write to the
+paths they are given (the caller passes AtomicOutputs temporaries) and never print. Numbers in
+text outputs use `%.6g`, as UCSC's bigWigToBedGraph does.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.io.atomic import STDOUT, make_readable, open_output, wants_gzip
+from genointerp.tracks_tiling import BinnedRun
+
+_UNSAFE_ID = re.compile(r"[/\\\x00-\x1f\x7f]")
+_CHUNK = 1 << 16  # bins per formatted text block: bounded memory on whole chromosomes
+
+Peak = tuple[str, int, int, float, float]  # chrom, start, end, max, mean
+
+
+def check_track_ids(track_ids: Sequence[str]) -> None:
+    """Track ids become file names and BED/TSV fields: refuse path separators, NUL and control
+    characters (tab/newline would break the text formats), a leading dot (hidden files, `..`),
+    empty ids and duplicates (two tracks would overwrite one file)."""
+    seen: set[str] = set()
+    for tid in track_ids:
+        if not tid or tid.startswith(".") or _UNSAFE_ID.search(tid):
+            raise InputError(
+                f"track id {tid!r} is not a safe file name (no '/', '\\', control characters, "
+                "leading '.' or empty id)"
+            )
+        if tid in seen:
+            raise InputError(f"track id {tid!r} is given twice")
+        seen.add(tid)
+
+
+def _ordered_runs(
+    runs: Sequence[BinnedRun], chrom_sizes: Sequence[tuple[str, int]], n_tracks: int
+) -> list[BinnedRun]:
+    """Runs sorted by (reference order, start); ValueError on overlap, unknown chromosome,
+    length mismatch, bins past the chromosome end, track count mismatch or non-finite values."""
+    rank = {c: i for i, (c, _) in enumerate(chrom_sizes)}
+    sizes = dict(chrom_sizes)
+    for run in runs:
+        where = f"run {run.chrom}:{run.start}"
+        if run.chrom not in rank:
+            raise ValueError(f"{where}: chromosome not in the reference")
+        if run.chrom_length != sizes[run.chrom]:
+            raise ValueError(f"{where}: chromosome length {run.chrom_length} != {sizes[run.chrom]}")
+        if run.values.ndim != 2 or run.values.shape[1] != n_tracks:
+            raise ValueError(
+                f"{where}: values of shape {run.values.shape}, expected (n, {n_tracks})"
+            )
+        if run.start < 0 or run.start % run.bin_size:
+            raise ValueError(f"{where}: start is not on the bin grid")
+        if run.n_bins == 0 or run.start + (run.n_bins - 1) * run.bin_size >= run.chrom_length:
+            raise ValueError(f"{where}: empty, or bins past the chromosome end")
+        if not np.all(np.isfinite(run.values)):
+            raise ValueError(f"{where}: values are not all finite")
+    ordered = sorted(runs, key=lambda r: (rank[r.chrom], r.start))
+    for a, b in zip(ordered, ordered[1:]):
+        if a.chrom == b.chrom and b.start < a.end:
+            raise ValueError(f"runs {a.chrom}:{a.start}-{a.end} and {b.start}-{b.end} overlap")
+    return ordered
+
+
+def write_bigwigs(
+    folder: Path,
+    track_ids: Sequence[str],
+    chrom_sizes: Sequence[tuple[str, int]],
+    runs: Sequence[BinnedRun],
+) -> list[Path]:
+    """One `<track id>.bw` per track in `folder`; returns their paths in track order.
+
+    Header: `chrom_sizes` in the given (.fai) order. Entries are fixed-span/fixed-step blocks of
+    `bin_size` per run, in header order then position; a partial last bin at a chromosome end is
+    its own entry with the shorter span, so no value is claimed past the chromosome.
+    """
+    import pyBigWig
+
+    check_track_ids(track_ids)
+    ordered = _ordered_runs(runs, chrom_sizes, len(track_ids))
+    paths = []
+    for t, tid in enumerate(track_ids):
+        path = Path(folder) / f"{tid}.bw"
+        bw = pyBigWig.open(str(path), "w")
+        if bw is None:
+            raise InputError(f"{path}: cannot create the bigWig file")
+        try:
+            bw.addHeader([(c, int(n)) for c, n in chrom_sizes])
+            for run in ordered:
+                # pyBigWig's numpy path reads float64; float32 values convert exactly
+                values = run.values[:, t].astype(np.float64)
+                whole = run.n_bins
+                last_len = run.end - (run.start + (run.n_bins - 1) * run.bin_size)
+                if last_len < run.bin_size:
+                    whole -= 1
+                if whole:
+                    bw.addEntries(
+                        run.chrom, int(run.start), values=values[:whole],
+                        span=run.bin_size, step=run.bin_size,
+                    )
+                if whole < run.n_bins:
+                    bw.addEntries(
+                        run.chrom, int(run.start + whole * run.bin_size), values=values[whole:],
+                        span=int(last_len), step=int(last_len),
+                    )
+        finally:
+            bw.close()
+        make_readable(path)
+        paths.append(path)
+    return paths
+
+
+def _format_rows(chrom: str, starts: np.ndarray, ends: np.ndarray, values: np.ndarray) -> bytes:
+    """Text lines `chrom start end v1 [v2 ...]` for values (n, k)."""
+    fmt = f"{chrom}\t%d\t%d" + "\t%.6g" * values.shape[1] + "\n"
+    cols = [starts.tolist(), ends.tolist()]
+    cols += [values[:, j].tolist() for j in range(values.shape[1])]
+    return "".join(fmt % row for row in zip(*cols)).encode()
+
+
+def _write_text(path: Path | str, header: str | None, runs: Iterable[BinnedRun], columns) -> None:
+    with open_output(path, gz=wants_gzip(path)) as out:
+        if header is not None:
+            out.write(header.encode())
+        for run in runs:
+            starts, ends = run.bin_starts(), run.bin_ends()
+            for lo in range(0, run.n_bins, _CHUNK):
+                hi = min(lo + _CHUNK, run.n_bins)
+                block = run.values[lo:hi, columns]
+                out.write(_format_rows(run.chrom, starts[lo:hi], ends[lo:hi], block))
+    if str(path) != STDOUT:
+        make_readable(path)
+
+
+def _sorted_by_position(runs: Sequence[BinnedRun], chrom_order: Sequence[str] | None):
+    if chrom_order is None:
+        return list(runs)  # the caller's order (already reference order from merge_regions)
+    rank = {c: i for i, c in enumerate(chrom_order)}
+    return sorted(runs, key=lambda r: (rank[r.chrom], r.start))
+
+
+def write_bedgraph(
+    path: Path | str,
+    track_id: str,
+    runs: Sequence[BinnedRun],
+    track_index: int,
+    chrom_order: Sequence[str] | None = None,
+) -> None:
+    """bedGraph of one track: `chrom start end value`, one line per bin, no track line (so that
+    bedGraphToBigWig and bedtools read it as is). gzip when the name ends in .gz; `-` = stdout.
+    Runs in the given order, or sorted by `chrom_order` when given."""
+    check_track_ids([track_id])
+    _write_text(path, None, _sorted_by_position(runs, chrom_order), [track_index])
+
+
+def write_tsv(
+    path: Path | str,
+    track_ids: Sequence[str],
+    runs: Sequence[BinnedRun],
+    chrom_order: Sequence[str] | None = None,
+) -> None:
+    """TSV with header `chrom start end <track ids...>` and one line per bin (all tracks)."""
+    check_track_ids(track_ids)
+    header = "\t".join(["chrom", "start", "end", *track_ids]) + "\n"
+    _write_text(path, header, _sorted_by_position(runs, chrom_order), list(range(len(track_ids))))
+
+
+def _check_one_cut(threshold: float | None, quantile: float | None) -> None:
+    if (threshold is None) == (quantile is None):
+        raise ValueError("give exactly one of threshold and quantile")
+    if threshold is not None and not np.isfinite(threshold):
+        raise ValueError(f"peak threshold {threshold} is not finite")
+    if quantile is not None and not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"peak quantile {quantile} is not in [0, 1]")
+
+
+def quantile_threshold(runs: Sequence[BinnedRun], track_index: int, quantile: float) -> float:
+    """The `quantile` of one track's bin values over all runs (numpy's linear interpolation)."""
+    _check_one_cut(None, quantile)
+    if not runs:
+        raise ValueError("no runs to compute a quantile over")
+    values = np.concatenate([r.values[:, track_index] for r in runs])
+    return float(np.quantile(values.astype(np.float64), quantile))
+
+
+def call_peaks(
+    run: BinnedRun,
+    track_index: int,
+    threshold: float | None = None,
+    quantile: float | None = None,
+) -> list[Peak]:
+    """Peaks of one track in one run: maximal stretches of adjacent bins with value >= the cut.
+
+    The cut is `threshold`, or the `quantile` of this run's values (use `call_peaks_all` to take
+    the quantile over every run of the track). Returns [(chrom, start, end, max, mean)], end
+    clipped to the chromosome; mean is the plain mean of the stretch's bin values.
+    """
+    _check_one_cut(threshold, quantile)
+    if threshold is None:
+        threshold = quantile_threshold([run], track_index, quantile)
+    values = run.values[:, track_index]
+    above = np.concatenate([[False], values >= threshold, [False]])
+    edges = np.flatnonzero(above[1:] != above[:-1])
+    firsts, lasts = edges[0::2], edges[1::2]  # stretch = bins [first, last)
+    ends = run.bin_ends()
+    peaks = []
+    for a, b in zip(firsts.tolist(), lasts.tolist()):
+        seg = values[a:b].astype(np.float64)
+        start = run.start + a * run.bin_size
+        peaks.append((run.chrom, start, int(ends[b - 1]), float(seg.max()), float(seg.mean())))
+    return peaks
+
+
+def call_peaks_all(
+    runs: Sequence[BinnedRun],
+    track_index: int,
+    threshold: float | None = None,
+    quantile: float | None = None,
+) -> list[Peak]:
+    """Peaks of one track over all runs, a quantile cut taken over all of the track's bins.
+    Runs from `merge_regions` never touch, so no peak spans two runs."""
+    _check_one_cut(threshold, quantile)
+    if threshold is None:
+        threshold = quantile_threshold(runs, track_index, quantile)
+    return [p for run in runs for p in call_peaks(run, track_index, threshold=threshold)]
+
+
+def write_peaks_bed(
+    path: Path | str, track_id: str, peaks: Sequence[Peak], chrom_order: Sequence[str]
+) -> None:
+    """BED6+2: chrom start end name score strand max mean, sorted by reference order.
+
+    name = `<track id>_<n>` (n from 1 in output order); score = min(1000, int(1000 * max / top))
+    with top the track's highest peak maximum, so the strongest peak scores 1000 (0 when top is
+    not positive); strand `.`. gzip when the name ends in .gz; `-` = stdout.
+    """
+    check_track_ids([track_id])
+    rank = {c: i for i, c in enumerate(chrom_order)}
+    for p in peaks:
+        if p[0] not in rank:
+            raise ValueError(f"peak on {p[0]}: chromosome not in the reference")
+    ordered = sorted(peaks, key=lambda p: (rank[p[0]], p[1], p[2]))
+    top = max((p[3] for p in ordered), default=0.0)
+    lines = []
+    for n, (chrom, start, end, vmax, vmean) in enumerate(ordered, 1):
+        score = min(1000, int(1000.0 * vmax / top)) if top > 0 else 0
+        name = f"{track_id}_{n}"
+        lines.append(f"{chrom}\t{start}\t{end}\t{name}\t{max(score, 0)}\t.\t{vmax:.6g}\t{vmean:.6g}\n")
+    with open_output(path, gz=wants_gzip(path)) as out:
+        out.write("".join(lines).encode())
+    if str(path) != STDOUT:
+        make_readable(path)
+
