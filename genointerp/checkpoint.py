@@ -19,9 +19,15 @@ WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
 def _registry():
     from genointerp.models.capsule import CapsuleConfig, CapsuleNet
+    from genointerp.models.swin1d import GenomicInterpreter, Swin1DConfig
+    from genointerp.models.track_baselines import (AttPoolCNN, AttPoolCNNConfig, AttPoolDilated, AttPoolDilatedConfig,
+                                                   EnformerLike, EnformerLikeConfig, MaxPoolCNN, MaxPoolCNNConfig)
     from genointerp.models.xvir import XVir, XVirConfig
 
-    return {"xvir": (XVirConfig, XVir), "capsule": (CapsuleConfig, CapsuleNet)}
+    return {"xvir": (XVirConfig, XVir), "capsule": (CapsuleConfig, CapsuleNet),
+            "swin1d": (Swin1DConfig, GenomicInterpreter), "maxpool-cnn": (MaxPoolCNNConfig, MaxPoolCNN),
+            "attpool-cnn": (AttPoolCNNConfig, AttPoolCNN), "attpool-dilated": (AttPoolDilatedConfig, AttPoolDilated),
+            "enformer-like": (EnformerLikeConfig, EnformerLike)}
 
 
 def build_model(arch_config: dict):

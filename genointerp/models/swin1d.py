@@ -1,0 +1,175 @@
+"""Genomic Interpreter (ICML 2023 CompBio): a hierarchy of 1D shifted-window (1D-Swin) blocks.
+
+x (B, seq_len, 4) -> stem conv (+ pooling by `patch`) -> tokens (B, seq_len/patch, d_0)
+-> K 1D-Swin blocks, block k: (B, n_k, d_k) -> (B, n_k/2, d_(k+1)), d_(k+1) = round(2 d_k / alpha_k)
+-> central crop to target_bins tokens (B, target_bins, d_K) -> pre-LN transformer layer(s) with
+relative positions -> per-track-group heads -> softplus rates (B, target_bins, n_tracks).
+
+Attention inside windows costs O(n * window) per layer, so the cost grows linearly with seq_len
+even with single-nucleotide tokens (patch = 1, the paper's choice); only the transformer layers
+after the crop attend over all target bins. LayerNorm throughout, no BatchNorm (the paper's
+choice for small batches and multi-GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from genointerp.models.track_heads import Stem, TrackConfig, TrackOutput, check_heads, crop_tokens
+from genointerp.nn import EncoderLayer, WindowAttention
+
+
+@dataclass(frozen=True)
+class Swin1DConfig(TrackConfig):
+    """Per-stage tuples windows, heads, alphas have one entry per 1D-Swin block (K = len(windows)).
+    The defaults are default_track_config("swin1d", 4096, 128, 24, 1, (1,), width=64)."""
+
+    ARCHITECTURE: ClassVar[str] = "swin1d"
+    LABEL: ClassVar[str] = "a swin1d"
+
+    d_model: int = 32  # token width after the stem (d_0)
+    stem_kernel: int = 15
+    patch: int = 1  # bp per token after the stem; 1 = single-nucleotide tokens
+    windows: tuple[int, ...] = (16, 16, 16, 16, 16, 16, 16)
+    heads: tuple[int, ...] = (2, 2, 2, 2, 3, 3, 2)
+    alphas: tuple[float, ...] = (2.0, 2.0, 1.6, 1.6666666666666667, 2.0, 1.7142857142857142, 1.75)
+    ff_mult: int = 2  # feed-forward hidden size = ff_mult * width
+    transformer_layers: int = 1
+    transformer_heads: int = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "alphas", tuple(float(a) for a in self.alphas))
+
+    @property
+    def widths(self) -> list[int]:
+        """d_0 .. d_K: token width entering each block, then after the last one."""
+        d = [self.d_model]
+        for alpha in self.alphas:
+            d.append(round(2 * d[-1] / alpha))
+        return d
+
+    @property
+    def stage_tokens(self) -> list[int]:
+        """Token count entering each block."""
+        return [self.seq_len // (self.patch * 2 ** k) for k in range(len(self.windows))]
+
+    def validate(self) -> None:
+        k = len(self.windows)
+        if k < 1 or len(self.heads) != k or len(self.alphas) != k:
+            raise ValueError(f"windows, heads and alphas need one entry per stage (got {len(self.windows)}, "
+                             f"{len(self.heads)}, {len(self.alphas)})")
+        if self.patch < 1 or self.seq_len % self.patch:
+            raise ValueError(f"seq_len {self.seq_len} is not a multiple of patch {self.patch}")
+        self.validate_common(self.patch * 2 ** k)
+        if any(a <= 0 for a in self.alphas):
+            raise ValueError("alphas must be positive")
+        widths = self.widths
+        for stage, (n, w, h, d) in enumerate(zip(self.stage_tokens, self.windows, self.heads, widths)):
+            if w < 2:
+                raise ValueError(f"stage {stage}: window {w} is too small to shift (need at least 2 tokens)")
+            if n % w:
+                raise ValueError(f"stage {stage}: token count {n} is not divisible by the window {w}")
+            check_heads(d, h, f"stage {stage}")
+        if widths[-1] < 1:
+            raise ValueError(f"alphas shrink the width to {widths[-1]}")
+        if self.transformer_layers < 0:
+            raise ValueError("transformer_layers must be >= 0")
+        check_heads(widths[-1], self.transformer_heads, "transformer")
+        if self.ff_mult < 1 or self.stem_kernel < 1:
+            raise ValueError("ff_mult and stem_kernel must be at least 1")
+
+
+class FeedForward(nn.Sequential):
+    """Pre-LN feed-forward (B, T, D) -> (B, T, D), residual added by the caller."""
+
+    def __init__(self, d: int, mult: int, dropout: float) -> None:
+        super().__init__(nn.LayerNorm(d), nn.Linear(d, mult * d), nn.GELU(), nn.Dropout(dropout),
+                         nn.Linear(mult * d, d), nn.Dropout(dropout))
+
+
+class Swin1DBlock(nn.Module):
+    """(B, n, d_in) -> (B, n/2, d_out): window MHA + FF, shifted-window MHA + FF (pre-LN residual
+    sub-layers), then patch merging: concatenate tokens (2i, 2i+1) -> LayerNorm(2 d_in) -> linear.
+
+    shift defaults to window // 2 (the paper's t); shift=0 gives a block without cross-window mixing.
+    """
+
+    def __init__(self, d_in: int, d_out: int, heads: int, window: int, ff_mult: int = 2, dropout: float = 0.0,
+                 shift: int | None = None) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d_in), nn.LayerNorm(d_in)
+        self.attn1 = WindowAttention(d_in, heads, window, 0, dropout)
+        self.attn2 = WindowAttention(d_in, heads, window, window // 2 if shift is None else shift, dropout)
+        self.ff1, self.ff2 = FeedForward(d_in, ff_mult, dropout), FeedForward(d_in, ff_mult, dropout)
+        self.drop = nn.Dropout(dropout)
+        self.merge_norm = nn.LayerNorm(2 * d_in)
+        self.merge = nn.Linear(2 * d_in, d_out, bias=False)  # Swin's reduction has no bias: LayerNorm has one
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.drop(self.attn1(self.norm1(x))[0])
+        x = x + self.ff1(x)
+        x = x + self.drop(self.attn2(self.norm2(x))[0])
+        x = x + self.ff2(x)
+        b, n, d = x.shape
+        return self.merge(self.merge_norm(x.reshape(b, n // 2, 2 * d)))
+
+
+class GenomicInterpreter(nn.Module):
+    """x (B, seq_len, 4) float32 one-hot -> (B, target_bins, n_tracks) non-negative rates."""
+
+    def __init__(self, config: Swin1DConfig) -> None:
+        super().__init__()
+        config.validate()
+        self.config = config
+        c, widths = config, config.widths
+        self.stem = Stem(c.d_model, c.stem_kernel, c.patch, pool="attention")
+        self.blocks = nn.ModuleList(
+            Swin1DBlock(widths[k], widths[k + 1], c.heads[k], c.windows[k], c.ff_mult, c.dropout)
+            for k in range(len(c.windows)))
+        self.transformer = nn.ModuleList(
+            EncoderLayer(widths[-1], c.transformer_heads, c.ff_mult * widths[-1], c.dropout, norm_first=True,
+                         position="relative")
+            for _ in range(c.transformer_layers))
+        self.output = TrackOutput(widths[-1], c.track_groups, c.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.stem(x).transpose(1, 2)  # (B, seq_len/patch, d_0)
+        for block in self.blocks:
+            h = block(h)
+        h = crop_tokens(h, self.config.crop_bins)  # (B, target_bins, d_K)
+        for layer in self.transformer:
+            h = layer(h)[0]
+        return self.output(h)
+
+    def attention_layout(self) -> list[dict]:
+        """Every attention module in forward order, with what maps its tokens to coordinates.
+
+        Keys: name (qualified module name), module (the MultiHeadAttention; set its .capture to
+        receive weights), kind ("window", "shifted-window" or "global"), stage (block index; K for
+        the transformer after the crop), resolution_bp (bp per token), window, shift (tokens),
+        tokens (sequence length in tokens), offset_bp (bp of token 0 from the input window start).
+        Token t covers input bp [offset_bp + t * resolution_bp, offset_bp + (t + 1) * resolution_bp).
+        Window layers attend over (B * tokens / window) windows, so captured weights are
+        (B * n_win, H, window, window) with n_win = tokens / window: row b * n_win + w holds, for
+        batch item b, tokens (w * window + shift + i) % tokens, i = 0..window-1 (the roll wraps).
+        """
+        c, layout = self.config, []
+        res, tokens = c.patch, c.seq_len // c.patch
+        for k, block in enumerate(self.blocks):
+            for part in ("attn1", "attn2"):
+                wa = getattr(block, part)
+                layout.append({"name": f"blocks.{k}.{part}.attn", "module": wa.attn,
+                               "kind": "shifted-window" if wa.shift else "window", "stage": k,
+                               "resolution_bp": res, "window": wa.window, "shift": wa.shift, "tokens": tokens,
+                               "offset_bp": 0})
+            res, tokens = res * 2, tokens // 2
+        for i, layer in enumerate(self.transformer):
+            layout.append({"name": f"transformer.{i}.attn", "module": layer.attn, "kind": "global",
+                           "stage": len(self.blocks), "resolution_bp": c.bin_size, "window": c.target_bins,
+                           "shift": 0, "tokens": c.target_bins, "offset_bp": c.crop_bins * c.bin_size})
+        return layout

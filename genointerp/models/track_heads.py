@@ -1,0 +1,169 @@
+"""Pieces shared by every track model: the common config fields and their checks, the conv stem
+and pooling layers, the central crop and the per-track-group output heads.
+
+Every track model maps one-hot DNA x (B, seq_len, 4) to non-negative rates (B, target_bins, n_tracks):
+the targets cover the central target_bins * bin_size bp, so the models crop
+(seq_len / bin_size - target_bins) / 2 bin-resolution tokens from each side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genointerp.models.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class TrackConfig(ModelConfig):
+    """Fields every track architecture shares. track_groups: tracks per group, in track order, one
+    linear head each (empty = one group of all n_tracks)."""
+
+    seq_len: int = 4096
+    bin_size: int = 128
+    target_bins: int = 24
+    n_tracks: int = 1
+    track_groups: tuple[int, ...] = ()
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        # config.json hands tuples back as lists; frozen dataclasses need object.__setattr__
+        for name, value in list(self.__dict__.items()):
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+        if not self.track_groups:
+            object.__setattr__(self, "track_groups", (self.n_tracks,))
+
+    @property
+    def n_bins(self) -> int:
+        """Bin-resolution tokens the whole input makes before the crop."""
+        return self.seq_len // self.bin_size
+
+    @property
+    def crop_bins(self) -> int:
+        """Tokens cropped from each side at bin resolution."""
+        return (self.n_bins - self.target_bins) // 2
+
+    def validate_common(self, resolution: int) -> None:
+        """Checks shared by all architectures; resolution = bp per token after the model's last
+        downsampling, which must equal bin_size."""
+        for name in ("seq_len", "bin_size", "target_bins", "n_tracks"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1 (got {getattr(self, name)})")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1) (got {self.dropout})")
+        if any(g < 1 for g in self.track_groups) or sum(self.track_groups) != self.n_tracks:
+            raise ValueError(f"track_groups {list(self.track_groups)} must be positive and sum to n_tracks {self.n_tracks}")
+        if resolution != self.bin_size:
+            raise ValueError(f"the final token resolution is {resolution} bp but bin_size is {self.bin_size} bp")
+        spare = self.seq_len - self.target_bins * self.bin_size
+        if spare < 0:
+            raise ValueError(f"target_bins * bin_size = {self.target_bins * self.bin_size} bp exceeds seq_len {self.seq_len}")
+        if spare % 2:
+            raise ValueError(f"seq_len - target_bins * bin_size = {spare} is odd: the targets cannot be centred")
+        if self.seq_len % self.bin_size:
+            raise ValueError(f"seq_len {self.seq_len} is not a multiple of bin_size {self.bin_size}")
+        if (self.n_bins - self.target_bins) % 2:
+            raise ValueError(f"seq_len / bin_size - target_bins = {self.n_bins - self.target_bins} bins is odd: "
+                             "the crop would not keep whole bins centred")
+
+
+def check_heads(width: int, heads: int, where: str) -> None:
+    if heads < 1 or width % heads:
+        raise ValueError(f"{where}: width {width} is not divisible by {heads} heads")
+
+
+class ChannelNorm(nn.Module):
+    """LayerNorm over channels of a (B, C, L) tensor: per position, so independent of batch size,
+    sequence length and other processes (unlike BatchNorm)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x.transpose(1, 2)).transpose(1, 2)
+
+
+class ConvBlock(nn.Sequential):
+    """Pre-activation conv (Enformer's order, LayerNorm for BatchNorm): (B, C_in, L) -> (B, C_out, L)."""
+
+    def __init__(self, c_in: int, c_out: int, kernel: int, dilation: int = 1) -> None:
+        super().__init__(ChannelNorm(c_in), nn.GELU(), nn.Conv1d(c_in, c_out, kernel, padding="same", dilation=dilation))
+
+
+class Residual(nn.Module):
+    def __init__(self, body: nn.Module) -> None:
+        super().__init__()
+        self.body = body
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.body(x)
+
+
+class AttentionPool(nn.Module):
+    """Enformer's attention pooling: (B, C, L) -> (B, C, L / pool), each output a softmax-weighted
+    mean of `pool` neighbours with per-channel logits from a learned 1x1 conv. Initialised to
+    2 x identity, so it starts between average (logits equal) and max pooling."""
+
+    def __init__(self, channels: int, pool: int = 2) -> None:
+        super().__init__()
+        self.pool = pool
+        self.logits = nn.Conv1d(channels, channels, 1, bias=False)
+        with torch.no_grad():
+            self.logits.weight.copy_(2 * torch.eye(channels)[:, :, None])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, n = x.shape
+        if n % self.pool:
+            raise ValueError(f"length {n} is not a multiple of the pooling size {self.pool}")
+        w = self.logits(x).view(b, c, n // self.pool, self.pool).softmax(-1)
+        return (x.view(b, c, n // self.pool, self.pool) * w).sum(-1)
+
+
+def pooling(kind: str, channels: int, size: int) -> nn.Module:
+    """'max' or 'attention' pooling by `size` over (B, C, L)."""
+    if size == 1:
+        return nn.Identity()
+    if kind == "max":
+        return nn.MaxPool1d(size)
+    if kind == "attention":
+        return AttentionPool(channels, size)
+    raise ValueError(f"unknown pooling {kind!r} (max or attention)")
+
+
+class Stem(nn.Module):
+    """One-hot (B, L, 4) -> (B, width, L / patch): a wide 'same' conv (motif detectors at single-bp
+    resolution), then pooling by `patch` when tokens should start coarser than 1 bp."""
+
+    def __init__(self, width: int, kernel: int = 15, patch: int = 1, pool: str = "attention") -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, width, kernel, padding="same")
+        self.pool = pooling(pool, width, patch)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.conv(x.transpose(1, 2)))
+
+
+def crop_tokens(x: torch.Tensor, crop: int) -> torch.Tensor:
+    """Central crop of (B, T, D) tokens: drop `crop` tokens from each end."""
+    return x[:, crop: x.shape[1] - crop] if crop else x
+
+
+class TrackOutput(nn.Module):
+    """(B, T, D) -> (B, T, n_tracks) >= 0: LayerNorm, pointwise expansion to 2D with GELU
+    (Enformer's final pointwise), then one linear head per track group, softplus rates."""
+
+    def __init__(self, width: int, track_groups: tuple[int, ...], dropout: float) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.pointwise = nn.Linear(width, 2 * width)
+        self.drop = nn.Dropout(dropout / 8)  # Enformer's final dropout is 1/8 of the trunk's
+        self.heads = nn.ModuleList(nn.Linear(2 * width, g) for g in track_groups)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.gelu(self.drop(self.pointwise(self.norm(x))))
+        return F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))

@@ -1,0 +1,182 @@
+"""Track models (swin1d and the Table 1 baselines): shapes, config checks, round trips, 1D-Swin mechanics."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from genointerp.checkpoint import build_model, load_model_dir, save_model_dir
+from genointerp.errors import InputError
+from genointerp.models.swin1d import GenomicInterpreter, Swin1DBlock, Swin1DConfig
+from genointerp.models.track_baselines import AttPoolCNNConfig
+from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
+from genointerp.models.track_heads import AttentionPool
+
+# tiny: 256 bp, 16-bp bins (4 halvings from single nucleotides), 16 bins of which the central 12 are targets
+SEQ, BIN, TARGET, TRACKS, GROUPS = 256, 16, 12, 3, (1, 2)
+
+
+def tiny(arch: str, **over):
+    config = default_track_config(arch, SEQ, BIN, TARGET, TRACKS, GROUPS, width=16, dropout=0.0)
+    return replace(config, **over) if over else config
+
+
+def one_hot(b: int = 2, length: int = SEQ, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.one_hot(torch.randint(0, 4, (b, length), generator=g), 4).float()
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+@pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
+def test_shape_non_negative_and_trainable(arch):
+    model = build_model(tiny(arch).to_dict())
+    y = model(one_hot())
+    assert y.shape == (2, TARGET, TRACKS) and y.dtype == torch.float32
+    assert (y >= 0).all() and torch.isfinite(y).all()  # softplus rates for Poisson NLL
+    torch.nn.functional.poisson_nll_loss(y, torch.ones_like(y), log_input=False).backward()
+    assert all(p.grad is not None for p in model.parameters())  # every layer is on the output path
+
+
+@pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
+def test_config_json_and_checkpoint_round_trip(arch, tmp_path):
+    config = tiny(arch)
+    back = type(config).from_dict(json.loads(json.dumps(config.to_dict())))  # tuples come back as lists
+    assert back == config and isinstance(back.track_groups, tuple)
+    model = build_model(config.to_dict()).eval()
+    x = one_hot(seed=1)
+    save_model_dir(tmp_path, model, {"note": "test"})
+    loaded, info = load_model_dir(tmp_path, expect=arch)
+    assert info["model"]["architecture"] == arch
+    with torch.inference_mode():
+        assert torch.equal(model(x), loaded(x))
+
+
+@pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
+def test_reverse_complement_and_n_input(arch):
+    model = build_model(tiny(arch).to_dict()).eval()
+    x = one_hot()
+    x[:, 100:140] = 0  # a run of N is all-zero one-hot
+    with torch.inference_mode():
+        y, y_rc = model(x), model(x.flip(1).flip(2))  # reverse complement: flip positions and A<->T, C<->G
+    assert y_rc.shape == y.shape and torch.isfinite(y_rc).all() and (y_rc >= 0).all()
+
+
+@pytest.mark.parametrize("arch, over, message", [
+    ("swin1d", {"windows": (5, 4, 4, 4)}, "token count 256 is not divisible by the window 5"),
+    ("swin1d", {"seq_len": 257}, "is odd: the targets cannot be centred"),  # 257 - 12*16 = 65
+    ("swin1d", {"target_bins": 13}, "bins is odd"),  # 256/16 - 13 = 3 bins cannot be split evenly
+    ("swin1d", {"target_bins": 17}, "exceeds seq_len"),
+    ("swin1d", {"patch": 2}, "final token resolution is 32 bp but bin_size is 16"),  # 2 * 2^4
+    ("swin1d", {"windows": (4, 4, 4)}, "one entry per stage"),
+    ("swin1d", {"heads": (3, 1, 1, 1)}, "not divisible by 3 heads"),
+    ("swin1d", {"track_groups": (1, 1)}, "sum to n_tracks 3"),
+    ("maxpool-cnn", {"widths": (8, 8, 16)}, "final token resolution is 8 bp"),  # 3 halvings
+    ("enformer-like", {"transformer_heads": 5}, "not divisible by 5 heads"),
+    ("attpool-dilated", {"dilated_layers": -1}, "dilated_layers"),
+])
+def test_validate_errors(arch, over, message):
+    config = tiny(arch, **over)
+    with pytest.raises(ValueError, match=message):
+        config.validate()
+    with pytest.raises(InputError, match="model configuration"):
+        build_model(config.to_dict())
+
+
+def test_default_config_solves_sizes():
+    # 136 bins = 8 * 17: the last stage's 272 tokens take window 16 (272 = 16 * 17), all windows divide
+    c = default_track_config("swin1d", 136 * 128, 128, 80, 4, None, width=64)
+    assert c.patch == 1 and len(c.windows) == 7 and c.widths[0] == 32 and c.widths[-1] == 64
+    assert all(n % w == 0 and 2 <= w <= 16 for n, w in zip(c.stage_tokens, c.windows))
+    # 100-bp bins = 25 * 2^2: two halvings after a stem pooling 25 bp
+    c = default_track_config("attpool-cnn", 2000, 100, 10, 1, None, width=32)
+    assert c.patch == 25 and len(c.widths) == 2
+    # the dataclass defaults are the width-64 defaults for 4 kb / 128-bp bins, as their docstrings say
+    assert Swin1DConfig() == default_track_config("swin1d", 4096, 128, 24, 1, None, width=64)
+    assert AttPoolCNNConfig() == default_track_config("attpool-cnn", 4096, 128, 24, 1, None, width=64)
+    with pytest.raises(ValueError, match="not a multiple of bin_size"):
+        default_track_config("swin1d", 17712, 128, 80, 1, None)  # the paper's length: 138.375 bins
+    with pytest.raises(ValueError, match="unknown track architecture"):
+        default_track_config("basset", 4096, 128, 24, 1, None)
+
+
+def test_swin_block_halves_tokens_and_sets_width():
+    config = Swin1DConfig(seq_len=64, bin_size=4, target_bins=16, windows=(8, 4), heads=(2, 2), alphas=(1.5, 2.0),
+                          d_model=24, transformer_heads=4)
+    assert config.widths == [24, 32, 32]  # round(2 * 24 / 1.5) = 32, then round(2 * 32 / 2) = 32
+    block = Swin1DBlock(24, 32, heads=2, window=8)
+    assert block(torch.randn(2, 64, 24)).shape == (2, 32, 32)  # 64 tokens -> 32 merged pairs
+
+
+def test_shifted_window_mixes_across_window_borders():
+    """Window 4 over 16 tokens: unshifted windows are {0-3}, {4-7}, ... Merged output token 1 is
+    made of tokens 2 and 3 (window 0). With shift 2 the second attention's windows are {2-5}, ...,
+    {14,15,0,1} (wrapping), so tokens 2, 3 also see 4, 5, which saw 4-7 in the first attention."""
+
+    def grad_from(shift: int, out_token: int) -> torch.Tensor:
+        torch.manual_seed(0)
+        block = Swin1DBlock(8, 8, heads=2, window=4, shift=shift).eval()
+        x = torch.randn(1, 16, 8, requires_grad=True)
+        block(x)[0, out_token].sum().backward()
+        return x.grad[0].abs().sum(-1)  # (16,) sensitivity to each input token
+
+    plain, shifted = grad_from(0, 1), grad_from(2, 1)
+    assert (plain[4:] == 0).all() and (plain[:4] > 0).all()  # exactly local: nothing crosses a border
+    assert (shifted[4:8] > 0).all() and (shifted[8:] == 0).all()  # one window further, no more
+    assert grad_from(2, 0)[15] > 0 and grad_from(0, 0)[15] == 0  # the roll wraps 15 next to 0
+
+
+def test_attention_layout_maps_tokens():
+    model = build_model(tiny("swin1d", transformer_layers=2).to_dict())
+    c, layout, modules = model.config, model.attention_layout(), dict(model.named_modules())
+    k = len(c.windows)
+    assert len(layout) == 2 * k + 2
+    assert all(modules[e["name"]] is e["module"] for e in layout)
+    swin = layout[: 2 * k]
+    assert [e["resolution_bp"] for e in swin[::2]] == [1, 2, 4, 8]  # doubles per stage up to BIN/2
+    assert [e["shift"] for e in swin] == [s for w in c.windows for s in (0, w // 2)]
+    assert all(e["tokens"] * e["resolution_bp"] == SEQ and e["offset_bp"] == 0 for e in swin)
+    # after the crop: 12 of 16 bins, the first at (16 - 12) / 2 = 2 bins = 32 bp
+    assert all(e["resolution_bp"] == BIN and e["tokens"] == TARGET and e["offset_bp"] == 32 for e in layout[2 * k:])
+
+
+def test_capture_sees_every_layer_and_changes_nothing():
+    model = build_model(tiny("swin1d").to_dict()).eval()
+    x = one_hot()
+    with torch.inference_mode():
+        plain = model(x)
+    seen = {}
+    layout = model.attention_layout()
+    for entry in layout:
+        entry["module"].capture = lambda mod, w, name=entry["name"]: seen.__setitem__(name, w)
+    with torch.inference_mode():
+        captured = model(x)
+    # same formula, explicit instead of fused kernel: equal up to float rounding
+    torch.testing.assert_close(captured, plain, rtol=1e-5, atol=1e-6)
+    for e in layout:
+        w = seen[e["name"]]
+        n = e["window"] if e["kind"] != "global" else e["tokens"]
+        assert w.shape[0] == 2 * e["tokens"] // n and w.shape[-2:] == (n, n)
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))  # softmax rows
+
+
+def test_attention_pool_starts_as_weighted_mean():
+    pool = AttentionPool(3, 2)
+    x = torch.tensor([[[1.0, 1.0, 2.0, 0.0]] * 3])  # (1, 3, 4)
+    y = pool(x)[0, 0]
+    assert y[0] == 1.0  # equal inputs: any weights summing to 1 give the input
+    # logits 2 * x: weights softmax(4, 0) on (2, 0) -> 2 * e^4 / (e^4 + 1), between mean (1) and max (2)
+    assert torch.isclose(y[1], torch.tensor(2 * torch.e ** 4 / (torch.e ** 4 + 1)))
+
+
+def test_enformer_like_layout_is_full_attention_before_crop():
+    model = build_model(tiny("enformer-like").to_dict())
+    (entry,) = model.attention_layout()
+    assert entry["tokens"] == SEQ // BIN and entry["window"] == SEQ // BIN and entry["offset_bp"] == 0
+    assert isinstance(GenomicInterpreter(Swin1DConfig()), GenomicInterpreter)  # the defaults are valid
