@@ -247,9 +247,9 @@ def test_bf16_on_cpu_is_close_to_fp32_and_fp16_needs_cuda(model, dataset, cli, t
 
 @pytest.mark.parametrize("native", [True, False])
 def test_bf16_warns_only_on_cpus_that_emulate_it(native, model, dataset, cli, tmp_path, monkeypatch):
-    import genointerp.cli.viral as viral
+    import genointerp.cli.common as common
 
-    monkeypatch.setattr(viral, "cpu_has_bf16", lambda: native)
+    monkeypatch.setattr(common, "cpu_has_bf16", lambda: native)
     res = cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / "bf16.tsv", "--precision", "bf16",
               "--device", "cpu")
     assert res.exit_code == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
+from enum import Enum
 from typing import Iterator
 
 import typer
@@ -96,3 +97,46 @@ def usable_threads(requested: int) -> int:
     except AttributeError:  # not on Linux
         available = os.cpu_count() or 1
     return max(1, min(requested, available))
+
+
+def prepare_checkpoint_dir(ckpt, resume: bool, force: bool) -> bool:
+    """The training-run folder OUTPUT.checkpoint/ before training: refuse to resume what is not
+    there, refuse to discard a run with finished epochs unless forced. Returns whether this
+    process is the main (rank 0) one, the only one that touches the folder."""
+    import shutil
+
+    main_rank = os.environ.get("RANK", "0") == "0"
+    if resume and not (ckpt / "last.pt").exists():
+        raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
+    if not resume and ckpt.exists() and main_rank:
+        if (ckpt / "last.pt").exists() and not force:
+            raise GenointerpError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
+        shutil.rmtree(ckpt)  # no epoch finished there: nothing worth keeping
+    if main_rank:
+        ckpt.mkdir(exist_ok=True)
+    return main_rank
+
+
+class Precision(str, Enum):
+    fp32 = "32"
+    bf16 = "bf16"
+    fp16 = "16"
+
+
+def device_for(requested: str, precision: Precision) -> str:
+    """The torch device for --device, refusing fp16 autocast where only CUDA has it."""
+    from genointerp.train.loop import resolve_device
+
+    device = resolve_device(requested)
+    if precision == Precision.fp16 and not device.startswith("cuda"):
+        raise typer.BadParameter("16 needs a CUDA device; on CPU use bf16", param_hint="--precision")
+    if precision == Precision.bf16 and device == "cpu" and not cpu_has_bf16():
+        warn("this CPU has no native bf16 (AVX512-BF16 or AMX): bf16 is emulated and several times "
+             "slower than --precision 32")
+    return device
+
+
+def cpu_has_bf16() -> bool:
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import log, progress, usable_threads, warn
+from genointerp.cli.common import Precision, device_for, log, prepare_checkpoint_dir, progress, usable_threads, warn
 
 PANEL = "Viral detection"
 
@@ -18,31 +18,6 @@ class Position(str, Enum):
     learned = "learned"
     rope = "rope"
     relative = "relative"
-
-
-class Precision(str, Enum):
-    fp32 = "32"
-    bf16 = "bf16"
-    fp16 = "16"
-
-
-def device_for(requested: str, precision: Precision) -> str:
-    """The torch device for --device, refusing fp16 autocast where only CUDA has it."""
-    from genointerp.train.loop import resolve_device
-
-    device = resolve_device(requested)
-    if precision == Precision.fp16 and not device.startswith("cuda"):
-        raise typer.BadParameter("16 needs a CUDA device; on CPU use bf16", param_hint="--precision")
-    if precision == Precision.bf16 and device == "cpu" and not cpu_has_bf16():
-        warn("this CPU has no native bf16 (AVX512-BF16 or AMX): bf16 is emulated and several times "
-             "slower than --precision 32")
-    return device
-
-
-def cpu_has_bf16() -> bool:
-    import torch
-
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 @app.command(
@@ -89,9 +64,6 @@ def train_xvir(
     Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
     metrics.tsv, test metrics in test_metrics.json and roc.png. Runs under torchrun (DDP; rank 0 writes).
     """
-    import os
-    import shutil
-
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.train.loop import TrainSettings
     from genointerp.train_xvir import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
@@ -102,17 +74,8 @@ def train_xvir(
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
     ckpt = checkpoint_dir(output)
-    main_rank = os.environ.get("RANK", "0") == "0"
-    if resume and not (ckpt / "last.pt").exists():
-        raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
-    if not resume and ckpt.exists() and main_rank:
-        if (ckpt / "last.pt").exists() and not force:
-            from genointerp.errors import InputError
-
-            raise InputError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
-        shutil.rmtree(ckpt)  # no epoch finished there: nothing worth keeping
+    main_rank = prepare_checkpoint_dir(ckpt, resume, force)
     if main_rank:
-        ckpt.mkdir(exist_ok=True)
         groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test}, ckpt / "data", k, length,
                                      truth, label_field, log, progress)
         req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]

@@ -4,6 +4,7 @@ from importlib import resources
 from pathlib import Path
 
 BUILTIN_XVIR = "xvir_hpv"
+BUILTIN_TRACKS = "tracks_dream_chr20"
 
 
 def builtin_model_dir(name: str = BUILTIN_XVIR) -> Path:

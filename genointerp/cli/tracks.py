@@ -1,0 +1,244 @@
+"""Genomic tracks panel: train-tracks, predict-tracks, evaluate-tracks (Genomic Interpreter and baselines)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from genointerp.cli import app
+from genointerp.cli.common import Precision, device_for, log, prepare_checkpoint_dir, progress, usable_threads, warn
+
+PANEL = "Genomic tracks"
+
+
+class Arch(str, Enum):
+    swin1d = "swin1d"
+    maxpool_cnn = "maxpool-cnn"
+    attpool_cnn = "attpool-cnn"
+    attpool_dilated = "attpool-dilated"
+    enformer_like = "enformer-like"
+
+
+class BinStat(str, Enum):
+    mean = "mean"
+    sum = "sum"
+    max = "max"
+
+
+def _chroms(value: Optional[str]) -> list[str]:
+    return [c for c in (value or "").split(",") if c]
+
+
+@app.command(
+    "train-tracks",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp train-tracks --fasta hg19.fa.gz --targets targets.tsv --chroms chr20 -o tracks_model\n\n"
+        "  genointerp train-tracks --fasta hg19.fa.gz --targets targets.tsv --chroms chr1,chr2,chr3 "
+        "--valid-chroms chr8 --test-chroms chr9 --arch enformer-like -o baseline\n\n"
+        "  genointerp train-tracks --basenji data/heart_l131k -o heart_model\n\n"
+        "  torchrun --nproc_per_node 4 -m genointerp train-tracks ... --device cuda"
+    ),
+)
+def train_tracks(
+    output: str = typer.Option(..., "-o", "--output", help="Model directory to write (model.safetensors, config.json, metrics)."),
+    fasta: Optional[str] = typer.Option(None, "--fasta", help="Reference FASTA (plain or bgzip) with a .fai index (and .gzi)."),
+    targets: Optional[str] = typer.Option(None, "--targets", help="Tracks TSV: id, path (bigWig, bedGraph, narrowPeak/BED), group, description, name."),
+    regions: Optional[str] = typer.Option(None, "--regions", help="BED of regions to train on (default: whole chromosomes, see --chroms)."),
+    chroms: Optional[str] = typer.Option(None, "--chroms", help="Comma-separated chromosomes to use (default: all in the FASTA)."),
+    valid_chroms: Optional[str] = typer.Option(None, "--valid-chroms", help="Chromosomes held out for validation."),
+    test_chroms: Optional[str] = typer.Option(None, "--test-chroms", help="Chromosomes held out for testing."),
+    valid_regions: Optional[str] = typer.Option(None, "--valid-regions", help="BED of regions held out for validation."),
+    test_regions: Optional[str] = typer.Option(None, "--test-regions", help="BED of regions held out for testing. "
+                                               "Without any held-out option: 80-90 % of each chromosome validates, 90-100 % tests."),
+    basenji: Optional[str] = typer.Option(None, "--basenji", help="Train on a Basenji/Enformer TFRecord data set folder instead (statistics.json + tfrecords/)."),
+    arch: Arch = typer.Option(Arch.swin1d, "--arch", help="swin1d (Genomic Interpreter) or a baseline of the paper's Table 1."),
+    width: int = typer.Option(64, "--width", min=8, help="Model width (channels of the first stage); baselines are matched to it."),
+    patch: int = typer.Option(1, "--patch", min=1, help="bp per token after the stem: 1 = single-nucleotide tokens (the paper); "
+                              "4 or 8 trains several times faster on CPU."),
+    dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9, help="Dropout rate inside the model."),
+    seq_len: int = typer.Option(4096, "--seq-len", min=64, help="bp of DNA per window."),
+    bin_size: int = typer.Option(128, "--bin-size", min=1, help="bp per target bin."),
+    target_bins: int = typer.Option(16, "--target-bins", min=1, help="Bins predicted at the centre of each window."),
+    stat: BinStat = typer.Option(BinStat.mean, "--stat", help="How a bin summarises the signal of its bases."),
+    max_n: float = typer.Option(0.5, "--max-n", min=0, max=1, help="Skip windows whose target span has more N than this fraction."),
+    epochs: int = typer.Option(20, "--epochs", min=1),
+    patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without a better validation Pearson r."),
+    batch_size: int = typer.Option(16, "--batch-size", min=1),
+    lr: float = typer.Option(3e-4, "--lr", min=0, help="Adam learning rate (the paper: 3e-4), cosine-annealed to 0."),
+    weight_decay: float = typer.Option(0.0, "--weight-decay", min=0),
+    rc_augment: bool = typer.Option(True, "--rc-augment/--no-rc-augment", help="Reverse-complement half of the windows each epoch."),
+    shift: int = typer.Option(3, "--shift", min=0, help="Shift each training window by up to this many bp (augmentation)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16, 16 (CUDA)."),
+    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
+    seed: int = typer.Option(1, "--seed"),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
+) -> None:
+    """Train a track model: DNA windows -> binned assay signal per track (Poisson loss).
+
+    Early stopping on mean validation Pearson r; per-epoch metrics.tsv; test Pearson per track in
+    test_pearson.tsv. Targets are binned once and cached in OUTPUT.checkpoint/, so later epochs (and
+    --resume) never re-read the track files. Runs under torchrun (DDP; rank 0 writes).
+    """
+    import tempfile
+
+    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.train.loop import TrainSettings
+    from genointerp.train_tracks import TrackTrainRequest, checkpoint_dir, finish, run
+
+    settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
+                             seed=seed, rc_augment=rc_augment, device=device_for(device, precision),
+                             precision=precision.value, schedule="cosine", shift_augment=shift)
+    req = TrackTrainRequest(fasta=fasta, targets=targets, regions=regions, chroms=_chroms(chroms),
+                            valid_chroms=_chroms(valid_chroms), test_chroms=_chroms(test_chroms),
+                            valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
+                            arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
+                            stat=stat.value, max_n_fraction=max_n, threads=usable_threads(threads))
+    if basenji and (fasta or targets):
+        raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
+    if not basenji and not (fasta and targets):
+        raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
+    if prepare_checkpoint_dir(checkpoint_dir(output), resume, force):
+        with AtomicOutputs(force) as outputs:
+            folder = outputs.folder(output)
+            metrics = run(req, settings, folder, output, resume, log, warn, progress)
+        finish(output)
+    else:  # other DDP ranks train alongside and write nothing
+        with tempfile.TemporaryDirectory() as scratch:
+            metrics = run(req, settings, Path(scratch), output, resume, log, warn, progress)
+    groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())
+    log(f"test: mean Pearson r {metrics['pearson_mean']:.4f} ({groups}) over {metrics['n_windows']:,} windows")
+
+
+@app.command(
+    "predict-tracks",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp predict-tracks --fasta hg19.fa.gz --regions promoters.bed -o predictions\n\n"
+        "  genointerp predict-tracks -m tracks_model --fasta ref.fa.gz --chroms chr20 --rc-average --bedgraph -o chr20_pred"
+    ),
+)
+def predict_tracks(
+    fasta: str = typer.Option(..., "--fasta", help="Reference FASTA (plain or bgzip) with a .fai index (and .gzi)."),
+    output: str = typer.Option(..., "-o", "--output", help="Output folder: <track id>.bw and <track id>.peaks.bed per track."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-tracks (default: the built-in chr20 TF ChIP-seq model)."),
+    regions: Optional[str] = typer.Option(None, "--regions", help="BED of regions to predict (merged where they touch)."),
+    chroms: Optional[str] = typer.Option(None, "--chroms", help="Comma-separated whole chromosomes to predict (instead of --regions)."),
+    overlap: Optional[int] = typer.Option(None, "--overlap-bins", min=0, help="Bins shared by neighbouring windows (default: a quarter of the model's)."),
+    rc_average: bool = typer.Option(False, "--rc-average", help="Average the forward and reverse-complement predictions."),
+    peak_threshold: Optional[float] = typer.Option(None, "--peak-threshold", help="Peaks: bins with predicted signal >= this."),
+    peak_quantile: float = typer.Option(0.99, "--peak-quantile", min=0, max=1, help="Peaks: bins at or above this quantile of the track (unless --peak-threshold)."),
+    bedgraph: bool = typer.Option(False, "--bedgraph", help="Also write <track id>.bedGraph.gz."),
+    tsv: bool = typer.Option(False, "--tsv", help="Also write tracks.tsv.gz (one column per track)."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision"),
+    threads: int = typer.Option(1, "-t", "--threads", min=1),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+) -> None:
+    """Predict tracks over regions or whole chromosomes: a bigWig and a peak BED per track.
+
+    bigWig headers follow the FASTA's .fai order, with one fixed-span entry per bin. Windows overlap by --overlap-bins; each bin is taken from the window where it lies farthest
+    from the window's edges.
+    """
+    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.predict_tracks import PredictRequest, run, write_outputs
+
+    if regions and chroms:
+        raise typer.BadParameter("give --regions or --chroms, not both", param_hint="--regions")
+    if not regions and not chroms:
+        raise typer.BadParameter("give --regions BED or --chroms", param_hint="--regions")
+    req = PredictRequest(model, fasta, regions, _chroms(chroms), overlap, rc_average, batch_size,
+                         usable_threads(threads), device_for(device, precision), precision.value)
+    with AtomicOutputs(force) as outputs:
+        folder = outputs.folder(output)
+        runs, track_ids, sizes, _ = run(req, log, warn, progress)
+        counts = write_outputs(folder, runs, track_ids, sizes, peak_threshold,
+                               None if peak_threshold is not None else peak_quantile, bedgraph, tsv)
+    log(f"wrote {len(track_ids)} bigWigs and peak BEDs to {output} ({sum(counts.values()):,} peaks)")
+
+
+@app.command(
+    "evaluate-tracks",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp evaluate-tracks -m swin_model --fasta ref.fa.gz --targets targets.tsv --regions test.bed -o eval.tsv\n\n"
+        "  genointerp evaluate-tracks -m cnn_model -m swin_model --fasta ref.fa.gz --targets targets.tsv "
+        "--regions test.bed -o eval.tsv --scatter fig2.png --plot-region chr20:30000000-30100000 --plot fig3.png"
+    ),
+)
+def evaluate_tracks(
+    output: str = typer.Option(..., "-o", "--output", help="TSV: track, group, pearson per model; then group and overall means."),
+    models: List[str] = typer.Option([], "-m", "--model", help="Model directory; give two to compare (default: the built-in model)."),
+    fasta: Optional[str] = typer.Option(None, "--fasta", help="Reference FASTA with a .fai index."),
+    targets: Optional[str] = typer.Option(None, "--targets", help="Tracks TSV holding every track the model predicts (matched by id)."),
+    regions: Optional[str] = typer.Option(None, "--regions", help="BED of held-out regions to evaluate on."),
+    chroms: Optional[str] = typer.Option(None, "--chroms", help="Held-out chromosomes to evaluate on (instead of --regions)."),
+    basenji: Optional[str] = typer.Option(None, "--basenji", help="Evaluate on a Basenji TFRecord set instead (see --split)."),
+    split: str = typer.Option("test", "--split", help="Basenji split to evaluate on."),
+    scatter: Optional[str] = typer.Option(None, "--scatter", help="PNG: per-track Pearson r of model 1 vs model 2 (needs two -m)."),
+    plot_region: Optional[str] = typer.Option(None, "--plot-region", help="chr:start-end to plot prediction vs truth (with --plot)."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="PNG of --plot-region (first model)."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1),
+    device: str = typer.Option("auto", "--device"),
+    precision: Precision = typer.Option(Precision.fp32, "--precision"),
+    threads: int = typer.Option(1, "-t", "--threads", min=1),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+) -> None:
+    """Pearson r per track of one or two models against measured tracks on held-out windows.
+
+    r is taken over every bin of every window (the Genomic Interpreter paper's metric) and
+    summarised by track group and overall."""
+    import numpy as np
+
+    from genointerp.evaluate_tracks import EvaluateRequest, region_truth_and_prediction, run
+    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.tracks_eval import plot_pearson_scatter, plot_region as draw_region, write_evaluation_tsv
+
+    if len(models) > 2:
+        raise typer.BadParameter("give at most two models", param_hint="--model")
+    if scatter and len(models) != 2:
+        raise typer.BadParameter("--scatter compares two models: give -m twice", param_hint="--scatter")
+    if bool(plot_region) != bool(plot):
+        raise typer.BadParameter("give --plot-region and --plot together", param_hint="--plot")
+    if plot and not (fasta and targets):
+        raise typer.BadParameter("--plot needs --fasta and --targets", param_hint="--plot")
+    where = _parse_region(plot_region) if plot_region else None
+    req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
+                          threads=usable_threads(threads), batch_size=batch_size,
+                          device=device_for(device, precision), precision=precision.value)
+    with AtomicOutputs(force) as outputs:
+        tsv = outputs.file(output)
+        fig2 = outputs.file(scatter) if scatter else None
+        fig3 = outputs.file(plot) if plot else None
+        res = run(req, log, warn)
+        extra = {f"pearson_{i + 1}": r for i, r in enumerate(res["pearson"][1:], start=1)}
+        write_evaluation_tsv(tsv, res["tracks"], res["groups"], res["pearson"][0], extra or None)
+        if fig2:
+            plot_pearson_scatter(res["pearson"][0], res["pearson"][1], res["groups"], res["labels"][0],
+                                 res["labels"][1], fig2)
+        if fig3:
+            bins, pred, truth, ids = region_truth_and_prediction(req.models[0], fasta, targets, *where, warn)
+            draw_region(pred, truth, bins, where[0], ids, fig3)
+    summary = {label: float(np.nanmean(r)) for label, r in zip(res["labels"], res["pearson"])}
+    log("mean Pearson r: " + json.dumps(summary))
+
+
+def _parse_region(text: str) -> tuple[str, int, int]:
+    try:
+        chrom, span = text.rsplit(":", 1)
+        start, end = (int(v.replace(",", "")) for v in span.split("-"))
+    except ValueError:
+        raise typer.BadParameter(f"expected chr:start-end, got {text!r}", param_hint="--plot-region") from None
+    if start >= end:
+        raise typer.BadParameter(f"{text}: start must be before end", param_hint="--plot-region")
+    return chrom, start, end

@@ -1,0 +1,128 @@
+"""The evaluate-tracks job: Pearson r per track of one or two track models against measured tracks
+over the windows that tile a region set (the paper's metric), plus the paper's figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from genointerp.errors import InputError
+
+
+@dataclass
+class EvaluateRequest:
+    models: list[str | None]  # one or two model directories (None = built-in)
+    fasta: str | None = None
+    targets: str | None = None
+    regions: str | None = None
+    chroms: list[str] | None = None
+    basenji: str | None = None
+    basenji_split: str = "test"
+    stat: str | None = None  # default: the model's own bin statistic
+    max_n_fraction: float = 0.5
+    batch_size: int = 8
+    threads: int = 1
+    device: str = "cpu"
+    precision: str = "32"
+
+
+def match_tracks(config: dict, specs: list, source: str) -> list:
+    """The target specs in the model's track order; every model track must be there (by id)."""
+    by_id = {s.id: s for s in specs}
+    ids = [t["id"] for t in config["tracks"]]
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise InputError(f"{source}: no row for the model's track(s) {', '.join(missing[:3])}"
+                         f"{' ...' if len(missing) > 3 else ''} ({len(missing)} of {len(ids)} missing)")
+    return [by_id[i] for i in ids]
+
+
+def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
+    from genointerp.io.reference import Reference
+    from genointerp.io.regions import read_regions, whole_chromosomes
+    from genointerp.io.tracks import read_targets
+    from genointerp.tracks_data import WindowGeometry, build_windows
+
+    if not req.fasta or not req.targets:
+        raise InputError("give --fasta and --targets (or --basenji DIR)")
+    if not req.regions and not req.chroms:
+        raise InputError("give the regions to evaluate on: --regions BED or --chroms (held out of training)")
+    ref = Reference(req.fasta, warn)
+    specs = match_tracks(config, read_targets(req.targets), req.targets)
+    regions = (read_regions(req.regions, ref, warn) if req.regions
+               else whole_chromosomes(ref, [ref.resolve(c, "--chroms") for c in req.chroms]))
+    w = config["window"]
+    g = WindowGeometry(w["seq_len"], w["bin_size"], w["target_bins"])
+    return build_windows(ref, specs, regions, g, req.stat or w.get("stat", "mean"), None, req.max_n_fraction, log, warn)
+
+
+def _basenji_windows(req: EvaluateRequest, config: dict):
+    from genointerp.io.tfrecord import BasenjiDataset
+    from genointerp.tracks_data import ArrayWindows
+
+    ds = BasenjiDataset(req.basenji, req.basenji_split)
+    w = config["window"]
+    if (ds.seq_length, ds.target_length, ds.num_targets) != (w["seq_len"], w["target_bins"], len(config["tracks"])):
+        raise InputError(f"{req.basenji}: sequences of {ds.seq_length} bp with {ds.target_length} x {ds.num_targets} "
+                         f"targets, but the model takes {w['seq_len']} bp -> {w['target_bins']} x {len(config['tracks'])}")
+    pairs = list(ds)
+    if not pairs:
+        raise InputError(f"{req.basenji}: no {req.basenji_split} records")
+    return ArrayWindows(np.stack([p[0].astype(np.uint8) for p in pairs]), np.stack([p[1] for p in pairs]))
+
+
+def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], None]) -> dict:
+    """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model]}."""
+    import torch
+
+    from genointerp.predict_tracks import load_track_model
+    from genointerp.train.tracks import evaluate
+
+    torch.set_num_threads(req.threads)
+    results, labels, sources, tracks = [], [], [], None
+    for path in req.models:
+        model, config = load_track_model(path)
+        model.to(req.device)
+        ids = [t["id"] for t in config["tracks"]]
+        if tracks is None:
+            tracks, groups = ids, [t["group"] for t in config["tracks"]]
+        elif ids != tracks:
+            raise InputError(f"{path}: its tracks differ from the first model's; the two models must predict the same tracks")
+        source = _basenji_windows(req, config) if req.basenji else _genome_windows(req, config, log, warn)
+        r, _ = evaluate(model, source, req.device, req.precision, req.batch_size)
+        label = config["model"]["architecture"] + ("" if path is None else f" ({path})")
+        log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
+        results.append(r)
+        labels.append(label)
+        sources.append(source)
+    return {"tracks": tracks, "groups": groups, "pearson": results, "labels": labels, "windows": sources}
+
+
+def region_truth_and_prediction(model_dir: str | None, fasta: str, targets: str, chrom: str, start: int, end: int,
+                                warn) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """For the Figure-3 plot: (bin starts (n,), predicted (n, T), measured (n, T), track ids) over a region."""
+    from genointerp.io.reference import Reference
+    from genointerp.io.tracks import read_targets
+    from genointerp.predict_tracks import load_track_model, predict_rates, window_batch
+    from genointerp.tracks_data import load_chromosome_targets
+    from genointerp.tracks_tiling import Stitcher, plan_windows
+
+    model, config = load_track_model(model_dir)
+    ref = Reference(fasta, warn)
+    chrom = ref.resolve(chrom, "--plot-region")
+    if not 0 <= start < end <= ref.lengths[chrom]:
+        raise InputError(f"--plot-region {chrom}:{start}-{end} is off {chrom} (0-{ref.lengths[chrom]:,})")
+    w = config["window"]
+    specs = match_tracks(config, read_targets(targets), targets)
+    starts, run_start, n_bins = plan_windows(start, end, ref.lengths[chrom], w["seq_len"], w["target_bins"],
+                                             w["bin_size"], w["target_bins"] // 4)
+    stitch = Stitcher(run_start, n_bins, len(specs), w["bin_size"], starts, w["seq_len"], w["target_bins"])
+    for a in range(0, len(starts), 8):
+        idx = np.arange(a, min(a + 8, len(starts)))
+        stitch.add(idx, predict_rates(model, window_batch(ref, chrom, starts[idx], w["seq_len"]), "cpu", "32", False))
+    truth = load_chromosome_targets(specs, ref, chrom, w["bin_size"], w.get("stat", "mean"), None, warn)
+    b0 = run_start // w["bin_size"]
+    bins = run_start + np.arange(n_bins) * w["bin_size"]
+    return bins, stitch.result(), truth[b0 : b0 + n_bins], [s.id for s in specs]

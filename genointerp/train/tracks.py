@@ -1,0 +1,73 @@
+"""Track regression for train.loop.fit: DNA windows in, binned signal out, Poisson loss,
+reverse-complement and shift augmentation, early stopping on mean validation Pearson r."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from genointerp.train.loop import autocast
+
+
+class TrackTask:
+    """`train` and `valid` are window sources with `__len__` and
+    `batch(idx, shifts, flips) -> (x float32 (B, L, 4), y float32 (B, bins, T))`."""
+
+    score_name = "pearson"
+
+    def __init__(self, train, valid, rc_augment: bool, max_shift: int, device: str = "cpu",
+                 precision: str = "32", eval_batch: int = 32) -> None:
+        self.train, self.valid = train, valid
+        self.rc_augment, self.max_shift = rc_augment, max_shift
+        self.device, self.precision, self.eval_batch = device, precision, eval_batch
+
+    def n_train(self) -> int:
+        return len(self.train)
+
+    def augmentation(self, gen: np.random.Generator) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(shift int64 (n_train,) in [-max_shift, max_shift] or None, flip bool (n_train,) or None)."""
+        n = len(self.train)
+        shifts = gen.integers(-self.max_shift, self.max_shift + 1, n) if self.max_shift else None
+        flips = gen.random(n) < 0.5 if self.rc_augment else None
+        return shifts, flips
+
+    def batch(self, idx: np.ndarray, aug, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = self.train.batch(idx, *aug)
+        return torch.from_numpy(x).to(device), torch.from_numpy(np.ascontiguousarray(y)).to(device)
+
+    def loss(self, rate: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.poisson_nll_loss(rate, target, log_input=False)
+
+    def validate(self, model) -> dict:
+        r, loss = evaluate(model, self.valid, self.device, self.precision, self.eval_batch)
+        return {"loss": loss, "pearson": float(np.nanmean(r)) if np.isfinite(r).any() else float("nan")}
+
+
+@torch.inference_mode()
+def predict_batches(model, source, idx: np.ndarray, device: str, precision: str = "32",
+                    batch_size: int = 32) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield (window indices (B,), predicted rates float32 (B, bins, T), targets (B, bins, T))."""
+    model.eval()
+    for a in range(0, len(idx), batch_size):
+        i = idx[a : a + batch_size]
+        x, y = source.batch(i)
+        with autocast(device, precision):
+            rate = model(torch.from_numpy(x).to(device)).float().cpu().numpy()
+        yield i, rate, y
+
+
+def evaluate(model, source, device: str, precision: str = "32", batch_size: int = 32) -> tuple[np.ndarray, float]:
+    """Per-track Pearson r (T,) over every window and bin of `source`, and the mean Poisson loss."""
+    from genointerp.tracks_eval import PearsonAccumulator
+
+    acc, total, n = None, 0.0, 0
+    for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size):
+        if acc is None:
+            acc = PearsonAccumulator(rate.shape[-1])
+        acc.update(rate, y)
+        r, t = torch.from_numpy(rate), torch.from_numpy(np.ascontiguousarray(y))
+        total += float(torch.nn.functional.poisson_nll_loss(r, t, log_input=False, reduction="sum"))
+        n += y.size
+    return acc.result(), total / max(n, 1)
