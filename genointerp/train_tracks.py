@@ -71,10 +71,10 @@ def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
     rule = SplitRule(**held,
                      valid_regions=tuple(read_regions(req.valid_regions, ref, warn)) if req.valid_regions else (),
                      test_regions=tuple(read_regions(req.test_regions, ref, warn)) if req.test_regions else ())
+    # held-out chromosomes and regions are tiled too, whether or not --regions covers them
     known = {r.chrom for r in regions}
-    extra = [c for c in held["valid_chroms"] + held["test_chroms"] if c not in known]
-    if extra:
-        regions += whole_chromosomes(ref, extra)
+    regions += whole_chromosomes(ref, [c for c in held["valid_chroms"] + held["test_chroms"] if c not in known])
+    regions += list(rule.valid_regions) + list(rule.test_regions)
     windows = build_windows(ref, specs, regions, g, req.stat, cache, req.max_n_fraction, log, warn)
     split = assign_splits(windows, rule)
     log(describe_split(windows, split))

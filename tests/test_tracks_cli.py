@@ -318,3 +318,18 @@ def test_ddp_two_processes_match_one_process_with_double_batch(tmp_path):
     # floating-point sums differs (see the XVir DDP test)
     for k in a:
         np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_held_out_regions_are_tiled_even_outside_the_training_regions(tmp_path, cli):
+    rows = [line.split("\t") for line in REGIONS.read_text().splitlines()]
+    for name in ("train", "valid", "test"):
+        (tmp_path / f"{name}.bed").write_text("".join("\t".join(r[:3]) + "\n" for r in rows if r[3] == name))
+    res = cli(*train_args(tmp_path / "m", "--epochs", 1, "--arch", "maxpool-cnn", "--regions", tmp_path / "train.bed",
+                          "--valid-regions", tmp_path / "valid.bed", "--test-regions", tmp_path / "test.bed"))
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    # on the 32 bp grid chr2 320-10000 holds (10000 - 320) // 512 = 18 whole 512 bp target spans and
+    # 10016-19968 (the last whole bin) holds (19968 - 10016) // 512 = 19
+    w = cfg["training"]["windows"]
+    assert w["valid"] == 18 and w["test"] == 19 and w["train"] > 60
+    assert cfg["training"]["data"]["split"]["test_regions"] == ["chr2:10000-20000"]
