@@ -4,10 +4,16 @@ Each read is cut into windows of the model's read length (at 0, L, 2L, ... and o
 read's end, so every base is covered); a read's p_viral is the highest of its windows. Windows
 with N or IUPAC letters are skipped when the model has no UNKNOWN token. Status per read:
 scored, too_short (shorter than the model's read length), ambiguous (no window free of N).
+
+With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
+genointerp.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
+That needs a read's p_viral to be independent of the reads it is batched with, which is why
+every forward pass has the same shape (see score_batch).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -16,8 +22,10 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from genointerp.errors import InputError
 from genointerp.io.sequences import is_alignment_file, iter_alignment_reads, iter_records
 from genointerp.kmerize import encode_joined
+from genointerp.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
 
@@ -34,11 +42,26 @@ class ClassifyRequest:
     device: str = "cpu"
     precision: str = "32"
     batch_windows: int = 256  # windows per forward pass: more only adds memory (~0.3 MB of activations each)
+    chunk: tuple[int, int] | None = None  # (i, n): only chunk i of n of the read stream
+    model_path: str | None = None  # recorded in the summary, with a digest of the model's files
 
 
 def default_threshold(config: dict) -> float:
     """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5."""
     return float(config.get("calling", {}).get("threshold", 0.5))
+
+
+def model_sha256(folder: str) -> str:
+    """SHA-256 over the model's config.json and weights: tells summaries of different models apart
+    even when the same model sits at different paths (host and container)."""
+    from genointerp.checkpoint import CONFIG, WEIGHTS
+
+    digest = hashlib.sha256()
+    for name in (CONFIG, WEIGHTS):
+        with open(f"{folder}/{name}", "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def records(req: ClassifyRequest) -> Iterator[tuple[str, str, str | None]]:
@@ -73,7 +96,13 @@ def score_batch(model, batch, L: int, k: int, has_unknown: bool, req: ClassifyRe
             clean = ~(mat == N_CODE).any(axis=1)
             mat, wread = mat[clean], wread[clean]
         if wread.size:
-            pw = predict(model, tokenize(mat, k), req.device, req.precision, req.batch_windows)
+            # Pad to whole forward passes: GEMM kernels sum in an order that depends on the batch
+            # shape, so a window's score would shift in the 7th digit with the windows around it,
+            # and chunked runs would not reproduce the unchunked TSV. Same shape, same bits.
+            tokens = tokenize(mat, k)
+            pad = -len(tokens) % req.batch_windows
+            tokens = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)]) if pad else tokens
+            pw = predict(model, tokens, req.device, req.precision, req.batch_windows)[: wread.size]
             best = np.full(len(batch), -1.0)
             np.maximum.at(best, wread, pw)
             scored = best >= 0
@@ -88,8 +117,15 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
     has_unknown = config["model"]["vocab_size"] > 4**k
     counts: Counter = Counter()
     total = called = 0
-    out.write(HEADER.encode())
     it = records(req)
+    if req.chunk:
+        part, parts = req.chunk
+        with progress(f"counting reads for chunk {part}/{parts}", None) as advance:
+            n_input = count_records(records(req), advance)
+        start, stop = chunk_range(part, parts, n_input)
+        log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
+        it = islice(it, start, stop)
+    out.write(HEADER.encode())
     with progress("classifying reads", None) as advance:
         while batch := list(islice(it, BATCH)):
             p, status = score_batch(model, batch, L, k, has_unknown, req)
@@ -104,8 +140,11 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
             total += len(batch)
             called += int(viral.size)
             advance(len(batch))
+    if req.chunk and total != stop - start:
+        raise InputError(f"{', '.join(req.inputs)}: {start + total:,} reads on the second pass, {n_input:,} when "
+                         "counted: did the input change while it was read?")
     scored = counts.get("scored", 0)
-    return {
+    summary = {
         "reads_total": total,
         "reads_scored": scored,
         "reads_called_viral": called,
@@ -113,7 +152,12 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
         "status_counts": {s: counts.get(s, 0) for s in ("scored", "too_short", "ambiguous")},
         "threshold": req.threshold,
         "inputs": list(req.inputs),
+        "model": req.model_path,
+        "model_sha256": model_sha256(req.model_path) if req.model_path else None,
     }
+    if req.chunk:
+        summary.update(chunk_fields(part, parts, start, stop, n_input))
+    return summary
 
 
 def _record_text(rec) -> str:

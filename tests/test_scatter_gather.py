@@ -1,0 +1,192 @@
+"""classify-reads --chunk i/n and merge-calls: chunked then merged = unchunked, byte for byte."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import DATA, assert_one_error_line, read_fastq
+from genointerp.cli import app
+from genointerp.scatter import chunk_range, parse_chunk
+
+OUTS = ("calls.tsv", "summary.json", "viral.fq.gz")
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def classify(reads, folder, *extra):
+    """classify-reads at threshold 0.5 (so a few reads are called viral); outputs in `folder`."""
+    folder.mkdir()
+    res = run("-q", "classify-reads", reads, "--threshold", 0.5, "-o", folder / OUTS[0], "--summary", folder / OUTS[1],
+              "--viral-out", folder / OUTS[2], *extra)
+    assert res.exit_code == 0, res.output
+    return folder
+
+
+def scatter_gather(reads, n, tmp, *extra):
+    """n chunk jobs, then merge-calls over their outputs; returns the merged folder."""
+    jobs = [classify(reads, tmp / f"chunk{i}", "--chunk", f"{i}/{n}", *extra) for i in range(1, n + 1)]
+    merged = tmp / "merged"
+    merged.mkdir()
+    files = [job / name for name in OUTS for job in jobs]  # all TSVs, then all summaries, then all viral reads
+    res = run("merge-calls", *files, "-o", merged / OUTS[0], "--summary", merged / OUTS[1], "--viral-out", merged / OUTS[2])
+    assert res.exit_code == 0, res.output
+    return jobs, merged
+
+
+def assert_same_outputs(a, b):
+    for name in OUTS:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.fixture(scope="module")
+def reads(tmp_path_factory):
+    """100 reads of tumor_small (30 HPV, 10 E. coli, 60 human) and two that are not scored."""
+    fq = tmp_path_factory.mktemp("reads") / "reads.fq"
+    every = read_fastq(DATA / "tumor_small.fq.gz")
+    by = {label: [r for r in every if r[0].startswith(label)] for label in ("viral", "bacterial", "human")}
+    chosen = by["viral"][:30] + by["bacterial"][:10] + by["human"][:60]
+    chosen = [chosen[(7 * j) % 100] for j in range(100)]  # mix the labels along the file
+    chosen.insert(41, ("short", "ACGT" * 10, "I" * 40))
+    chosen.insert(77, ("allN", "N" * 160, "I" * 160))
+    fq.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in chosen))
+    return fq
+
+
+@pytest.fixture(scope="module")
+def whole(reads, tmp_path_factory):
+    return classify(reads, tmp_path_factory.mktemp("whole") / "out")
+
+
+@pytest.mark.parametrize("n", [1, 3, 7])
+def test_chunked_then_merged_is_the_unchunked_run(n, reads, whole, tmp_path):
+    jobs, merged = scatter_gather(reads, n, tmp_path)
+    assert_same_outputs(merged, whole)
+    summaries = [json.loads((job / OUTS[1]).read_text()) for job in jobs]
+    assert [s["chunk"] for s in summaries] == [f"{i}/{n}" for i in range(1, n + 1)]
+    assert [s["chunk_range"] for s in summaries] == [list(chunk_range(i, n, 102)) for i in range(1, n + 1)]
+    assert [s["reads_total"] for s in summaries] == [b - a for a, b in (s["chunk_range"] for s in summaries)]
+    # plain `cat` of the TSVs, header once, is the unchunked TSV too
+    tables = [(job / OUTS[0]).read_text().splitlines(keepends=True) for job in jobs]
+    assert tables[0][0] + "".join(row for t in tables for row in t[1:]) == (whole / OUTS[0]).read_text()
+    assert json.loads((whole / OUTS[1]).read_text())["status_counts"] == {"scored": 100, "too_short": 1, "ambiguous": 1}
+    assert 0 < json.loads((whole / OUTS[1]).read_text())["reads_called_viral"] < 100
+
+
+def test_more_chunks_than_reads_gives_empty_chunks_that_still_merge(tmp_path):
+    fq = tmp_path / "five.fq"
+    fq.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in read_fastq(DATA / "tumor_small.fq.gz")[:5]))
+    whole = classify(fq, tmp_path / "whole")
+    jobs, merged = scatter_gather(fq, 8, tmp_path)
+    assert_same_outputs(merged, whole)
+    empty = [job for job in jobs if json.loads((job / OUTS[1]).read_text())["reads_total"] == 0]
+    assert len(empty) == 3
+    assert all((job / OUTS[0]).read_text() == "read_id\tlength\tp_viral\tcall\tstatus\n" for job in empty)
+
+
+def test_bam_chunks_cover_the_unmapped_only_stream(reads, tmp_path):
+    import pysam
+
+    records = read_fastq(reads)[:30]
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "20", "LN": 100000}]}
+    with pysam.AlignmentFile(tmp_path / "r.bam", "wb", header=header) as bam:
+        for i, (name, seq, qual) in enumerate(records):
+            a = pysam.AlignedSegment()
+            a.query_name, a.query_sequence = name, seq
+            a.query_qualities = pysam.qualitystring_to_array(qual)
+            if i % 4 == 0:  # mapped: dropped by --unmapped-only before chunking
+                a.reference_id, a.reference_start, a.cigarstring, a.flag = 0, 10 * i, f"{len(seq)}M", 0
+            else:
+                a.flag = 4
+            bam.write(a)
+    whole = classify(tmp_path / "r.bam", tmp_path / "whole", "--unmapped-only")
+    assert json.loads((whole / OUTS[1]).read_text())["reads_total"] == 22
+    jobs, merged = scatter_gather(tmp_path / "r.bam", 3, tmp_path, "--unmapped-only")
+    assert_same_outputs(merged, whole)
+    assert json.loads((jobs[2] / OUTS[1]).read_text())["input_reads_total"] == 22
+
+
+@pytest.mark.parametrize("chunk", ["0/3", "4/3", "1/0", "x", "3", "-1/3", "1/3/5"])
+def test_bad_chunk_values_are_usage_errors(chunk, reads, tmp_path):
+    res = run("classify-reads", reads, "--chunk", chunk, "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 2 and "--chunk" in res.stderr and not (tmp_path / "c.tsv").exists()
+
+
+def test_stdin_cannot_be_chunked(reads):
+    res = CliRunner().invoke(app, ["classify-reads", "-", "--chunk", "1/2"], input=reads.read_text())
+    assert res.exit_code == 2 and "stdin" in res.stderr
+
+
+def test_chunk_arithmetic_tiles_every_record_once():
+    for total in (0, 1, 5, 102, 1000):
+        for n in (1, 2, 3, 7, 8, 1001):
+            ranges = [chunk_range(i, n, total) for i in range(1, n + 1)]
+            assert ranges[0][0] == 0 and ranges[-1][1] == total
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+            assert max(b - a for a, b in ranges) - min(b - a for a, b in ranges) <= 1
+    assert parse_chunk("3/8") == (3, 8)
+
+
+@pytest.fixture(scope="module")
+def four_chunks(reads, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("four")
+    return [classify(reads, tmp / f"chunk{i}", "--chunk", f"{i}/4") for i in range(1, 5)]
+
+
+def test_merge_refuses_a_missing_or_repeated_chunk(four_chunks, tmp_path):
+    a, b, c, d = four_chunks
+    res = run("merge-calls", *(j / OUTS[0] for j in (a, b, d)), *(j / OUTS[1] for j in (a, b, d)), "-o", tmp_path / "m.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
+    assert_one_error_line(res, "chunks 1,2,4 of 4: chunk 3 missing")
+    res = run("merge-calls", *(j / OUTS[0] for j in (a, b, b, d)), *(j / OUTS[1] for j in (a, b, b, d)), "-o", tmp_path / "m.tsv")
+    assert_one_error_line(res, "chunks 1,2,2,4 of 4: chunk 3 missing; chunk 2 given twice")
+
+
+def test_merge_refuses_mismatched_headers_and_other_thresholds(four_chunks, tmp_path):
+    a, b, c, d = four_chunks
+    odd = tmp_path / "odd.tsv"
+    odd.write_text((b / OUTS[0]).read_text().replace("p_viral", "score", 1))
+    res = run("merge-calls", a / OUTS[0], odd, c / OUTS[0], d / OUTS[0], "-o", tmp_path / "m.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
+    assert_one_error_line(res, "differs from the first TSV's")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), "threshold": 0.9}))
+    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
+              "-o", tmp_path / "m.tsv")
+    assert_one_error_line(res, "threshold 0.9 differs")
+
+
+def test_merge_orders_by_chunk_and_checks_pairing(four_chunks, whole, tmp_path):
+    shuffled = [four_chunks[k] for k in (2, 0, 3, 1)]  # e.g. a glob that sorts chunk10 before chunk2
+    res = run("merge-calls", *(j / name for name in OUTS[:2] for j in shuffled), "-o", tmp_path / "m.tsv")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "m.tsv").read_bytes() == (whole / OUTS[0]).read_bytes()
+    tables, summaries = [j / OUTS[0] for j in four_chunks], [j / OUTS[1] for j in four_chunks]
+    summaries[0], summaries[1] = summaries[1], summaries[0]  # lists in different orders: chunk 1 has 25 reads, chunk 2 26
+    res = run("merge-calls", *tables, *summaries, "-o", tmp_path / "n.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "n.tsv").exists()
+    assert_one_error_line(res, "list TSVs and summaries in the same order")
+    res = run("merge-calls", *tables, "--summary", tmp_path / "s.json")
+    assert res.exit_code == 2 and "summary JSONs" in res.stderr
+
+
+def test_a_reads_score_does_not_depend_on_its_batch_companions(reads):
+    """Bit-identical p_viral alone or among others: what chunked = unchunked rests on."""
+    import numpy as np
+
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.classify_reads import ClassifyRequest, score_batch
+    from genointerp.resources import builtin_model_dir
+
+    model, config = load_model_dir(builtin_model_dir(), expect="xvir")
+    L, k = config["model"]["read_length"], config["model"]["k"]
+    has_unknown = config["model"]["vocab_size"] > 4**k
+    batch = read_fastq(reads)[:40]  # all scored
+    req = ClassifyRequest([str(reads)])
+    together, _ = score_batch(model, batch, L, k, has_unknown, req)
+    for j in (0, 37):
+        alone, _ = score_batch(model, batch[j:j + 1], L, k, has_unknown, req)
+        assert alone[0].tobytes() == together[j].tobytes()
+    assert np.isfinite(together).all()
