@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 RUN    := run-output
 SHARED ?= ../shared/data
 
-.PHONY: install test run default-model bench bench-deps test-data profiles clean
+.PHONY: install test run default-model tracks-model bench bench-tracks bench-deps test-data profiles clean
 
 install: $(STAMP)
 
@@ -37,6 +37,11 @@ default-model: install
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples; }
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED)
 
+# Rebuild the built-in tracks model (GRCh37 chr20 + ENCODE-DREAM peaks from ../shared/data; about
+# 45 minutes on 2 CPUs; rerun to resume after an interruption).
+tracks-model: install
+	$(BIN)/python scripts/build_tracks_model.py --shared $(SHARED)
+
 # Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish, kraken2, plink2 (+ bgzip, GNU time).
 bench-deps:
 	command -v art_illumina >/dev/null && command -v wgsim >/dev/null && command -v jellyfish >/dev/null && \
@@ -52,10 +57,21 @@ bench: install bench-deps
 	$(BIN)/python benchmarks/classify_reads.py --work build/default-model
 	$(BIN)/python benchmarks/gene_pca.py --shared $(SHARED)
 	$(BIN)/python benchmarks/capsule.py --shared $(SHARED)
+	$(MAKE) bench-tracks
+
+# Track models: Table 1 of the Genomic Interpreter paper on chr20 peaks, and cost against input
+# length beside enformer-pytorch (installed here for the benchmark only, torch kept as pinned).
+bench-tracks: install
+	$(BIN)/python -c "import enformer_pytorch" 2>/dev/null || \
+	  { $(BIN)/pip freeze | grep -E '^(torch|numpy)==' > $(VENV)/bench-constraints.txt && \
+	    $(BIN)/pip install --quiet -c $(VENV)/bench-constraints.txt enformer-pytorch; }
+	$(BIN)/python benchmarks/tracks_table1.py --shared $(SHARED)
+	$(BIN)/python benchmarks/tracks_cost.py
 
 test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)
 	$(BIN)/python test-data/make_genotype_data.py --shared $(SHARED)
+	$(BIN)/python test-data/make_tracks_data.py
 
 profiles: install
 	$(BIN)/python scripts/make_default_profile.py
