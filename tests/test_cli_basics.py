@@ -42,3 +42,20 @@ def test_console_script_runs():
     script = Path(sys.executable).with_name("genointerp")  # installed beside the interpreter
     res = subprocess.run([str(script), "--version"], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout == f"genointerp {__version__}\n"
+
+
+def test_versions_yml_for_multiqc(cli, tmp_path):
+    import yaml
+
+    from genointerp import __version__
+
+    out = tmp_path / "genointerp_mqc_versions.yml"
+    res = cli("versions", "--process", "CLASSIFY_READS", "-o", out)
+    assert res.exit_code == 0, res.output
+    parsed = yaml.safe_load(out.read_text())
+    assert list(parsed) == ["CLASSIFY_READS"]
+    tools = parsed["CLASSIFY_READS"]
+    assert tools["genointerp"] == __version__ and tools["torch"].startswith("2.")
+    assert all(isinstance(v, str) for v in tools.values())  # "2.10" must not turn into 2.1
+    res = cli("versions", "-o", out)
+    assert res.exit_code == 1 and "output exists" in res.stderr
