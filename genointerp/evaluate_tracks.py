@@ -4,6 +4,7 @@ over the windows that tile a region set (the paper's metric), plus the paper's f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -92,7 +93,8 @@ def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], 
             raise InputError(f"{path}: its tracks differ from the first model's; the two models must predict the same tracks")
         source = _basenji_windows(req, config) if req.basenji else _genome_windows(req, config, log, warn)
         r, _ = evaluate(model, source, req.device, req.precision, req.batch_size)
-        label = config["model"]["architecture"] + ("" if path is None else f" ({path})")
+        # the folder name, not the path: labels go into plot titles and legends
+        label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
         log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
         results.append(r)
         labels.append(label)

@@ -192,7 +192,7 @@ def plot_pearson_scatter(r_a, r_b, groups: Sequence[str], label_a: str, label_b:
     ax.set_xlabel(f"{label_a} Pearson r")
     ax.set_ylabel(f"{label_b} Pearson r")
     wins = int((r_b[ok] > r_a[ok]).sum())
-    ax.set_title(f"{label_b} beats {label_a} on {wins} of {int(ok.sum())} tracks", fontsize=10)
+    ax.set_title(f"{label_b} beats {label_a}\non {wins} of {int(ok.sum())} tracks", fontsize=10)
     if ok.any():
         ax.legend(fontsize=7, loc="lower right", title=f"group (n): mean {label_a} vs {label_b}",
                   title_fontsize=7)

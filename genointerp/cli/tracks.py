@@ -228,7 +228,8 @@ def evaluate_tracks(
                                  res["labels"][1], fig2)
         if fig3:
             bins, pred, truth, ids = region_truth_and_prediction(req.models[0], fasta, targets, *where, warn)
-            draw_region(pred, truth, bins, where[0], ids, fig3)
+            top = np.argsort(-truth.sum(axis=0), kind="stable")[:6]  # the tracks with the most signal there
+            draw_region(pred[:, top], truth[:, top], bins, where[0], [ids[i] for i in top], fig3)
     summary = {label: float(np.nanmean(r)) for label, r in zip(res["labels"], res["pearson"])}
     log("mean Pearson r: " + json.dumps(summary))
 
