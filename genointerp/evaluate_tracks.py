@@ -56,7 +56,8 @@ def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
                else whole_chromosomes(ref, [ref.resolve(c, "--chroms") for c in req.chroms]))
     w = config["window"]
     g = WindowGeometry(w["seq_len"], w["bin_size"], w["target_bins"])
-    return build_windows(ref, specs, regions, g, req.stat or w.get("stat", "mean"), None, req.max_n_fraction, log, warn)
+    return build_windows(ref, specs, regions, g, req.stat or w.get("stat", "mean"), None, req.max_n_fraction, log, warn,
+                         w.get("clip"))
 
 
 def _basenji_windows(req: EvaluateRequest, config: dict):
@@ -108,7 +109,7 @@ def region_truth_and_prediction(model_dir: str | None, fasta: str, targets: str,
     from genointerp.io.reference import Reference
     from genointerp.io.tracks import read_targets
     from genointerp.predict_tracks import load_track_model, predict_rates, window_batch
-    from genointerp.tracks_data import load_chromosome_targets
+    from genointerp.tracks_data import load_chromosome_targets, soft_clip
     from genointerp.tracks_tiling import Stitcher, plan_windows
 
     model, config = load_track_model(model_dir)
@@ -127,4 +128,4 @@ def region_truth_and_prediction(model_dir: str | None, fasta: str, targets: str,
     truth = load_chromosome_targets(specs, ref, chrom, w["bin_size"], w.get("stat", "mean"), None, warn)
     b0 = run_start // w["bin_size"]
     bins = run_start + np.arange(n_bins) * w["bin_size"]
-    return bins, stitch.result(), truth[b0 : b0 + n_bins], [s.id for s in specs]
+    return bins, stitch.result(), soft_clip(truth[b0 : b0 + n_bins], w.get("clip")), [s.id for s in specs]

@@ -35,6 +35,7 @@ class TrackTrainRequest:
     bin_size: int = 128
     target_bins: int = 16
     stat: str = "mean"
+    clip: float | None = 32.0  # soft-clip targets above this (Basenji's clip_soft); None: as measured
     max_n_fraction: float = 0.5
     threads: int = 1
 
@@ -75,7 +76,7 @@ def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
     known = {r.chrom for r in regions}
     regions += whole_chromosomes(ref, [c for c in held["valid_chroms"] + held["test_chroms"] if c not in known])
     regions += list(rule.valid_regions) + list(rule.test_regions)
-    windows = build_windows(ref, specs, regions, g, req.stat, cache, req.max_n_fraction, log, warn)
+    windows = build_windows(ref, specs, regions, g, req.stat, cache, req.max_n_fraction, log, warn, req.clip)
     split = assign_splits(windows, rule)
     log(describe_split(windows, split))
     reference = {"path": str(Path(req.fasta).resolve()), "chroms": {c: ref.lengths[c] for c in ref.names}}
@@ -171,7 +172,7 @@ def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: boo
             "task": "track prediction",
             "tracks": [{"id": s.id, "group": s.group, "description": s.description} for s in specs],
             "window": {"seq_len": g.seq_len, "bin_size": g.bin_size, "target_bins": g.target_bins,
-                       "stat": req.stat},
+                       "stat": req.stat, "clip": None if req.basenji else req.clip},
             "reference": {"chroms": reference["chroms"]} if not req.basenji else None,
             "training": {**asdict(settings), "arch": req.arch, "width": req.width, "data": data_info,
                          "windows": {"train": len(train), "valid": len(valid), "test": len(test)},

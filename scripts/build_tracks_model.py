@@ -31,7 +31,7 @@ DEST = ROOT / "genointerp" / "resources" / "models" / "tracks_dream_chr20"
 PEAKS = "tracks/dream2016_tfchip.hg19.chr20.narrowPeak.gz"
 FASTA = "human/GRCh37.chr20.fa.gz"
 TRAIN_ARGS = ["--arch", "swin1d", "--width", "64", "--patch", "4", "--seq-len", "3072", "--bin-size", "128",
-              "--target-bins", "16", "--epochs", "6", "--patience", "3", "--batch-size", "16", "--lr", "3e-4",
+              "--target-bins", "16", "--epochs", "5", "--patience", "2", "--batch-size", "16", "--lr", "3e-4",
               "--seed", "1", "--device", "cpu"]
 
 

@@ -66,6 +66,7 @@ def train_tracks(
     bin_size: int = typer.Option(128, "--bin-size", min=1, help="bp per target bin."),
     target_bins: int = typer.Option(16, "--target-bins", min=1, help="Bins predicted at the centre of each window."),
     stat: BinStat = typer.Option(BinStat.mean, "--stat", help="How a bin summarises the signal of its bases."),
+    clip: float = typer.Option(32.0, "--clip", min=0, help="Soft-clip targets above this: clip + sqrt(excess) (Basenji's); 0 = off."),
     max_n: float = typer.Option(0.5, "--max-n", min=0, max=1, help="Skip windows whose target span has more N than this fraction."),
     epochs: int = typer.Option(20, "--epochs", min=1),
     patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without a better validation Pearson r."),
@@ -74,6 +75,7 @@ def train_tracks(
     weight_decay: float = typer.Option(0.0, "--weight-decay", min=0),
     rc_augment: bool = typer.Option(True, "--rc-augment/--no-rc-augment", help="Reverse-complement half of the windows each epoch."),
     shift: int = typer.Option(3, "--shift", min=0, help="Shift each training window by up to this many bp (augmentation)."),
+    grad_clip: float = typer.Option(1.0, "--grad-clip", min=0, help="Clip the gradient norm to this (0 = off)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16, 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
@@ -95,12 +97,13 @@ def train_tracks(
 
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=device_for(device, precision),
-                             precision=precision.value, schedule="cosine", shift_augment=shift)
+                             precision=precision.value, schedule="cosine", shift_augment=shift,
+                             grad_clip=grad_clip)
     req = TrackTrainRequest(fasta=fasta, targets=targets, regions=regions, chroms=_chroms(chroms),
                             valid_chroms=_chroms(valid_chroms), test_chroms=_chroms(test_chroms),
                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
-                            stat=stat.value, max_n_fraction=max_n, threads=usable_threads(threads))
+                            stat=stat.value, clip=clip or None, max_n_fraction=max_n, threads=usable_threads(threads))
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if not basenji and not (fasta and targets):

@@ -37,6 +37,7 @@ class TrainSettings:
     precision: str = "32"
     schedule: str = "constant"  # or "cosine": cosine annealing of the LR to 0 over `epochs`
     shift_augment: int = 0  # track models: random shifts of up to this many bp
+    grad_clip: float = 0.0  # > 0: clip the gradient norm to this (one rare huge target must not undo training)
 
 
 class Task(Protocol):
@@ -169,6 +170,8 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
                     loss = task.loss(net(xb).float(), yb)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                if s.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
                 opt.step()
                 total += float(loss.detach()) * len(idx)
                 seen += len(idx)
