@@ -120,7 +120,7 @@ def main() -> None:
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help="input lengths in bp, comma-separated")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--modes", default="infer,train", help="infer (forward, inference mode) and/or train (forward+backward)")
-    ap.add_argument("--width", type=int, default=96, help="channels at bin resolution (96: enformer-pytorch needs width/heads % 6 == 0)")
+    ap.add_argument("--width", type=int, default=96, help="channels at bin resolution (96: enformer-pytorch needs width/heads %% 6 == 0)")
     ap.add_argument("--bin-size", type=int, default=128)
     ap.add_argument("--tracks", type=int, default=8)
     ap.add_argument("--transformer-layers", type=int, default=1)
