@@ -116,7 +116,7 @@ def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: boo
     from genointerp.checkpoint import build_model, save_model_dir
     from genointerp.models.track_configs import default_track_config
     from genointerp.tracks_eval import group_means, write_evaluation_tsv
-    from genointerp.train.loop import fit, init_distributed
+    from genointerp.train.loop import epoch_table, fit, init_distributed
     from genointerp.train.tracks import TrackTask, evaluate
 
     dist = init_distributed(settings.device)
@@ -151,12 +151,7 @@ def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: boo
         f"{g.seq_len:,} bp -> {g.target_bins} x {g.bin_size} bp bins; train {len(train):,}, valid {len(valid):,}, "
         f"test {len(test):,} ({dist.world} process{'es' if dist.world > 1 else ''}, {settings.device})")
     metrics_tsv = ckpt / "metrics.tsv"
-    if not resume and dist.main:
-        metrics_tsv.write_text("\t".join(METRIC_COLUMNS) + "\n")
-
-    def on_epoch(row: dict) -> None:
-        with open(metrics_tsv, "a") as fh:
-            fh.write("\t".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in METRIC_COLUMNS) + "\n")
+    on_epoch = epoch_table(metrics_tsv, METRIC_COLUMNS, fresh=not resume and dist.main)
 
     task = TrackTask(train, valid, settings.rc_augment, settings.shift_augment, settings.device, settings.precision)
     best, history = fit(model, task, settings, ckpt, resume, dist, log, progress, on_epoch)

@@ -78,7 +78,7 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
 
     from genointerp.checkpoint import save_model_dir
     from genointerp.models.xvir import XVir, XVirConfig, count_parameters
-    from genointerp.train.loop import fit, init_distributed, predict
+    from genointerp.train.loop import epoch_table, fit, init_distributed, predict
     from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr
 
     dist = init_distributed(settings.device)
@@ -121,12 +121,7 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
     if dist.main:
         ckpt.mkdir(exist_ok=True)
     metrics_tsv = ckpt / "metrics.tsv"
-    if not resume and dist.main:
-        metrics_tsv.write_text("\t".join(METRIC_COLUMNS) + "\n")
-
-    def on_epoch(row: dict) -> None:
-        with open(metrics_tsv, "a") as fh:
-            fh.write("\t".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in METRIC_COLUMNS) + "\n")
+    on_epoch = epoch_table(metrics_tsv, METRIC_COLUMNS, fresh=not resume and dist.main)
 
     task = ReadClassificationTask(train, valid, reverse_complement_table(header["k"]), settings.rc_augment,
                                   settings.device, settings.precision)

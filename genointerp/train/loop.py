@@ -112,6 +112,19 @@ def predict(model, tokens: np.ndarray, device: str, precision: str = "32", batch
     return np.concatenate(out).astype(np.float64) if out else np.empty(0)
 
 
+def epoch_table(path: Path, columns: list[str], fresh: bool) -> Callable[[dict], None]:
+    """A per-epoch metrics TSV: header written now unless resuming; returns the row appender
+    that fit's on_epoch takes (floats to 6 significant digits)."""
+    if fresh:
+        path.write_text("\t".join(columns) + "\n")
+
+    def append(row: dict) -> None:
+        with open(path, "a") as fh:
+            fh.write("\t".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in columns) + "\n")
+
+    return append
+
+
 def _scheduler(opt, s: TrainSettings):
     if s.schedule == "cosine":
         return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(s.epochs, 1))
