@@ -61,29 +61,31 @@ def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
 
 
 def _basenji_windows(req: EvaluateRequest, config: dict):
-    from genointerp.io.tfrecord import BasenjiDataset
-    from genointerp.tracks_data import ArrayWindows
+    """The split's records with their target columns in the model's track order (train-tracks
+    regroups a Basenji set's targets by group, so column i of the set need not be track i)."""
+    from genointerp.io.tfrecord import read_statistics
+    from genointerp.tracks_data import basenji_tracks, basenji_windows
 
-    ds = BasenjiDataset(req.basenji, req.basenji_split)
-    w = config["window"]
-    if (ds.seq_length, ds.target_length, ds.num_targets) != (w["seq_len"], w["target_bins"], len(config["tracks"])):
-        raise InputError(f"{req.basenji}: sequences of {ds.seq_length} bp with {ds.target_length} x {ds.num_targets} "
-                         f"targets, but the model takes {w['seq_len']} bp -> {w['target_bins']} x {len(config['tracks'])}")
-    pairs = list(ds)
-    if not pairs:
-        raise InputError(f"{req.basenji}: no {req.basenji_split} records")
-    return ArrayWindows(np.stack([p[0].astype(np.uint8) for p in pairs]), np.stack([p[1] for p in pairs]))
+    stats, w = read_statistics(req.basenji), config["window"]
+    if (stats["seq_length"], stats["target_length"]) != (w["seq_len"], w["target_bins"]):
+        raise InputError(f"{req.basenji}: sequences of {stats['seq_length']} bp with {stats['target_length']} target "
+                         f"bins, but the model takes {w['seq_len']} bp -> {w['target_bins']} bins")
+    in_set = basenji_tracks(req.basenji, stats["num_targets"])
+    columns = [in_set.index(s) for s in match_tracks(config, in_set, req.basenji)]
+    src, _ = basenji_windows(req.basenji, req.basenji_split, columns)
+    return src
 
 
 def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], None]) -> dict:
-    """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model]}."""
+    """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model],
+    "models": [(model, config) per model]}."""
     import torch
 
     from genointerp.predict_tracks import load_track_model
     from genointerp.train.tracks import evaluate
 
     torch.set_num_threads(req.threads)
-    results, labels, sources, tracks = [], [], [], None
+    results, labels, sources, models, tracks = [], [], [], [], None
     for path in req.models:
         model, config = load_track_model(path)
         model.to(req.device)
@@ -100,32 +102,31 @@ def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], 
         results.append(r)
         labels.append(label)
         sources.append(source)
-    return {"tracks": tracks, "groups": groups, "pearson": results, "labels": labels, "windows": sources}
+        models.append((model, config))
+    return {"tracks": tracks, "groups": groups, "pearson": results, "labels": labels, "windows": sources,
+            "models": models}
 
 
-def region_truth_and_prediction(model_dir: str | None, fasta: str, targets: str, chrom: str, start: int, end: int,
+def region_truth_and_prediction(model, config: dict, req: EvaluateRequest, chrom: str, start: int, end: int,
                                 warn) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """For the Figure-3 plot: (bin starts (n,), predicted (n, T), measured (n, T), track ids) over a region."""
+    """For the Figure-3 plot: (bin starts (n,), predicted (n, T), measured (n, T), track ids) over a
+    region, predicted as predict-tracks does (overlapping windows, stitched)."""
     from genointerp.io.reference import Reference
     from genointerp.io.tracks import read_targets
-    from genointerp.predict_tracks import load_track_model, predict_rates, window_batch
+    from genointerp.predict_tracks import predict_run
     from genointerp.tracks_data import load_chromosome_targets, soft_clip
-    from genointerp.tracks_tiling import Stitcher, plan_windows
+    from genointerp.tracks_tiling import plan_windows
 
-    model, config = load_track_model(model_dir)
-    ref = Reference(fasta, warn)
+    ref = Reference(req.fasta, warn)
     chrom = ref.resolve(chrom, "--plot-region")
     if not 0 <= start < end <= ref.lengths[chrom]:
         raise InputError(f"--plot-region {chrom}:{start}-{end} is off {chrom} (0-{ref.lengths[chrom]:,})")
     w = config["window"]
-    specs = match_tracks(config, read_targets(targets), targets)
+    specs = match_tracks(config, read_targets(req.targets), req.targets)
     starts, run_start, n_bins = plan_windows(start, end, ref.lengths[chrom], w["seq_len"], w["target_bins"],
                                              w["bin_size"], w["target_bins"] // 4)
-    stitch = Stitcher(run_start, n_bins, len(specs), w["bin_size"], starts, w["seq_len"], w["target_bins"])
-    for a in range(0, len(starts), 8):
-        idx = np.arange(a, min(a + 8, len(starts)))
-        stitch.add(idx, predict_rates(model, window_batch(ref, chrom, starts[idx], w["seq_len"]), "cpu", "32", False))
+    run = predict_run(model, w, ref, chrom, starts, run_start, n_bins, req.batch_size, req.device, req.precision,
+                      False)
     truth = load_chromosome_targets(specs, ref, chrom, w["bin_size"], w.get("stat", "mean"), None, warn)
     b0 = run_start // w["bin_size"]
-    bins = run_start + np.arange(n_bins) * w["bin_size"]
-    return bins, stitch.result(), soft_clip(truth[b0 : b0 + n_bins], w.get("clip")), [s.id for s in specs]
+    return run.bin_starts(), run.values, soft_clip(truth[b0 : b0 + n_bins], w.get("clip")), [s.id for s in specs]

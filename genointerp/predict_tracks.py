@@ -70,7 +70,7 @@ def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], N
 
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
-    from genointerp.tracks_tiling import BinnedRun, Stitcher, merge_regions, plan_windows
+    from genointerp.tracks_tiling import merge_regions, plan_windows
 
     model, config = load_track_model(req.model)
     model.to(req.device)
@@ -94,17 +94,28 @@ def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], N
     total = sum(len(p[1]) for p in plans)
     log(f"{len(merged):,} region(s), {sum(p[3] for p in plans):,} bins of {bin_size} bp, {total:,} windows of "
         f"{seq_len:,} bp; {len(track_ids)} tracks")
-    runs = []
     with progress("predicting", total) as advance:
-        for chrom, starts, run_start, n_bins in plans:
-            stitch = Stitcher(run_start, n_bins, len(track_ids), bin_size, starts, seq_len, target_bins)
-            for a in range(0, len(starts), req.batch_size):
-                idx = np.arange(a, min(a + req.batch_size, len(starts)))
-                x = window_batch(ref, chrom, starts[idx], seq_len)
-                stitch.add(idx, predict_rates(model, x, req.device, req.precision, req.rc_average))
-                advance(len(idx))
-            runs.append(BinnedRun(chrom, run_start, bin_size, stitch.result(), ref.lengths[chrom]))
+        runs = [predict_run(model, win, ref, chrom, starts, run_start, n_bins, req.batch_size, req.device,
+                            req.precision, req.rc_average, advance)
+                for chrom, starts, run_start, n_bins in plans]
     return runs, track_ids, [(c, ref.lengths[c]) for c in ref.names], config
+
+
+def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_start: int, n_bins: int,
+                batch_size: int, device: str, precision: str, rc_average: bool,
+                advance: Callable[[int], None] = lambda n: None):
+    """The stitched BinnedRun of the windows `starts` (from plan_windows) on `chrom`; `window` is the
+    model config's window geometry (seq_len, bin_size, target_bins)."""
+    from genointerp.tracks_tiling import BinnedRun, Stitcher
+
+    seq_len, bin_size, target_bins = window["seq_len"], window["bin_size"], window["target_bins"]
+    stitch = Stitcher(run_start, n_bins, model.config.n_tracks, bin_size, starts, seq_len, target_bins)
+    for a in range(0, len(starts), batch_size):
+        idx = np.arange(a, min(a + batch_size, len(starts)))
+        x = window_batch(ref, chrom, starts[idx], seq_len)
+        stitch.add(idx, predict_rates(model, x, device, precision, rc_average))
+        advance(len(idx))
+    return BinnedRun(chrom, run_start, bin_size, stitch.result(), ref.lengths[chrom])
 
 
 def write_outputs(folder: Path, runs, track_ids, chrom_sizes, threshold: float | None, quantile: float | None,

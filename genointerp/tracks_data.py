@@ -139,6 +139,22 @@ class ArrayWindows:
         return x, y
 
 
+def basenji_windows(folder: str, split: str, columns: list[int] | None = None) -> tuple[ArrayWindows, object]:
+    """(all records of one split of a Basenji set in memory, its BasenjiDataset); target columns
+    taken in the order `columns` (the model's track order) when given."""
+    from genointerp.io.tfrecord import BasenjiDataset
+
+    ds = BasenjiDataset(folder, split)
+    seqs, targets = [], []
+    for x, y in ds:
+        seqs.append(x.astype(np.uint8))
+        targets.append(y.astype(np.float32))
+    if not seqs:
+        raise InputError(f"{folder}: no {split} records")
+    y = np.stack(targets)
+    return ArrayWindows(np.stack(seqs), y if columns is None else y[..., columns]), ds
+
+
 def basenji_tracks(folder: str, n: int) -> list:
     """Track specs of a Basenji set from its targets.txt (identifier, description; the group is the
     assay prefix of the description, e.g. `DNASE:` or `CHIP:`), or target_0.. when there is none."""

@@ -84,28 +84,20 @@ def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
 
 
 def load_basenji_data(folder: str, log):
-    """(train, valid, test) array window sources and track specs from a Basenji TFRecord set."""
-    from genointerp.io.tfrecord import BasenjiDataset
-    from genointerp.tracks_data import ArrayWindows, basenji_tracks
+    """(train, valid, test) array window sources and track specs from a Basenji TFRecord set, the
+    target columns regrouped like the specs."""
+    from genointerp.io.tfrecord import read_statistics
+    from genointerp.tracks_data import basenji_tracks, basenji_windows
 
-    specs = None
+    specs = basenji_tracks(folder, read_statistics(folder)["num_targets"])
+    ordered = _group_order(specs)
+    columns = [specs.index(s) for s in ordered]
     sources = []
     for split in SPLITS:
-        ds = BasenjiDataset(folder, split)
-        seqs, targets = [], []
-        for x, y in ds:
-            seqs.append(x.astype(np.uint8))
-            targets.append(y.astype(np.float32))
-        if not seqs:
-            raise InputError(f"{folder}: no {split} records")
-        if specs is None:
-            specs = basenji_tracks(folder, ds.num_targets)
-            order = [specs.index(s) for s in _group_order(specs)]
-            specs = [specs[i] for i in order]
-        sources.append(ArrayWindows(np.stack(seqs), np.stack(targets)[..., order]))
-        log(f"{folder}: {len(seqs):,} {split} sequences of {ds.seq_length:,} bp, {ds.num_targets} targets")
-    g = WindowGeometry(ds.seq_length, ds.pool_width, ds.target_length)
-    return sources, g, specs
+        src, ds = basenji_windows(folder, split, columns)
+        sources.append(src)
+        log(f"{folder}: {len(src):,} {split} sequences of {ds.seq_length:,} bp, {ds.num_targets} targets")
+    return sources, WindowGeometry(ds.seq_length, ds.pool_width, ds.target_length), ordered
 
 
 def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, log: Callable[[str], None],

@@ -246,6 +246,15 @@ def test_train_on_a_basenji_tfrecord_set(tmp_path, cli):
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert [t["id"] for t in cfg["tracks"]] == ["ENCFF1", "ENCFF3", "ENCFF2"]  # DNASE group first, contiguous
     assert cfg["window"]["seq_len"] == 512 and cfg["window"]["target_bins"] == 8
+    # evaluating on the set's test split must pair each model track with its own column, not the
+    # column at the same index: the same Pearson r per track as train-tracks' own test pass
+    res = cli("evaluate-tracks", "-m", tmp_path / "m", "--basenji", tmp_path, "--split", "test",
+              "-o", tmp_path / "e.tsv", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    got, want = ([r.split("\t") for r in (tmp_path / name).read_text().splitlines()[1:4]]
+                 for name in ("e.tsv", "m/test_pearson.tsv"))
+    assert [r[0] for r in got] == [r[0] for r in want] == ["ENCFF1", "ENCFF3", "ENCFF2"]
+    np.testing.assert_allclose([float(r[2]) for r in got], [float(r[2]) for r in want], atol=1e-5)
 
 
 def test_bigwig_from_another_assembly_is_refused(tmp_path, cli):

@@ -230,7 +230,7 @@ def evaluate_tracks(
             plot_pearson_scatter(res["pearson"][0], res["pearson"][1], res["groups"], res["labels"][0],
                                  res["labels"][1], fig2)
         if fig3:
-            bins, pred, truth, ids = region_truth_and_prediction(req.models[0], fasta, targets, *where, warn)
+            bins, pred, truth, ids = region_truth_and_prediction(*res["models"][0], req, *where, warn)
             top = np.argsort(-truth.sum(axis=0), kind="stable")[:6]  # the tracks with the most signal there
             draw_region(pred[:, top], truth[:, top], bins, where[0], [ids[i] for i in top], fig3)
     summary = {label: float(np.nanmean(r)) for label, r in zip(res["labels"], res["pearson"])}
