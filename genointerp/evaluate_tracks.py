@@ -3,6 +3,7 @@ over the windows that tile a region set (the paper's metric), plus the paper's f
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -85,7 +86,7 @@ def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], 
     from genointerp.train.tracks import evaluate
 
     torch.set_num_threads(req.threads)
-    results, labels, sources, models, tracks = [], [], [], [], None
+    results, labels, sources, models, tracks, loaded = [], [], [], [], None, {}
     for path in req.models:
         model, config = load_track_model(path)
         model.to(req.device)
@@ -94,7 +95,11 @@ def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], 
             tracks, groups = ids, [t["group"] for t in config["tracks"]]
         elif ids != tracks:
             raise InputError(f"{path}: its tracks differ from the first model's; the two models must predict the same tracks")
-        source = _basenji_windows(req, config) if req.basenji else _genome_windows(req, config, log, warn)
+        # two models with the same window geometry are scored on one set of windows, read once
+        key = json.dumps(config["window"], sort_keys=True)
+        if key not in loaded:
+            loaded[key] = _basenji_windows(req, config) if req.basenji else _genome_windows(req, config, log, warn)
+        source = loaded[key]
         r, _ = evaluate(model, source, req.device, req.precision, req.batch_size)
         # the folder name, not the path: labels go into plot titles and legends
         label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
