@@ -8,7 +8,7 @@ scored, too_short (shorter than the model's read length), ambiguous (no window f
 With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
 genointerp.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
 That needs a read's p_viral to be independent of the reads it is batched with, which is why
-every forward pass has the same shape (see score_batch).
+every forward pass has the same shape (see window_scorer).
 """
 
 from __future__ import annotations
@@ -81,10 +81,36 @@ def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.n
     return starts[read] + offset, read
 
 
-def score_batch(model, batch, L: int, k: int, has_unknown: bool, req: ClassifyRequest):
-    """p_viral (n,) with NaN for unscored reads, and statuses (n,) for a batch of records."""
+def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndarray]:
+    """A function from token windows (W, n_tokens) to P(viral) float64 (W,) whose value for a
+    window does not depend on the other windows it is given with.
+
+    In float32 on CPU, an XVir of the paper's family runs in its folded inference form
+    (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches);
+    otherwise the module runs in passes of req.batch_windows.
+    """
+    import torch
+
+    from genointerp.models.xvir_inference import XVirInference, supports
     from genointerp.train.loop import predict
 
+    if req.device == "cpu" and req.precision == "32" and supports(model):
+        engine = XVirInference(model)
+        return lambda tokens: torch.sigmoid(engine(torch.from_numpy(tokens.astype(np.int64)))).double().numpy()
+
+    def module_scores(tokens: np.ndarray) -> np.ndarray:
+        # Pad to whole forward passes: GEMM kernels sum in an order that depends on the batch
+        # shape, so a window's score would shift in the 7th digit with the windows around it,
+        # and chunked runs would not reproduce the unchunked TSV. Same shape, same bits.
+        pad = -len(tokens) % req.batch_windows
+        padded = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)]) if pad else tokens
+        return predict(model, padded, req.device, req.precision, req.batch_windows)[: len(tokens)]
+
+    return module_scores
+
+
+def score_batch(scorer: Callable[[np.ndarray], np.ndarray], batch, L: int, k: int, has_unknown: bool):
+    """p_viral (n,) with NaN for unscored reads, and statuses (n,) for a batch of records."""
     flat, starts, lengths = encode_joined([r[1] for r in batch])
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
     wstart, wread = window_starts(starts, lengths, L)
@@ -96,13 +122,7 @@ def score_batch(model, batch, L: int, k: int, has_unknown: bool, req: ClassifyRe
             clean = ~(mat == N_CODE).any(axis=1)
             mat, wread = mat[clean], wread[clean]
         if wread.size:
-            # Pad to whole forward passes: GEMM kernels sum in an order that depends on the batch
-            # shape, so a window's score would shift in the 7th digit with the windows around it,
-            # and chunked runs would not reproduce the unchunked TSV. Same shape, same bits.
-            tokens = tokenize(mat, k)
-            pad = -len(tokens) % req.batch_windows
-            tokens = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)]) if pad else tokens
-            pw = predict(model, tokens, req.device, req.precision, req.batch_windows)[: wread.size]
+            pw = scorer(tokenize(mat, k))
             best = np.full(len(batch), -1.0)
             np.maximum.at(best, wread, pw)
             scored = best >= 0
@@ -117,6 +137,7 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
     has_unknown = config["model"]["vocab_size"] > 4**k
     counts: Counter = Counter()
     total = called = 0
+    scorer = window_scorer(model, req)
     it = records(req)
     if req.chunk:
         part, parts = req.chunk
@@ -128,7 +149,7 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
     out.write(HEADER.encode())
     with progress("classifying reads", None) as advance:
         while batch := list(islice(it, BATCH)):
-            p, status = score_batch(model, batch, L, k, has_unknown, req)
+            p, status = score_batch(scorer, batch, L, k, has_unknown)
             call = np.where(np.isnan(p), "NA", np.where(p >= req.threshold, "viral", "not_viral"))
             rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\n"
                     for r, q, c, s in zip(batch, p.tolist(), call.tolist(), status.tolist())]

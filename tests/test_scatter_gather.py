@@ -172,21 +172,22 @@ def test_merge_orders_by_chunk_and_checks_pairing(four_chunks, whole, tmp_path):
     assert res.exit_code == 2 and "summary JSONs" in res.stderr
 
 
-def test_a_reads_score_does_not_depend_on_its_batch_companions(reads):
+@pytest.mark.parametrize("precision", ["32", "bf16"])  # the folded CPU form, and the module in fixed-shape passes
+def test_a_reads_score_does_not_depend_on_its_batch_companions(reads, precision):
     """Bit-identical p_viral alone or among others: what chunked = unchunked rests on."""
     import numpy as np
 
     from genointerp.checkpoint import load_model_dir
-    from genointerp.classify_reads import ClassifyRequest, score_batch
+    from genointerp.classify_reads import ClassifyRequest, score_batch, window_scorer
     from genointerp.resources import builtin_model_dir
 
     model, config = load_model_dir(builtin_model_dir(), expect="xvir")
     L, k = config["model"]["read_length"], config["model"]["k"]
     has_unknown = config["model"]["vocab_size"] > 4**k
     batch = read_fastq(reads)[:40]  # all scored
-    req = ClassifyRequest([str(reads)])
-    together, _ = score_batch(model, batch, L, k, has_unknown, req)
+    scorer = window_scorer(model, ClassifyRequest([str(reads)], precision=precision))
+    together, _ = score_batch(scorer, batch, L, k, has_unknown)
     for j in (0, 37):
-        alone, _ = score_batch(model, batch[j:j + 1], L, k, has_unknown, req)
+        alone, _ = score_batch(scorer, batch[j:j + 1], L, k, has_unknown)
         assert alone[0].tobytes() == together[j].tobytes()
     assert np.isfinite(together).all()

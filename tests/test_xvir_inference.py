@@ -1,0 +1,73 @@
+"""The folded CPU inference form of XVir (genointerp.models.xvir_inference) against the module."""
+
+import numpy as np
+import pytest
+import torch
+
+from genointerp.models.xvir import XVir, XVirConfig
+from genointerp.models.xvir_inference import MICRO, XVirInference, supports
+
+
+def trained_like(cfg: XVirConfig, seed: int = 0) -> XVir:
+    """A model whose LayerNorm gains/biases and embeddings are far from their initial values, so
+    that a folding mistake in any of them shows."""
+    torch.manual_seed(seed)
+    model = XVir(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    return model
+
+
+def module_logits(model: XVir, tokens: torch.Tensor) -> torch.Tensor:
+    with torch.inference_mode():
+        return model(tokens)
+
+
+@pytest.mark.parametrize("cfg", [
+    XVirConfig(k=4, read_length=30, d_model=32, n_heads=4, d_ff=64),
+    # learned positions, two layers (the second projects explicitly), UNKNOWN/PAD tokens in the vocabulary
+    XVirConfig(k=3, read_length=25, d_model=16, n_heads=2, d_ff=48, n_layers=2, position="learned", vocab_size=66),
+])
+def test_folded_logits_equal_the_modules(cfg):
+    model = trained_like(cfg)
+    tokens = torch.randint(0, cfg.vocab_size, (2 * MICRO + 3, cfg.n_tokens))  # a padded last micro-batch
+    ref = module_logits(model, tokens)
+    got = XVirInference(model)(tokens)
+    assert got.shape == ref.shape and got.dtype == torch.float32
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5 * float(ref.abs().max()))
+
+
+def test_the_builtin_model_folds_to_within_float32_rounding():
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.resources import builtin_model_dir
+
+    model, _ = load_model_dir(builtin_model_dir(), expect="xvir")
+    assert supports(model)
+    tokens = torch.randint(0, model.config.vocab_size, (40, model.config.n_tokens), generator=torch.Generator().manual_seed(3))
+    diff = (XVirInference(model)(tokens) - module_logits(model, tokens)).abs().max()
+    assert diff < 1e-4  # logits span about ±20
+
+
+def test_a_windows_logit_does_not_depend_on_its_companions():
+    model = trained_like(XVirConfig(k=4, read_length=30, d_model=32, n_heads=4, d_ff=64))
+    engine = XVirInference(model)
+    tokens = torch.randint(0, 256, (MICRO + 5, 27))
+    together = engine(tokens)
+    for j in (0, MICRO + 4):
+        assert engine(tokens[j : j + 1])[0].item() == together[j].item()
+
+
+@pytest.mark.parametrize("change", [{"position": "rope"}, {"position": "relative"}, {"norm_first": True}])
+def test_other_variants_are_not_folded(change):
+    from genointerp.classify_reads import ClassifyRequest, window_scorer
+
+    cfg = XVirConfig(k=3, read_length=20, d_model=16, n_heads=2, d_ff=32, vocab_size=64, **change)
+    model = trained_like(cfg)
+    assert not supports(model)
+    with pytest.raises(ValueError, match="absolute positions"):
+        XVirInference(model)
+    tokens = np.random.default_rng(0).integers(0, 64, (7, cfg.n_tokens)).astype(np.uint16)
+    p = window_scorer(model, ClassifyRequest(["x.fq"]))(tokens)  # the module path
+    expected = torch.sigmoid(module_logits(model, torch.from_numpy(tokens.astype(np.int64)))).double().numpy()
+    np.testing.assert_allclose(p, expected, rtol=1e-6)
