@@ -13,6 +13,7 @@ from pathlib import Path
 from genointerp import __version__
 from genointerp.errors import InputError
 from genointerp.io.atomic import make_readable
+from genointerp.io.jsonfile import read_json_object
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
@@ -62,12 +63,8 @@ def load_model_dir(folder: str | Path, expect: str | None = None):
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: model directory not found")
-    try:
-        config = json.loads((folder / CONFIG).read_text())
-    except FileNotFoundError:
-        raise InputError(f"{folder}: no {CONFIG}; not a genointerp model directory") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{folder}/{CONFIG}: not valid JSON ({exc})") from None
+    config = read_json_object(folder / CONFIG, f"{folder}: no {CONFIG}; not a genointerp model directory",
+                              "a model configuration")
     arch = config.get("model", {})
     if expect and arch.get("architecture") != expect:
         raise InputError(f"{folder}: a {arch.get('architecture')!r} model, but this command needs {expect!r}")

@@ -27,11 +27,11 @@ other inputs, models or thresholds.
 from __future__ import annotations
 
 import gzip
-import json
 import os
 from typing import BinaryIO, Callable, Iterable
 
 from genointerp.errors import InputError
+from genointerp.io.jsonfile import json_object
 
 # Summary fields that describe one chunk only; the merged summary drops them.
 CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total")
@@ -143,13 +143,7 @@ def _join(numbers: list[int]) -> str:
 
 def read_summary(path: str) -> dict:
     with open_input(path) as fh:
-        try:
-            summary = json.loads(fh.read())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(summary, dict):
-        raise InputError(f"{path}: not a classify-reads summary")
-    return summary
+        return json_object(fh.read(), path, "a classify-reads summary")
 
 
 # --- gather: files ------------------------------------------------------------------------------

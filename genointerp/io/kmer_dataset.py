@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.jsonfile import read_json_object
 
 FORMAT = "genointerp-kmer-dataset"
 FORMAT_VERSION = 1
@@ -111,12 +112,8 @@ class KmerDataset:
 
 def open_kmer_dataset(folder: str | Path) -> KmerDataset:
     folder = Path(folder)
-    try:
-        header = json.loads((folder / "header.json").read_text())
-    except FileNotFoundError:
-        raise InputError(f"{folder}: not a kmerize dataset (no header.json)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{folder}/header.json: not valid JSON ({exc})") from None
+    header = read_json_object(folder / "header.json", f"{folder}: not a kmerize dataset (no header.json)",
+                              "a kmerize dataset header")
     if header.get("format") != FORMAT:
         raise InputError(f"{folder}: header.json is not a {FORMAT}")
     if header.get("format_version", 0) > FORMAT_VERSION:

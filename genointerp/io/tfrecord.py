@@ -20,7 +20,6 @@ Each record is a serialized tf.train.Example; Basenji stores two bytes features:
 from __future__ import annotations
 
 import functools
-import json
 import re
 import struct
 import zlib
@@ -30,6 +29,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.jsonfile import read_json_object
 
 _READ_CHUNK = 1 << 20  # compressed bytes per read: memory stays at about one record + one chunk
 _MAX_RECORD = 1 << 32  # a larger length field is far more likely damage than a real record
@@ -349,14 +349,7 @@ def read_statistics(folder: str | Path) -> dict:
     """statistics.json of a data set folder, with seq_length/target_length/num_targets checked
     to be positive integers and seq_depth (default 4) to be 4."""
     path = Path(folder) / "statistics.json"
-    if not path.is_file():
-        raise InputError(f"{path}: no such file (not a Basenji/Enformer data set folder?)")
-    try:
-        stats = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(stats, dict):
-        raise InputError(f"{path}: expected a JSON object")
+    stats = read_json_object(path, f"{path}: no such file (not a Basenji/Enformer data set folder?)")
     for key in ("seq_length", "target_length", "num_targets"):
         value = stats.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
