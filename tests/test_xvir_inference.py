@@ -35,6 +35,7 @@ def test_folded_logits_equal_the_modules(cfg):
     ref = module_logits(model, tokens)
     got = XVirInference(model)(tokens)
     assert got.shape == ref.shape and got.dtype == torch.float32
+    assert XVirInference(model)(tokens[:0]).shape == (0,)
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5 * float(ref.abs().max()))
 
 

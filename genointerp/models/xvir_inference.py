@@ -103,6 +103,8 @@ class XVirInference:
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens (B, n_tokens) int -> logits (B,) float32."""
         b = tokens.shape[0]
+        if b == 0:
+            return torch.empty(0)
         tokens = tokens.long()
         pad = -b % MICRO
         if pad:
