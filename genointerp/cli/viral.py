@@ -115,7 +115,7 @@ def classify_reads(
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
     chunk: Optional[str] = typer.Option(None, "--chunk", metavar="I/N", help="Classify only chunk I of N (1-based) of the reads, for scatter/gather on a cluster: N jobs cover the input exactly once, and merge-calls joins their outputs into the unchunked run's. Each job first counts the reads (one extra parsing pass)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (about 1.6x faster on CPUs with AVX512-BF16 or AMX, several times slower without; p_viral within 0.005 of fp32), 16 (CUDA)."),
+    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CUDA; on CPU it runs the PyTorch module, slower than 32's folded CPU form, and emulated without AVX512-BF16 or AMX; p_viral within 0.005 of fp32), 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:

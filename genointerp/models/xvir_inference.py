@@ -12,8 +12,8 @@ multiply-add per element instead of a (n, d) x (d, 3d) GEMM: 14.3 of the built-i
 67.8 MFLOP per read. The tables are built in float64 from the weights, so the logits match the
 module's to float32 rounding (about 1e-6).
 
-Windows go through in micro-batches of MICRO so that the activations of a pass (scores
-(MICRO, h, n, n), feed-forward (MICRO·n, 4d)) stay in cache: the element-wise work, softmax
+Windows go through in micro-batches of MICRO so that the activations of a pass (a head's scores
+(MICRO, n, n), feed-forward (MICRO·n, 4d)) stay in cache: the element-wise work, softmax
 included, is memory-bound and runs about twice as fast there as on a 256-window batch. Every
 micro-batch has that same shape (the last one is padded), so a window's logit does not depend on
 the windows it is scored with.

@@ -92,7 +92,7 @@ def resolve_device(requested: str) -> str:
 
 
 def autocast(device: str, precision: str):
-    """bf16 autocast also on CPU: classify-reads runs about 1.6x faster on CPUs with AVX512-BF16."""
+    """bf16 autocast also on CPU: the module runs about 1.6x faster there on CPUs with AVX512-BF16."""
     if precision == "32":
         return torch.autocast("cpu", enabled=False)
     if device.startswith("cuda"):
