@@ -82,13 +82,15 @@ class XVirInference:
         self.kmer_table = torch.cat([emb * gamma, emb @ wg.T], 1).float().contiguous()  # (V, 4d)
         self.pos_table = torch.cat([pos * gamma, pos @ wg.T], 1).float().contiguous()  # (n, 4d)
         self.centre = torch.cat([gamma, wg.sum(1)]).float()  # (4d,): what μ multiplies
-        self.offset = torch.cat([beta, w @ beta + b]).float()  # (4d,)
+        # The first layer's attention output bias joins x0's offset: x0 only enters that layer's residual.
+        out_bias = model.layers[0].attn.out_proj.bias.double()
+        self.offset = torch.cat([beta + out_bias, w @ beta + b]).float()  # (4d,)
 
     def _layer_weights(self, layer, first: bool) -> dict:
         f = lambda t: t.detach().float().contiguous()  # noqa: E731
         ff_in, ff_out = layer.ff[0], layer.ff[3]
         weights = {
-            "wo": f(layer.attn.out_proj.weight.T), "bo": f(layer.attn.out_proj.bias),
+            "wo": f(layer.attn.out_proj.weight.T), "bo": None if first else f(layer.attn.out_proj.bias),
             "w1": f(ff_in.weight.T), "b1": f(ff_in.bias), "w2": f(ff_out.weight.T), "b2": f(ff_out.bias),
             "norm1": (f(layer.norm1.weight), f(layer.norm1.bias), layer.norm1.eps),
             "norm2": (f(layer.norm2.weight), f(layer.norm2.bias), layer.norm2.eps),
@@ -122,8 +124,9 @@ class XVirInference:
         m, n, d = tokens.shape[0], self.n, self.d
         stats = self.stats.index_select(0, (tokens * n + self.positions).view(-1)).view(m, n, 2)
         mean, rstd = stats[..., :1], stats[..., 1:]  # (m, n, 1)
-        y = self.kmer_table.index_select(0, tokens.view(-1)).view(m, n, 4 * d).add_(self.pos_table).sub_(mean * self.centre).mul_(rstd).add_(self.offset)
-        x = y[..., :d].reshape(m * n, d)  # (m*n, d): the embedding LayerNorm's output
+        y = self.kmer_table.index_select(0, tokens.view(-1)).view(m, n, 4 * d).add_(self.pos_table)
+        y = y.addcmul_(mean, self.centre, value=-1).mul_(rstd).add_(self.offset)  # (m, n, 4d)
+        x = y[..., :d].reshape(m * n, d)  # (m*n, d): the embedding LayerNorm's output (+ out_proj bias)
         qkv = y[..., d:]  # (m, n, 3d), Q already scaled
         for i, w in enumerate(self.layers):
             if i:
@@ -142,7 +145,9 @@ class XVirInference:
             weights = torch.softmax(torch.bmm(q, k.transpose(1, 2)), dim=-1)  # (m, n, n)
             attn[..., i * dh : (i + 1) * dh] = torch.bmm(weights, v)
         attn = attn.view(m * n, d)
-        x = torch.addmm(x, attn, w["wo"]).add_(w["bo"])
+        x = torch.addmm(x, attn, w["wo"])
+        if w["bo"] is not None:
+            x = x.add_(w["bo"])
         x = F.layer_norm(x, (d,), *w["norm1"])
         hidden = torch.addmm(w["b1"], x, w["w1"]).relu_()
         x = torch.addmm(x, hidden, w["w2"]).add_(w["b2"])
