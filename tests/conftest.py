@@ -37,6 +37,25 @@ def read_fastq(path: Path) -> list[tuple[str, str, str]]:
     return [(lines[i][1:], lines[i + 1], lines[i + 3]) for i in range(0, len(lines), 4)]
 
 
+def write_bam(path: Path, records: list[tuple[str, str, str]], mapped) -> Path:
+    """An unsorted BAM of FASTQ records on one 100 kb contig '20'; record i is aligned (at 10*i,
+    full-length M) when mapped(i), else unmapped (flag 4)."""
+    import pysam
+
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "20", "LN": 100000}]}
+    with pysam.AlignmentFile(str(path), "wb", header=header) as bam:
+        for i, (name, seq, qual) in enumerate(records):
+            a = pysam.AlignedSegment()
+            a.query_name, a.query_sequence = name, seq
+            a.query_qualities = pysam.qualitystring_to_array(qual)
+            if mapped(i):
+                a.reference_id, a.reference_start, a.cigarstring, a.flag = 0, 10 * i, f"{len(seq)}M", 0
+            else:
+                a.flag = 4
+            bam.write(a)
+    return path
+
+
 def reference(path: Path) -> dict[str, str]:
     from genointerp.io.sequences import read_reference
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import DATA, assert_one_error_line, read_fastq
+from conftest import DATA, assert_one_error_line, read_fastq, write_bam
 from genointerp.cli import app
 from genointerp.scatter import chunk_range, parse_chunk
 
@@ -87,20 +87,8 @@ def test_more_chunks_than_reads_gives_empty_chunks_that_still_merge(tmp_path):
 
 
 def test_bam_chunks_cover_the_unmapped_only_stream(reads, tmp_path):
-    import pysam
-
-    records = read_fastq(reads)[:30]
-    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "20", "LN": 100000}]}
-    with pysam.AlignmentFile(tmp_path / "r.bam", "wb", header=header) as bam:
-        for i, (name, seq, qual) in enumerate(records):
-            a = pysam.AlignedSegment()
-            a.query_name, a.query_sequence = name, seq
-            a.query_qualities = pysam.qualitystring_to_array(qual)
-            if i % 4 == 0:  # mapped: dropped by --unmapped-only before chunking
-                a.reference_id, a.reference_start, a.cigarstring, a.flag = 0, 10 * i, f"{len(seq)}M", 0
-            else:
-                a.flag = 4
-            bam.write(a)
+    # every 4th read mapped: dropped by --unmapped-only before chunking
+    write_bam(tmp_path / "r.bam", read_fastq(reads)[:30], lambda i: i % 4 == 0)
     whole = classify(tmp_path / "r.bam", tmp_path / "whole", "--unmapped-only")
     assert json.loads((whole / OUTS[1]).read_text())["reads_total"] == 22
     jobs, merged = scatter_gather(tmp_path / "r.bam", 3, tmp_path, "--unmapped-only")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from conftest import assert_one_error_line, read_fastq
+from conftest import assert_one_error_line, read_fastq, write_bam
 
 SMALL = ["--d-model", "16", "--heads", "2", "--lr", "0.005", "--batch-size", "64", "--seed", "3"]
 
@@ -107,20 +107,8 @@ def test_classify_reads_outputs(model, dataset, cli, tmp_path):
 
 
 def test_classify_reads_from_bam_unmapped_only(model, dataset, tmp_path, cli):
-    import pysam
-
     reads = read_fastq(dataset / "r.fq")[:6]
-    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "20", "LN": 1000}]}
-    with pysam.AlignmentFile(tmp_path / "r.bam", "wb", header=header) as bam:
-        for i, (n, s, q) in enumerate(reads):
-            a = pysam.AlignedSegment()
-            a.query_name, a.query_sequence = n, s
-            a.query_qualities = pysam.qualitystring_to_array(q)
-            if i < 2:  # mapped
-                a.reference_id, a.reference_start, a.cigarstring, a.flag = 0, 10, f"{len(s)}M", 0
-            else:
-                a.flag = 4
-            bam.write(a)
+    write_bam(tmp_path / "r.bam", reads, lambda i: i < 2)  # the first two mapped
     res = cli("-q", "classify-reads", tmp_path / "r.bam", "-m", model, "--unmapped-only")
     assert res.exit_code == 0, res.output
     assert [r.split("\t")[0] for r in res.stdout.splitlines()[1:]] == [n for n, _, _ in reads[2:]]
