@@ -1,7 +1,8 @@
 """kmerize: tokenisation throughput vs a per-read Python loop, and k-mer counts vs jellyfish.
 
 Reads: 1,000,000 simulated 150 bp reads (genointerp simulate-reads from HPV genomes and GRCh37
-chr20 in ../shared/data). Prints reads/s and ratios; checks that `--counts` equals
+chr20 in ../shared/data); the per-read Python loop is timed on the first 100,000 of them. Prints
+seconds for the reads each step actually ran on, reads/s and ratios of reads/s; checks that `--counts` equals
 `jellyfish count` + `jellyfish dump` exactly, canonical (-C) and not.
 
     python benchmarks/kmerize.py --shared ../shared/data [--reads 1000000]
@@ -20,6 +21,8 @@ from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
 
 from genointerp.io.sequences import iter_records  # noqa: E402
 from genointerp.kmerize import KmerizeRequest, Stats, process_batch  # noqa: E402
+
+LOOP_READS = 100_000  # reads the per-read Python loop is timed on
 
 
 def per_read_loop(seqs: list[str], k: int) -> list[list[int]]:
@@ -52,15 +55,18 @@ def main() -> None:
     for i in range(0, len(records), 65_536):
         process_batch(req, records[i : i + 65_536], Stats(), None)
     t_vec = time.perf_counter() - t0
-    sub = [s for _, s, _ in islice(records, 100_000)]
+    # The loop runs at about 40,000 reads/s: timed on the first LOOP_READS reads only (not scaled
+    # up), and compared with the vectorised form by reads/s.
+    sub = [s for _, s, _ in islice(records, LOOP_READS)]
     t0 = time.perf_counter()
     per_read_loop(sub, 6)
-    t_loop = (time.perf_counter() - t0) * len(records) / len(sub)
+    t_loop = time.perf_counter() - t0
     t_cli = timed(GENOINTERP + ["-q", "kmerize", str(fq), "--label-field", "0", "-o", str(out / "ds"), "--force"])
     n = len(records)
     rows = [
         {"step": "tokenise, vectorised (genointerp)", "seconds": f"{t_vec:.2f}", "reads/s": f"{n / t_vec:,.0f}", "ratio": "1.00x"},
-        {"step": "tokenise, per-read Python loop", "seconds": f"{t_loop:.2f}", "reads/s": f"{n / t_loop:,.0f}", "ratio": f"{t_loop / t_vec:.1f}x slower"},
+        {"step": f"tokenise, per-read Python loop (first {len(sub):,} reads)", "seconds": f"{t_loop:.2f}",
+         "reads/s": f"{len(sub) / t_loop:,.0f}", "ratio": f"{(n / t_vec) / (len(sub) / t_loop):.1f}x slower"},
         {"step": "parse FASTQ (pysam)", "seconds": f"{t_parse:.2f}", "reads/s": f"{n / t_parse:,.0f}", "ratio": ""},
         {"step": "genointerp kmerize end to end", "seconds": f"{t_cli:.2f}", "reads/s": f"{n / t_cli:,.0f}", "ratio": ""},
     ]
