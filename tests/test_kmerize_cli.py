@@ -62,6 +62,14 @@ def test_labels_from_truth_table_and_per_file(cli, sim_reads, data, tmp_path):
     assert b.header["labels"] == ["human", "viral"] and b.labels.tolist() == [1, 1, 0]
 
 
+def test_label_sep_splits_read_names_on_another_character(cli, tmp_path):
+    # '|' inside a field must not split once --label-sep is ':'
+    fq = write_fastq(tmp_path / "r.fq", [("s1:viral", "ACGTACGT"), ("s|2:human", "TTTTGGGG"), ("s3:viral", "CCCCAAAA")])
+    res = cli("kmerize", fq, "--label-sep", ":", "--label-field", 1, "-k", 3, "--length", 8, "-o", tmp_path / "ds")
+    assert res.exit_code == 0, res.output
+    ds = open_kmer_dataset(tmp_path / "ds")
+    assert ds.header["labels"] == ["human", "viral"] and ds.labels.tolist() == [1, 0, 1]
+
 def test_unlabelled_reads_from_stdin(tmp_path):
     # pysam reads file descriptor 0 itself, so this needs a real process and pipe
     fq = "@a\nACGTAC\n+\nIIIIII\n@b\nTTTTTT\n+\nIIIIII\n"

@@ -189,3 +189,66 @@ def test_fastq_reference_and_corrupt_gzip_are_refused(cli, data, tmp_path):
     broken.write_bytes(gzip.compress(b">x\n" + b"ACGT" * 1000)[:40])
     res = cli("simulate-reads", "-s", f"v={broken}", "-n", 5, "-o", tmp_path / "o.fq")
     assert res.exit_code == 1 and "not a valid gzip file" in res.stderr
+
+
+def test_fragment_mean_and_sd_set_the_fragment_lengths(cli, data, tmp_path):
+    # circular HPV genomes (about 8 kb): no contig end clamps a fragment, and 250 +- 6 x 15 never
+    # reaches the 150 bp floor or the mean + 6 sd cap
+    res, out = simulate(cli, tmp_path, "-s", f"v={data / 'hpv4.fa'}", "--circular", "v", "-n", 2000, "--paired",
+                        "--fragment-mean", 250, "--fragment-sd", 15, "--output2", tmp_path / "r2.fq")
+    assert res.exit_code == 0, res.output
+    flen = np.array([int(n.split("|")[4]) - int(n.split("|")[3]) for n, _, _ in read_fastq(out)])
+    assert flen.size == 2000
+    # lengths are rint(normal(250, 15)): sd sqrt(15^2 + 1/12); standard errors 15 / sqrt(2000) = 0.34
+    # for the mean and 15 / sqrt(2 x 2000) = 0.24 for the sd: 5 of them either way (the defaults, 400
+    # and 50, are far outside)
+    assert abs(flen.mean() - 250) < 5 * 0.34
+    assert abs(flen.std(ddof=1) - np.sqrt(15**2 + 1 / 12)) < 5 * 0.24
+
+
+def test_profile2_sets_read_2_qualities_only(cli, data, tmp_path):
+    constant = tmp_path / "q30.txt"  # an ART profile whose every cycle is Q30
+    constant.write_text("".join(f".\t{c}\t30\n.\t{c}\t1\n" for c in range(150)))
+    res, out = simulate(cli, tmp_path, "-s", f"v={data / 'hpv4.fa'}", "--circular", "v", "-n", 200, "--paired",
+                        "--profile", data / "art_q10_q40_L150.txt", "--profile2", constant,
+                        "--output2", tmp_path / "r2.fq")
+    assert res.exit_code == 0, res.output
+    n_quality = chr(33 + 2)  # N bases get quality 2 whatever the profile
+    assert {c for _, _, q in read_fastq(tmp_path / "r2.fq") for c in q} <= {chr(33 + 30), n_quality}
+    r1 = {c for _, _, q in read_fastq(out) for c in q}
+    assert {chr(33 + 10), chr(33 + 40)} <= r1 <= {chr(33 + 10), chr(33 + 40), n_quality}
+
+
+@pytest.mark.parametrize("option, rate, expect", [
+    # a read's 150 bases come from the mutated reference; each reference base there stands for
+    # 1 + Bernoulli(ins) bases (insertions) or Bernoulli(1 - del) bases (deletions), so the read
+    # spans about 150 / (1 + ins) or 150 / (1 - del) bases of the unmutated reference the truth uses
+    ("--ins-rate", 0.1, 150 / 1.1),
+    ("--del-rate", 0.1, 150 / 0.9),
+])
+def test_reference_indel_rates_change_the_reference_span_of_reads(cli, data, tmp_path, option, rate, expect):
+    res, out = simulate(cli, tmp_path, "-s", f"v={data / 'hpv4.fa'}", "--circular", "v", "-n", 400,
+                        "--read-ins-rate", 0, "--read-del-rate", 0, option, rate)
+    assert res.exit_code == 0, res.output
+    span = np.array([int(n.split("|")[4]) - int(n.split("|")[3]) for n, _, _ in read_fastq(out)])
+    assert (np.array([len(s) for _, s, _ in read_fastq(out)]) == 150).all()
+    # per-read sd about sqrt(150 x 0.09) / 1.1 = 3.3 bp; 400 reads at ~2x coverage of the 31 kb share
+    # mutations, so the mean's standard error is under 0.3 bp: 2 bp is > 6 of them, and 13 bp from 150
+    assert abs(span.mean() - expect) < 2
+
+
+def test_max_n_frac_bounds_the_n_bases_of_every_read(cli, tmp_path):
+    rng = np.random.default_rng(0)
+    bases = lambda n: "".join(rng.choice(list("ACGT"), n))  # noqa: E731
+    fa = tmp_path / "gap.fa"
+    fa.write_text(">g\n" + bases(400) + "N" * 60 + bases(400) + "\n")
+    counts = {}
+    for frac in (0.2, 0):
+        res, out = simulate(cli, tmp_path, "-s", f"g={fa}", "-n", 500, "--max-n-frac", frac, name=f"{frac}.fq")
+        assert res.exit_code == 0, res.output
+        counts[frac] = np.array([s.count("N") for _, s, _ in read_fastq(out)])
+    # 0.2 x 150 = 30 N allowed: of the 711 read starts, the 60 windows holding 1-30 N of the gap are
+    # kept (about 53 of 500 reads), so some reads carry N but none more than 30 (the default, 7,
+    # would refuse most of them)
+    assert counts[0.2].max() <= 30 and (counts[0.2] > 7).sum() > 10
+    assert counts[0].max() == 0
