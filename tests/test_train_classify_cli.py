@@ -114,6 +114,62 @@ def test_classify_reads_from_bam_unmapped_only(model, dataset, tmp_path, cli):
     assert [r.split("\t")[0] for r in res.stdout.splitlines()[1:]] == [n for n, _, _ in reads[2:]]
 
 
+def _aligned(path, records, reference_fa=None, flags=None):
+    """BAM (or CRAM against reference_fa, each record aligned full-length at 150 * i of contig 'ref')
+    of FASTQ records; flags[i] is record i's SAM flag (default: unmapped, or mapped for CRAM)."""
+    import pysam
+
+    length = 150 * len(records)
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "ref", "LN": length}]}
+    mode, extra = ("wc", {"reference_filename": str(reference_fa)}) if reference_fa else ("wb", {})
+    with pysam.AlignmentFile(str(path), mode, header=header, **extra) as out:
+        for i, (name, seq, qual) in enumerate(records):
+            a = pysam.AlignedSegment()
+            a.query_name, a.query_sequence = name, seq
+            a.query_qualities = pysam.qualitystring_to_array(qual)
+            a.flag = flags[i] if flags else 0 if reference_fa else 4
+            if not a.is_unmapped:
+                a.reference_id, a.reference_start, a.cigarstring = 0, 150 * i, f"{len(seq)}M"
+            out.write(a)
+    return path
+
+
+def _p_viral(text):
+    return {r.split("\t")[0]: r.split("\t")[2] for r in text.splitlines()[1:]}
+
+
+def test_classify_reads_from_cram_with_reference_scores_as_fastq(model, dataset, tmp_path, cli):
+    import pysam
+
+    reads = read_fastq(dataset / "r.fq")[:8]
+    # the reference is the reads laid end to end with every 10th base changed, so the CRAM stores
+    # differences that only --reference can decode back into the reads
+    ref = "".join(s[:150] for _, s, _ in reads)
+    ref = "".join("A" if i % 10 == 0 and c != "A" else "C" if i % 10 == 0 else c for i, c in enumerate(ref))
+    (tmp_path / "ref.fa").write_text(">ref\n" + ref + "\n")
+    pysam.faidx(str(tmp_path / "ref.fa"))
+    cram = _aligned(tmp_path / "r.cram", reads, reference_fa=tmp_path / "ref.fa")
+    fq = tmp_path / "r.fq"
+    fq.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in reads))
+    res = cli("-q", "classify-reads", cram, "--reference", tmp_path / "ref.fa", "-m", model)
+    assert res.exit_code == 0, res.output
+    want = cli("-q", "classify-reads", fq, "-m", model)
+    assert _p_viral(res.stdout) == _p_viral(want.stdout) and len(_p_viral(res.stdout)) == 8
+
+
+def test_paired_bam_mates_are_named_with_their_mate_number(model, dataset, tmp_path, cli):
+    reads = read_fastq(dataset / "r.fq")[:4]
+    # two pairs, unmapped (0x4 | 0x8 | 0x1), read 1 (0x40) then read 2 (0x80), mates sharing a name
+    pairs = [(f"pair{i // 2}", s, q) for i, (_, s, q) in enumerate(reads)]
+    bam = _aligned(tmp_path / "p.bam", pairs, flags=[0x4D, 0x8D, 0x4D, 0x8D])
+    res = cli("-q", "classify-reads", bam, "-m", model)
+    assert res.exit_code == 0, res.output
+    fq = tmp_path / "p.fq"
+    fq.write_text("".join(f"@{n}/{1 + i % 2}\n{s}\n+\n{q}\n" for i, (n, s, q) in enumerate(pairs)))
+    want = _p_viral(cli("-q", "classify-reads", fq, "-m", model).stdout)
+    assert list(_p_viral(res.stdout)) == ["pair0/1", "pair0/2", "pair1/1", "pair1/2"]
+    assert _p_viral(res.stdout) == want
+
 def test_wrong_and_damaged_models_are_refused(model, dataset, tmp_path, cli):
     import shutil
 
@@ -242,3 +298,71 @@ def test_bf16_warns_only_on_cpus_that_emulate_it(native, model, dataset, cli, tm
               "--device", "cpu")
     assert res.exit_code == 0
     assert ("no native bf16" in res.stderr) is (not native), res.stderr
+
+
+@pytest.fixture(scope="module")
+def split_sets(dataset):
+    """The 2,000 reads as three datasets: train 1,650, valid 200, test 150 (not the 8:1:1 split)."""
+    from typer.testing import CliRunner
+
+    from genointerp.cli import app
+
+    reads = read_fastq(dataset / "r.fq")
+    for name, part in (("train", reads[:1650]), ("valid", reads[1650:1850]), ("test", reads[1850:])):
+        (dataset / f"{name}.fq").write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in part))
+        assert CliRunner().invoke(app, ["-q", "kmerize", str(dataset / f"{name}.fq"), "--label-field", "0", "-k", "4",
+                                        "--length", "50", "-o", str(dataset / f"{name}.ds")]).exit_code == 0
+    return dataset
+
+
+@pytest.mark.parametrize("positive", ["viral", "human"])
+def test_valid_test_sets_and_positive_label_decide_the_test_metrics(split_sets, cli, tmp_path, positive):
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.io.kmer_dataset import open_kmer_dataset
+
+    d = split_sets
+    res = cli("train-xvir", d / "train.ds", "--valid", d / "valid.ds", "--test", d / "test.ds", "--positive", positive,
+              "-o", tmp_path / "m", "--epochs", 1, *SMALL)
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["positive_label"] == positive and cfg["negative_labels"] == [{"viral": "human", "human": "viral"}[positive]]
+    assert cfg["training"]["data"][0]["n_reads"] == 1650
+    test = json.loads((tmp_path / "m" / "test_metrics.json").read_text())
+    # the 8:1:1 split would test on 165 reads of train.ds; --test's own reads are 150
+    assert test["n"] == 150
+    # recomputed from the model on test.ds, with `positive` as the class it scores: the AUROC with
+    # the other label as positive would be 1 - this
+    ds = open_kmer_dataset(d / "test.ds")
+    net, _ = load_model_dir(tmp_path / "m", expect="xvir")
+    with torch.no_grad():
+        p = torch.sigmoid(net(torch.from_numpy(np.asarray(ds.tokens, dtype=np.int64)))).numpy()
+    y = np.array([ds.header["labels"][i] == positive for i in ds.labels])
+    assert test["auroc"] == pytest.approx(roc_auc_score(y, p), abs=1e-6)
+    assert abs(test["auroc"] - 0.5) > 0.01  # far enough from 0.5 that 1 - auroc cannot pass
+
+
+def test_train_from_reads_takes_labels_from_the_truth_table(dataset, cli, tmp_path):
+    # labels renamed in the table only: 'host' can only come from --truth, never from the read names
+    names = [n for n, _, _ in read_fastq(dataset / "r.fq")]
+    (tmp_path / "t.tsv").write_text("read_id\tlabel\n" + "".join(
+        f"{n}\t{'viral' if n.startswith('viral|') else 'host'}\n" for n in names))
+    res = cli("train-xvir", dataset / "r.fq", "--truth", tmp_path / "t.tsv", "-k", 4, "--length", 50,
+              "-o", tmp_path / "m", "--epochs", 1, *SMALL)
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["host"]
+    assert cfg["training"]["data"][0]["n_reads"] == 2000
+
+
+def test_rc_augment_changes_the_weights_and_stays_deterministic(dataset, cli, tmp_path):
+    args = ["train-xvir", dataset / "ds", "--epochs", 1, *SMALL]
+    for name, extra in (("a", ["--rc-augment"]), ("b", ["--rc-augment"]), ("c", [])):
+        assert cli(*args, *extra, "-o", tmp_path / name).exit_code == 0
+    a, b, c = (load_file(tmp_path / name / "model.safetensors") for name in "abc")
+    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)  # same seed, same flips
+    # half the training reads reverse-complemented: other tokens, other gradients, other weights
+    assert not all(np.array_equal(a[k].numpy(), c[k].numpy()) for k in a)
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["training"]["rc_augment"] is True
