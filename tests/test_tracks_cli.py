@@ -184,6 +184,104 @@ def test_predicted_bins_equal_the_model_on_the_window(model, cli, tmp_path):
         np.testing.assert_allclose(got, expect[:, t], rtol=1e-5)
 
 
+def _window_outputs(model, starts, rc=False):
+    """The model's output (W, 16, 4) for the 1,024 bp windows at `starts` on chr1; with rc, for
+    their reverse complements, flipped back to forward bin order."""
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.io.reference import Reference
+    from genointerp.seq.onehot import one_hot
+
+    ref = Reference(str(FASTA))
+    codes = [ref.codes("chr1", s, s + 1024) for s in starts]
+    if rc:  # A C G T N = 0 1 2 3 4: complement 3 - c, N stays N
+        codes = [np.where(c < 4, 3 - c, 4).astype(np.uint8)[::-1] for c in codes]
+    net, _ = load_model_dir(model)
+    with torch.no_grad():
+        out = net(torch.from_numpy(np.stack([one_hot(c) for c in codes]))).numpy()
+    return out[:, ::-1] if rc else out
+
+
+def _bins(folder, track, chrom, start, end):
+    return np.array(pyBigWig.open(str(folder / f"{track}.bw")).values(chrom, start, end)[::32])
+
+
+def test_rc_average_is_the_mean_of_both_strands(model, cli, tmp_path):
+    (tmp_path / "one.bed").write_text("chr1\t20480\t20992\n")  # one window's 16 target bins
+    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "one.bed", "--rc-average",
+               "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
+    fwd, rev = _window_outputs(model, [20480 - 256])[0], _window_outputs(model, [20480 - 256], rc=True)[0]
+    for t, tid in enumerate(TRACK_IDS):
+        np.testing.assert_allclose(_bins(tmp_path / "p", tid, "chr1", 20480, 20992), (fwd[:, t] + rev[:, t]) / 2,
+                                   rtol=1e-5, atol=1e-6)
+    # the strands disagree by far more than that tolerance, so forward alone would fail the check
+    assert np.abs(fwd - rev).max() / 2 > 10 * (1e-5 * np.abs(fwd).max() + 1e-6)
+
+
+@pytest.mark.parametrize("overlap", [0, 8])
+def test_overlap_bins_sets_the_windows_and_which_one_each_bin_takes(model, cli, tmp_path, overlap):
+    """48 bins from 20480: windows step by 16 - overlap bins, the last one ends at the run end, and a
+    bin takes the window in which it lies farthest from the target edges (the earlier on a tie)."""
+    (tmp_path / "r.bed").write_text("chr1\t20480\t22016\n")
+    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "r.bed", "--overlap-bins",
+               overlap, "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
+    out = dict(zip([0, 8, 16, 24, 32], _window_outputs(model, [20480 + 32 * f - 256 for f in (0, 8, 16, 24, 32)])))
+
+    def stitched(firsts):  # firsts: first target bin of each window
+        want = np.empty((48, 4))
+        for b in range(48):
+            depth = [min(b - f, 15 - (b - f)) if f <= b < f + 16 else -1 for f in firsts]
+            f = firsts[int(np.argmax(depth))]  # argmax takes the first of equals
+            want[b] = out[f][b - f]
+        return want
+
+    want, other = stitched({0: [0, 16, 32], 8: [0, 8, 16, 24, 32]}[overlap]), stitched({8: [0, 16, 32], 0: [0, 8, 16, 24, 32]}[overlap])
+    # values near 2 differ between batchings by a float32 ulp or two (2.4e-7): 2e-6 is 8 ulps, and
+    # the two overlaps' stitchings differ by 10 times that, so a wrong window choice fails the check
+    assert np.abs(want - other).max() > 10 * 2e-6
+    for t, tid in enumerate(TRACK_IDS):
+        np.testing.assert_allclose(_bins(tmp_path / "p", tid, "chr1", 20480, 22016), want[:, t], rtol=0, atol=2e-6)
+
+
+def _expected_peaks(values, cut, start):
+    """(start, end) of maximal runs of 32 bp bins with value >= cut."""
+    above = np.concatenate([[False], values >= cut, [False]])
+    edges = np.flatnonzero(above[1:] != above[:-1])
+    return [(start + 32 * a, start + 32 * b) for a, b in zip(edges[0::2], edges[1::2])]
+
+
+def test_peak_quantile_and_threshold_cut_the_predicted_track(model, cli, tmp_path):
+    (tmp_path / "r.bed").write_text("chr1\t20480\t24576\n")  # 128 bins
+    peaks = lambda folder: [tuple(int(v) for v in line.split("\t")[1:3])  # noqa: E731
+                            for line in (folder / "motif_a.peaks.bed").read_text().splitlines()]
+    args = ["predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "r.bed", "--device", "cpu"]
+    assert cli(*args, "--peak-quantile", 0.75, "-o", tmp_path / "q").exit_code == 0
+    values = _bins(tmp_path / "q", "motif_a", "chr1", 20480, 24576).astype(np.float32)
+    assert peaks(tmp_path / "q") == _expected_peaks(values, np.quantile(values, 0.75), 20480) != []
+    cut = float(np.round(np.median(values), 4))
+    assert cli(*args, "--peak-threshold", cut, "-o", tmp_path / "t").exit_code == 0
+    assert peaks(tmp_path / "t") == _expected_peaks(values, cut, 20480) != peaks(tmp_path / "q")
+
+
+def test_chroms_predicts_whole_chromosomes_and_tsv_holds_every_bin(model, cli, tmp_path):
+    import gzip
+
+    res = cli("predict-tracks", "-m", model, "--fasta", FASTA, "--chroms", "chr2", "--tsv", "-o", tmp_path / "p",
+              "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    bw = pyBigWig.open(str(tmp_path / "p" / "motif_a.bw"))
+    assert bw.intervals("chr1") is None  # only the chromosome asked for
+    runs = [(iv[0][0], iv[-1][1], len(iv)) for iv in _runs(bw.intervals("chr2"))]
+    assert runs == [(0, 20000, 625)]  # 20,000 bp = 625 bins of 32 bp, the whole of chr2
+    rows = [r.split("\t") for r in gzip.decompress((tmp_path / "p" / "tracks.tsv.gz").read_bytes()).decode().splitlines()]
+    assert rows[0] == ["chrom", "start", "end", *TRACK_IDS] and len(rows) == 626
+    assert [r[:3] for r in rows[1:3]] == [["chr2", "0", "32"], ["chr2", "32", "64"]] and rows[-1][:3] == ["chr2", "19968", "20000"]
+    for t, tid in enumerate(TRACK_IDS):
+        got = np.array([float(r[3 + t]) for r in rows[1:]])
+        want = np.array(pyBigWig.open(str(tmp_path / "p" / f"{tid}.bw")).values("chr2", 0, 20000)[::32])
+        np.testing.assert_allclose(got, want, rtol=1e-5)  # the TSV's text keeps 6+ significant digits
+
 def test_evaluate_tracks_compares_two_models(model, cli, tmp_path):
     other = tmp_path / "cnn"
     assert cli(*train_args(other, "--epochs", 1, "--arch", "maxpool-cnn")).exit_code == 0
@@ -344,6 +442,73 @@ def test_held_out_regions_are_tiled_even_outside_the_training_regions(tmp_path, 
     assert w["valid"] == 18 and w["test"] == 19 and w["train"] > 60
     assert cfg["training"]["data"]["split"]["test_regions"] == ["chr2:10000-20000"]
 
+
+def _cnn(out, *extra):
+    return train_args(out, "--epochs", 1, "--arch", "maxpool-cnn", *extra)
+
+
+@pytest.mark.parametrize("extra, windows", [
+    # 512 bp target spans on the 32 bp grid: chr1 (40 kb) holds 78, chr2 (20 kb) 39. More than 50 %
+    # N (--max-n's default) drops chr1's spans at 14848 and 15360 (the gap is [15000, 16000)) and
+    # chr2's first (300 N = 59 %): 76 and 38 windows. A training window's sequence reaches 256 bp
+    # either side of its span and must not reach into a held-out span.
+    # --chroms chr2 alone: default tail split, span i centred at (512 i + 256) / 20000; valid from
+    # 0.8 (i >= 31), test from 0.9 (i >= 35), span 30 dropped at the border
+    (["--chroms", "chr2", "--max-n", 0.58], {"train": 29, "valid": 4, "test": 4}),
+    (["--chroms", "chr2", "--max-n", 0.59], {"train": 30, "valid": 4, "test": 4}),  # keeps chr2's first span
+    # held-out regions start on the 512 bp tiling of the chromosome (29696 = 58 x 512, 9728 = 19 x 512),
+    # so their own tiling adds no windows: test spans of chr1:29696-40000 are i = 58..77 (20), span 57
+    # dropped, train 0..56 less the 2 in the gap
+    (["--valid-chroms", "chr2", "--test-regions", "{bed}"], {"train": 55, "valid": 38, "test": 20}),
+    # valid spans of chr2:9728-20000 are i = 19..38 (20), span 18 dropped: train 1..17
+    (["--test-chroms", "chr1", "--valid-regions", "{bed}"], {"train": 17, "valid": 20, "test": 76}),
+])
+def test_chromosome_options_and_max_n_choose_the_windows(tmp_path, cli, extra, windows):
+    bed = tmp_path / "held.bed"
+    bed.write_text("chr1\t29696\t40000\n" if "--test-regions" in extra else "chr2\t9728\t20000\n")
+    res = cli(*_cnn(tmp_path / "m", *[str(a).format(bed=bed) for a in extra]))
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["training"]["windows"] == windows
+
+
+def test_patch_sets_the_token_size_and_must_divide_the_bin(tmp_path, cli):
+    assert cli(*_cnn(tmp_path / "m", "--patch", 4)).exit_code == 0
+    model = json.loads((tmp_path / "m" / "config.json").read_text())["model"]
+    # 32 bp bins from 4 bp tokens: 3 halvings (the default, patch 1, makes 5)
+    assert model["patch"] == 4 and len(model["widths"]) == 3
+    res = cli(*_cnn(tmp_path / "x", "--patch", 3))
+    assert_one_error_line(res, "--patch 3: bin size 32 is not the patch times a power of 2")
+    assert res.exit_code == 1 and not (tmp_path / "x").exists()
+
+
+def test_stat_and_clip_make_the_targets_the_test_pass_scores_against(tmp_path, cli):
+    """train-tracks' own test Pearson r equals one computed from bigWig maxima soft-clipped at 2."""
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.io.reference import Reference
+    from genointerp.seq.onehot import one_hot
+
+    (tmp_path / "test.bed").write_text("chr1\t20480\t22528\n")  # 4 whole target spans on the grid
+    (tmp_path / "valid.bed").write_text("chr2\t10240\t12288\n")
+    res = cli(*_cnn(tmp_path / "m", "--stat", "max", "--clip", 2, "--test-regions", tmp_path / "test.bed",
+                    "--valid-regions", tmp_path / "valid.bed"))
+    assert res.exit_code == 0, res.output
+    got = {r.split("\t")[0]: float(r.split("\t")[2]) for r in (tmp_path / "m" / "test_pearson.tsv").read_text().splitlines()[1:5]}
+    net, _ = load_model_dir(tmp_path / "m")
+    ref = Reference(str(FASTA))
+    spans = [20480 + 512 * i for i in range(4)]
+    x = np.stack([one_hot(ref.codes("chr1", s - 256, s - 256 + 1024)) for s in spans])
+    with torch.no_grad():
+        p = net(torch.from_numpy(x)).numpy()[..., 0].ravel()  # motif_a
+    bw = pyBigWig.open(str(TRACKS / "motif_a.bw"))
+    raw = np.nan_to_num(np.array(bw.values("chr1", 20480, 22528))).reshape(-1, 32)  # (64 bins, 32 bp)
+    soft = lambda y, c: np.where(y > c, c + np.sqrt(np.maximum(y - c, 0)), y)  # noqa: E731
+    want = np.corrcoef(p, soft(raw.max(1), 2.0))[0, 1]
+    assert got["motif_a"] == pytest.approx(want, abs=1e-5)
+    # the default (mean, clip 32) would give another r: the check tells the two apart
+    assert abs(np.corrcoef(p, soft(raw.mean(1), 32.0))[0, 1] - want) > 1e-3
 
 def test_soft_clip_compresses_only_the_excess():
     from genointerp.tracks_data import soft_clip
