@@ -204,6 +204,25 @@ def test_attn_maps_on_a_region_with_a_swin1d_model(swin, tmp_path, cli):
             "01_chr1_20000-20100.windows.layer9.png", "01_chr1_20000-20100.zoom.layer9.png"} <= figs
 
 
+def test_regions_bed_with_mean_and_layer(swin, tmp_path, cli):
+    (tmp_path / "r.bed").write_text("chr1\t20000\t20100\nchr2\t100\t300\n")
+    base = ["-q", "attn-maps", "-m", swin, "--fasta", FASTA, "--device", "cpu"]
+    assert cli(*base, "--region", "chr1:20000-20100", "--region", "chr2:100-300", "--plot-items", 0,
+               "-o", tmp_path / "each").exit_code == 0
+    res = cli(*base, "--regions", tmp_path / "r.bed", "--mean", "--layer", -10, "-o", tmp_path / "mean")
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "mean" / "attention.json").read_text())
+    assert [it["id"] for it in doc["items"]] == ["chr1:20000-20100", "chr2:100-300"] and doc["mean"] is True
+    each, mean = np.load(tmp_path / "each" / "attention.npz"), np.load(tmp_path / "mean" / "attention.npz")
+    for i in range(len(doc["layers"])):
+        key = f"layer{i:02d}.weights"
+        assert mean[key].shape[0] == 1
+        np.testing.assert_allclose(mean[key][0], each[key].mean(0), atol=1e-6)
+    # 11 attention layers: -10 is layer 1 (the default would be 9, the deepest windowed one)
+    figs = {p.name for p in (tmp_path / "mean" / "figures").iterdir()}
+    assert {"mean.heads.layer1.png", "mean.windows.layer1.png", "mean.zoom.layer1.png"} <= figs
+    assert not any("layer9" in f for f in figs)
+
 def test_region_off_the_chromosome_is_refused(swin, tmp_path, cli):
     res = cli("attn-maps", "-m", swin, "--fasta", FASTA, "--region", "chr1:39000-41000", "-o", tmp_path / "o")
     assert_one_error_line(res, "off the end of chr1")

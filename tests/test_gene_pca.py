@@ -138,6 +138,49 @@ def test_gene_table_counts_match_an_independent_count(fitted):
     assert "warning: VCF chromosome 21 is chr21" in res.stderr
 
 
+def _expected_genes(fit_rows, maf, max_missing, rule):
+    """{gene: (n_sites, n_snps, n_pcs)} from the independent VCF reader: SNPs kept when missing in at
+    most max_missing of the fit rows and with minor allele frequency >= maf there."""
+    from genointerp.io.genes import read_genes
+
+    sites, out = read_vcf_text(), {}
+    for g in read_genes(str(BED)):
+        inside = [s[4][fit_rows] for s in sites if "chr" + s[0] == g.chrom and g.start <= s[1] - 1 < g.end]
+        kept = 0
+        for fit in inside:
+            called = fit[~np.isnan(fit)]
+            af = called.sum() / (2 * len(called))
+            kept += np.isnan(fit).mean() <= max_missing and min(af, 1 - af) >= maf
+        if inside:
+            out[g.name] = (len(inside), kept, 0 if kept == 0 else min(rule.n_pcs(kept), kept))
+    return out
+
+
+def test_maf_max_missing_and_pcs_rule_decide_the_kept_snps_and_pcs(cli, tmp_path):
+    res = cli("-q", "gene-pca", VCF, "-g", BED, "--maf", 0.2, "--max-missing", 0, "--pcs-rule", "2:1,inf:2",
+              "-o", tmp_path / "o")
+    assert res.exit_code == 0, res.output
+    got = {r["gene"]: (int(r["n_sites"]), int(r["n_snps"]), int(r["n_pcs"])) for r in genes_tsv(tmp_path / "o")}
+    every = slice(None)
+    assert got == _expected_genes(every, 0.2, 0.0, PcsRule.parse("2:1,inf:2"))
+    # each option on its own changes the table, so none of them can be ignored unnoticed
+    for other in ((0.01, 0.0, "2:1,inf:2"), (0.2, 0.1, "2:1,inf:2"), (0.2, 0.0, "4:1,20:4,inf:8")):
+        assert got != _expected_genes(every, other[0], other[1], PcsRule.parse(other[2])), other
+
+
+def test_phenotype_column_selects_the_samples_with_a_value_there(fitted, cli, tmp_path):
+    _, samples, _ = fitted
+    # binary column a has values for the first 40 samples, b for the last 40 (NA, -9 and empty are missing)
+    (tmp_path / "p.tsv").write_text("IID\ta\tb\n" + "".join(
+        f"{s}\t{1 + i % 2 if i < 40 else 'NA'}\t{1 + i % 2 if i >= 20 else ('-9' if i % 2 else '')}\n"
+        for i, s in enumerate(samples)))
+    for column, want in ((None, samples[:40]), ("b", samples[20:])):
+        extra = ["--phenotype-column", column] if column else []
+        out = tmp_path / f"o{column}"
+        res = cli("-q", "gene-pca", VCF, "-g", BED, "--phenotypes", tmp_path / "p.tsv", *extra, "-o", out)
+        assert res.exit_code == 0, res.output
+        assert features(out)[0]["samples"] == want
+
 def test_features_equal_a_direct_pca_of_the_fit_samples(fitted):
     d, samples, _ = fitted
     meta, matrix = features(d / "out")
