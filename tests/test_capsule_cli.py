@@ -176,3 +176,79 @@ def test_predict_refuses_other_architectures_and_damaged_weights(trained, cli, t
     res = cli("capsule-predict", trained / "m", trained / "feats", "-o", tmp_path / "p.tsv")
     assert res.exit_code == 1 and (tmp_path / "p.tsv").read_text() == "x"
     assert_one_error_line(res, "output exists")
+
+
+# a quick run for the options below: 60 samples, 4 genes, no test set or baselines, 3 epochs
+QUICK = [*SMALL, "--epochs", "3", "--test-fraction", "0", "--no-baselines"]
+
+
+def test_phenotype_picks_the_column_that_labels_the_samples(tmp_path, cli):
+    features, y = cohort(60, 4)
+    feats, _ = write_cohort(tmp_path, features, y)
+    # 'other' splits the samples differently from 'status' (thirds, not alternating)
+    other = ["yes" if i % 3 == 0 else "no" for i in range(60)]
+    (tmp_path / "p.tsv").write_text("sample\tstatus\tother\n" + "".join(
+        f"{s}\t{'case' if v else 'control'}\t{o}\n" for s, v, o in zip(features.samples, y, other)))
+    res = cli("capsule-train", feats, "-p", tmp_path / "p.tsv", "--phenotype", "other", *QUICK, "-o", tmp_path / "m")
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["phenotype"]["column"] == "other" and cfg["phenotype"]["classes"] == ["no", "yes"]
+    assert {r["sample"]: r["class"] for r in tsv(tmp_path / "m" / "split.tsv")} == dict(zip(features.samples, other))
+
+
+def test_one_routing_iteration_leaves_the_coupling_uniform(tmp_path, cli, trained):
+    feats, pheno = write_cohort(tmp_path, *cohort(60, 4))
+    res = cli("capsule-train", feats, "-p", pheno, "--routing", 1, *QUICK, "-o", tmp_path / "m")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["model"]["routing_iterations"] == 1
+    # routing logits start at 0 and the first iteration's softmax over 2 classes gives exactly 1/2;
+    # later iterations move them (the default, 3, in the module's model does)
+    values = lambda rows: [float(v) for r in rows for k, v in r.items() if k.startswith("c[")]  # noqa: E731
+    assert set(values(tsv(tmp_path / "m" / "coupling.tsv"))) == {0.5}
+    assert set(values(tsv(trained / "m" / "coupling.tsv"))) != {0.5}
+
+
+def test_primary_capsule_is_the_one_the_gene_scores_read(tmp_path, cli):
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+
+    features, y = cohort(60, 4)
+    feats, pheno = write_cohort(tmp_path, features, y)
+    res = cli("capsule-train", feats, "-p", pheno, "--primary-capsule", 5, *QUICK, "-o", tmp_path / "m")
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["interpretation"] == {"primary_capsule": 5, "primary_capsule_choice": "given"}
+    # the read-out by a full forward pass: capsule 5's length with one gene's PCs kept (the others
+    # at their training mean, 0 once standardised) against all at the mean, averaged over the samples
+    net, _ = load_model_dir(tmp_path / "m", expect="capsule")
+    xs = ((features.matrix - np.array(cfg["scaler"]["mean"])) / np.array(cfg["scaler"]["sd"])).astype(np.float32)
+    with torch.no_grad():
+        length = lambda x: net.primary(torch.from_numpy(x))[:, 5].norm(dim=-1).double().numpy()  # noqa: E731
+        zero = length(np.zeros_like(xs))
+        want = {}
+        for g in range(4):
+            kept = np.zeros_like(xs)
+            kept[:, 2 * g : 2 * g + 2] = xs[:, 2 * g : 2 * g + 2]
+            want[f"G{g}"] = np.abs(length(kept) - zero).mean()
+    got = {r["gene"]: float(r["score"]) for r in tsv(tmp_path / "m" / "genes.tsv")}
+    assert got == pytest.approx(want, rel=1e-4)  # genes.tsv keeps 6 significant digits
+
+
+def test_dropout_changes_training_but_not_prediction_determinism(tmp_path, cli):
+    from safetensors.torch import load_file
+
+    feats, pheno = write_cohort(tmp_path, *cohort(60, 4))
+    for name, extra in (("a", ["--dropout", "0.5"]), ("b", ["--dropout", "0.5"]), ("c", [])):
+        assert cli("capsule-train", feats, "-p", pheno, *extra, *QUICK, "-o", tmp_path / name).exit_code == 0
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["model"]["dropout"] == 0.5
+    a, b, c = (load_file(tmp_path / name / "model.safetensors") for name in "abc")
+    assert all(torch_equal(a[k], b[k]) for k in a)  # seeded: the same units dropped
+    assert not all(torch_equal(a[k], c[k]) for k in a)  # dropped units change the gradients
+    # at prediction dropout is off: the same model gives the same probabilities every time
+    runs = [cli("capsule-predict", tmp_path / "a", feats).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0].splitlines()) == 61
+
+
+def torch_equal(x, y) -> bool:
+    return bool((x == y).all())
