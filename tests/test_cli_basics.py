@@ -59,3 +59,20 @@ def test_versions_yml_for_multiqc(cli, tmp_path):
     assert all(isinstance(v, str) for v in tools.values())  # "2.10" must not turn into 2.1
     res = cli("versions", "-o", out)
     assert res.exit_code == 1 and "output exists" in res.stderr
+
+
+def test_debug_shows_the_traceback_of_a_data_error(tmp_path):
+    # a real process: the traceback is what Python prints for the exception --debug lets through
+    bad = tmp_path / "bad.fq"
+    bad.write_text("@r1\nAC-T\n+\nIIII\n")
+    message = "read r1: position 3: '-' is not a nucleotide letter"
+    base = [sys.executable, "-m", "genointerp", "kmerize", str(bad), "-k", "2", "--length", "4"]
+    plain = subprocess.run([*base, "-o", str(tmp_path / "a")], capture_output=True, text=True)
+    assert plain.returncode == 1 and "Traceback" not in plain.stderr
+    lines = plain.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("genointerp: error: ") and lines[0].endswith(message)
+    debug = subprocess.run([sys.executable, "-m", "genointerp", "--debug", *base[3:], "-o", str(tmp_path / "b")],
+                           capture_output=True, text=True)
+    assert debug.returncode == 1
+    assert debug.stderr.startswith("Traceback (most recent call last):") and message in debug.stderr.splitlines()[-1]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
