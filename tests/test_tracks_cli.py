@@ -236,7 +236,8 @@ def test_overlap_bins_sets_the_windows_and_which_one_each_bin_takes(model, cli, 
             want[b] = out[f][b - f]
         return want
 
-    want, other = stitched({0: [0, 16, 32], 8: [0, 8, 16, 24, 32]}[overlap]), stitched({8: [0, 16, 32], 0: [0, 8, 16, 24, 32]}[overlap])
+    grids = {0: [0, 16, 32], 8: [0, 8, 16, 24, 32]}
+    want, other = stitched(grids[overlap]), stitched(grids[8 - overlap])
     # values near 2 differ between batchings by a float32 ulp or two (2.4e-7): 2e-6 is 8 ulps, and
     # the two overlaps' stitchings differ by 10 times that, so a wrong window choice fails the check
     assert np.abs(want - other).max() > 10 * 2e-6
@@ -274,9 +275,11 @@ def test_chroms_predicts_whole_chromosomes_and_tsv_holds_every_bin(model, cli, t
     assert bw.intervals("chr1") is None  # only the chromosome asked for
     runs = [(iv[0][0], iv[-1][1], len(iv)) for iv in _runs(bw.intervals("chr2"))]
     assert runs == [(0, 20000, 625)]  # 20,000 bp = 625 bins of 32 bp, the whole of chr2
-    rows = [r.split("\t") for r in gzip.decompress((tmp_path / "p" / "tracks.tsv.gz").read_bytes()).decode().splitlines()]
+    text = gzip.decompress((tmp_path / "p" / "tracks.tsv.gz").read_bytes()).decode()
+    rows = [r.split("\t") for r in text.splitlines()]
     assert rows[0] == ["chrom", "start", "end", *TRACK_IDS] and len(rows) == 626
-    assert [r[:3] for r in rows[1:3]] == [["chr2", "0", "32"], ["chr2", "32", "64"]] and rows[-1][:3] == ["chr2", "19968", "20000"]
+    assert [r[:3] for r in rows[1:3]] == [["chr2", "0", "32"], ["chr2", "32", "64"]]
+    assert rows[-1][:3] == ["chr2", "19968", "20000"]
     for t, tid in enumerate(TRACK_IDS):
         got = np.array([float(r[3 + t]) for r in rows[1:]])
         want = np.array(pyBigWig.open(str(tmp_path / "p" / f"{tid}.bw")).values("chr2", 0, 20000)[::32])
@@ -495,7 +498,8 @@ def test_stat_and_clip_make_the_targets_the_test_pass_scores_against(tmp_path, c
     res = cli(*_cnn(tmp_path / "m", "--stat", "max", "--clip", 2, "--test-regions", tmp_path / "test.bed",
                     "--valid-regions", tmp_path / "valid.bed"))
     assert res.exit_code == 0, res.output
-    got = {r.split("\t")[0]: float(r.split("\t")[2]) for r in (tmp_path / "m" / "test_pearson.tsv").read_text().splitlines()[1:5]}
+    table = [r.split("\t") for r in (tmp_path / "m" / "test_pearson.tsv").read_text().splitlines()[1:5]]
+    got = {r[0]: float(r[2]) for r in table}
     net, _ = load_model_dir(tmp_path / "m")
     ref = Reference(str(FASTA))
     spans = [20480 + 512 * i for i in range(4)]

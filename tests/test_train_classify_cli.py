@@ -328,7 +328,8 @@ def test_valid_test_sets_and_positive_label_decide_the_test_metrics(split_sets, 
               "-o", tmp_path / "m", "--epochs", 1, *SMALL)
     assert res.exit_code == 0, res.output
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
-    assert cfg["positive_label"] == positive and cfg["negative_labels"] == [{"viral": "human", "human": "viral"}[positive]]
+    other = {"viral": "human", "human": "viral"}[positive]
+    assert cfg["positive_label"] == positive and cfg["negative_labels"] == [other]
     assert cfg["training"]["data"][0]["n_reads"] == 1650
     test = json.loads((tmp_path / "m" / "test_metrics.json").read_text())
     # the 8:1:1 split would test on 165 reads of train.ds; --test's own reads are 150
