@@ -351,21 +351,3 @@ def test_soft_clip_compresses_only_the_excess():
     y = np.array([10.0, 32.0, 36.0, 132.0], dtype=np.float32)
     np.testing.assert_array_equal(soft_clip(y, 32.0), [10.0, 32.0, 34.0, 42.0])  # 32 + sqrt(4), 32 + sqrt(100)
     assert soft_clip(y, None) is y
-
-
-def test_builtin_tracks_model_predicts_out_of_the_box(cli, tmp_path):
-    """No -m: the built-in chr20 TF ChIP-seq model, on a slice of real GRCh37 chr20."""
-    from genointerp.resources import BUILTIN_TRACKS, builtin_model_dir
-
-    cfg = json.loads((builtin_model_dir(BUILTIN_TRACKS) / "config.json").read_text())
-    ids = [t["id"] for t in cfg["tracks"]]
-    assert len(ids) == 87 and "A549.CEBPB.conservative" in ids and cfg["model"]["architecture"] == "swin1d"
-    assert cfg["training"]["valid_pearson"] > 0.05  # well above a constant prediction (0)
-    (tmp_path / "r.bed").write_text("20\t40000\t44096\n")  # 32 bins of 128 bp inside test-data's slice
-    res = cli("predict-tracks", "--fasta", DATA / "chr20_slice.fa.gz", "--regions", tmp_path / "r.bed",
-              "-o", tmp_path / "p", "--device", "cpu")
-    assert res.exit_code == 0, res.output
-    bw = pyBigWig.open(str(tmp_path / "p" / "A549.CEBPB.conservative.bw"))
-    values = bw.values("20", 40000, 44096)
-    assert list(bw.chroms().items()) == [("20", 100_000)] and all(v >= 0 for v in values)
-    assert len({p.name for p in (tmp_path / "p").glob("*.bw")}) == 87
