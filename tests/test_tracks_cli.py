@@ -149,8 +149,32 @@ def test_predict_tracks_writes_bigwigs_and_peaks(model, cli, tmp_path):
     runs = [(c, iv[0][0], iv[-1][1], len(iv)) for c in ("chr1", "chr2") for iv in _runs(bw.intervals(c))]
     assert runs == [("chr1", 0, 15008, 469), ("chr1", 16000, 40000, 750), ("chr2", 288, 20000, 616)]
     assert all(e - s == 32 for s, e, _ in bw.intervals("chr1")[:-1])
-    peaks = [line.split("\t") for line in (out / "motif_a.peaks.bed").read_text().splitlines()]
-    assert peaks and all(float(p[6]) >= float(p[7]) > 0 for p in peaks)  # max >= mean signal
+    bw.close()
+    for tid in TRACK_IDS:
+        peaks = [line.split("\t") for line in (out / f"{tid}.peaks.bed").read_text().splitlines()]
+        want = peaks_from_bigwig(out / f"{tid}.bw", 0.99)
+        assert [(p[0], int(p[1]), int(p[2])) for p in peaks] == [w[:3] for w in want], tid
+        np.testing.assert_allclose([[float(p[6]), float(p[7])] for p in peaks], [w[3:] for w in want], rtol=1e-5)
+
+
+def peaks_from_bigwig(path, quantile: float) -> list[tuple]:
+    """predict-tracks' default peaks, recomputed from its bigWig: stretches of adjacent bins (not
+    crossing a gap between runs) whose value is >= the track's `quantile` over all its bins, as
+    (chrom, start, end, max, mean)."""
+    bw = pyBigWig.open(str(path))
+    bins = [(c, *iv) for c in bw.chroms() for iv in bw.intervals(c)]
+    bw.close()
+    cut = np.quantile([v for *_, v in bins], quantile)
+    stretches = []
+    for chrom, start, end, v in bins:
+        if v < cut:
+            continue
+        if stretches and stretches[-1][0] == chrom and stretches[-1][2] == start:
+            stretches[-1][2] = end
+            stretches[-1][3].append(v)
+        else:
+            stretches.append([chrom, start, end, [v]])
+    return [(c, s, e, max(v), float(np.mean(v))) for c, s, e, v in stretches]
 
 
 def _runs(intervals):
