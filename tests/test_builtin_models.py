@@ -132,20 +132,26 @@ def test_a_builtin_model_with_two_weights_swapped_misses_the_pins(cli, tmp_path)
     assert len(xvir_call_misses(tsv, summary)) > 3
 
 
+def tumor_small_tokens(read_ids: list[str] | None = None) -> torch.Tensor:
+    """int64 (n, 145) 6-mer tokens of tumor_small.fq.gz's reads (all, or `read_ids` in that order).
+    Every read is exactly the built-in model's 150 bp, so it is one window and p_viral = sigmoid(its logit)."""
+    from genointerp.seq.alphabet import encode
+    from genointerp.seq.kmers import tokenize
+
+    seqs = {name: seq for name, seq, _ in read_fastq(DATA / "tumor_small.fq.gz")}
+    assert {len(s) for s in seqs.values()} == {150}
+    codes = np.stack([encode(seqs[rid]) for rid in (read_ids or seqs)])
+    return torch.from_numpy(tokenize(codes, 6).astype(np.int64))
+
+
 def pinned_logits(folder, form: str) -> np.ndarray:
     """Logits float64 (len(XVIR_LOGITS),) of the pinned reads, by the folded form (what
     classify-reads runs in fp32 on CPU) or the PyTorch module (bf16, CUDA, other variants)."""
     from genointerp.checkpoint import load_model_dir
     from genointerp.models.xvir_inference import XVirInference
-    from genointerp.seq.alphabet import encode
-    from genointerp.seq.kmers import tokenize
 
-    model, config = load_model_dir(folder, expect="xvir")
-    seqs = {name: seq for name, seq, _ in read_fastq(DATA / "tumor_small.fq.gz")}
-    # every read is exactly the model's 150 bp, so it is one window and p_viral = sigmoid(its logit)
-    assert {len(s) for s in seqs.values()} == {config["model"]["read_length"]}
-    codes = np.stack([encode(seqs[rid]) for rid in XVIR_LOGITS])
-    tokens = torch.from_numpy(tokenize(codes, config["model"]["k"]).astype(np.int64))
+    model, _ = load_model_dir(folder, expect="xvir")
+    tokens = tumor_small_tokens(list(XVIR_LOGITS))
     if form == "folded":
         return XVirInference(model)(tokens).double().numpy()
     with torch.inference_mode():
