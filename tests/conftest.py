@@ -69,3 +69,11 @@ def assert_one_error_line(res, message: str) -> None:
     assert len(errors) == 1 and message in errors[0], res.stderr
     assert all(line.startswith("[genointerp]") for line in lines if line not in errors), res.stderr
     assert "Traceback" not in res.output
+
+
+def metrics_without_timing(model_dir: Path) -> list[list[str]]:
+    """A model's metrics.tsv (header, one row per epoch) without its wall-clock column: what a
+    resumed run must reproduce."""
+    rows = [line.split("\t") for line in (model_dir / "metrics.tsv").read_text().splitlines()]
+    keep = [i for i, name in enumerate(rows[0]) if name != "seconds"]
+    return [[r[i] for i in keep] for r in rows]

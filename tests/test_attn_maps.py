@@ -192,8 +192,21 @@ def test_attn_maps_on_a_region_with_a_swin1d_model(swin, tmp_path, cli):
     top = doc["layers"][-1]
     assert top["kind"] == "global" and top["resolution_bp"] == 32 and top["offset_bp"] == 8 * 32  # crop (32 - 16) / 2 bins
     np.testing.assert_array_equal(arrays["layer10.token_start"][0, :2], [19538 + 8 * 32, 19538 + 9 * 32])
-    dist = [float(line.split("\t")[8]) for line in (out / "distance.tsv").read_text().splitlines()[1:]]
-    assert len(dist) == 11 and all(d > 0 for d in dist)
+    rows = [line.split("\t") for line in (out / "distance.tsv").read_text().splitlines()[1:]]
+    assert [(int(r[0]), int(r[7])) for r in rows] == [(i, 0) for i in range(11)]  # one head per layer at width 16
+    for r, layer in zip(rows, doc["layers"]):
+        # uniform attention over a window of w tokens: mean |i - j| = (w^2 - 1) / (3w) tokens, here w = 16
+        assert float(r[9]) == pytest.approx(255 / 48 * int(r[4]), rel=1e-6)
+        # attention-weighted bp between tokens, recomputed from the exported weights and token starts;
+        # a shifted layer's window that wraps around the sequence end is left out
+        p = f"layer{layer['index']:02d}"
+        w, slots, starts = arrays[f"{p}.weights"], arrays[f"{p}.token_index"], arrays[f"{p}.token_start"]
+        keep = slots[:, -1] - slots[:, 0] == slots.shape[1] - 1
+        pos = starts[:, slots[keep]]  # (items, windows, w)
+        d = np.abs(pos[..., :, None] - pos[..., None, :])
+        expect = np.einsum("ihnqk,inqk->ihnq", w[:, :, keep].astype(np.float64), d).mean(axis=(0, 2, 3))
+        assert float(r[8]) == pytest.approx(expect[0], rel=1e-5)
+        assert float(r[10]) == pytest.approx(float(r[8]) / float(r[9]), rel=1e-5)
     bw = pyBigWig.open(str(out / "rollout.bw"))
     vals = np.array(bw.values("chr1", 19538, 19538 + 1024))
     bw.close()

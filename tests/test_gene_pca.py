@@ -244,10 +244,35 @@ def test_apply_imputes_absent_snps_and_flips_swapped_alleles(fitted, cli, tmp_pa
     assert np.allclose(new[:, 1:], old[:, 1:], atol=1e-5)  # the flipped SNP gives the same scores
 
 
-def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, cli, tmp_path):
+@pytest.mark.parametrize("threads", [2, 4])
+def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, cli, tmp_path, monkeypatch, threads):
+    """-t N against the fixture's -t 1. --threads is capped at the usable CPUs, which would make this
+    1 against 1 on a one-CPU runner: lift the cap, and check the per-gene fits really went to a pool
+    of N threads (finishing out of order is what the gene-order bookkeeping must undo)."""
+    import importlib
+
+    import genointerp.gene_pca
+
+    cli_module = importlib.import_module("genointerp.cli.genotypes")  # the package deletes its submodule names
+
+    pools = []
+
+    class Recorded(genointerp.gene_pca.ThreadPoolExecutor):
+        def __init__(self, workers):
+            super().__init__(workers)
+            pools.append([workers, 0])
+
+        def submit(self, *args):
+            pools[-1][1] += 1
+            return super().submit(*args)
+
+    monkeypatch.setattr(cli_module, "usable_threads", lambda n: n)
+    monkeypatch.setattr(genointerp.gene_pca, "ThreadPoolExecutor", Recorded)
     d, _, _ = fitted
-    res = cli("-q", "gene-pca", VCF, "-g", BED, "--fit-samples", d / "fit.txt", "-o", tmp_path / "again", "-t", "2")
+    res = cli("-q", "gene-pca", VCF, "-g", BED, "--fit-samples", d / "fit.txt", "-o", tmp_path / "again", "-t", threads)
     assert res.exit_code == 0, res.output
+    n_fitted = sum(int(g["n_snps"]) > 0 for g in genes_tsv(d / "out"))
+    assert pools == [[threads, n_fitted]] and n_fitted > 2 * threads  # more fits than the pool buffers
     for name in ("features.npy", "features.json", "features.tsv", "genes.tsv", "transform.json", "transform.npz"):
         assert (tmp_path / "again" / name).read_bytes() == (d / "out" / name).read_bytes(), name
 

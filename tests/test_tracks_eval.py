@@ -104,6 +104,34 @@ def test_plots_write_png(tmp_path):
     pred = truth + rng.normal(0, 0.5, truth.shape).clip(0)
     starts = 30_000_000 + 128 * np.arange(bins)
     plot_region(pred, truth, starts, "chr20", [f"track{i}" for i in range(tracks)], tmp_path / "region.png")
-    for name in ("scatter.png", "region.png"):
-        data = (tmp_path / name).read_bytes()
-        assert data[:8] == PNG_MAGIC and len(data) > 1000
+    assert_scatter_plot(tmp_path / "scatter.png", n_groups=2)
+    assert_region_plot(tmp_path / "region.png", n_tracks=6)  # the first 6 of the 8 tracks
+
+
+def png_rgb(path, width_in: float, height_in: float) -> np.ndarray:
+    """int RGB 0-255 (h, w, 3) of a tracks_eval PNG, checked to be figsize x 120 dpi."""
+    import matplotlib.image
+
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    im = matplotlib.image.imread(path)
+    assert im.shape[:2] == (round(120 * height_in), round(120 * width_in))
+    return (im[..., :3] * 255).round().astype(int)
+
+
+def assert_scatter_plot(path, n_groups: int) -> None:
+    """Figure 2 (5.2 x 5 in) shows each group's points: markers in tab10 colour k at alpha 0.75 over
+    white. A marker (s=14 pt^2, about 39 px^2 at 120 dpi) has about 20 px of its exact colour."""
+    import matplotlib
+
+    px = png_rgb(path, 5.2, 5.0)
+    for k in range(n_groups):
+        colour = 255 * (0.75 * np.array(matplotlib.colormaps["tab10"](k)[:3]) + 0.25)
+        assert (np.abs(px - colour).max(-1) <= 1).sum() >= 40, k  # 2 markers or more (one is the legend's)
+
+
+def assert_region_plot(path, n_tracks: int) -> None:
+    """Figure 3 (8 x (1 + 1.3 per track) in) shows observed signal filled in grey 0.75 (RGB 191) and
+    the prediction as a tab:blue line: both cover far more than a legend sample (under 100 px)."""
+    px = png_rgb(path, 8.0, 1.0 + 1.3 * n_tracks)
+    assert (px == 191).all(-1).sum() > 0.01 * px.shape[0] * px.shape[1]
+    assert (px[..., 2] - px[..., 0] > 50).sum() > 500 * n_tracks  # blue over red: the line and its antialiasing

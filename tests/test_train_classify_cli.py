@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from conftest import assert_one_error_line, read_fastq, write_bam
+from conftest import assert_one_error_line, metrics_without_timing, read_fastq, write_bam
 
 SMALL = ["--d-model", "16", "--heads", "2", "--lr", "0.005", "--batch-size", "64", "--seed", "3"]
 
@@ -48,7 +48,9 @@ def test_train_writes_a_complete_model_directory(model):
     assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["human"]
     assert cfg["training"]["data"][0]["n_reads"] == 2000
     rows = (model / "metrics.tsv").read_text().splitlines()
-    assert rows[0].startswith("epoch\ttrain_loss\tvalid_loss") and len(rows) >= 3
+    assert rows[0].startswith("epoch\ttrain_loss\tvalid_loss")
+    n = cfg["training"]["epochs_run"]  # 6, or fewer if early stopping ended the run
+    assert [r.split("\t")[0] for r in rows[1:]] == [str(e) for e in range(1, n + 1)] and 1 <= cfg["training"]["best_epoch"] <= n
     test = json.loads((model / "test_metrics.json").read_text())
     assert test["n"] == 200 and test["auroc"] > 0.6  # chance is 0.5; 2,000 reads and 6 epochs of a tiny model
     assert not (model.parent / "m.checkpoint").exists()
@@ -80,6 +82,8 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(dataset, cli, mon
     assert res.exit_code == 0, res.output
     a, b = load_file(dataset / "full" / "model.safetensors"), load_file(dataset / "cut" / "model.safetensors")
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+    full = metrics_without_timing(dataset / "full")
+    assert len(full) == 1 + 4 and metrics_without_timing(dataset / "cut") == full  # each epoch once, same metrics
 
 
 def test_classify_reads_outputs(model, dataset, cli, tmp_path):

@@ -128,7 +128,15 @@ def test_snakemake_predicts_a_bigwig_per_track(smk_run):
             assert bw.intervals("chr1", 0, 15000), track
         finally:
             bw.close()
-        assert (work / "results" / "tracks" / f"{track}.peaks.bed").exists()
+    # the workflow's predictions and peaks are what predict-tracks gives by hand with its model
+    data = ROOT / "test-data" / "tracks"
+    direct = subprocess.run([GENOINTERP, "predict-tracks", "--model", "models/tracks", "--fasta", str(data / "ref.fa.gz"),
+                             "--regions", str(data / "regions.bed"), "--device", "cpu", "-t", "1", "-o", "direct_tracks"],
+                            cwd=work, capture_output=True, text=True)
+    assert direct.returncode == 0, direct.stderr
+    for track in tracks:
+        for name in (f"{track}.bw", f"{track}.peaks.bed"):
+            assert (work / "results" / "tracks" / name).read_bytes() == (work / "direct_tracks" / name).read_bytes(), name
 
 
 def test_snakemake_logs_and_versions(smk_run):

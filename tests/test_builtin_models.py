@@ -1,0 +1,230 @@
+"""The built-in models' outputs on test-data, pinned to stored numbers.
+
+The folded-vs-module XVir tests load the same weights into both forms, so a weight-loading mix-up
+(two tensors swapped, a head zeroed) would pass them; these pins against numbers written down once
+catch it, and a deliberately broken copy of each model shows that they do.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyBigWig
+import pytest
+import torch
+from safetensors.numpy import load_file, save_file
+
+from conftest import DATA, read_fastq
+from genointerp.resources import BUILTIN_TRACKS, BUILTIN_XVIR, builtin_model_dir
+
+# ------------------------------------------------------------------------------------------------
+# PINNED NUMBERS. They are what the shipped model files compute; update them deliberately, and only
+# when a built-in model is retrained (`make default-model`, `make tracks-model`): rerun the commands
+# below, copy the new numbers here, and update the README's `make run` numbers (XVir) with them.
+#
+# XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz`
+# (the README's `make run`): at the model's threshold 0.9575, 60 reads called viral, 30 of the 40 HPV
+# reads and 30 of the 1,960 others (read names start with the truth: viral|, human|, bacterial|).
+XVIR_THRESHOLD = 0.9575
+XVIR_CALLED = {"viral": 30, "other": 30}
+# Logits (before the sigmoid) of reads chosen across the range: confident HPV, a missed HPV read,
+# confident human and E. coli, and four reads near the threshold, whose logit is
+# log(0.9575 / 0.0425) = 3.1148: two below it, one human read above it (a false call), one HPV above.
+XVIR_LOGITS = {
+    "viral|1785|HPV18|4475|4625|-|0": 9.135595,
+    "viral|1052|HPV6|4151|4301|-|3": -0.278514,
+    "human|1263|20|34527|34677|-|0": -14.801182,
+    "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": -11.801186,
+    "human|712|20|59189|59339|-|0": 3.052689,
+    "viral|651|HPV142|7328|7478|+|0": 3.077229,
+    "human|784|20|89525|89675|+|0": 3.149429,
+    "viral|1063|HPV16|896|1046|-|1": 3.396266,
+}
+# Tracks (genointerp/resources/models/tracks_dream_chr20), `genointerp predict-tracks --fasta
+# test-data/chr20_slice.fa.gz --regions <20:40000-44096>`: predicted signal of four tracks at three
+# 128 bp bins (start positions): the CTCF site the model sees at 40320, a quiet bin, and a second site.
+TRACKS_REGION = ("20", 40000, 44096)
+TRACKS_VALUES = {
+    "MCF-7.CTCF.conservative": {40320: 1.2214414, 40960: 0.015286474, 43264: 0.39262229},
+    "A549.CTCF.conservative": {40320: 0.45581999, 40960: 0.010047980, 43264: 0.13875605},
+    "HepG2.MAX.conservative": {40320: 0.73086911, 40960: 0.038225703, 43264: 0.21972024},
+    "A549.CEBPB.conservative": {40320: 0.21306124, 40960: 0.16129719, 43264: 0.19038273},
+}
+# ------------------------------------------------------------------------------------------------
+
+# Tolerances. float32 results move with the order in which sums are taken (GEMM kernel, batch shape,
+# instruction set), not with anything else. Measured on test-data's 2,000 reads, XVir logits (range
+# -19.6 to 9.1) differ by at most 2.7e-5 between the folded form, the module at batch 2,000 and at
+# batch 1, natively and under ATEN_CPU_CAPABILITY=default/avx2 and MKL_ENABLE_INSTRUCTIONS=SSE4_2
+# (the folded form and the module at one batch shape agree within 5e-6). 2e-4 is 1e-5 of the
+# logits' +-20 span (the README's bound for the folded form, relative), 7x the largest difference seen. p_viral = sigmoid(logit)
+# moves by at most p(1 - p) <= 1/4 of that (5e-5), plus 5e-7 from the TSV's six decimals: 1e-4.
+LOGIT_ATOL = 2e-4
+P_ATOL = 1e-4
+# Track values (1.6e-4 to 1.2 in this region) differ by at most 2e-6 relative across the same
+# settings, batch size 1 and 2 threads; 1e-4 relative is 50x that.
+TRACK_RTOL = 1e-4
+
+
+def truth(read_id: str) -> str:
+    return "viral" if read_id.startswith("viral|") else "other"
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def xvir_call_misses(tsv: str, summary: dict) -> list[str]:
+    """What in a classify-reads run on tumor_small.fq.gz differs from the pins (empty: all match)."""
+    rows = {r[0]: r for r in (line.split("\t") for line in tsv.splitlines()[1:])}
+    misses = []
+    called = {"viral": 0, "other": 0}
+    for rid, r in rows.items():
+        called[truth(rid)] += r[3] == "viral"
+    if called != XVIR_CALLED or summary["reads_called_viral"] != sum(XVIR_CALLED.values()):
+        misses.append(f"called viral {called}, summary {summary['reads_called_viral']}")
+    for rid, z in XVIR_LOGITS.items():
+        p = float(rows[rid][2])
+        if abs(p - sigmoid(z)) > P_ATOL:
+            misses.append(f"{rid}: p_viral {p}, pinned {sigmoid(z):.6f}")
+        if rows[rid][3] != ("viral" if sigmoid(z) >= XVIR_THRESHOLD else "not_viral"):
+            misses.append(f"{rid}: call {rows[rid][3]}")
+    return misses
+
+
+def classify(cli, out, *model):
+    res = cli("-q", "classify-reads", DATA / "tumor_small.fq.gz", *model, "-o", out / "calls.tsv",
+              "--summary", out / "summary.json")
+    assert res.exit_code == 0, res.output
+    return (out / "calls.tsv").read_text(), json.loads((out / "summary.json").read_text())
+
+
+def swapped_xvir(tmp_path):
+    """A copy of the built-in XVir with its two LayerNorm gains swapped (same shape, so it loads)."""
+    folder = tmp_path / "swapped"
+    shutil.copytree(builtin_model_dir(BUILTIN_XVIR), folder)
+    w = load_file(folder / "model.safetensors")
+    w["layers.0.norm1.weight"], w["layers.0.norm2.weight"] = w["layers.0.norm2.weight"], w["layers.0.norm1.weight"]
+    assert not np.array_equal(w["layers.0.norm1.weight"], w["layers.0.norm2.weight"])
+    save_file(w, folder / "model.safetensors")
+    return folder
+
+
+def test_the_pins_lie_clear_of_the_threshold():
+    """A near-threshold read's call follows from its pinned p_viral only if the tolerance cannot
+    carry it across the threshold."""
+    for z in XVIR_LOGITS.values():
+        assert abs(sigmoid(z) - XVIR_THRESHOLD) > P_ATOL
+    assert json.loads((builtin_model_dir(BUILTIN_XVIR) / "config.json").read_text())["calling"]["threshold"] == XVIR_THRESHOLD
+
+
+def test_make_run_calls_the_pinned_reads(cli, tmp_path):
+    """The README's `make run`: the default model and threshold on tumor_small.fq.gz."""
+    tsv, summary = classify(cli, tmp_path)
+    assert summary["threshold"] == XVIR_THRESHOLD and summary["reads_scored"] == 2000
+    assert xvir_call_misses(tsv, summary) == []
+
+
+def test_a_builtin_model_with_two_weights_swapped_misses_the_pins(cli, tmp_path):
+    tsv, summary = classify(cli, tmp_path, "-m", swapped_xvir(tmp_path))
+    misses = xvir_call_misses(tsv, summary)
+    assert misses[0].startswith("called viral") and len(misses) > 3, misses  # make run's 60 calls, and pinned reads
+
+
+def tumor_small_tokens(read_ids: list[str] | None = None) -> torch.Tensor:
+    """int64 (n, 145) 6-mer tokens of tumor_small.fq.gz's reads (all, or `read_ids` in that order).
+    Every read is exactly the built-in model's 150 bp, so it is one window and p_viral = sigmoid(its logit)."""
+    from genointerp.seq.alphabet import encode
+    from genointerp.seq.kmers import tokenize
+
+    seqs = {name: seq for name, seq, _ in read_fastq(DATA / "tumor_small.fq.gz")}
+    assert {len(s) for s in seqs.values()} == {150}
+    codes = np.stack([encode(seqs[rid]) for rid in (read_ids or seqs)])
+    return torch.from_numpy(tokenize(codes, 6).astype(np.int64))
+
+
+def pinned_logits(folder, form: str) -> np.ndarray:
+    """Logits float64 (len(XVIR_LOGITS),) of the pinned reads, by the folded form (what
+    classify-reads runs in fp32 on CPU) or the PyTorch module (bf16, CUDA, other variants)."""
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.models.xvir_inference import XVirInference
+
+    model, _ = load_model_dir(folder, expect="xvir")
+    tokens = tumor_small_tokens(list(XVIR_LOGITS))
+    if form == "folded":
+        return XVirInference(model)(tokens).double().numpy()
+    with torch.inference_mode():
+        return model(tokens).double().numpy()
+
+
+@pytest.mark.parametrize("form", ["folded", "module"])
+def test_both_xvir_forms_give_the_pinned_logits(form):
+    np.testing.assert_allclose(pinned_logits(builtin_model_dir(BUILTIN_XVIR), form), list(XVIR_LOGITS.values()),
+                               rtol=0, atol=LOGIT_ATOL)
+
+
+@pytest.mark.parametrize("form", ["folded", "module"])
+def test_both_xvir_forms_of_a_swapped_model_miss_the_pinned_logits(form, tmp_path):
+    got = pinned_logits(swapped_xvir(tmp_path), form)
+    assert (np.abs(got - list(XVIR_LOGITS.values())) > LOGIT_ATOL).sum() >= 4
+
+
+def predict_region(cli, tmp_path, *model) -> tuple[list[str], np.ndarray]:
+    """(track ids, float64 (tracks, bins) of 128 bp bins from 39936) of predict-tracks over TRACKS_REGION."""
+    chrom, start, end = TRACKS_REGION
+    (tmp_path / "r.bed").write_text(f"{chrom}\t{start}\t{end}\n")
+    res = cli("-q", "predict-tracks", "--fasta", DATA / "chr20_slice.fa.gz", "--regions", tmp_path / "r.bed",
+              *model, "-o", tmp_path / "p", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((builtin_model_dir(BUILTIN_TRACKS) / "config.json").read_text())
+    ids = [t["id"] for t in cfg["tracks"]]
+    assert sorted(p.name for p in (tmp_path / "p").glob("*.bw")) == sorted(f"{i}.bw" for i in ids)
+    values = []
+    for tid in ids:
+        bw = pyBigWig.open(str(tmp_path / "p" / f"{tid}.bw"))
+        assert list(bw.chroms().items()) == [("20", 100_000)]  # test-data's slice of chr20
+        # the region, widened to whole 128 bp bins (39936-44160), one value per bin
+        values.append(bw.values(chrom, 39936, 44160)[::128])
+        bw.close()
+    return ids, np.array(values, dtype=np.float64)
+
+
+def track_misses(ids: list[str], values: np.ndarray) -> list[str]:
+    misses = []
+    for tid, pins in TRACKS_VALUES.items():
+        for pos, want in pins.items():
+            got = values[ids.index(tid), (pos - 39936) // 128]
+            if abs(got - want) > TRACK_RTOL * abs(want):
+                misses.append(f"{tid} at {pos}: {got}, pinned {want}")
+    # A constant (or all-zero) model has no variance across bins and tracks; the built-in model's is
+    # 0.0137 here (CTCF sites 1.2 against 0.015 between them), so 1e-3 leaves a wide margin.
+    if values.var() < 1e-3:
+        misses.append(f"variance {values.var():.3g} across bins and tracks")
+    return misses
+
+
+def test_builtin_tracks_model_predicts_the_pinned_values(cli, tmp_path):
+    """No -m: the built-in chr20 TF ChIP-seq model, on a slice of real GRCh37 chr20."""
+    cfg = json.loads((builtin_model_dir(BUILTIN_TRACKS) / "config.json").read_text())
+    assert cfg["model"]["architecture"] == "swin1d" and len(cfg["tracks"]) == 87
+    assert cfg["training"]["valid_pearson"] > 0.05  # well above a constant prediction (0)
+    ids, values = predict_region(cli, tmp_path)
+    assert values.shape == (87, 33)
+    assert track_misses(ids, values) == []
+
+
+@pytest.mark.parametrize("bias", [-100.0, 0.0])  # softplus(-100) = 4e-44, i.e. zeros; softplus(0) = log 2
+def test_a_tracks_model_with_a_dead_head_misses_the_pins(cli, tmp_path, bias):
+    """A model whose output head ignores its input: all zeros, or the constant log 2."""
+    folder = tmp_path / "dead"
+    shutil.copytree(builtin_model_dir(BUILTIN_TRACKS), folder)
+    w = load_file(folder / "model.safetensors")
+    w["output.heads.0.weight"][:] = 0
+    w["output.heads.0.bias"][:] = bias
+    save_file(w, folder / "model.safetensors")
+    ids, values = predict_region(cli, tmp_path, "-m", folder)
+    np.testing.assert_allclose(values, np.log1p(np.exp(bias)), rtol=1e-6, atol=1e-30)  # the head really is dead
+    misses = track_misses(ids, values)
+    assert len(misses) == 13  # all 12 pinned values and the variance
