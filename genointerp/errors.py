@@ -7,3 +7,7 @@ class GenointerpError(Exception):
 
 class InputError(GenointerpError):
     """Malformed, empty or inconsistent input (file, record or option value)."""
+
+
+class UsageError(GenointerpError):
+    """A command line that cannot be run as given (exit status 2, like click's usage errors)."""

@@ -57,7 +57,7 @@ def test_train_writes_a_complete_model_directory(trained):
     m = trained / "m"
     assert sorted(p.name for p in m.iterdir()) == sorted([
         "config.json", "model.safetensors", "results.tsv", "folds.tsv", "split.tsv", "metrics.tsv",
-        "test_predictions.tsv", "train_fraction.tsv", "coupling.tsv", "coupling.png", "genes.tsv"])
+        "test_predictions.tsv", "train_fraction.tsv", "coupling.tsv", "coupling.png", "genes.tsv", ".genointerp"])
     cfg = json.loads((m / "config.json").read_text())
     assert cfg["model"]["architecture"] == "capsule" and cfg["model"]["n_features"] == 12
     assert cfg["phenotype"]["classes"] == ["control", "case"] and cfg["phenotype"]["case"] == "case"

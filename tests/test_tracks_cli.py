@@ -142,7 +142,7 @@ def test_predict_tracks_writes_bigwigs_and_peaks(model, cli, tmp_path):
               "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert {p.name for p in out.iterdir()} == ({f"{t}.bw" for t in TRACK_IDS} | {f"{t}.peaks.bed" for t in TRACK_IDS}
-                                               | {f"{t}.bedGraph.gz" for t in TRACK_IDS})
+                                               | {f"{t}.bedGraph.gz" for t in TRACK_IDS} | {".genointerp"})
     bw = pyBigWig.open(str(out / "motif_a.bw"))
     assert list(bw.chroms().items()) == [("chr1", 40_000), ("chr2", 20_000)]  # .fai order and lengths
     # regions.bed: chr1 0-15000 and 16000-40000 (apart by 1 kb, not merged), chr2 300-10000 and 10000-20000

@@ -70,7 +70,7 @@ def attn_maps(
     req = AttnRequest(model=model_dir, reads=reads, read_ids=list(read_ids), max_reads=max_reads, fasta=fasta,
                       regions=list(region), regions_bed=regions, mean=mean, layer=layer, zoom=zoom,
                       plot_items=plot_items, batch_size=batch_size, device=device_for(device, Precision.fp32))
-    with AtomicOutputs(force) as outputs:
+    with AtomicOutputs(force, inputs=[model_dir, *reads, fasta, regions]) as outputs:
         folder = outputs.folder(output)
         result, config, model_folder, chrom_sizes = run(req, log, warn, progress)
         written = write_outputs(folder, req, result, config, model_folder, chrom_sizes)

@@ -87,7 +87,7 @@ def capsule_train(
     from genointerp.models.capsule import CapsuleConfig
 
     fractions = _fractions(train_fraction)
-    with AtomicOutputs(force) as outputs:
+    with AtomicOutputs(force, inputs=[features_path, phenotypes]) as outputs:
         folder = outputs.folder(output)
         features = read_features(features_path)
         pheno = ct.order_case_last(read_phenotypes(phenotypes, phenotype), case, phenotypes)
@@ -139,7 +139,7 @@ def capsule_predict(
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.io.features import read_features
 
-    with AtomicOutputs(force) as outputs:
+    with AtomicOutputs(force, inputs=[model_dir, features_path]) as outputs:
         target = outputs.file(output) if output != STDOUT else None
         dev = _torch_device(device, threads)
         model, config = load_model_dir(model_dir, expect="capsule")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from contextlib import contextmanager
 from enum import Enum
 from typing import Iterator
@@ -11,7 +13,7 @@ from typing import Iterator
 import typer
 from typer.core import TyperGroup
 
-from genointerp.errors import GenointerpError
+from genointerp.errors import GenointerpError, UsageError
 
 
 class Settings:
@@ -21,20 +23,63 @@ class Settings:
     debug = False
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"genointerp: error: {message}", err=True)
-    return typer.Exit(1)
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    from genointerp.io.atomic import user_facing  # name the user's output, not its hidden temporary
+
+    typer.echo(f"genointerp: error: {user_facing(message)}", err=True)
+    return typer.Exit(code)
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM (what `timeout`, SLURM and Nextflow send) as an exception, so that every
+    `with` block on the way out runs: temporaries are deleted, checkpoints of finished epochs kept.
+    A BaseException, so that no `except Exception` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, frame) -> None:
+    # later signals would interrupt the clean-up itself; the process ends right after it anyway
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+@contextmanager
+def _signals_as_exceptions() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in before:
+        signal.signal(s, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 class ErrorReportingGroup(TyperGroup):
-    """Turns data errors into one stderr line and exit 1; usage errors stay click's exit 2."""
+    """Turns data errors into one stderr line and exit 1, usage errors into exit 2, and SIGINT/SIGTERM
+    into a clean stop with the shell's status for them (130/143)."""
 
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)  # keep declaration order in --help
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with _signals_as_exceptions():
+                return super().invoke(ctx)
+        except Interrupted as exc:
+            typer.echo(f"genointerp: interrupted by {exc}; outputs not written", err=True)
+            raise typer.Exit(128 + exc.signum) from None
+        except UsageError as exc:
+            if Settings.debug:
+                raise
+            raise _fail(str(exc), 2) from None
         except GenointerpError as exc:
             if Settings.debug:
                 raise
@@ -99,22 +144,46 @@ def usable_threads(requested: int) -> int:
     return max(1, min(requested, available))
 
 
-def prepare_checkpoint_dir(ckpt, resume: bool, force: bool) -> bool:
-    """The training-run folder OUTPUT.checkpoint/ before training: refuse to resume what is not
-    there, refuse to discard a run with finished epochs unless forced. Returns whether this
-    process is the main (rank 0) one, the only one that touches the folder."""
+def is_main_rank() -> bool:
+    """Under torchrun only rank 0 writes files; a plain run is rank 0."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+@contextmanager
+def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
+    """The training-run folder OUTPUT.checkpoint/ around training (rank 0 only touches it).
+
+    Before: refuse to resume what is not there, refuse to discard a run with finished epochs
+    unless forced, and never delete a folder genointerp did not write. After a failure or an
+    interruption the folder stays only if it holds a finished epoch (what --resume needs);
+    otherwise nothing of the run is left behind.
+    """
     import shutil
 
-    main_rank = os.environ.get("RANK", "0") == "0"
+    from genointerp.io.atomic import MARKER, check_replaceable_folder
+
     if resume and not (ckpt / "last.pt").exists():
         raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
-    if not resume and ckpt.exists() and main_rank:
+    if not is_main_rank():
+        yield
+        return
+    if not resume and ckpt.exists():
         if (ckpt / "last.pt").exists() and not force:
             raise GenointerpError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
-        shutil.rmtree(ckpt)  # no epoch finished there: nothing worth keeping
-    if main_rank:
-        ckpt.mkdir(exist_ok=True)
-    return main_rank
+        if not ckpt.is_dir():
+            raise GenointerpError(f"{ckpt}: exists and is not a folder; the training run needs that name")
+        check_replaceable_folder(ckpt, str(ckpt))
+        shutil.rmtree(ckpt)  # no epoch finished there, or --force: nothing worth keeping
+    ckpt.mkdir(exist_ok=True)
+    (ckpt / MARKER).touch()
+    try:
+        yield
+    except BaseException:
+        if (ckpt / "last.pt").exists():
+            warn(f"the finished epochs are kept in {ckpt}: rerun with --resume to continue")
+        else:
+            shutil.rmtree(ckpt, ignore_errors=True)
+        raise
 
 
 class Precision(str, Enum):

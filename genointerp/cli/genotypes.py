@@ -94,7 +94,7 @@ def gene_pca(
                          maf=maf, max_missing=max_missing, nearest=nearest_gene, rule=rule,
                          threads=usable_threads(threads), table=tsv)
     # parallelism is over genes: one BLAS thread per fit keeps the cores for them (and results stable)
-    with threadpool_limits(1), AtomicOutputs(force) as outputs:
+    with threadpool_limits(1), AtomicOutputs(force, inputs=[vcf, genes, apply, samples, phenotypes, fit_samples]) as outputs:
         folder = outputs.folder(output)
         summary = run(req, folder, log, warn)
     n_features = summary.get("genes_with_pcs")

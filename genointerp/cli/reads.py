@@ -78,11 +78,8 @@ def simulate_reads(
         read_ins_rate=read_ins_rate, read_del_rate=read_del_rate, sub_rate=sub_rate, ins_rate=ins_rate,
         del_rate=del_rate, seed=seed,
     )
-    with AtomicOutputs(force) as outputs:
-        targets = [p for p in (output, output2, truth) if p]
-        if targets.count(STDOUT) > 1:
-            raise typer.BadParameter("only one output can be - (stdout)")
-        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in targets}
+    with AtomicOutputs(force, inputs=[path for _, path in sources] + [profile, profile2]) as outputs:
+        tmp = outputs.files(output, output2, truth)
         per_label = run(req, tmp[output], tmp.get(output2), tmp.get(truth), log, progress)
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
 
@@ -160,11 +157,9 @@ def kmerize(
     )
     if output == STDOUT:
         raise typer.BadParameter("the dataset is a folder and cannot go to stdout; use --tsv - for text", param_hint="-o")
-    if (tsv, counts).count(STDOUT) > 1:
-        raise typer.BadParameter("only one output can be - (stdout)", param_hint="--tsv/--counts")
-    with AtomicOutputs(force) as outputs:
+    with AtomicOutputs(force, inputs=[*inputs, truth]) as outputs:
         folder = outputs.folder(output) if output else None
-        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in (tsv, counts) if p}
+        tmp = outputs.files(tsv, counts)
         stats, header = run(req, folder, tmp.get(tsv), tmp.get(counts), log, progress)
     kept = f"{stats.kept:,} of {stats.reads_in:,} reads tokenised" if (output or tsv) else f"{stats.reads_in:,} reads counted"
     dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(stats.dropped.items()) if n)

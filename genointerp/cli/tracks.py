@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import Precision, device_for, log, prepare_checkpoint_dir, progress, usable_threads, warn
+from genointerp.cli.common import Precision, device_for, is_main_rank, log, progress, training_checkpoint, usable_threads, warn
 
 PANEL = "Genomic tracks"
 
@@ -108,14 +108,16 @@ def train_tracks(
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if not basenji and not (fasta and targets):
         raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
-    if prepare_checkpoint_dir(checkpoint_dir(output), resume, force):
-        with AtomicOutputs(force) as outputs:
-            folder = outputs.folder(output)
+    main_rank = is_main_rank()
+    ckpt = checkpoint_dir(output)
+    # the output is reserved before the checkpoint folder exists, so a refused run leaves nothing
+    with AtomicOutputs(force, inputs=[fasta, targets, regions, valid_regions, test_regions, basenji]) as outputs, \
+            tempfile.TemporaryDirectory() as scratch:
+        folder = outputs.folder(output) if main_rank else Path(scratch)  # other DDP ranks write nothing
+        with training_checkpoint(ckpt, resume, force):
             metrics = run(req, settings, folder, output, resume, log, warn, progress)
+    if main_rank:
         finish(output)
-    else:  # other DDP ranks train alongside and write nothing
-        with tempfile.TemporaryDirectory() as scratch:
-            metrics = run(req, settings, Path(scratch), output, resume, log, warn, progress)
     groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())
     log(f"test: mean Pearson r {metrics['pearson_mean']:.4f} ({groups}) over {metrics['n_windows']:,} windows")
 
@@ -161,7 +163,7 @@ def predict_tracks(
         raise typer.BadParameter("give --regions BED or --chroms", param_hint="--regions")
     req = PredictRequest(model, fasta, regions, _chroms(chroms), overlap, rc_average, batch_size,
                          usable_threads(threads), device_for(device, precision), precision.value)
-    with AtomicOutputs(force) as outputs:
+    with AtomicOutputs(force, inputs=[model, fasta, regions]) as outputs:
         folder = outputs.folder(output)
         runs, track_ids, sizes, _ = run(req, log, warn, progress)
         counts = write_outputs(folder, runs, track_ids, sizes, peak_threshold,
@@ -219,7 +221,7 @@ def evaluate_tracks(
     req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
                           threads=usable_threads(threads), batch_size=batch_size,
                           device=device_for(device, precision), precision=precision.value)
-    with AtomicOutputs(force) as outputs:
+    with AtomicOutputs(force, inputs=[*models, fasta, targets, regions, basenji]) as outputs:
         tsv = outputs.file(output)
         fig2 = outputs.file(scatter) if scatter else None
         fig3 = outputs.file(plot) if plot else None

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import Precision, device_for, log, prepare_checkpoint_dir, progress, usable_threads, warn
+from genointerp.cli.common import Precision, device_for, is_main_rank, log, progress, training_checkpoint, usable_threads, warn
 
 PANEL = "Viral detection"
 
@@ -64,6 +64,10 @@ def train_xvir(
     Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
     metrics.tsv, test metrics in test_metrics.json and roc.png. Runs under torchrun (DDP; rank 0 writes).
     """
+    import os
+    import tempfile
+    from pathlib import Path
+
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.train.loop import TrainSettings
     from genointerp.train_xvir import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
@@ -74,22 +78,21 @@ def train_xvir(
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
     ckpt = checkpoint_dir(output)
-    main_rank = prepare_checkpoint_dir(ckpt, resume, force)
-    if main_rank:
-        groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test}, ckpt / "data", k, length,
-                                     truth, label_field, log, progress)
-        req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
-        with AtomicOutputs(force) as outputs:
-            folder = outputs.folder(output)
+    main_rank = is_main_rank()
+    if not main_rank and not all(os.path.isdir(p) for p in datasets + valid + test):
+        raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
+    # the output is reserved before the checkpoint folder exists, so a refused run leaves nothing
+    with AtomicOutputs(force, inputs=[*datasets, *valid, *test, truth, init_from]) as outputs, \
+            tempfile.TemporaryDirectory() as scratch:
+        folder = outputs.folder(output) if main_rank else Path(scratch)  # other DDP ranks write nothing
+        with training_checkpoint(ckpt, resume, force):
+            if main_rank:
+                groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test}, ckpt / "data", k,
+                                             length, truth, label_field, log, progress)
+                req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
             metrics = run(req, settings, folder, output, resume, log, progress)
+    if main_rank:
         finish(output)
-    else:  # other DDP ranks train alongside and write nothing
-        if not all(__import__("os").path.isdir(p) for p in datasets + valid + test):
-            raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as scratch:
-            metrics = run(req, settings, __import__("pathlib").Path(scratch), output, resume, log, progress)
     log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
         f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
 
@@ -151,8 +154,8 @@ def classify_reads(
     req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
                           chunk=chunk_of, model_path=model_path)
     model.to(req.device)
-    with AtomicOutputs(force) as outputs:
-        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in (output, summary, viral_out) if p}
+    with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
+        tmp = outputs.files(output, summary, viral_out)
         with open_output(tmp[output], gz=wants_gzip(output)) as out:
             if viral_out:
                 with open_output(tmp[viral_out], gz=wants_gzip(viral_out)) as vout:
@@ -211,8 +214,8 @@ def merge_calls(
         raise typer.BadParameter("needs the chunks' --viral-out files among the inputs", param_hint="--viral-out")
     if virals and not viral_out:
         raise typer.BadParameter("viral-read files given: name the merged file with --viral-out", param_hint="CHUNK...")
-    with AtomicOutputs(force) as outputs:
-        tmp = {p: (p if p == STDOUT else str(outputs.file(p))) for p in (output, summary, viral_out) if p}
+    with AtomicOutputs(force, inputs=chunks) as outputs:
+        tmp = outputs.files(output, summary, viral_out)
         with open_output(tmp[output], gz=wants_gzip(output)) as out:
             if viral_out:
                 with open_output(tmp[viral_out], gz=wants_gzip(viral_out)) as vout:

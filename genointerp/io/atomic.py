@@ -1,9 +1,18 @@
 """All-or-nothing outputs: write to hidden temporaries beside the targets, rename on success.
 
-A command registers every output it will write up front (so an existing file is refused before
-any work starts), writes to the temporary paths, and the context manager renames them all when
-the body finishes without an exception, or deletes them all when it fails. `-` means stdout and
-is streamed directly (a pipe cannot be un-written).
+A command registers its inputs and every output it will write up front, so that an existing
+file, an output that would replace an input, or a folder genointerp never wrote is refused
+before any work starts. It writes to the temporary paths, and the context manager renames them
+all when the body finishes without an exception, or deletes them all when it fails (SIGINT and
+SIGTERM arrive as exceptions, see cli/common.py). `-` means stdout and is streamed directly (a
+pipe cannot be un-written).
+
+The `--force` rules, in one place:
+- a file output may replace an existing file, never a folder;
+- a folder output may replace only a folder that genointerp wrote (it holds the MARKER file),
+  never `/`, the home folder, the working folder or one of its parents;
+- an output never replaces an input, and a folder output never holds one;
+- a symbolic link as output is written through: its target is replaced, the link stays.
 """
 
 from __future__ import annotations
@@ -16,56 +25,115 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 
 STDOUT = "-"
+MARKER = ".genointerp"  # in every output folder: proof that --force may replace it
+TMP_PREFIX = ".genointerp-tmp-"
+
+# Temporary path -> the user's path, for error messages raised while writing (an error should
+# name the file the user asked for, not a hidden temporary). Kept for the process's lifetime:
+# the messages are formatted after the temporaries are gone.
+TEMP_NAMES: dict[str, str] = {}
+
+
+def user_facing(message: str) -> str:
+    """`message` with every temporary path replaced by the output it stands for."""
+    for tmp, final in TEMP_NAMES.items():
+        message = message.replace(tmp, final)
+    return message
 
 
 class AtomicOutputs:
-    """A set of output files/folders committed together. Use as a context manager."""
+    """A set of output files/folders committed together. Use as a context manager.
 
-    def __init__(self, force: bool = False) -> None:
+    `inputs` are the paths the command reads (files or folders; None and `-` are skipped): an
+    output may neither be one of them nor, as a folder, contain one.
+    """
+
+    def __init__(self, force: bool = False, inputs: Iterable[str | os.PathLike | None] = ()) -> None:
         self.force = force
+        self._inputs = [os.path.realpath(p) for p in inputs if p is not None and str(p) != STDOUT]
         self._pending: list[tuple[Path, Path]] = []  # (temporary, final)
 
+    def protect(self, *inputs: str | os.PathLike | None) -> None:
+        """Add input paths that no output may replace (e.g. files named inside another input)."""
+        self._inputs += [os.path.realpath(p) for p in inputs if p is not None and str(p) != STDOUT]
+
     def _reserve(self, target: str | os.PathLike, is_dir: bool) -> Path:
-        final = Path(target)
-        if any(final.resolve() == f.resolve() for _, f in self._pending):
-            raise InputError(f"{final}: the same output path is given twice")
-        if final.exists() and not self.force:
-            raise InputError(f"{final}: output exists; remove it or pass --force to overwrite")
+        if str(target) == STDOUT and is_dir:
+            raise UsageError(f"{target}: this output is a folder and cannot go to stdout; name a folder")
+        final = _through_links(Path(target))
+        real = os.path.realpath(final)
+        if any(real == os.path.realpath(f) for _, f in self._pending):
+            raise UsageError(f"{target}: the same output path is given twice")
+        self._check_inputs(target, real, is_dir)
+        if final.exists():
+            self._check_replaceable(target, final, is_dir)
         if not final.parent.is_dir():
-            raise InputError(f"{final}: output folder {final.parent} does not exist")
+            raise InputError(f"{target}: output folder {final.parent} does not exist")
         # hidden, and ending in the target's own name so that its extension (.gz) still applies
-        prefix, suffix = ".genointerp-tmp-", f".{final.name}"
+        suffix = f".{final.name}"
         if is_dir:
-            tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=final.parent))
+            tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent))
+            (tmp / MARKER).write_text("written by genointerp; `--force` may replace this folder\n")
         else:
-            fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=final.parent)
+            fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent)
             os.close(fd)
             tmp = Path(name)
         self._pending.append((tmp, final))
+        TEMP_NAMES[str(tmp)] = str(target)
+        TEMP_NAMES[os.path.abspath(tmp)] = str(target)
         return tmp
+
+    def _check_inputs(self, target, real: str, is_dir: bool) -> None:
+        for source in self._inputs:
+            if source == real:
+                raise UsageError(f"{target}: output would replace the input {source}; choose another name")
+            if is_dir and source.startswith(real.rstrip(os.sep) + os.sep):
+                raise UsageError(f"{target}: output folder holds the input {source}; choose another name")
+
+    def _check_replaceable(self, target, final: Path, is_dir: bool) -> None:
+        if not is_dir and final.is_dir():
+            raise InputError(f"{target}: is a folder; this output is a file")
+        if is_dir and not final.is_dir():
+            raise InputError(f"{target}: exists and is not a folder; this output is a folder")
+        if not self.force:
+            raise InputError(f"{target}: output exists; remove it or pass --force to overwrite")
+        if is_dir:
+            check_replaceable_folder(final, str(target))
 
     def file(self, target: str | os.PathLike) -> Path:
         """Reserve `target` and return the temporary file path to write instead."""
         return self._reserve(target, is_dir=False)
 
     def folder(self, target: str | os.PathLike) -> Path:
-        """Reserve folder `target` and return an empty temporary folder to fill instead."""
+        """Reserve folder `target` and return an empty temporary folder (holding MARKER) to fill instead."""
         return self._reserve(target, is_dir=True)
+
+    def files(self, *targets: str | None) -> dict[str, str]:
+        """Reserve file outputs given as options: {target: path to write}, `-` mapping to itself.
+
+        None (an option not given) is skipped; at most one target may be stdout.
+        """
+        given = [t for t in targets if t is not None]
+        if given.count(STDOUT) > 1:
+            raise UsageError("only one output can be - (stdout)")
+        return {t: t if t == STDOUT else str(self.file(t)) for t in given}
 
     def commit(self) -> None:
         for tmp, final in self._pending:
-            if tmp.is_dir():
-                os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
-                if final.exists():
-                    shutil.rmtree(final) if final.is_dir() else final.unlink()
+            os.chmod(tmp, (0o777 if tmp.is_dir() else 0o666) & ~_umask())  # mkdtemp/mkstemp make 0700/0600
+            if tmp.is_dir() and final.is_dir():
+                # move the old folder aside first so that `final` is never missing and never mixed
+                old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=".old", dir=final.parent))
+                os.replace(final, old / "x")
+                os.replace(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
             else:
-                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files
-            os.replace(tmp, final)
+                os.replace(tmp, final)
         self._pending.clear()
 
     def discard(self) -> None:
@@ -84,6 +152,23 @@ class AtomicOutputs:
             self.commit()
         else:
             self.discard()
+
+
+def check_replaceable_folder(folder: Path, name: str) -> None:
+    """Refuse to delete `folder` unless genointerp wrote it (MARKER) and it is not a folder the
+    user works in: `/`, home, the working folder or one of its parents."""
+    real = Path(os.path.realpath(folder))
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if real == Path(real.anchor) or real == Path(os.path.realpath(Path.home())) or real == cwd or real in cwd.parents:
+        raise UsageError(f"{name}: refusing to replace {real} (the root, home or working folder or one of its parents)")
+    if not (real / MARKER).is_file():
+        raise InputError(f"{name}: exists and was not written by genointerp (no {MARKER} file in it); "
+                         "remove it yourself or choose another name")
+
+
+def _through_links(path: Path) -> Path:
+    """A symbolic link's final target (even a dangling one), so outputs are written through links."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _umask() -> int:

@@ -206,10 +206,14 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
         if dist_info.main:
             on_epoch(row)
             tmp = ckpt.with_suffix(".tmp")
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                        "scheduler": sched.state_dict() if sched is not None else None,
-                        "epoch": epoch, "history": history, "best_score": best_score, "best_model": best_state,
-                        "stale": stale, "settings": asdict(s)}, tmp)
+            try:
+                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                            "scheduler": sched.state_dict() if sched is not None else None,
+                            "epoch": epoch, "history": history, "best_score": best_score, "best_model": best_state,
+                            "stale": stale, "settings": asdict(s)}, tmp)
+            except BaseException:  # an interrupted save must not be left beside the last good one
+                tmp.unlink(missing_ok=True)
+                raise
             os.replace(tmp, ckpt)
     if best_state is None:
         raise InputError("no epoch was trained (all epochs already done?)")
