@@ -1,0 +1,112 @@
+"""A user's input, opened once: a regular file, `-` (stdin), a named pipe or `<(process substitution)`.
+
+Pipes can be read only once, so nothing here reopens a path to sniff it: the first bytes are
+peeked from the one buffered stream that is then read, gzip and bgzip are recognised by their
+magic bytes (not by the name), and every failure of the stream (a missing file, a folder, a
+truncated or corrupt gzip member, bytes that are not UTF-8 text) becomes one InputError naming the
+user's path. Readers that hand a path to a C library (pysam, pyBigWig, faidx) use `is_stream` to
+tell whether they may open it again.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+import sys
+import zlib
+from contextlib import contextmanager
+from typing import BinaryIO, Iterator, TextIO
+
+from genointerp.errors import InputError
+
+STDIN = "-"
+GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def check_readable(path: str | os.PathLike) -> None:
+    """Refuse a missing path or a folder with one line (stdin is always readable)."""
+    path = str(path)
+    if path == STDIN:
+        return
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a folder, not a file")
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """True for stdin, a named pipe, `/dev/fd/N` of a process substitution or any other input
+    that is not a regular file: it can be read once, front to back, and not reopened."""
+    path = str(path)
+    if path == STDIN:
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+@contextmanager
+def open_binary(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """The bytes of an input, gzip/bgzip (multi-member) decompressed when the data say so.
+
+    A name ending in `.gz` whose content is not gzip is refused (a pipeline mix-up worth a clear
+    line); an empty input reads as empty. Decompression errors while the caller reads become
+    InputError("PATH: truncated or corrupt gzip data").
+    """
+    path = str(path)
+    check_readable(path)
+    raw: BinaryIO
+    try:
+        raw = sys.stdin.buffer if path == STDIN else open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
+    try:
+        head = buffered.peek(2)[:2]
+        if head == GZIP_MAGIC:
+            stream: BinaryIO = io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb"), 1 << 20)  # type: ignore[arg-type]
+        elif path.endswith(".gz") and head:
+            raise InputError(f"{path}: file name ends in .gz but the content is not gzip-compressed")
+        else:
+            stream = buffered
+        try:
+            yield stream
+        except _GZIP_ERRORS as exc:
+            raise InputError(f"{path}: truncated or corrupt gzip data ({exc or type(exc).__name__})") from None
+    finally:
+        if path != STDIN:
+            raw.close()
+
+
+@contextmanager
+def open_text(path: str | os.PathLike) -> Iterator[TextIO]:
+    """An input as UTF-8 text (universal newlines), via `open_binary`. Bytes that are not UTF-8
+    (a binary file, a BAM given where a table belongs) become one InputError."""
+    with open_binary(path) as data:
+        text = io.TextIOWrapper(data, encoding="utf-8", newline=None)  # type: ignore[arg-type]
+        try:
+            yield text
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not a text file (it holds bytes that are not UTF-8 text)") from None
+        finally:
+            text.detach()
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """All lines of a text input, without their line ends."""
+    with open_text(path) as fh:
+        text = fh.read()
+    if "\x00" in text:
+        raise InputError(f"{path}: not a text file (it holds NUL bytes)")
+    return text.splitlines()
+
+
+def read_head(path: str | os.PathLike, n: int = 4096) -> bytes:
+    """The first `n` (decompressed) bytes of a regular file, for sniffing its format before a C
+    library opens it by name. Not for streams: those cannot be reopened (see `is_stream`)."""
+    with open_binary(path) as data:
+        return data.read(n)
