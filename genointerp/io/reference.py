@@ -19,6 +19,7 @@ import pysam
 
 from genointerp.errors import InputError
 from genointerp.io.genes import chrom_alias
+from genointerp.io.inputs import check_readable, is_stream
 from genointerp.seq.alphabet import N_CODE, encode_ascii
 
 pysam.set_verbosity(0)  # htslib's stderr chatter would duplicate our one-line errors
@@ -32,10 +33,10 @@ def _quiet(msg: str) -> None:
 
 def _check_fasta_file(path: str) -> None:
     """Refuse what pysam would misread or re-index: raise InputError with the fix, one line."""
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a folder, not a FASTA file")
+    check_readable(path)
+    if is_stream(path):
+        raise InputError(f"{path}: a pipe or stdin cannot be indexed; the reference must be an indexed FASTA "
+                         "file (`samtools faidx`)")
     with open(path, "rb") as fh:
         head = fh.read(18)
     if head[:2] == b"\x1f\x8b":

@@ -4,13 +4,12 @@ chromosomes. Coordinates are 0-based half-open; `chrom` is always the reference'
 
 from __future__ import annotations
 
-import gzip
-import os
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from genointerp.errors import InputError
 from genointerp.io.genes import chrom_alias
+from genointerp.io.inputs import read_lines
 from genointerp.io.reference import Reference
 
 Warn = Callable[[str], None]
@@ -34,15 +33,7 @@ def read_regions(path: str, ref: Reference, warn: Warn | None = None) -> list[Re
     on a malformed line, start >= end, a region past the chromosome end, an unknown chromosome,
     or a file without regions."""
     path = str(path)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    with open(path, "rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    try:
-        with (gzip.open(path, "rt") if gz else open(path)) as fh:
-            lines = fh.read().splitlines()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a text BED file ({exc})") from None
+    lines = read_lines(path)
     regions = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith(("#", "track", "browser")):

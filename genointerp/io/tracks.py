@@ -16,7 +16,6 @@ added with bincount, so the cost follows the number of intervals, not the number
 from __future__ import annotations
 
 import functools
-import gzip
 import os
 import re
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.genes import chrom_alias
+from genointerp.io.inputs import open_binary, read_lines
 from genointerp.io.reference import Reference
 
 Warn = Callable[[str], None]
@@ -76,10 +76,7 @@ def read_targets(path: str) -> list[TrackSpec]:
     targets file's folder. Raises InputError (file:line) on any problem, before any track is read.
     """
     path = str(path)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().splitlines()
+    lines = read_lines(path)
     numbered = [(i, line) for i, line in enumerate(lines, start=1) if line.strip()]
     if not numbered:
         raise InputError(f"{path}: empty targets file (expected a header line with id and path)")
@@ -240,17 +237,8 @@ _LAYOUT = {"bedgraph": (4, 3), "narrowpeak": (7, 6), "bed": (3, 4)}
 @functools.lru_cache(maxsize=4)
 def _parse_text(path: str, fmt: str, mtime_ns: int, size: int) -> _TextTable:
     """Parse a whole text track file once (mtime/size in the key re-read a changed file)."""
-    with open(path, "rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    try:
-        if gz:
-            with gzip.open(path, "rb") as fh:  # reads multi-member (bgzip) files too
-                data = fh.read()
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-    except (OSError, EOFError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+    with open_binary(path) as fh:  # gzip and multi-member bgzip decompressed
+        data = fh.read()
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
     need, vcol = _LAYOUT[fmt]
