@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 
 CHECKPOINT = "last.pt"
 
@@ -82,10 +83,15 @@ def init_distributed(device: str) -> Distributed:
 
 
 def resolve_device(requested: str) -> str:
+    """The torch device for --device auto|cpu|cuda|cuda:N, refusing anything else with one line."""
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", requested):
+        raise UsageError(f"--device {requested}: expected auto, cpu, cuda or cuda:N")
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("--device cuda: no CUDA device is available")
+        raise InputError(f"--device {requested}: no CUDA device is available")
+    if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
+        raise InputError(f"--device {requested}: only {torch.cuda.device_count()} CUDA device(s) here")
     if requested == "cuda" and "LOCAL_RANK" in os.environ:
         return f"cuda:{os.environ['LOCAL_RANK']}"
     return requested
@@ -133,6 +139,11 @@ def _scheduler(opt, s: TrainSettings):
     return None
 
 
+def _architecture(model) -> str:
+    """The model's config as text (every model here keeps its config dataclass as `.config`)."""
+    return repr(getattr(model, "config", type(model).__name__))
+
+
 def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_info: Distributed,
         log: Callable[[str], None], progress: Callable, on_epoch: Callable[[dict], None]) -> tuple[dict, list[dict]]:
     """Train with early stopping on the task's validation score; returns (best state_dict, per-epoch history).
@@ -154,7 +165,14 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
         state = torch.load(ckpt, map_location="cpu", weights_only=True)
         if state["settings"] != asdict(s):
             raise InputError(f"{ckpt}: the interrupted run used other settings; rerun without --resume")
-        model.load_state_dict(state["model"])
+        if state.get("architecture", _architecture(model)) != _architecture(model):
+            raise InputError(f"{ckpt}: the interrupted run trained another architecture (model options such as "
+                             "--d-model or --heads differ); rerun with its options, or without --resume")
+        try:
+            model.load_state_dict(state["model"])
+        except RuntimeError:  # checkpoints written before the architecture was recorded
+            raise InputError(f"{ckpt}: the interrupted run's weights do not fit this architecture (model options "
+                             "differ); rerun with its options, or without --resume") from None
         opt.load_state_dict(state["optimizer"])
         if sched is not None:
             sched.load_state_dict(state["scheduler"])
@@ -195,9 +213,12 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
         row = {"epoch": epoch + 1, "train_loss": total / max(seen, 1), **{f"valid_{k}": v for k, v in m.items()},
                "seconds": time.perf_counter() - t0}
         history.append(row)
-        improved = row[score_key] > best_score
+        # an undefined score (NaN: e.g. Pearson r of tracks with no signal in the validation
+        # windows) ranks below every number, but the first epoch still gives a model to keep
+        score = row[score_key] if math.isfinite(row[score_key]) else -math.inf
+        improved = best_state is None or score > best_score
         if improved:
-            best_score, stale = row[score_key], 0
+            best_score, stale = score, 0
             best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         else:
             stale += 1
@@ -210,7 +231,7 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
                 torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
                             "scheduler": sched.state_dict() if sched is not None else None,
                             "epoch": epoch, "history": history, "best_score": best_score, "best_model": best_state,
-                            "stale": stale, "settings": asdict(s)}, tmp)
+                            "stale": stale, "settings": asdict(s), "architecture": _architecture(model)}, tmp)
             except BaseException:  # an interrupted save must not be left beside the last good one
                 tmp.unlink(missing_ok=True)
                 raise
