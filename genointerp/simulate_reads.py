@@ -68,6 +68,8 @@ def label_counts(req: SimulationRequest, lengths: dict[str, int]) -> dict[str, i
     if fixed > 1 + 1e-9:
         raise InputError(f"--fraction values add up to {fixed:g}, more than 1")
     rest = [lab for lab in labels if lab not in req.fractions]
+    if req.balance and not rest:
+        raise InputError("--balance: --fraction already fixes every label's share, so there is nothing to balance")
     if not rest and abs(fixed - 1) > 1e-9:
         raise InputError(f"--fraction covers every label but adds up to {fixed:g}, not 1")
     weights = {lab: req.fractions[lab] for lab in req.fractions}

@@ -30,7 +30,7 @@ def simulate_reads(
     output: str = typer.Option(..., "-o", "--output", help="FASTQ out (read 1, or interleaved pairs); .gz compresses; - is stdout."),
     num_reads: Optional[int] = typer.Option(None, "-n", "--num-reads", min=1, help="Total reads (fragments when paired)."),
     count: List[str] = typer.Option([], "--count", metavar="LABEL=N", help="Reads for one label (instead of -n); give every label."),
-    balance: bool = typer.Option(False, "--balance", help="Equal reads per label (default: proportional to reference length)."),
+    balance: bool = typer.Option(False, "--balance", help="Equal reads per label (default: proportional to reference length); with --fraction, among the labels without one."),
     fraction: List[str] = typer.Option([], "--fraction", metavar="LABEL=F", help="Fixed share of -n for a label, e.g. viral=0.001."),
     circular: List[str] = typer.Option([], "--circular", metavar="LABEL", help="Contigs of this label are circular (reads may span the origin)."),
     read_length: int = typer.Option(150, "-l", "--read-length", min=20, max=1000, help="Read length (bp)."),
