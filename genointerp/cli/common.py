@@ -16,6 +16,11 @@ from typer.core import TyperGroup
 from genointerp.errors import GenointerpError, UsageError
 
 
+# click's UsageError as Typer raises it (Typer 0.29 vendors click as typer._click, which it does
+# not export; BadParameter, which it does export, derives from it)
+UsageErrorBase = typer.BadParameter.__mro__[1]
+
+
 class Settings:
     """Global flags set by the app callback (-q/--debug)."""
 
@@ -69,10 +74,20 @@ class ErrorReportingGroup(TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)  # keep declaration order in --help
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageErrorBase as exc:  # e.g. an unknown command
+            _plain_usage_error(exc)
+            raise
+
     def invoke(self, ctx):
         try:
             with _signals_as_exceptions():
                 return super().invoke(ctx)
+        except UsageErrorBase as exc:  # a command's arguments or options
+            _plain_usage_error(exc)
+            raise
         except Interrupted as exc:
             typer.echo(f"genointerp: interrupted by {exc}; outputs not written", err=True)
             raise typer.Exit(128 + exc.signum) from None
@@ -96,6 +111,15 @@ class ErrorReportingGroup(TyperGroup):
             if Settings.debug:
                 raise
             raise _fail("out of memory; use smaller batches or fewer threads") from None
+
+
+def _plain_usage_error(exc) -> None:
+    """Where stderr is not a terminal (a pipeline's log), a usage error is one line like every
+    other error, instead of click's usage text and a box drawn around the message."""
+    if sys.stderr.isatty() or Settings.debug:
+        return
+    where = f" (see '{exc.ctx.command_path} -h')" if exc.ctx is not None else ""
+    raise _fail(f"{exc.format_message()}{where}", exc.exit_code)
 
 
 def log(message: str) -> None:
