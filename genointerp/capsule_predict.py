@@ -15,6 +15,42 @@ from genointerp.errors import InputError
 from genointerp.io.features import Features
 
 
+def model_fields(config: dict, model_dir: str, n_features: int, n_classes: int) -> tuple[list[str], dict, list[str]]:
+    """(feature columns, scaler dict, class names) from a capsule model's config.json, checked
+    against the network it describes: a missing or malformed entry is one InputError, like the
+    other damage load_model_dir refuses, instead of a KeyError or NaN predictions later."""
+    where = f"{model_dir}/config.json"
+    damaged = "the model directory is damaged or was not written by capsule-train"
+
+    def entry(name: str, key: str) -> object:
+        value = config.get(name)
+        return value.get(key) if isinstance(value, dict) else None
+
+    columns = entry("features", "columns")
+    if not _names(columns):
+        raise InputError(f"{where}: no 'features' entry with a 'columns' list of names; {damaged}")
+    if len(columns) != n_features or len(set(columns)) != len(columns):
+        raise InputError(f"{where}: 'features' lists {len(columns)} columns ({len(set(columns))} distinct), "
+                         f"the network takes {n_features}; {damaged}")
+    try:
+        mean, sd = (np.asarray(entry("scaler", key), dtype=np.float64) for key in ("mean", "sd"))
+        ok = (mean.shape == sd.shape == (n_features,) and np.isfinite(mean).all() and np.isfinite(sd).all()
+              and (sd > 0).all())
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{where}: no valid 'scaler' entry ({n_features} finite means and positive sds); {damaged}")
+    classes = entry("phenotype", "classes")
+    if not _names(classes) or len(classes) != n_classes or len(set(classes)) != n_classes:
+        raise InputError(f"{where}: no valid 'phenotype' entry (a 'classes' list of {n_classes} distinct names); "
+                         f"{damaged}")
+    return columns, config["scaler"], classes
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def model_matrix(features: Features, columns: list[str], source: str, warn: Callable[[str], None]) -> np.ndarray:
     """float64 (n, len(columns)): the model's feature columns in the model's order.
 

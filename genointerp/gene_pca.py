@@ -80,6 +80,8 @@ def _check_overlap(vcf: VcfGenotypes, known, what: str) -> None:
 
 def _fit_rows(vcf: VcfGenotypes, fit_samples: list[str] | None) -> np.ndarray:
     if fit_samples is None:
+        if len(vcf.samples) < 2:
+            raise InputError(f"PCA needs at least 2 fit samples; {len(vcf.samples)} of {vcf.path} selected")
         return np.arange(len(vcf.samples), dtype=np.int64)
     where = {s: i for i, s in enumerate(vcf.samples)}
     missing = [s for s in fit_samples if s not in where]
@@ -93,10 +95,10 @@ def _fit_rows(vcf: VcfGenotypes, fit_samples: list[str] | None) -> np.ndarray:
 
 def run(req: GenePcaRequest, folder: Path, log: Callable, warn: Callable) -> dict:
     """Write features.*, genes.tsv and (fit mode) transform.* into `folder`; return the summary."""
-    vcf = VcfGenotypes(req.vcf, req.samples)
-    if req.apply:
-        return _apply(req, vcf, folder, log, warn)
-    return _fit(req, vcf, folder, log, warn)
+    with VcfGenotypes(req.vcf, req.samples) as vcf:  # a pipe stays open from the header to the records
+        if req.apply:
+            return _apply(req, vcf, folder, log, warn)
+        return _fit(req, vcf, folder, log, warn)
 
 
 def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:

@@ -252,3 +252,94 @@ def test_dropout_changes_training_but_not_prediction_determinism(tmp_path, cli):
 
 def torch_equal(x, y) -> bool:
     return bool((x == y).all())
+
+
+# ---- issue 14: what a pipeline may feed the capsule commands ---------------------------------------
+
+BINARY = bytes(range(128, 256)) * 8  # not UTF-8 text
+
+
+def test_nan_or_missing_features_are_refused_naming_the_sample_and_column(trained, cli, tmp_path):
+    features, y = cohort(40, 3)
+    feats, pheno = write_cohort(tmp_path, features, y)
+    matrix = np.load(feats / "features.npy")
+    matrix[5, 2] = np.nan
+    np.save(feats / "features.npy", matrix)
+    res = cli("capsule-train", feats, "-p", pheno, *QUICK, "-o", tmp_path / "m")
+    assert res.exit_code == 1 and not (tmp_path / "m").exists()
+    assert_one_error_line(res, "features.npy: sample 'S005', column 'chr1:G1:pc1': NaN (a missing value)")
+    # capsule-predict used to write `nan nan control` for such a row
+    rows = (trained / "feats" / "features.tsv").read_text().splitlines()
+    for value, message in (("nan", "NaN (a missing value)"), ("", "'' is a missing value"),
+                           ("NA", "'NA' is a missing value"), ("-inf", "-inf (infinite)"), ("x1", "'x1' is not a number")):
+        cells = rows[4].split("\t")
+        cells[3] = value
+        (tmp_path / "f.tsv").write_text("\n".join(rows[:4] + ["\t".join(cells)] + rows[5:]) + "\n")
+        res = cli("capsule-predict", trained / "m", tmp_path / "f.tsv", "-o", tmp_path / "p.tsv")
+        assert res.exit_code == 1 and not (tmp_path / "p.tsv").exists(), value
+        assert_one_error_line(res, f"sample 'S003', column 'chr1:G1:pc1': {message}")
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: c.pop("features"), "no 'features' entry with a 'columns' list"),
+    (lambda c: c.update(features=["chr1:G0:pc1"]), "no 'features' entry with a 'columns' list"),
+    (lambda c: c["features"]["columns"].pop(), "'features' lists 11 columns (11 distinct), the network takes 12"),
+    (lambda c: c["scaler"]["sd"].__setitem__(0, 0), "no valid 'scaler' entry"),
+    (lambda c: c.pop("scaler"), "no valid 'scaler' entry"),
+    (lambda c: c["phenotype"].update(classes=["case"]), "no valid 'phenotype' entry"),
+])
+def test_predict_refuses_a_config_without_valid_features_scaler_or_classes(edit, message, trained, cli, tmp_path):
+    shutil.copytree(trained / "m", tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    edit(config)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    res = cli("capsule-predict", tmp_path / "m", trained / "feats", "-o", tmp_path / "p.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "p.tsv").exists()
+    assert_one_error_line(res, f"config.json: {message}")
+
+
+def test_text_inputs_are_read_gzipped_from_stdin_and_binary_ones_refused(trained, cli, tmp_path):
+    import gzip
+
+    features, y = cohort(60, 4)
+    feats, pheno = write_cohort(tmp_path, features, y)
+    # a gzipped phenotype table without .gz in its name, from stdin
+    res = cli("capsule-train", feats, "-p", "-", *QUICK, "-o", tmp_path / "m", input=gzip.compress(pheno.read_bytes()))
+    assert res.exit_code == 0, res.output
+    assert {r["sample"]: r["class"] for r in tsv(tmp_path / "m" / "split.tsv")} == \
+        {s: "case" if v else "control" for s, v in zip(features.samples, y)}
+    table = (trained / "feats" / "features.tsv").read_bytes()
+    (tmp_path / "f.tsv.gz").write_bytes(gzip.compress(table))
+    plain = cli("capsule-predict", trained / "m", trained / "feats" / "features.tsv")
+    assert plain.exit_code == 0 and len(plain.stdout.splitlines()) == N + 1
+    assert cli("capsule-predict", trained / "m", tmp_path / "f.tsv.gz").stdout == plain.stdout
+    assert cli("capsule-predict", trained / "m", "-", input=gzip.compress(table)).stdout == plain.stdout
+    (tmp_path / "junk").write_bytes(BINARY)
+    for args in (["capsule-train", feats, "-p", tmp_path / "junk", *QUICK, "-o", tmp_path / "o"],
+                 ["capsule-train", tmp_path / "junk", "-p", pheno, *QUICK, "-o", tmp_path / "o"],
+                 ["capsule-predict", trained / "m", tmp_path / "junk", "-o", tmp_path / "o"]):
+        res = cli(*args)
+        assert res.exit_code == 1 and not (tmp_path / "o").exists()
+        assert_one_error_line(res, "junk: not a text file")
+    res = cli("capsule-train", "-", "-p", "-", *QUICK, "-o", tmp_path / "o", input=table)
+    assert res.exit_code == 2 and "FEATURES and --phenotypes are both - (stdin)" in res.stderr
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda index, m: index["samples"].__setitem__(1, "S000"), "sample 'S000' appears more than once"),
+    (lambda index, m: index["columns"].__setitem__(1, "chr1:G0:pc1"), "feature column 'chr1:G0:pc1' appears more than once"),
+    (lambda index, m: index["samples"].pop(), "features.npy is 40 x 6, but features.json names 39 samples"),
+    (lambda index, m: index.update(samples=[], columns=[]), "no samples"),
+])
+def test_a_damaged_feature_folder_is_one_error_line(edit, message, cli, tmp_path):
+    features, y = cohort(40, 3)
+    feats, pheno = write_cohort(tmp_path, features, y)
+    index = json.loads((feats / "features.json").read_text())
+    matrix = np.load(feats / "features.npy")
+    edit(index, matrix)
+    if not index["samples"]:
+        np.save(feats / "features.npy", matrix[:0, :0])
+    (feats / "features.json").write_text(json.dumps(index))
+    res = cli("capsule-train", feats, "-p", pheno, *QUICK, "-o", tmp_path / "m")
+    assert res.exit_code == 1 and not (tmp_path / "m").exists()
+    assert_one_error_line(res, message)

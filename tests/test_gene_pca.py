@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 
 from conftest import DATA, assert_one_error_line
+from test_vcf import pipe_of
 from genointerp.genetics.gene_pca import PcsRule, fit_gene, fit_means
 from genointerp.io.vcf import MISSING
 
 VCF = DATA / "eur_chr21_22_small.vcf.gz"
 BED = DATA / "genes_chr21_22.bed"
+BINARY = bytes(range(128, 256)) * 8  # not UTF-8 text
 RULE = PcsRule.parse("4:1,20:4,inf:8")
 
 
@@ -315,6 +317,61 @@ def test_gtf_bcf_and_nearest_gene(cli, tmp_path):
     assert cli("-q", "gene-pca", VCF, "-g", BED, "-o", tmp_path / "n", "--force").exit_code == 0
 
 
+def test_plain_gzip_a_pipe_and_stdin_give_the_bgzip_files_features(fitted, cli, tmp_path):
+    """Issue 14: htslib cannot seek in plain gzip, and a pipe or stdin can be read only once."""
+    d, _, _ = fitted
+    text = gzip.decompress(VCF.read_bytes())
+    plain = tmp_path / "plain.vcf.gz"
+    plain.write_bytes(gzip.compress(text))  # one plain gzip member, as `gzip` and many pipelines write
+    args = ["-g", BED, "--fit-samples", d / "fit.txt"]
+    runs = {"plain": cli("gene-pca", plain, *args, "-o", tmp_path / "plain")}
+    with pipe_of(text) as fifo:  # <(zcat cohort.vcf.gz)
+        runs["pipe"] = cli("gene-pca", fifo, *args, "-o", tmp_path / "pipe")
+    runs["stdin"] = cli("gene-pca", "-", *args, "-o", tmp_path / "stdin", input=gzip.compress(text))
+    for name, res in runs.items():
+        assert res.exit_code == 0, (name, res.output)
+        for f in ("features.npy", "features.tsv", "genes.tsv"):
+            assert (tmp_path / name / f).read_bytes() == (d / "out" / f).read_bytes(), (name, f)
+    res = cli("gene-pca", "-", "--apply", d / "out", "-o", tmp_path / "applied", input=text)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "applied/features.npy").read_bytes() == (d / "out/features.npy").read_bytes()
+
+
+def test_side_files_are_read_gzipped_from_stdin_or_a_pipe(fitted, cli, tmp_path):
+    d, samples, _ = fitted
+    ids = tmp_path / "fit_ids"  # gzip without .gz in the name: recognised by its bytes
+    ids.write_bytes(gzip.compress(("\n".join(samples[:45]) + "\n").encode()))
+    res = cli("-q", "gene-pca", VCF, "-g", "-", "--fit-samples", ids, "-o", tmp_path / "o",
+              input=gzip.compress(BED.read_bytes()))
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o/features.npy").read_bytes() == (d / "out/features.npy").read_bytes()
+    gtf = DATA / "genes_chr21_22.gtf"
+    assert cli("-q", "gene-pca", VCF, "-g", gtf, "-o", tmp_path / "named").exit_code == 0
+    with pipe_of(gzip.compress(gtf.read_bytes())) as fifo:  # no name to go by: GTF from its columns
+        res = cli("-q", "gene-pca", VCF, "-g", fifo, "-o", tmp_path / "piped")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "piped/genes.tsv").read_bytes() == (tmp_path / "named/genes.tsv").read_bytes()
+    assert (tmp_path / "piped/features.npy").read_bytes() == (tmp_path / "named/features.npy").read_bytes()
+
+
+def test_a_bcf_must_be_a_file_and_stdin_serves_one_input(cli, tmp_path):
+    import pysam
+
+    bcf = tmp_path / "x.bcf"
+    with pysam.VariantFile(str(VCF)) as src, pysam.VariantFile(str(bcf), "wb", header=src.header) as out:
+        for rec in src:
+            out.write(rec)
+    with pipe_of(bcf.read_bytes()) as fifo:
+        res = cli("gene-pca", fifo, "-g", BED, "-o", tmp_path / "o")
+    assert res.exit_code == 1 and not (tmp_path / "o").exists()
+    assert_one_error_line(res, "a BCF cannot be read from a pipe or stdin")
+    res = cli("gene-pca", "-", "-g", BED, "-o", tmp_path / "o", input=bcf.read_bytes())
+    assert res.exit_code == 1 and not (tmp_path / "o").exists()
+    assert_one_error_line(res, "-: a BCF cannot be read from a pipe or stdin")
+    res = cli("gene-pca", "-", "-g", "-", "-o", tmp_path / "o", input=VCF.read_bytes())
+    assert res.exit_code == 2 and "VCF and --genes are both - (stdin)" in res.stderr
+
+
 # ---- bad input ------------------------------------------------------------------------------------
 
 def vcf_text(edit=None, header_edit=None) -> str:
@@ -339,6 +396,16 @@ def vcf_text(edit=None, header_edit=None) -> str:
     ("unknown_sample", "'nobody'"),
     ("bad_apply", "not a gene-pca transform"),
     ("damaged_apply", "damaged gene-pca transform"),
+    ("apply_genes_disagree", "damaged gene-pca transform (gene table and arrays disagree)"),
+    ("not_a_vcf", "not a VCF or BCF"),
+    ("truncated_plain_gzip", "in.vcf.gz: truncated or damaged compressed data"),
+    ("duplicate_vcf_sample", "sample '2_HG00097' appears more than once"),
+    ("binary_samples", "not a text file"),
+    ("binary_fit_samples", "not a text file"),
+    ("binary_phenotypes", "not a text file"),
+    ("binary_genes", "not a text file"),
+    ("truncated_genes", "truncated or corrupt gzip data"),
+    ("one_sample", "PCA needs at least 2 fit samples"),
 ])
 def test_bad_input_is_one_error_line_and_leaves_no_output(case, message, cli, tmp_path, fitted):
     genes = tmp_path / "genes.bed"  # the VCF's chromosome naming: no alias warning beside the error
@@ -383,6 +450,37 @@ def test_bad_input_is_one_error_line_and_leaves_no_output(case, message, cli, tm
         shutil.copytree(fitted[0] / "out", tmp_path / "t")
         (tmp_path / "t/transform.npz").write_bytes(b"PK\x03\x04 not really")
         vcf, genes, extra = VCF, None, ["--apply", tmp_path / "t"]
+    elif case == "apply_genes_disagree":
+        import shutil
+
+        shutil.copytree(fitted[0] / "out", tmp_path / "t")
+        meta = json.loads((tmp_path / "t/transform.json").read_text())
+        del meta["genes"][1]["first"]
+        (tmp_path / "t/transform.json").write_text(json.dumps(meta))
+        vcf, genes, extra = VCF, None, ["--apply", tmp_path / "t"]
+    elif case == "not_a_vcf":
+        vcf.write_bytes(BINARY)
+    elif case == "truncated_plain_gzip":
+        vcf = tmp_path / "in.vcf.gz"
+        whole = gzip.compress(vcf_text().encode())
+        vcf.write_bytes(whole[: len(whole) // 2])
+    elif case == "duplicate_vcf_sample":
+        vcf.write_text(vcf_text(header_edit=lambda l: l.replace("1_HG00096", "2_HG00097")))
+    elif case in ("binary_samples", "binary_fit_samples", "binary_phenotypes"):
+        vcf = VCF
+        (tmp_path / "side").write_bytes(BINARY)
+        extra = ["--" + case.split("_", 1)[1].replace("_", "-"), tmp_path / "side"]
+    elif case == "binary_genes":
+        vcf = VCF
+        genes.write_bytes(gzip.compress(BINARY))
+    elif case == "truncated_genes":
+        vcf, genes = VCF, tmp_path / "genes.bed.gz"
+        whole = gzip.compress(BED.read_text().replace("chr", "").encode())
+        genes.write_bytes(whole[: len(whole) // 2])
+    elif case == "one_sample":
+        vcf = VCF
+        (tmp_path / "s.txt").write_text("1_HG00096\n")
+        extra = ["--samples", tmp_path / "s.txt"]
     args = ["gene-pca", vcf, *(["-g", genes] if genes else []), *extra, "-o", tmp_path / "out"]
     res = cli(*args)
     assert res.exit_code == 1, res.output

@@ -1,5 +1,10 @@
 """GT parsing into dosages, gene annotations, SNP-to-gene assignment."""
 
+import gzip
+import os
+import threading
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 
@@ -86,3 +91,54 @@ def test_overlapping_genes_each_get_the_snp_and_nearest_gene_breaks_ties_upstrea
     assert GeneAssigner([Gene("U", "1", 0, 10), Gene("D", "1", 19, 30)], nearest=True).assign(14) == [0]
     assert GeneAssigner([Gene("U", "1", 0, 10), Gene("D", "1", 18, 30)], nearest=True).assign(14) == [1]
     assert plain.reach == [200, 300, 500] and near.reach == [400, 400, float("inf")]
+
+
+@contextmanager
+def pipe_of(data: bytes):
+    """`/dev/fd/N` of a pipe fed `data` by a thread: what `<(zcat x.vcf.gz)` hands a command (it
+    can be read once, front to back, and not reopened)."""
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as fh:
+            try:
+                fh.write(data)
+            except BrokenPipeError:  # the reader stopped early (an error test)
+                pass
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    try:
+        yield f"/dev/fd/{r}"
+    finally:
+        os.close(r)
+        thread.join(timeout=10)
+
+
+def test_a_pipe_streams_the_same_sites_once_and_a_file_can_be_read_again(data):
+    path = data / "eur_chr21_22_small.vcf.gz"
+    sites = lambda vcf: [(s.chrom, s.pos, s.dosage.tolist()) for s in vcf]  # noqa: E731
+    vcf = VcfGenotypes(str(path))
+    first = sites(vcf)
+    assert len(first) == 350 and sites(vcf) == first  # a file is opened again
+    with pipe_of(gzip.decompress(path.read_bytes())) as fifo:
+        piped = VcfGenotypes(fifo, ["3_HG00099", "1_HG00096"])
+        assert piped.samples == ["1_HG00096", "3_HG00099"] and piped.contigs == vcf.contigs
+        assert sites(piped) == [(c, p, [d[0], d[2]]) for c, p, d in first]
+        with pytest.raises(InputError, match="can be read only once"):
+            sites(piped)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda t: t.replace("1_HG00096", "2_HG00097", 1), "line 9: sample '2_HG00097' appears more than once"),
+    (lambda t: t.replace("#CHROM", "#CHR", 1), "line 9: malformed #CHROM line"),
+    (lambda t: "\n".join(line for line in t.split("\n") if not line.startswith("#CHROM")), "line 9: a record before"),
+    (lambda t: t.split("#CHROM")[0], "no #CHROM header line"),
+    (lambda t: t.replace("##fileformat=VCFv4.2", "##format=VCF", 1), "not a VCF or BCF"),
+])
+def test_a_broken_header_is_named(edit, message, data, tmp_path):
+    text = gzip.decompress((data / "eur_chr21_22_small.vcf.gz").read_bytes()).decode()
+    assert text.startswith("##fileformat=VCFv4.2\n") and text.split("\n")[8].startswith("#CHROM")
+    (tmp_path / "x.vcf").write_text(edit(text))
+    with pytest.raises(InputError, match=message):
+        VcfGenotypes(str(tmp_path / "x.vcf"))

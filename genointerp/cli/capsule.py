@@ -8,7 +8,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import log, usable_threads, warn
-from genointerp.cli.genotypes import PANEL
+from genointerp.cli.genotypes import PANEL, one_stdin
 
 
 def _fractions(value: Optional[str]) -> list[float]:
@@ -87,6 +87,7 @@ def capsule_train(
     from genointerp.models.capsule import CapsuleConfig
 
     fractions = _fractions(train_fraction)
+    one_stdin(("FEATURES", features_path), ("--phenotypes", phenotypes))
     with AtomicOutputs(force, inputs=[features_path, phenotypes]) as outputs:
         folder = outputs.folder(output)
         features = read_features(features_path)
@@ -133,7 +134,7 @@ def capsule_predict(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
 ) -> None:
     """Score samples with a capsule-train model: per-class probabilities and the called class."""
-    from genointerp.capsule_predict import model_matrix, predictions_table
+    from genointerp.capsule_predict import model_fields, model_matrix, predictions_table
     from genointerp.capsule_train import Scaler, capsule_lengths, class_probabilities
     from genointerp.checkpoint import load_model_dir
     from genointerp.io.atomic import STDOUT, AtomicOutputs
@@ -143,10 +144,11 @@ def capsule_predict(
         target = outputs.file(output) if output != STDOUT else None
         dev = _torch_device(device, threads)
         model, config = load_model_dir(model_dir, expect="capsule")
+        columns, scaler, classes = model_fields(config, model_dir, model.config.n_features, model.config.n_classes)
         features = read_features(features_path)
-        x = model_matrix(features, config["features"]["columns"], features_path, warn)
-        lengths = capsule_lengths(model.to(dev), Scaler.from_dict(config["scaler"])(x), dev)
-        text = predictions_table(features.samples, class_probabilities(lengths), config["phenotype"]["classes"])
+        x = model_matrix(features, columns, features_path, warn)
+        lengths = capsule_lengths(model.to(dev), Scaler.from_dict(scaler)(x), dev)
+        text = predictions_table(features.samples, class_probabilities(lengths), classes)
         if target is None:
             typer.echo(text, nl=False)
         else:

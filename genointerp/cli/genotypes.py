@@ -13,17 +13,27 @@ PANEL = "Genotypes (DiseaseCapsule)"
 
 
 def _read_ids(path: str, what: str) -> list[str]:
-    """Sample ids, one per line (first tab/space-separated word; blank and # lines skipped)."""
+    """Sample ids, one per line (first tab/space-separated word; blank and # lines skipped); gzip
+    and `-` read transparently, a binary file refused with one line."""
     from genointerp.errors import InputError
+    from genointerp.io.inputs import read_lines
 
     try:
-        with open(path) as fh:
-            ids = [line.split()[0] for line in fh if line.strip() and not line.startswith("#")]
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file ({what})") from None
+        lines = read_lines(path)
+    except InputError as exc:
+        raise InputError(f"{exc} ({what})") from None
+    ids = [line.split()[0] for line in lines if line.strip() and not line.startswith("#")]
     if not ids:
         raise InputError(f"{path}: no sample ids ({what})")
     return ids
+
+
+def one_stdin(*inputs: tuple[str, Optional[str]]) -> None:
+    """A usage error when two inputs are `-`: stdin can be read only once."""
+    names = [name for name, value in inputs if value == "-"]
+    if len(names) > 1:
+        raise typer.BadParameter(f"{names[0]} and {names[1]} are both - (stdin), which can be read only once",
+                                 param_hint=names[1])
 
 
 @app.command(
@@ -37,7 +47,7 @@ def _read_ids(path: str, what: str) -> list[str]:
     ),
 )
 def gene_pca(
-    vcf: str = typer.Argument(..., metavar="VCF", help="VCF (plain, gzip or bgzip) or BCF with GT calls, sorted by position."),
+    vcf: str = typer.Argument(..., metavar="VCF", help="VCF (plain, gzip or bgzip; - or a pipe too) or BCF file with GT calls, sorted by position."),
     output: str = typer.Option(..., "-o", "--output", help="Output folder: features.npy/.json/.tsv, genes.tsv, transform.json/.npz."),
     genes: Optional[str] = typer.Option(None, "-g", "--genes", help="Gene annotation: BED (chrom start end \\[name]) or GTF 'gene' records (gene_name). Not with --apply."),
     apply: Optional[str] = typer.Option(None, "--apply", help="Project onto a transform fitted earlier (a gene-pca output folder) instead of fitting."),
@@ -77,6 +87,8 @@ def gene_pca(
             raise typer.BadParameter(f"{changed[0]} is fixed by the fitted transform", param_hint="--apply")
     if samples is not None and phenotypes is not None:
         raise typer.BadParameter("give --samples or --phenotypes, not both", param_hint="--samples")
+    one_stdin(("VCF", vcf), ("--genes", genes), ("--samples", samples), ("--phenotypes", phenotypes),
+              ("--fit-samples", fit_samples))
     try:
         rule = PcsRule.parse(pcs_rule)
     except ValueError as exc:

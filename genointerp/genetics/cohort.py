@@ -20,7 +20,6 @@ the same way (named `GENE.tN`), so every tile has real gene structure.
 
 from __future__ import annotations
 
-import gzip
 import subprocess
 import shutil
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.genes import Gene
+from genointerp.io.inputs import open_binary, read_lines
 
 TILES_PER_CHROM = 20
 TILE_START = 1_000_000
@@ -64,16 +64,23 @@ class Cohort:
 def read_panel(phased_vcf: str, genetic_map: str) -> Panel:
     """A phased, biallelic, single-chromosome VCF(.gz) with 3-byte GT calls (`0|1`)."""
     pos, ref, alt, rows, chrom = [], [], [], [], None
-    with gzip.open(phased_vcf, "rb") if phased_vcf.endswith(".gz") else open(phased_vcf, "rb") as fh:
+    with open_binary(phased_vcf) as fh:  # plain, gzip or bgzip; a file, `-` or a pipe
         for line in fh:
             if line.startswith(b"#"):
                 continue
-            f = line.rstrip(b"\n").split(b"\t", 9)
-            chrom = chrom or f[0].decode()
+            f = line.rstrip(b"\r\n").split(b"\t", 9)
+            if len(f) < 10 or len(f[9]) % 4 != 3 or not f[1].isdigit():
+                where = b":".join(f[:2])[:40].decode(errors="replace")
+                raise InputError(f"{phased_vcf}: {where}: malformed record (expected 9 columns, then phased "
+                                 "3-byte GT calls, 0|1)")
+            chrom = chrom or f[0].decode(errors="replace")
             calls = np.frombuffer(f[9] + b"\t", dtype=np.uint8).reshape(-1, 4)
             if not (calls[:, 1] == ord("|")).all():
                 raise InputError(f"{phased_vcf}: {chrom}:{int(f[1])}: every call must be phased 3-byte GT (0|1)")
             rows.append(np.stack([calls[:, 0], calls[:, 2]], axis=1).reshape(-1) - ord("0"))
+            if len(rows[-1]) != len(rows[0]):
+                raise InputError(f"{phased_vcf}: {chrom}:{int(f[1])}: {len(calls)} calls, the first record has "
+                                 f"{len(rows[0]) // 2}")
             pos.append(int(f[1]))
             ref.append(f[3].decode())
             alt.append(f[4].decode())
@@ -87,11 +94,17 @@ def read_panel(phased_vcf: str, genetic_map: str) -> Panel:
 def _interpolate_map(path: str, chrom: str, pos: np.ndarray) -> np.ndarray:
     """cM at `pos` from a `chr position rate cM` map (header line first)."""
     table: dict[str, list[tuple[int, float]]] = {}
-    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as fh:
-        next(fh)
-        for line in fh:
+    lines = read_lines(path)
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
             c, p, _, cm = line.split()
             table.setdefault(c, []).append((int(p), float(cm)))
+        except ValueError:
+            raise InputError(f"{path}: line {lineno}: expected 'chr position rate cM'") from None
+    if not table:
+        raise InputError(f"{path}: no genetic map records (a header line, then 'chr position rate cM' lines)")
     rows = table.get(chrom) or table.get(chrom.removeprefix("chr")) or next(iter(table.values()))
     mp = np.array(rows)
     return np.interp(pos, mp[:, 0], mp[:, 1])

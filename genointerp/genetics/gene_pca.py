@@ -180,10 +180,13 @@ class Transform:
         genes = meta.pop("genes", None)
         rows = len(arrays["pos"])
         try:
+            firsts = np.cumsum([0] + [g["n_snps"] for g in genes])[:-1].tolist()
             ok = (all(len(a) == rows for a in arrays.values()) and arrays["components"].ndim == 2
                   and sum(g["n_snps"] for g in genes) == rows
-                  and all(0 < g["n_pcs"] <= arrays["components"].shape[1] for g in genes))
-        except (TypeError, KeyError):
+                  and all(0 < g["n_pcs"] <= arrays["components"].shape[1] for g in genes)
+                  and [g["first"] for g in genes] == firsts
+                  and all(isinstance(g["name"], str) and isinstance(g["chrom"], str) for g in genes))
+        except (TypeError, KeyError, AttributeError):
             ok = False
         if not ok:
             raise InputError(f"{folder}: damaged gene-pca transform (gene table and arrays disagree)")

@@ -8,21 +8,28 @@ A feature folder (written by `gene-pca`, read by `capsule-train`/`capsule-predic
   feature, values written with 7 significant digits (optional: gene-pca --no-tsv).
 
 `read_features` also takes a plain TSV (first column = sample ids, header = column names), so
-matrices made elsewhere can be fed to the capsule network.
+matrices made elsewhere can be fed to the capsule network. Every feature value must be a finite
+number: the missing-value spellings of phenotype tables (MISSING, below; `-9` is a number here)
+and NaN/inf are refused naming the sample and column, since the capsule network cannot take a
+missing value (gene-pca imputes before it writes).
 
 A phenotype table is a TSV with a header: a sample column (`sample`, `IID` or the first column) and
-one or more phenotype columns. Missing values (`NA`, empty, `-9`) drop that sample, with a count.
+one or more phenotype columns. Missing values (MISSING: `NA`, `nan`, `.`, empty, `-9`) drop that
+sample, with a count. Text inputs are read through `io.inputs` (gzip, `-`, pipes; one error line for
+a binary file).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.inputs import STDIN, open_text, read_lines
 
 MATRIX, INDEX, TABLE = "features.npy", "features.json", "features.tsv"
 MISSING = {"", "NA", "na", "NaN", "nan", "-9", "."}
@@ -71,49 +78,105 @@ def write_features(folder: Path, features: Features, table: bool = True) -> None
 
 
 def read_features(path: str | Path) -> Features:
-    """A feature folder (features.npy + features.json) or a TSV with a sample column first."""
-    path = Path(path)
-    if path.is_dir():
-        if not (path / INDEX).exists() or not (path / MATRIX).exists():
-            raise InputError(f"{path}: not a feature folder (needs {MATRIX} and {INDEX}; made by gene-pca)")
-        try:
-            index = json.loads((path / INDEX).read_text())
-            matrix = np.load(path / MATRIX, allow_pickle=False)
-        except (json.JSONDecodeError, ValueError, OSError) as exc:
-            raise InputError(f"{path}: damaged feature folder ({exc})") from None
-        samples, columns = index.pop("samples", None), index.pop("columns", None)
-        if not isinstance(samples, list) or not isinstance(columns, list):
-            raise InputError(f"{path}/{INDEX}: no 'samples'/'columns' lists")
-        if matrix.dtype != np.float32 or matrix.ndim != 2:
-            raise InputError(f"{path}/{MATRIX}: expected a 2-D float32 array, found {matrix.ndim}-D {matrix.dtype}")
-        return Features(samples, columns, matrix, index)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or folder")
-    return _read_tsv(path)
+    """A feature folder (features.npy + features.json) or a TSV with a sample column first (a file,
+    gzip or not, or `-`). Every value must be a finite number: a NaN, an empty cell or `NA` is
+    refused naming the sample and column (the capsule network has no missing-value handling;
+    gene-pca imputes before it writes)."""
+    if str(path) != STDIN and Path(path).is_dir():
+        features = _read_folder(Path(path))
+        where = f"{path}/{MATRIX}"
+    else:
+        if str(path) != STDIN and not os.path.exists(path):
+            raise InputError(f"{path}: no such file or folder")
+        features = _read_tsv(str(path))
+        where = str(path)
+    _check_names(features, path)
+    _check_finite(features, where)
+    return features
 
 
-def _read_tsv(path: Path) -> Features:
-    with open(path) as fh:
+def _read_folder(path: Path) -> Features:
+    if not (path / INDEX).exists() or not (path / MATRIX).exists():
+        raise InputError(f"{path}: not a feature folder (needs {MATRIX} and {INDEX}; made by gene-pca)")
+    try:
+        index = json.loads((path / INDEX).read_text())
+        matrix = np.load(path / MATRIX, allow_pickle=False)
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{path}: damaged feature folder ({exc})") from None
+    if not isinstance(index, dict):
+        raise InputError(f"{path}/{INDEX}: not a JSON object")
+    samples, columns = index.pop("samples", None), index.pop("columns", None)
+    if not _str_list(samples) or not _str_list(columns):
+        raise InputError(f"{path}/{INDEX}: no 'samples'/'columns' lists of names")
+    if matrix.dtype != np.float32 or matrix.ndim != 2:
+        raise InputError(f"{path}/{MATRIX}: expected a 2-D float32 array, found {matrix.ndim}-D {matrix.dtype}")
+    if matrix.shape != (len(samples), len(columns)):
+        raise InputError(f"{path}: {MATRIX} is {matrix.shape[0]} x {matrix.shape[1]}, but {INDEX} names "
+                         f"{len(samples)} samples and {len(columns)} columns")
+    return Features(samples, columns, matrix, index)
+
+
+def _str_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _read_tsv(path: str) -> Features:
+    with open_text(path) as fh:
         header = fh.readline().rstrip("\n").split("\t")
         if len(header) < 2:
             raise InputError(f"{path}: line 1: expected a header with a sample column and feature columns")
         samples, rows = [], []
         for lineno, line in enumerate(fh, start=2):
+            if "\x00" in line:
+                raise InputError(f"{path}: not a text file (it holds NUL bytes)")
             parts = line.rstrip("\n").split("\t")
             if len(parts) != len(header):
                 raise InputError(f"{path}: line {lineno}: {len(parts)} fields, header has {len(header)}")
             try:
                 rows.append([float(v) for v in parts[1:]])
             except ValueError:
-                raise InputError(f"{path}: line {lineno}: a feature value is not a number") from None
+                j, value = next((j, v) for j, v in enumerate(parts[1:], start=1) if not _is_number(v))
+                what = "a missing value" if value.strip() in MISSING else "not a number"
+                raise InputError(f"{path}: line {lineno}: sample {parts[0]!r}, column {header[j]!r}: {value[:20]!r} is "
+                                 f"{what} (feature values must be finite numbers)") from None
             samples.append(parts[0])
     if not samples:
         raise InputError(f"{path}: no samples")
-    _check_unique(samples, path)
-    matrix = np.asarray(rows, dtype=np.float32)
-    if not np.isfinite(matrix).all():
-        raise InputError(f"{path}: feature values must be finite (NaN/inf found)")
-    return Features(samples, header[1:], matrix, {"source": str(path)})
+    return Features(samples, header[1:], np.asarray(rows, dtype=np.float32), {"source": str(path)})
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_names(features: Features, path) -> None:
+    if not features.samples:
+        raise InputError(f"{path}: no samples")
+    if not features.columns:
+        raise InputError(f"{path}: no feature columns")
+    _check_unique(features.samples, path)
+    if len(set(features.columns)) != len(features.columns):
+        seen: set[str] = set()
+        dup = next(c for c in features.columns if c in seen or seen.add(c))
+        raise InputError(f"{path}: feature column {dup!r} appears more than once")
+
+
+def _check_finite(features: Features, where: str) -> None:
+    """Refuse NaN/inf naming the first such cell. Rows are summed in float64 (a finite float32
+    row cannot overflow it), so no matrix-sized temporary is made."""
+    bad_rows = np.flatnonzero(~np.isfinite(features.matrix.sum(axis=1, dtype=np.float64)))
+    if not len(bad_rows):
+        return
+    i = int(bad_rows[0])
+    j = int(np.flatnonzero(~np.isfinite(features.matrix[i]))[0])
+    value = float(features.matrix[i, j])
+    what = "NaN (a missing value)" if np.isnan(value) else f"{value} (infinite)"
+    raise InputError(f"{where}: sample {features.samples[i]!r}, column {features.columns[j]!r}: {what}; "
+                     f"feature values must be finite numbers ({len(bad_rows)} sample(s) affected)")
 
 
 @dataclass
@@ -129,11 +192,7 @@ class Phenotypes:
 
 def read_phenotypes(path: str | Path, column: str | None = None) -> Phenotypes:
     """Samples with a non-missing value in `column` (default: the first non-sample column)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    with open(path) as fh:
-        lines = [line.rstrip("\n") for line in fh if line.strip() and not line.startswith("##")]
+    lines = [line for line in read_lines(path) if line.strip() and not line.startswith("##")]
     if len(lines) < 2:
         raise InputError(f"{path}: expected a header line and at least one sample")
     header = lines[0].lstrip("#").split("\t")

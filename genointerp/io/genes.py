@@ -3,7 +3,8 @@
 BED is 0-based half-open. The gene name is column 4, or column 5 when column 4 is `.` (the
 GENCODE protein-coding BED shipped with selene has `chrom start end . NAME`), else `chrom:start-end`.
 GTF is 1-based inclusive: a `gene` record from `start` to `end` becomes [start-1, end); its name is
-the `gene_name` attribute (else `gene_id`). gzip-compressed files are read transparently.
+the `gene_name` attribute (else `gene_id`). gzip/bgzip files, `-` and pipes are read transparently
+(`io.inputs`); a binary file is one error line.
 
 Gene names repeated on one chromosome (paralog copies with one symbol, e.g. HIST2H2AA4) get `~2`,
 `~3`, ... in start order, so that every gene has a distinct feature column.
@@ -11,13 +12,12 @@ Gene names repeated on one chromosome (paralog copies with one symbol, e.g. HIST
 
 from __future__ import annotations
 
-import gzip
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 from genointerp.errors import InputError
+from genointerp.io.inputs import open_text
 
 _GTF_ATTR = re.compile(r'(\S+)\s+"([^"]*)"')
 
@@ -31,28 +31,35 @@ class Gene:
 
 
 def read_genes(path: str) -> list[Gene]:
-    """Genes sorted by (chrom in first-seen order, start, end, name)."""
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    opener = gzip.open if path.endswith(".gz") else open
+    """Genes sorted by (chrom in first-seen order, start, end, name).
+
+    BED or GTF by the name (`.gtf`/`.gff`/`.gff2`, `.gz` or not), else by the first data line (9
+    columns, integer columns 4-5, `gene_id "` in column 9: GTF), so that `-` and pipes work too."""
+    path = str(path)
     is_gtf = re.search(r"\.(gtf|gff2?)(\.gz)?$", path) is not None
+    by_name = is_gtf or re.search(r"\.bed(\.gz)?$", path) is not None
     genes: list[Gene] = []
-    try:
-        with opener(path, "rt") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip() or line.startswith(("#", "track", "browser")):
-                    continue
-                f = line.rstrip("\n").split("\t")
-                gene = _gtf_gene(f, path, lineno) if is_gtf else _bed_gene(f, path, lineno)
-                if gene is not None:
-                    genes.append(gene)
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise InputError(f"{path}: not a text BED/GTF file ({exc})") from None
+    with open_text(path) as fh:  # streamed: a GENCODE GTF is over a GB of text
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip() or line.startswith(("#", "track", "browser")):
+                continue
+            if "\x00" in line:
+                raise InputError(f"{path}: not a text file (it holds NUL bytes)")
+            f = line.rstrip("\n").split("\t")
+            if not by_name:
+                is_gtf, by_name = _looks_like_gtf(f), True
+            gene = _gtf_gene(f, path, lineno) if is_gtf else _bed_gene(f, path, lineno)
+            if gene is not None:
+                genes.append(gene)
     if not genes:
         raise InputError(f"{path}: no genes (expected BED lines or GTF 'gene' records)")
     order = {c: i for i, c in enumerate(dict.fromkeys(g.chrom for g in genes))}
     genes.sort(key=lambda g: (order[g.chrom], g.start, g.end, g.name))
     return _unique_names(genes)
+
+
+def _looks_like_gtf(f: list[str]) -> bool:
+    return len(f) == 9 and f[3].isdigit() and f[4].isdigit() and 'gene_id "' in f[8]
 
 
 def _bed_gene(f: list[str], path: str, lineno: int) -> Gene | None:

@@ -1,8 +1,11 @@
 """Genotype dosages from VCF/BCF, streamed one site at a time.
 
-pysam opens and validates the file (header, samples, FORMAT definitions, BGZF/tabix); the records
-are then read as text and their GT fields parsed with numpy, because pysam's per-sample access
+A text VCF is read once, front to back, through `io.inputs.open_binary` (plain, gzip or bgzip by
+magic bytes; a file, `-` or a pipe): its header gives the samples, the GT definition and the
+contigs, and its records are parsed with numpy, because pysam's per-sample access
 (`rec.samples[s]["GT"]`) costs microseconds per call: minutes per site batch at 10,000 samples.
+htslib is not used for text: it cannot seek in plain gzip, and a pipe cannot be opened twice. A
+BCF (binary) is opened by pysam and must be a file.
 
 Dosage conventions (int8, one value per selected sample):
 
@@ -21,15 +24,18 @@ BCF has no text form on disk: its records are rendered with `str(record)` (slowe
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
+import re
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.inputs import GZIP_MAGIC, check_readable, is_stream, open_binary
+from genointerp.io.inputs import _GZIP_ERRORS as GZIP_ERRORS  # a held stream's decompression errors
 
 MISSING = -1
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
@@ -52,45 +58,129 @@ class VcfGenotypes:
 
     `samples` may be in any order; the rows of every Site.dosage follow `self.samples`, which is
     the VCF order of the selected samples. Unknown sample names are an InputError naming one.
+
+    A text VCF (plain, gzip or bgzip; a file, `-` or a pipe) is opened once, through
+    `io.inputs.open_binary`: the header is read in the constructor and the records are streamed
+    from the same handle, so plain gzip (which htslib cannot seek in) and inputs that can be read
+    only once work. A BCF goes through pysam and must be a file. Use as a context manager (or
+    call `close`) when the records may not be read to the end.
     """
 
     def __init__(self, path: str, samples: list[str] | None = None) -> None:
-        import pysam
-
-        self.path = path
-        if not os.path.exists(path):
-            raise InputError(f"{path}: no such file")
-        quiet = pysam.set_verbosity(0)  # htslib's own stderr lines (e.g. "no index file") would break one-line errors
+        self.path = path = str(path)
+        check_readable(path)
+        self.format = "VCF"
+        self.compression: str | None = None  # 'NONE', 'GZIP' or 'BGZF' for a file; None for a stream
+        self._stack = ExitStack()
+        self._data: BinaryIO | None = None
+        self._lineno = 0
         try:
-            with pysam.VariantFile(path) as vf:
-                header = vf.header
-                self.format = vf.format  # 'VCF' or 'BCF'
-                self.compression = vf.compression  # 'NONE', 'GZIP', 'BGZF'
-                all_samples = list(header.samples)
-                has_gt = "GT" in header.formats
-                self.contigs = list(header.contigs)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: not a readable VCF/BCF ({exc})") from None
-        finally:
-            pysam.set_verbosity(quiet)
-        if not all_samples:
+            self._open()
+            self._select(samples)
+        except BaseException:
+            self.close()
+            raise
+
+    def _select(self, samples: list[str] | None) -> None:
+        path = self.path
+        if not self.all_samples:
             raise InputError(f"{path}: the VCF has no sample columns")
-        if not has_gt:
+        if not self._has_gt:
             raise InputError(f"{path}: no GT field in the FORMAT definitions (genotype calls are needed)")
-        if self.compression == "BGZF" and not _has_bgzf_eof(path):
-            raise InputError(f"{path}: truncated (no BGZF end-of-file block)")
-        self.all_samples = all_samples
-        where = {s: i for i, s in enumerate(all_samples)}
+        where = {s: i for i, s in enumerate(self.all_samples)}
         if samples is not None:
             missing = [s for s in samples if s not in where]
             if missing:
                 raise InputError(f"{path}: {len(missing)} requested sample(s) not in the VCF, e.g. {missing[0]!r}")
             wanted = set(samples)
-            self.samples = [s for s in all_samples if s in wanted]
+            self.samples = [s for s in self.all_samples if s in wanted]
         else:
-            self.samples = list(all_samples)
+            self.samples = list(self.all_samples)
         self.columns = np.array([where[s] for s in self.samples], dtype=np.int64)
-        self._all = len(self.samples) == len(all_samples)
+        self._all = len(self.samples) == len(self.all_samples)
+
+    def __enter__(self) -> "VcfGenotypes":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._data = None
+        self._stack.close()
+
+    def _open(self) -> None:
+        """Open the input, read its header (samples, GT definition, contigs) and keep the handle
+        positioned at the first record (text VCF) or hand the file to pysam (BCF)."""
+        path = self.path
+        stream = is_stream(path)
+        if not stream:
+            self.compression = _compression(path)
+            if self.compression == "BGZF" and not _has_bgzf_eof(path):
+                raise InputError(f"{path}: truncated (no BGZF end-of-file block)")
+        data = self._stack.enter_context(open_binary(path))
+        data = io.BufferedReader(data, 1 << 22)  # type: ignore[arg-type]  # records of 10,000 samples are 40 kB lines
+        self._stack.callback(data.detach)  # detached, not closed: open_binary closes what it opened (never stdin)
+        try:
+            first = data.readline(1 << 16)
+            if first.startswith(b"BCF"):
+                if stream:
+                    raise InputError(f"{path}: a BCF cannot be read from a pipe or stdin (htslib needs the file); "
+                                     "give the file's name, or pipe VCF text (bcftools view -Ov)")
+                self._stack.close()
+                self._stack = ExitStack()
+                self._open_bcf()
+                return
+            if not first.startswith(b"##fileformat=VCF"):
+                what = "empty" if not first else "the first line is not ##fileformat=VCF..."
+                raise InputError(f"{path}: not a VCF or BCF ({what})")
+            if not first.endswith(b"\n"):
+                first += data.readline()
+            self._read_header(data)
+        except GZIP_ERRORS as exc:
+            raise _damaged(path, self._lineno, exc) from None
+        self._data = data
+
+    def _read_header(self, data: BinaryIO) -> None:
+        """The meta lines and #CHROM line after ##fileformat (line 1)."""
+        path, lineno = self.path, 1
+        formats: set[str] = set()
+        contigs: list[str] = []
+        for line in data:
+            lineno = self._lineno = lineno + 1
+            if line.startswith(b"##"):
+                meta = _META_ID.match(line)
+                if meta:
+                    (formats.add if meta.group(1) == b"FORMAT" else contigs.append)(_text(meta.group(2), path, lineno))
+                continue
+            if not line.startswith(b"#"):
+                raise InputError(f"{path}: line {lineno}: a record before the #CHROM header line")
+            fields = _text(line.rstrip(b"\r\n"), path, lineno).split("\t")
+            if fields[:8] != _FIXED or (len(fields) > 8 and fields[8] != "FORMAT"):
+                raise InputError(f"{path}: line {lineno}: malformed #CHROM line (expected the tab-separated "
+                                 "columns #CHROM POS ID REF ALT QUAL FILTER INFO FORMAT and the samples)")
+            self.all_samples = fields[9:]
+            self._has_gt = "GT" in formats
+            self.contigs = list(dict.fromkeys(contigs))
+            _check_samples(self.all_samples, path, lineno)
+            return
+        raise InputError(f"{path}: no #CHROM header line (the file ends at line {lineno}, in the header)")
+
+    def _open_bcf(self) -> None:
+        import pysam
+
+        self.format = "BCF"
+        quiet = pysam.set_verbosity(0)  # htslib's own stderr lines (e.g. "no index file") would break one-line errors
+        try:
+            with pysam.VariantFile(self.path) as vf:
+                header = vf.header
+                self.all_samples = list(header.samples)
+                self._has_gt = "GT" in header.formats
+                self.contigs = list(header.contigs)
+        except (OSError, ValueError, NotImplementedError) as exc:
+            raise InputError(f"{self.path}: not a readable VCF/BCF ({exc})") from None
+        finally:
+            pysam.set_verbosity(quiet)
 
     def __iter__(self) -> Iterator[Site]:
         n = len(self.all_samples)
@@ -102,7 +192,7 @@ class VcfGenotypes:
             if len(fields) < 10:
                 raise InputError(f"{self.path}: line {lineno}: {len(fields)} columns, expected 9 + {n} samples "
                                  "(truncated or malformed record)")
-            chrom = fields[0].decode()
+            chrom = fields[0].decode(errors="replace")
             try:
                 pos = int(fields[1])
             except ValueError:
@@ -121,7 +211,7 @@ class VcfGenotypes:
             if not self._all:
                 dosage = dosage[self.columns]
             count += 1
-            yield Site(chrom, pos, fields[3].decode(), fields[4].decode(), dosage)
+            yield Site(chrom, pos, fields[3].decode(errors="replace"), fields[4].decode(errors="replace"), dosage)
         if count == 0:
             raise InputError(f"{self.path}: no variant records")
 
@@ -134,24 +224,59 @@ class VcfGenotypes:
                 for i, rec in enumerate(vf, start=1):
                     yield i, str(rec).rstrip("\n").encode()
             return
-        opener = open if self.compression == "NONE" else gzip.open
-        lineno = 0
+        if self._data is None:  # read before: a file is opened again, a stream cannot be
+            if is_stream(self.path):
+                raise InputError(f"{self.path}: a pipe or stdin can be read only once")
+            self._stack = ExitStack()
+            self._open()
+        data, lineno = self._data, self._lineno
         try:
-            with opener(self.path, "rb") as raw, io.BufferedReader(raw, buffer_size=1 << 22) as fh:
-                for line in fh:
-                    lineno += 1
-                    if line.startswith(b"#"):
-                        continue
-                    if not line.endswith(b"\n"):
-                        # the last line of a well-formed file may lack its newline; a cut one
-                        # fails the column count check in parse_gt
-                        yield lineno, line.rstrip(b"\r")
-                        continue
-                    yield lineno, line[:-1].rstrip(b"\r")
-        except (EOFError, gzip.BadGzipFile, OSError) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
-            raise InputError(f"{self.path}: line {lineno + 1}: truncated or damaged compressed data ({exc})") from None
+            for line in data:
+                lineno += 1
+                if line.startswith(b"#"):
+                    continue
+                # the last line of a well-formed file may lack its newline; a cut one fails the
+                # column count check in parse_gt
+                yield lineno, line.rstrip(b"\r\n")
+        except GZIP_ERRORS as exc:
+            raise _damaged(self.path, lineno, exc) from None
+        finally:
+            self.close()
+
+
+_FIXED = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO"]
+_META_ID = re.compile(rb"##(FORMAT|contig)=<(?:[^>]*?,)?ID=([^,>]+)")
+
+
+def _damaged(path: str, lineno: int, exc: Exception) -> InputError:
+    """The decompressor reads ahead, so the damage lies somewhere after the last line read."""
+    where = f" after line {lineno}" if lineno else ""
+    return InputError(f"{path}: truncated or damaged compressed data{where} ({exc or type(exc).__name__})")
+
+
+def _text(raw: bytes, path: str, lineno: int) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: line {lineno}: header bytes that are not UTF-8 text") from None
+
+
+def _check_samples(samples: list[str], path: str, lineno: int) -> None:
+    if any(not s for s in samples):
+        raise InputError(f"{path}: line {lineno}: an empty sample name in the #CHROM line")
+    if len(set(samples)) != len(samples):
+        seen: set[str] = set()
+        dup = next(s for s in samples if s in seen or seen.add(s))
+        raise InputError(f"{path}: line {lineno}: sample {dup!r} appears more than once in the #CHROM line")
+
+
+def _compression(path: str) -> str:
+    """'BGZF', 'GZIP' or 'NONE' from a regular file's first bytes (BGZF: gzip with a BC extra field)."""
+    with open(path, "rb") as fh:
+        head = fh.read(18)
+    if not head.startswith(GZIP_MAGIC):
+        return "NONE"
+    return "BGZF" if len(head) >= 14 and head[3] & 4 and head[12:14] == b"BC" else "GZIP"
 
 
 def _has_bgzf_eof(path: str) -> bool:
