@@ -31,6 +31,22 @@ def _registry():
             "enformer-like": (EnformerLikeConfig, EnformerLike)}
 
 
+def check_calling(config: dict, where: str) -> float | None:
+    """The calibrated calling threshold of config.json's optional "calling" section, checked: a
+    number from 0 to 1 (None when the model has none)."""
+    calling = config.get("calling")
+    if calling is None:
+        return None
+    if not isinstance(calling, dict):
+        raise InputError(f"{where}: 'calling' is not an object; damaged model configuration")
+    value = calling.get("threshold")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InputError(f"{where}: calling.threshold {value!r} is not a number from 0 to 1; damaged model configuration")
+    return float(value)
+
+
 def build_model(arch_config: dict):
     """Instantiate the model an architecture dict (config.json["model"]) describes."""
     name = arch_config.get("architecture")
@@ -66,6 +82,9 @@ def load_model_dir(folder: str | Path, expect: str | None = None):
     config = read_json_object(folder / CONFIG, f"{folder}: no {CONFIG}; not a genointerp model directory",
                               "a model configuration")
     arch = config.get("model", {})
+    if not isinstance(arch, dict):
+        raise InputError(f"{folder}/{CONFIG}: 'model' is not an object; damaged model configuration")
+    check_calling(config, f"{folder}/{CONFIG}")
     if expect and arch.get("architecture") != expect:
         raise InputError(f"{folder}: a {arch.get('architecture')!r} model, but this command needs {expect!r}")
     model = build_model(arch)

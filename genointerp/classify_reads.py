@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.sequences import is_alignment_file, iter_alignment_reads, iter_records
+from genointerp.io.sequences import iter_reads
 from genointerp.kmerize import encode_joined
 from genointerp.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
@@ -46,9 +46,13 @@ class ClassifyRequest:
     model_path: str | None = None  # recorded in the summary, with a digest of the model's files
 
 
-def default_threshold(config: dict) -> float:
-    """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5."""
-    return float(config.get("calling", {}).get("threshold", 0.5))
+def default_threshold(config: dict, where: str = "model config.json") -> float:
+    """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5.
+    A damaged one (not a number from 0 to 1) is an InputError naming `where`."""
+    from genointerp.checkpoint import check_calling
+
+    threshold = check_calling(config, where)
+    return 0.5 if threshold is None else threshold
 
 
 def model_sha256(folder: str) -> str:
@@ -66,10 +70,7 @@ def model_sha256(folder: str) -> str:
 
 def records(req: ClassifyRequest) -> Iterator[tuple[str, str, str | None]]:
     for path in req.inputs:
-        if is_alignment_file(path):
-            yield from iter_alignment_reads(path, req.unmapped_only, req.reference)
-        else:
-            yield from iter_records(path)
+        yield from iter_reads(path, req.unmapped_only, req.reference)
 
 
 def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
@@ -139,6 +140,7 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
     total = called = 0
     scorer = window_scorer(model, req)
     it = records(req)
+    ids = hashlib.sha256() if req.chunk else None  # the chunk's read names, for merge-calls to pair files
     if req.chunk:
         part, parts = req.chunk
         with progress(f"counting reads for chunk {part}/{parts}", None) as advance:
@@ -154,6 +156,8 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
             rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\n"
                     for r, q, c, s in zip(batch, p.tolist(), call.tolist(), status.tolist())]
             out.write("".join(rows).encode())
+            if ids is not None:
+                ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
             viral = np.flatnonzero(call == "viral")
             if viral_out is not None and viral.size:
                 viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
@@ -177,7 +181,7 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
         "model_sha256": model_sha256(req.model_path) if req.model_path else None,
     }
     if req.chunk:
-        summary.update(chunk_fields(part, parts, start, stop, n_input))
+        summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
     return summary
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import math
 from collections import Counter
 from contextlib import nullcontext
@@ -15,6 +14,7 @@ import numpy as np
 from genointerp import __version__
 from genointerp.errors import InputError
 from genointerp.io.atomic import open_output, wants_gzip
+from genointerp.io.inputs import open_text
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
 from genointerp.seq.alphabet import INVALID, N_CODE, encode_ascii
@@ -50,21 +50,17 @@ class Stats:
 
 def read_truth_labels(path: str) -> dict[str, str]:
     """Map read id -> label from a TSV with `read_id` and `label` columns (simulate-reads --truth)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rt") as fh:
-            header = fh.readline().rstrip("\n").split("\t")
-            if "read_id" not in header or "label" not in header:
-                raise InputError(f"{path}: truth table needs 'read_id' and 'label' columns")
-            ri, li = header.index("read_id"), header.index("label")
-            table = {}
-            for lineno, line in enumerate(fh, 2):
-                f = line.rstrip("\n").split("\t")
-                if len(f) != len(header):
-                    raise InputError(f"{path}: line {lineno}: {len(f)} columns, header has {len(header)}")
-                table[f[ri]] = f[li]
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+    with open_text(path) as fh:  # read once: a named pipe or <(zcat truth.tsv.gz) works too
+        header = fh.readline().rstrip("\n").split("\t")
+        if "read_id" not in header or "label" not in header:
+            raise InputError(f"{path}: truth table needs 'read_id' and 'label' columns")
+        ri, li = header.index("read_id"), header.index("label")
+        table = {}
+        for lineno, line in enumerate(fh, 2):
+            f = line.rstrip("\n").split("\t")
+            if len(f) != len(header):
+                raise InputError(f"{path}: line {lineno}: {len(f)} columns, header has {len(header)}")
+            table[f[ri]] = f[li]
     return table
 
 
@@ -132,7 +128,7 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     if lengths.max() > L and req.long_policy == "tile":
         tiled_names, tiled_seqs, tiled_labels = [], [], []
         for name, seq, label in batch:
-            pieces = math.ceil(len(seq) / L)
+            pieces = max(1, math.ceil(len(seq) / L))  # an empty read stays one (empty, dropped) piece
             tiled_names += [f"{name}#{t}" for t in range(pieces)] if pieces > 1 else [name]
             tiled_seqs += [seq[t * L : (t + 1) * L] for t in range(pieces)]
             tiled_labels += [label] * pieces

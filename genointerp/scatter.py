@@ -17,24 +17,32 @@ sequencers write. So every job first counts N, with no index and no side files:
   core (htslib parsing plus validation), against about 15 minutes to classify them on that
   core; a job then parses (without scoring) the records before its range. On a GPU, where
   scoring is some 50x faster, the count is no longer negligible and fewer, larger chunks pay.
-- stdin cannot be chunked (it cannot be read twice, and each job would need all of it).
+- stdin, a named pipe or `<(...)` cannot be chunked (it cannot be read twice, and each job would
+  need all of it).
 
 Gather (`merge-calls`): concatenate the chunk TSVs (one header), the chunk viral-read files,
 and sum the chunk summaries, refusing chunk sets that are incomplete, duplicated, or come from
-other inputs, models or thresholds.
+other inputs, models or thresholds. A chunk summary records a digest of its reads' names
+(`read_ids_sha256`), so that each TSV is matched to its own summary even where two chunks hold as
+many reads and calls; a viral-read file must hold, by name and in order, the reads its TSV calls
+viral.
 """
 
 from __future__ import annotations
 
-import gzip
+import hashlib
 import os
+import re
+import shutil
+from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable
 
 from genointerp.errors import InputError
+from genointerp.io.inputs import is_stream, open_binary
 from genointerp.io.jsonfile import json_object
 
 # Summary fields that describe one chunk only; the merged summary drops them.
-CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total")
+CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256")
 _COUNT_KEYS = ("reads_total", "reads_scored", "reads_called_viral")
 _BLOCK = 1 << 20
 
@@ -70,9 +78,12 @@ def count_records(stream: Iterable, advance: Callable[[int], None]) -> int:
     return n
 
 
-def chunk_fields(i: int, n: int, start: int, stop: int, total: int) -> dict:
-    """What a chunk's summary adds, so that gather can check the set of chunks."""
-    return {"chunk": f"{i}/{n}", "chunk_range": [start, stop], "input_reads_total": total}
+def chunk_fields(i: int, n: int, start: int, stop: int, total: int, read_ids_sha256: str) -> dict:
+    """What a chunk's summary adds, so that gather can check the set of chunks and pair each TSV
+    with its summary (read_ids_sha256: SHA-256 of the chunk's read names, each followed by a
+    newline, as in the TSV's first column)."""
+    return {"chunk": f"{i}/{n}", "chunk_range": [start, stop], "input_reads_total": total,
+            "read_ids_sha256": read_ids_sha256}
 
 
 # --- gather: summaries --------------------------------------------------------------------------
@@ -141,112 +152,154 @@ def _join(numbers: list[int]) -> str:
     return ",".join(map(str, numbers))
 
 
-def read_summary(path: str) -> dict:
-    with open_input(path) as fh:
-        return json_object(fh.read(), path, "a classify-reads summary")
+def read_summary(cf: ChunkFile) -> dict:
+    with open_binary(cf.source) as fh:
+        return json_object(fh.read(), cf.path, "a classify-reads summary")
 
 
 # --- gather: files ------------------------------------------------------------------------------
 
-def open_input(path: str) -> BinaryIO:
-    """A chunk output for reading, gzip (several members too) or plain."""
-    with open(path, "rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gz else open(path, "rb")
+@dataclass
+class ChunkFile:
+    """A merge-calls input: the path as given (named in errors), its kind, and the file to read
+    (the path itself, or for a stream, a decompressed copy made while its kind was told)."""
+
+    path: str
+    kind: str  # 'calls', 'summary' or 'viral'
+    source: str
 
 
-def sniff_kind(path: str) -> str:
+def open_chunk_files(paths: list[str], scratch: str) -> list[ChunkFile]:
+    """Tell each input's kind from its first line (gzip or plain, by content).
+
+    The inputs are read in chunk order, not in the order given, so a stream (named pipe,
+    `<(...)`, which can be read only once) is copied to a file under `scratch` as it is sniffed.
+    """
+    files = []
+    for k, path in enumerate(paths):
+        stream = is_stream(path)
+        with open_binary(path) as fh:
+            first = fh.readline(1 << 16)
+            kind = _kind(path, first)
+            source = path
+            if stream:
+                source = os.path.join(scratch, f"{k}.{kind}")
+                with open(source, "wb") as copy:
+                    copy.write(first)
+                    shutil.copyfileobj(fh, copy, _BLOCK)
+        files.append(ChunkFile(path, kind, source))
+    return files
+
+
+def _kind(path: str, first: bytes) -> str:
     """'calls', 'summary' or 'viral' (reads called viral; empty when a chunk called none)."""
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file")
-    try:
-        with open_input(path) as fh:
-            head = fh.read(8)
-    except (OSError, EOFError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    if head.startswith(b"read_id\t"):
+    from genointerp.classify_reads import HEADER
+
+    if first.startswith(b"read_id\t"):
+        if first.rstrip(b"\r\n") != HEADER.rstrip("\n").encode():
+            columns = first.decode(errors="replace").split()
+            raise InputError(f"{path}: a table of {', '.join(columns[:6])}{', ...' * (len(columns) > 6)}, not a "
+                             f"classify-reads calls TSV ({HEADER.strip().replace(chr(9), ', ')})")
         return "calls"
-    if head.lstrip().startswith(b"{"):
+    if first.lstrip().startswith(b"{"):
         return "summary"
-    if head[:1] in (b"", b"@", b">"):
+    if first[:1] in (b"", b"@", b">"):
         return "viral"
     raise InputError(f"{path}: not a classify-reads calls TSV, summary JSON or viral-read file")
 
 
-def copy_table(path: str, out: BinaryIO, header: bytes | None) -> tuple[bytes, int, int]:
-    """Append a calls TSV to `out`, its header only when `header` is None (the first TSV);
-    returns (header, rows, rows called viral). Refuses a header other than `header` and a last
-    line cut off mid-row.
+_READ_ID = re.compile(rb"^([^\t\n]*)\t", re.M)
+_CALLED_VIRAL = re.compile(rb"^([^\t\n]*)\t[^\t\n]*\t[^\t\n]*\tviral\t", re.M)
+
+
+def copy_table(cf: ChunkFile, out: BinaryIO) -> tuple[int, list[bytes], str]:
+    """Append the rows of a calls TSV (its header checked when its kind was told) to `out`;
+    returns (rows, the names of the reads called viral, read_ids_sha256 as classify-reads --chunk
+    writes it). Refuses a row without fields and a last line cut off mid-row.
     """
-    with open_input(path) as fh:
-        head = fh.readline()
-        if header is None:
-            out.write(head)
-        elif head != header:
-            raise InputError(f"{path}: header {head.decode(errors='replace').strip()!r} differs from the first "
-                             f"TSV's {header.decode(errors='replace').strip()!r}")
-        rows = viral = 0
-        carry = b""
+    rows, viral, ids = 0, [], hashlib.sha256()
+    carry = b""
+    with open_binary(cf.source) as fh:
+        fh.readline(1 << 16)
         while block := fh.read(_BLOCK):
             block = carry + block
-            cut = block.rfind(b"\n") + 1  # count whole lines only: a field never spans a block edge
+            cut = block.rfind(b"\n") + 1  # whole lines only: a field never spans a block edge
             whole, carry = block[:cut], block[cut:]
-            rows += whole.count(b"\n")
-            viral += whole.count(b"\tviral\t")
+            names = _READ_ID.findall(whole)
+            if len(names) != whole.count(b"\n"):
+                bad = next(i for i, line in enumerate(whole.split(b"\n")) if b"\t" not in line)
+                raise InputError(f"{cf.path}: line {rows + 2 + bad}: not a calls row (no tab)")
+            if names:
+                ids.update(b"\n".join(names) + b"\n")
+            rows += len(names)
+            viral += _CALLED_VIRAL.findall(whole)
             out.write(whole)
     if carry:
-        raise InputError(f"{path}: truncated (the last line has no end)")
-    return head, rows, viral
+        raise InputError(f"{cf.path}: truncated (the last line has no end)")
+    return rows, viral, ids.hexdigest()
 
 
-def copy_reads(path: str, out: BinaryIO) -> int:
+def copy_reads(cf: ChunkFile, out: BinaryIO, expected: list[bytes], table: str) -> int:
     """Append a viral-read file (as classify-reads writes it: one-line FASTQ or FASTA records) to
-    `out`; returns how many records it holds."""
+    `out`, checking that its reads are, in order, those `table` calls viral; returns how many."""
     n = left = 0
-    with open_input(path) as fh:
+    with open_binary(cf.source) as fh:
         for line in fh:
             if left == 0:
                 if line[:1] not in (b"@", b">"):
-                    raise InputError(f"{path}: record {n + 1}: not a FASTQ/FASTA header line")
+                    raise InputError(f"{cf.path}: record {n + 1}: not a FASTQ/FASTA header line")
+                name = line[1:].rstrip(b"\r\n")
+                if n >= len(expected) or name != expected[n]:
+                    want = f"{table} calls {len(expected)} reads viral" if n >= len(expected) else \
+                        f"the next read {table} calls viral is {expected[n].decode(errors='replace')}"
+                    raise InputError(f"{cf.path}: record {n + 1} is {name.decode(errors='replace')}, but {want} "
+                                     "(list TSVs and viral-read files in the same order)")
                 n += 1
                 left = 3 if line[:1] == b"@" else 1
             else:
                 left -= 1
             out.write(line)
     if left:
-        raise InputError(f"{path}: record {n}: truncated")
+        raise InputError(f"{cf.path}: record {n}: truncated")
+    if n != len(expected):
+        raise InputError(f"{cf.path}: {n} reads, but {table} calls {len(expected)} viral "
+                         "(list TSVs and viral-read files in the same order)")
     return n
 
 
-def merge_calls(tables: list[str], summaries: list[str], virals: list[str], out: BinaryIO,
+def merge_calls(tables: list[ChunkFile], summaries: list[ChunkFile], virals: list[ChunkFile], out: BinaryIO,
                 viral_out: BinaryIO | None) -> dict | None:
     """Gather chunk outputs into `out` (TSV) and `viral_out`; returns the merged summary, if any.
 
     The three lists are paired by position (the k-th TSV, summary and viral-read file come from
     one job). Chunk summaries put all three in chunk order; without summaries, TSVs are taken in
-    the order given. Each TSV's rows must match its summary's read count, and each viral-read
-    file the TSV's viral calls, which catches lists given in different orders.
+    the order given. Each TSV must hold its summary's reads (the read count, viral calls and the
+    digest of the read names a chunk summary records), and each viral-read file the reads its TSV
+    calls viral, by name and in order: this catches lists given in different orders.
     """
+    from genointerp.classify_reads import HEADER
+
     merged, loaded = None, []
     if summaries:
-        loaded = [(p, read_summary(p)) for p in summaries]
+        loaded = [(cf.path, read_summary(cf)) for cf in summaries]
         merged, order = merge_summaries(loaded)
         loaded = [loaded[k] for k in order]
         tables = [tables[k] for k in order]
         virals = [virals[k] for k in order] if virals else virals
-    header, called = None, []
-    for k, path in enumerate(tables):
-        header, rows, viral = copy_table(path, out, header)
+    out.write(HEADER.encode())
+    called = []
+    for k, cf in enumerate(tables):
+        rows, viral, ids = copy_table(cf, out)
         if loaded:
             s_path, s = loaded[k]
-            if (rows, viral) != (s["reads_total"], s["reads_called_viral"]):
-                raise InputError(f"{path}: {rows} reads, {viral} called viral, but {s_path} counts "
+            if (rows, len(viral)) != (s["reads_total"], s["reads_called_viral"]):
+                raise InputError(f"{cf.path}: {rows} reads, {len(viral)} called viral, but {s_path} counts "
                                  f"{s['reads_total']} and {s['reads_called_viral']} (list TSVs and summaries in the same order)")
+            if s.get("read_ids_sha256", ids) != ids:
+                raise InputError(f"{cf.path}: its reads are not the ones {s_path} (chunk {s.get('chunk')}) counts "
+                                 "(read_ids_sha256 differs; list TSVs and summaries in the same order)")
         called.append(viral)
     if viral_out is not None:
-        for path, table, expected in zip(virals, tables, called):
-            n = copy_reads(path, viral_out)
-            if n != expected:
-                raise InputError(f"{path}: {n} reads, but {table} calls {expected} viral "
-                                 "(list TSVs and viral-read files in the same order)")
+        for cf, table, expected in zip(virals, tables, called):
+            copy_reads(cf, viral_out, expected, table.path)
     return merged

@@ -136,7 +136,7 @@ MESSAGES = {
     "notdna.fq": "not FASTA, FASTQ or GenBank",
     "badletter.fq": "read r1: position 3: '-' is not a nucleotide letter",
     "fake.fq.gz": "not gzip-compressed",
-    "broken.fq.gz": "not a valid gzip file",
+    "broken.fq.gz": "truncated or corrupt gzip data",
 }
 
 
@@ -188,3 +188,10 @@ def test_tsv_to_stdout(cli, tmp_path):
     res = cli("-q", "kmerize", fq, "-k", 4, "--length", 5, "--label", "x", "--tsv", "-")
     assert res.exit_code == 0
     assert res.stdout.splitlines() == ["read_id\tlabel\ttokens", f"r1\tx\t{naive_id('ACGT')} {naive_id('CGTA')}", "r2\tx\t255 255"]
+
+
+def test_empty_label_sep_is_a_usage_error(cli, tmp_path):
+    fq = write_fastq(tmp_path / "r.fq", [("a|viral", "ACGTACGT")])
+    res = cli("kmerize", fq, "--label-field", 1, "--label-sep", "", "-k", 3, "--length", 8, "-o", tmp_path / "ds")
+    assert res.exit_code == 2 and not (tmp_path / "ds").exists()
+    assert "--label-sep" in res.stderr and "cannot be empty" in res.stderr and "Traceback" not in res.output

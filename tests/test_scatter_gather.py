@@ -138,7 +138,7 @@ def test_merge_refuses_mismatched_headers_and_other_thresholds(four_chunks, tmp_
     odd.write_text((b / OUTS[0]).read_text().replace("p_viral", "score", 1))
     res = run("merge-calls", a / OUTS[0], odd, c / OUTS[0], d / OUTS[0], "-o", tmp_path / "m.tsv")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
-    assert_one_error_line(res, "differs from the first TSV's")
+    assert_one_error_line(res, "not a classify-reads calls TSV")
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), "threshold": 0.9}))
     res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
@@ -179,3 +179,86 @@ def test_a_reads_score_does_not_depend_on_its_batch_companions(reads, precision)
         alone, _ = score_batch(scorer, batch[j:j + 1], L, k, has_unknown)
         assert alone[0].tobytes() == together[j].tobytes()
     assert np.isfinite(together).all()
+
+
+def test_a_pipe_cannot_be_chunked(reads, tmp_path):
+    from test_read_inputs import Pipes
+
+    pipes = Pipes()
+    try:
+        res = run("classify-reads", pipes(reads.read_bytes()), "--chunk", "1/2", "-o", tmp_path / "c.tsv")
+    finally:
+        pipes.close()
+    assert res.exit_code == 2 and "cannot be chunked" in res.stderr and not (tmp_path / "c.tsv").exists()
+
+
+def test_merge_reads_chunk_outputs_from_pipes(four_chunks, whole, tmp_path):
+    from test_read_inputs import Pipes
+
+    pipes = Pipes()
+    try:
+        files = [pipes((job / name).read_bytes()) for name in OUTS for job in four_chunks[::-1]]
+        res = run("merge-calls", *files, "-o", tmp_path / OUTS[0], "--summary", tmp_path / OUTS[1],
+                  "--viral-out", tmp_path / OUTS[2])
+    finally:
+        pipes.close()
+    assert res.exit_code == 0, res.output
+    assert_same_outputs(tmp_path, whole)
+
+
+def test_merge_names_a_truncated_gzip_viral_file(four_chunks, tmp_path):
+    import gzip
+
+    cut = tmp_path / "cut.fq.gz"
+    text = gzip.decompress((four_chunks[1] / OUTS[2]).read_bytes())
+    assert text.count(b"\n") >= 8  # the chunk called reads viral
+    cut.write_bytes(gzip.compress(text)[:-12])
+    virals = [j / OUTS[2] for j in four_chunks]
+    virals[1] = cut
+    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), *virals, "--viral-out", tmp_path / "v.fq",
+              "-o", tmp_path / "m.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "v.fq").exists() and not (tmp_path / "m.tsv").exists()
+    assert_one_error_line(res, f"{cut}: truncated or corrupt gzip data")
+
+
+def test_merge_refuses_a_truth_table_as_calls(reads, tmp_path):
+    from genointerp.simulate_reads import TRUTH_HEADER
+
+    truth = tmp_path / "truth.tsv"
+    truth.write_text(TRUTH_HEADER + "".join(f"{n}\tviral\tHPV16\t0\t150\t+\t0\t0\n" for n, _, _ in read_fastq(reads)[:5]))
+    res = run("merge-calls", truth, "-o", tmp_path / "m.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
+    assert_one_error_line(res, f"{truth}: a table of read_id, label, contig, start, end, strand, ..., not a classify-reads calls TSV")
+
+
+@pytest.fixture(scope="module")
+def twin_chunks(reads, tmp_path_factory):
+    """Two chunks of the same 12 reads under other names: equal read counts and viral calls."""
+    tmp = tmp_path_factory.mktemp("twins")
+    first = read_fastq(reads)[:12]
+    fq = tmp / "twins.fq"
+    fq.write_text("".join(f"@{p}{n}\n{s}\n+\n{q}\n" for p in ("a:", "b:") for n, s, q in first))
+    whole = classify(fq, tmp / "whole")
+    jobs = [classify(fq, tmp / f"chunk{i}", "--chunk", f"{i}/2") for i in (1, 2)]
+    summaries = [json.loads((job / OUTS[1]).read_text()) for job in jobs]
+    assert summaries[0]["reads_total"] == summaries[1]["reads_total"] == 12
+    assert summaries[0]["reads_called_viral"] == summaries[1]["reads_called_viral"] > 0
+    return whole, jobs
+
+
+def test_merge_checks_read_names_not_only_counts(twin_chunks, tmp_path):
+    whole, (a, b) = twin_chunks
+    res = run("merge-calls", a / OUTS[0], b / OUTS[0], a / OUTS[1], b / OUTS[1], a / OUTS[2], b / OUTS[2],
+              "-o", tmp_path / "m.tsv", "--viral-out", tmp_path / "v.fq.gz", "--summary", tmp_path / "s.json")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "m.tsv").read_bytes() == (whole / OUTS[0]).read_bytes()
+    assert (tmp_path / "s.json").read_bytes() == (whole / OUTS[1]).read_bytes()
+    # viral-read files out of order
+    res = run("merge-calls", a / OUTS[0], b / OUTS[0], b / OUTS[2], a / OUTS[2], "-o", tmp_path / "n.tsv",
+              "--viral-out", tmp_path / "w.fq.gz")
+    assert res.exit_code == 1 and not (tmp_path / "n.tsv").exists() and not (tmp_path / "w.fq.gz").exists()
+    assert_one_error_line(res, "list TSVs and viral-read files in the same order")
+    # TSVs out of order against their summaries
+    res = run("merge-calls", b / OUTS[0], a / OUTS[0], a / OUTS[1], b / OUTS[1], "-o", tmp_path / "n.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "n.tsv").exists()
+    assert_one_error_line(res, f"{b / OUTS[0]}: its reads are not the ones {a / OUTS[1]} (chunk 1/2) counts")

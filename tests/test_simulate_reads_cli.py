@@ -188,7 +188,7 @@ def test_fastq_reference_and_corrupt_gzip_are_refused(cli, data, tmp_path):
     broken = tmp_path / "broken.fa.gz"
     broken.write_bytes(gzip.compress(b">x\n" + b"ACGT" * 1000)[:40])
     res = cli("simulate-reads", "-s", f"v={broken}", "-n", 5, "-o", tmp_path / "o.fq")
-    assert res.exit_code == 1 and "not a valid gzip file" in res.stderr
+    assert res.exit_code == 1 and "truncated or corrupt gzip data" in res.stderr
 
 
 def test_fragment_mean_and_sd_set_the_fragment_lengths(cli, data, tmp_path):
@@ -252,3 +252,13 @@ def test_max_n_frac_bounds_the_n_bases_of_every_read(cli, tmp_path):
     # would refuse most of them)
     assert counts[0.2].max() <= 30 and (counts[0.2] > 7).sum() > 10
     assert counts[0].max() == 0
+
+
+@pytest.mark.parametrize("cut", [5000, -3])  # in the sequence; before the closing //
+def test_truncated_genbank_is_refused_with_one_line(cut, cli, data, tmp_path):
+    gb = tmp_path / "hpv16.gb"
+    gb.write_bytes((data / "hpv16.gb").read_bytes()[:cut])
+    res = cli("simulate-reads", "-s", f"v={gb}", "-n", 5, "-o", tmp_path / "o.fq")
+    assert res.exit_code == 1 and not (tmp_path / "o.fq").exists()
+    assert_one_error_line(res, f"{gb}: truncated GenBank file")
+    assert "Warning" not in res.stderr

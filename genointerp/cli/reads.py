@@ -148,6 +148,8 @@ def kmerize(
         raise typer.BadParameter("choose one label source: --label, --truth or --label-field", param_hint="--label")
     if label and len(label) != len(inputs):
         raise typer.BadParameter(f"{len(label)} labels for {len(inputs)} input files", param_hint="--label")
+    if not label_sep:
+        raise typer.BadParameter("the separator cannot be empty", param_hint="--label-sep")
     if inputs.count("-") > 1:
         raise typer.BadParameter("stdin (-) can be read only once", param_hint="READS")
     req = KmerizeRequest(

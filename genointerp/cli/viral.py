@@ -143,14 +143,18 @@ def classify_reads(
             chunk_of = parse_chunk(chunk)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--chunk") from None
-        if "-" in inputs:
-            raise typer.BadParameter("stdin (-) cannot be chunked: every job must count the whole input; give a file",
-                                     param_hint="--chunk")
+        from genointerp.io.inputs import is_stream
+
+        streams = [p for p in inputs if is_stream(p)]
+        if streams:
+            what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
+            raise typer.BadParameter(f"{what} cannot be chunked: every job must count the whole input, "
+                                     "so it is read twice; give a file", param_hint="--chunk")
     torch.set_num_threads(usable_threads(threads))
     model_path = str(model_dir or builtin_model_dir())
     model, config = load_model_dir(model_path, expect="xvir")
     if threshold is None:
-        threshold = default_threshold(config)
+        threshold = default_threshold(config, f"{model_path}/config.json")
     req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
                           chunk=chunk_of, model_path=model_path)
     model.to(req.device)
@@ -192,16 +196,30 @@ def merge_calls(
     and threshold, and the files are put in chunk order; the outputs are then byte for byte those
     of one unchunked run. Without summaries the TSVs are joined in the order given.
     """
-    from genointerp.classify_reads import summary_json
-    from genointerp.io.atomic import STDOUT, AtomicOutputs, open_output, wants_gzip
-    from genointerp.scatter import merge_calls as gather
-    from genointerp.scatter import sniff_kind
+    import tempfile
+
+    from genointerp.io.atomic import STDOUT
 
     if [output, summary, viral_out].count(STDOUT) > 1:
         raise typer.BadParameter("only one output can be - (stdout)")
-    kinds: dict[str, list[str]] = {"calls": [], "summary": [], "viral": []}
-    for path in chunks:
-        kinds[sniff_kind(path)].append(path)
+    with tempfile.TemporaryDirectory(prefix="genointerp-merge-") as scratch:  # copies of piped inputs
+        merged, n_tables = _merge_chunk_files(chunks, output, summary, viral_out, force, scratch)
+    if merged:
+        log(f"merged {n_tables} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
+    else:
+        log(f"merged {n_tables} calls TSVs")
+
+
+def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, viral_out: str | None, force: bool,
+                       scratch: str) -> tuple[dict | None, int]:
+    from genointerp.classify_reads import summary_json
+    from genointerp.io.atomic import AtomicOutputs, open_output, wants_gzip
+    from genointerp.scatter import merge_calls as gather
+    from genointerp.scatter import open_chunk_files
+
+    kinds: dict[str, list] = {"calls": [], "summary": [], "viral": []}
+    for cf in open_chunk_files(chunks, scratch):
+        kinds[cf.kind].append(cf)
     tables, summaries, virals = kinds["calls"], kinds["summary"], kinds["viral"]
     if not tables:
         raise typer.BadParameter("no calls TSV among them", param_hint="CHUNK...")
@@ -225,7 +243,4 @@ def merge_calls(
         if summary:
             with open_output(tmp[summary], gz=False) as fh:
                 fh.write(summary_json(merged).encode())
-    if merged:
-        log(f"merged {len(tables)} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
-    else:
-        log(f"merged {len(tables)} calls TSVs")
+    return merged, len(tables)

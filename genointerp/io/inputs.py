@@ -110,3 +110,14 @@ def read_head(path: str | os.PathLike, n: int = 4096) -> bytes:
     library opens it by name. Not for streams: those cannot be reopened (see `is_stream`)."""
     with open_binary(path) as data:
         return data.read(n)
+
+
+def check_gzip_intact(path: str | os.PathLike) -> None:
+    """Decompress a regular gzip/bgzip file to its end (a plain file is not read further), raising
+    the one-line InputError of truncated or corrupt gzip data if it is damaged. For readers whose C
+    library (htslib) reports a cut-off gzip file only as a parse error: called on that error path,
+    it names the real cause."""
+    with open_binary(path) as data:
+        if isinstance(getattr(data, "raw", None), gzip.GzipFile):
+            while data.read(1 << 20):
+                pass

@@ -1,57 +1,48 @@
-"""Sequence files in: FASTA/FASTQ through pysam (plain, gzip, bgzip, `-`), GenBank through Biopython.
+"""Sequence files in: FASTA/FASTQ and BAM/CRAM through pysam, GenBank through Biopython.
+
+Every input is read once, so that named pipes, `<(process substitution)` and `-` (stdin) work like
+files (see genointerp.io.inputs). Its format is told from its first (decompressed) bytes, never from
+its name. A regular file is sniffed and then opened by pysam by name. A stream cannot be opened
+twice: a thread reads it (gzip decompressed by io.inputs) and replays the sniffed bytes and the rest
+to pysam through an os.pipe. Streams thus get the same checks as files (empty input, junk, BAM,
+GenBank, a cut-off gzip stream), where letting htslib read the stream itself would skip junk before
+the first '@' or '>' silently, and would report a truncated gzip stream with the pipe's name.
 
 pysam's parser (htslib kseq) is lenient: it returns a FASTQ record cut off before its quality
 line as if it were FASTA, and yields nothing for a text file that is neither format. The readers
 here add the checks a pipeline needs, so that such files fail with one line naming the file and
-record instead of producing silently wrong data.
+record instead of producing silently wrong data. A record with an empty sequence (`@r`, an empty
+line, `+`, an empty line, as adapter trimming leaves them; or `>r` with no sequence line) is a read
+of length 0: what to do with it is the caller's policy.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
+import threading
+import warnings
+from contextlib import contextmanager
 from typing import Iterator
 
 import pysam
 
 from genointerp.errors import InputError
+from genointerp.io.inputs import check_gzip_intact, check_readable, is_stream, open_binary, open_text, read_head
 
 pysam.set_verbosity(0)  # htslib's own stderr chatter would duplicate our one-line errors
 
-GZIP_MAGIC = b"\x1f\x8b"
 STDIN = "-"
+HEAD_BYTES = 4096  # what the format is told from
+_FEED_BLOCK = 1 << 20
+_ALIGNMENTS = ("bam", "cram")
 
 
-def _check_readable(path: str) -> None:
-    if path == STDIN:
-        return
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a folder, not a file")
-
-
-def sniff_format(path: str) -> str | None:
-    """Return 'fasta', 'fastq' or 'genbank' from the first bytes of a file (None for stdin).
-
-    Refuses a `.gz` name whose content is not gzip and a gzip stream that cannot be inflated.
-    """
-    _check_readable(path)
-    if path == STDIN:
-        return None
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == GZIP_MAGIC:
-        try:
-            with gzip.open(path, "rb") as fh:
-                head = fh.read(4096)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"{path}: not a valid gzip file ({exc})") from None
-    elif path.endswith(".gz"):
-        raise InputError(f"{path}: file name ends in .gz but the content is not gzip-compressed")
-    else:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
+def _format_of(path: str, head: bytes) -> str:
+    """'fasta', 'fastq', 'genbank', 'bam' or 'cram' from the first decompressed bytes of an input."""
+    if head.startswith(b"BAM\x01"):
+        return "bam"
+    if head.startswith(b"CRAM"):
+        return "cram"
     text = head.lstrip()
     if not text:
         raise InputError(f"{path}: file is empty")
@@ -64,124 +55,132 @@ def sniff_format(path: str) -> str | None:
     raise InputError(f"{path}: not FASTA, FASTQ or GenBank (first line starts with {text[:20]!r})")
 
 
-def iter_records(path: str) -> Iterator[tuple[str, str, str | None]]:
-    """Yield (name, sequence, quality or None) for every FASTA/FASTQ record, validated.
+def sniff_format(path: str) -> str:
+    """'fasta', 'fastq', 'genbank', 'bam' or 'cram' from the first bytes of a regular file.
 
-    Sequences are returned as written (case and letters untouched): what to do with lower case,
-    N and IUPAC letters is the caller's policy. Raises InputError on empty, truncated or
-    malformed input.
+    Refuses a `.gz` name whose content is not gzip and a gzip stream that cannot be inflated. Not
+    for streams (it would consume their first bytes): readers here sniff those as they read them.
     """
-    fmt = sniff_format(path)
-    if fmt == "genbank":
-        raise InputError(f"{path}: GenBank is accepted for references only; reads must be FASTA/FASTQ")
+    check_readable(path)
+    return _format_of(path, read_head(path, HEAD_BYTES))
+
+
+class _Feed:
+    """A stream's bytes (decompressed) replayed to a C library through an os.pipe by a thread.
+
+    `head` holds the first HEAD_BYTES for sniffing, `path` (/dev/fd/N) is for the library to open
+    once, and `error` is what went wrong reading the input (an InputError of io.inputs), which is
+    the cause of whatever the library then reports about the cut-off data it saw.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.user_path, self.head, self.error = path, b"", None
+        self._r, self._w = os.pipe()
+        self.path = f"/dev/fd/{self._r}"
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._copy, name=f"genointerp read {path}", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self.error is not None:
+            self.close(failed=True)
+            raise self.error
+
+    def _copy(self) -> None:
+        try:
+            with open_binary(self.user_path) as data:
+                self.head = data.read(HEAD_BYTES)
+                self._ready.set()
+                block = self.head
+                while block:
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(self._w, view):]
+                    block = data.read1(_FEED_BLOCK)
+        except BrokenPipeError:
+            pass  # the reader stopped early (an error of its own, or it needed no more)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread
+            self.error = exc if isinstance(exc, InputError) else InputError(f"{self.user_path}: cannot read ({exc})")
+        finally:
+            os.close(self._w)  # end of data for the reader: only after `error` is set
+            self._ready.set()
+
+    def close(self, failed: bool = False) -> None:
+        if self._r is not None:
+            os.close(self._r)  # a writer still going gets EPIPE and stops
+            self._r = None
+        # after a failure the writer may wait on a slow upstream; it is a daemon and stops at
+        # its next write, so do not hang on it
+        self._thread.join(timeout=1 if failed else None)
+
+
+@contextmanager
+def _opened(path: str) -> Iterator[tuple[str, str]]:
+    """(format, a path that a library may open once) for a user's input, file or stream.
+
+    For a stream, an error reading it (a truncated gzip stream) takes the place of the error the
+    library raises on the data cut off by it.
+    """
+    check_readable(path)
+    if not is_stream(path):
+        yield sniff_format(path), path
+        return
+    feed = _Feed(path)
+    try:
+        yield _format_of(path, feed.head), feed.path
+    except Exception:
+        feed.close(failed=True)
+        if feed.error is not None:
+            raise feed.error from None
+        raise
+    except BaseException:  # an interrupt, or the reading generator closed early
+        feed.close(failed=True)
+        raise
+    feed.close()
+    if feed.error is not None:
+        raise feed.error
+
+
+def _fastx(path: str, source: str, fmt: str) -> Iterator[tuple[str, str, str | None]]:
+    """The validated records of a FASTA/FASTQ file that pysam opens as `source`."""
+    fastq = fmt == "fastq"
     n = 0
     name = None
     try:
-        with pysam.FastxFile(path, persist=False) as fx:
+        with pysam.FastxFile(source, persist=False) as fx:
             for rec in fx:
                 n += 1
                 name, seq, qual = rec.name, rec.sequence, rec.quality
-                if fmt is None:  # stdin: the first record decides
-                    fmt = "fastq" if qual is not None else "fasta"
-                if fmt == "fastq":
-                    if qual is None:
-                        raise InputError(f"{path}: record {n} ({name}): truncated FASTQ record (no quality line)")
-                    if len(qual) != len(seq):
+                if fastq:
+                    if qual is None:  # pysam's answer for no quality line, and for an empty one
+                        if seq:
+                            raise InputError(f"{path}: record {n} ({name}): truncated FASTQ record (no quality line)")
+                        qual = ""  # an empty record: a read of length 0
+                    elif len(qual) != len(seq):
                         raise InputError(
                             f"{path}: record {n} ({name}): sequence length {len(seq)} "
                             f"but quality length {len(qual)}"
                         )
                 elif qual is not None:
                     raise InputError(f"{path}: record {n} ({name}): FASTQ record inside a FASTA file")
-                if not seq:
-                    raise InputError(f"{path}: record {n} ({name}): empty sequence")
                 yield name, seq, qual
-    except ValueError as exc:  # htslib parse errors, e.g. quality string shorter than sequence
+    except (ValueError, OSError) as exc:  # htslib parse errors, e.g. quality string shorter than sequence
+        if source == path:
+            check_gzip_intact(path)  # a cut-off gzip file is the cause, not a malformed record
         where = f"after record {n} ({name})" if n else "at the first record"
-        msg = str(exc).replace(f" in {path}", "")
-        raise InputError(f"{path}: malformed {fmt or 'FASTA/FASTQ'} {where}: {msg}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+        msg = str(exc).replace(f" in {source}", "").replace(source, path)
+        if isinstance(exc, ValueError):
+            raise InputError(f"{path}: malformed {fmt} {where}: {msg}") from None
+        raise InputError(f"{path}: cannot read ({msg})") from None
     if n == 0:
         raise InputError(f"{path}: no FASTA/FASTQ records found")
 
 
-def read_reference(path: str) -> list[tuple[str, str]]:
-    """Read every record of a reference (FASTA plain/gzip/bgzip or GenBank flat file).
-
-    Returns [(contig name, sequence as written)]. Names are the first word of the header
-    (FASTA) or the accession.version (GenBank).
-    """
-    fmt = sniff_format(path)
-    if fmt == "fastq":
-        raise InputError(f"{path}: this is FASTQ; a reference must be FASTA or GenBank")
-    if fmt == "genbank":
-        return _read_genbank(path)
-    records = [(name, seq) for name, seq, _ in iter_records(path)]
-    _check_unique_names(path, records)
-    return records
-
-
-def _read_genbank(path: str) -> list[tuple[str, str]]:
-    from Bio import SeqIO  # Biopython is only needed for GenBank references
-
-    opener = gzip.open if path.endswith(".gz") else open
-    records = []
+def _alignment_reads(path: str, source: str, fmt: str, unmapped_only: bool,
+                     reference: str | None) -> Iterator[tuple[str, str, str | None]]:
     try:
-        with opener(path, "rt") as fh:
-            for rec in SeqIO.parse(fh, "genbank"):
-                try:
-                    seq = str(rec.seq)
-                except Exception:  # Biopython raises UndefinedSequenceError for CONTIG-only records
-                    raise InputError(f"{path}: record {rec.id}: GenBank record has no ORIGIN sequence") from None
-                if not seq:
-                    raise InputError(f"{path}: record {rec.id}: empty sequence")
-                records.append((rec.id, seq))
-    except ValueError as exc:
-        raise InputError(f"{path}: malformed GenBank file ({exc})") from None
-    if not records:
-        raise InputError(f"{path}: no GenBank records found")
-    _check_unique_names(path, records)
-    return records
-
-
-def _check_unique_names(path: str, records: list[tuple[str, str]]) -> None:
-    seen: set[str] = set()
-    for name, _ in records:
-        if name in seen:
-            raise InputError(f"{path}: contig name {name!r} appears twice")
-        seen.add(name)
-
-
-def is_alignment_file(path: str) -> bool:
-    """BAM or CRAM, told by magic bytes (BAM is BGZF-compressed 'BAM\\1', CRAM starts with 'CRAM')."""
-    if path == STDIN or not os.path.isfile(path):
-        return False
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head == b"CRAM":
-        return True
-    if head[:2] == GZIP_MAGIC:
-        try:
-            with gzip.open(path, "rb") as fh:
-                return fh.read(4) == b"BAM\x01"
-        except (OSError, EOFError):
-            return False
-    return False
-
-
-def iter_alignment_reads(path: str, unmapped_only: bool, reference: str | None = None) -> Iterator[tuple[str, str, str | None]]:
-    """Yield (name, sequence, quality) of each read of a BAM/CRAM once (primary records only).
-
-    Mates get /1, /2 suffixes. Reads on the reverse strand are stored reverse-complemented by the
-    aligner; they are yielded as stored (orientation does not matter to a k-mer classifier
-    trained on both strands).
-    """
-    try:
-        fh = pysam.AlignmentFile(path, "rc" if path.endswith(".cram") else "rb", reference_filename=reference,
-                                 check_sq=False)
+        fh = pysam.AlignmentFile(source, "rc" if fmt == "cram" else "rb", reference_filename=reference, check_sq=False)
     except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: cannot open as BAM/CRAM ({exc})") from None
+        raise InputError(f"{path}: cannot open as {fmt.upper()} ({str(exc).replace(source, path)})") from None
     n = 0
     try:
         with fh:
@@ -196,4 +195,99 @@ def iter_alignment_reads(path: str, unmapped_only: bool, reference: str | None =
                 n += 1
                 yield name, seq, qual
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: malformed or truncated alignment file after {n} reads ({exc})") from None
+        msg = str(exc).replace(source, path)
+        raise InputError(f"{path}: malformed or truncated alignment file after {n} reads ({msg})") from None
+
+
+def iter_records(path: str) -> Iterator[tuple[str, str, str | None]]:
+    """Yield (name, sequence, quality or None) for every FASTA/FASTQ record, validated.
+
+    Sequences are returned as written (case and letters untouched, possibly empty): what to do with
+    lower case, N, IUPAC letters and empty reads is the caller's policy. Raises InputError on
+    empty, truncated or malformed input.
+    """
+    with _opened(path) as (fmt, source):
+        if fmt == "genbank":
+            raise InputError(f"{path}: GenBank is accepted for references only; reads must be FASTA/FASTQ")
+        if fmt in _ALIGNMENTS:
+            raise InputError(f"{path}: this is {fmt.upper()}; give FASTA/FASTQ (classify-reads reads BAM/CRAM)")
+        yield from _fastx(path, source, fmt)
+
+
+def iter_reads(path: str, unmapped_only: bool = False, reference: str | None = None) -> Iterator[tuple[str, str, str | None]]:
+    """Yield (name, sequence, quality or None) of each read of a FASTA/FASTQ (as iter_records) or
+    BAM/CRAM file, told apart by content.
+
+    From BAM/CRAM: primary records with a sequence, only the unmapped ones with `unmapped_only`.
+    Mates get /1, /2 suffixes. Reads on the reverse strand are stored reverse-complemented by the
+    aligner; they are yielded as stored (orientation does not matter to a k-mer classifier trained
+    on both strands).
+    """
+    with _opened(path) as (fmt, source):
+        if fmt == "genbank":
+            raise InputError(f"{path}: GenBank is accepted for references only; reads must be FASTA/FASTQ/BAM/CRAM")
+        if fmt in _ALIGNMENTS:
+            yield from _alignment_reads(path, source, fmt, unmapped_only, reference)
+        else:
+            yield from _fastx(path, source, fmt)
+
+
+def read_reference(path: str) -> list[tuple[str, str]]:
+    """Read every record of a reference (FASTA plain/gzip/bgzip or GenBank flat file).
+
+    Returns [(contig name, sequence as written)]. Names are the first word of the header
+    (FASTA) or the accession.version (GenBank).
+    """
+    with _opened(path) as (fmt, source):
+        if fmt == "fastq":
+            raise InputError(f"{path}: this is FASTQ; a reference must be FASTA or GenBank")
+        if fmt in _ALIGNMENTS:
+            raise InputError(f"{path}: this is {fmt.upper()}; a reference must be FASTA or GenBank")
+        if fmt == "genbank":
+            records = _read_genbank(path, source)
+        else:
+            records = [(name, seq) for name, seq, _ in _fastx(path, source, fmt)]
+    for i, (name, seq) in enumerate(records, 1):
+        if not seq:
+            raise InputError(f"{path}: record {i} ({name}): empty sequence")
+    _check_unique_names(path, records)
+    return records
+
+
+# Biopython's notes on a record cut off before its end; other parser warnings are about harmless
+# oddities of real-world files and are not shown (they would be raw lines on stderr)
+_TRUNCATION_WARNINGS = ("Premature end of file", "Expected sequence length")
+
+
+def _read_genbank(path: str, source: str) -> list[tuple[str, str]]:
+    from Bio import BiopythonParserWarning, SeqIO  # Biopython is only needed for GenBank references
+
+    records = []
+    try:
+        with open_text(source) as fh, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", BiopythonParserWarning)
+            for rec in SeqIO.parse(fh, "genbank"):
+                try:
+                    seq = str(rec.seq)
+                except Exception:  # Biopython raises UndefinedSequenceError for CONTIG-only records
+                    raise InputError(f"{path}: record {rec.id}: GenBank record has no ORIGIN sequence") from None
+                records.append((rec.id, seq))
+    except ValueError as exc:
+        raise InputError(f"{path}: malformed GenBank file ({exc})") from None
+    except InputError as exc:
+        raise InputError(str(exc).replace(source, path)) from None
+    cut = [str(w.message).rstrip(".") for w in caught
+           if issubclass(w.category, BiopythonParserWarning) and str(w.message).startswith(_TRUNCATION_WARNINGS)]
+    if cut:
+        raise InputError(f"{path}: truncated GenBank file ({'; '.join(cut)})")
+    if not records:
+        raise InputError(f"{path}: no GenBank records found")
+    return records
+
+
+def _check_unique_names(path: str, records: list[tuple[str, str]]) -> None:
+    seen: set[str] = set()
+    for name, _ in records:
+        if name in seen:
+            raise InputError(f"{path}: contig name {name!r} appears twice")
+        seen.add(name)
