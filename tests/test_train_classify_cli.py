@@ -159,6 +159,15 @@ def test_classify_reads_from_cram_with_reference_scores_as_fastq(model, dataset,
     assert res.exit_code == 0, res.output
     want = cli("-q", "classify-reads", fq, "-m", model)
     assert _p_viral(res.stdout) == _p_viral(want.stdout) and len(_p_viral(res.stdout)) == 8
+    from test_read_inputs import Pipes
+
+    pipes = Pipes()  # CRAM from a pipe: told apart by its magic bytes, not its name
+    try:
+        piped = cli("-q", "classify-reads", pipes(cram.read_bytes()), "--reference", tmp_path / "ref.fa", "-m", model)
+    finally:
+        pipes.close()
+    assert piped.exit_code == 0, piped.output
+    assert piped.stdout == res.stdout
 
 
 def test_paired_bam_mates_are_named_with_their_mate_number(model, dataset, tmp_path, cli):
@@ -281,6 +290,29 @@ def test_default_threshold_comes_from_the_models_calibration(model, dataset, cli
     res = cli("classify-reads", dataset / "r.fq", "-m", calibrated, "-o", tmp_path / "d.tsv", "--threshold", 0.5)
     assert [r.split("\t")[3] for r in (tmp_path / "d.tsv").read_text().splitlines()[1:]] == \
         ["viral" if q >= 0.5 else "not_viral" for q in p]
+
+
+@pytest.mark.parametrize("calling", [{"threshold": "high"}, {"threshold": True}, {"threshold": 1.5}, "0.9"])
+@pytest.mark.parametrize("which", ["user", "built-in"])
+def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_path, monkeypatch):
+    import shutil
+
+    import genointerp.resources
+    from genointerp.resources import builtin_model_dir
+
+    damaged = tmp_path / "model"
+    shutil.copytree(builtin_model_dir(), damaged)
+    cfg = json.loads((damaged / "config.json").read_text())
+    cfg["calling"] = calling
+    (damaged / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "r.fq").write_text("@r\n" + "ACGT" * 40 + "\n+\n" + "I" * 160 + "\n")
+    args = ["-m", damaged] if which == "user" else []
+    if which == "built-in":
+        monkeypatch.setattr(genointerp.resources, "builtin_model_dir", lambda *a: damaged)
+    res = cli("classify-reads", tmp_path / "r.fq", *args, "-o", tmp_path / "o.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
+    assert_one_error_line(res, f"{damaged}/config.json: ")
+    assert_one_error_line(res, "damaged model configuration")
 
 
 def test_bf16_on_cpu_is_close_to_fp32_and_fp16_needs_cuda(model, dataset, cli, tmp_path):
