@@ -231,7 +231,9 @@ def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, vira
     if viral_out and not virals:
         raise typer.BadParameter("needs the chunks' --viral-out files among the inputs", param_hint="--viral-out")
     if virals and not viral_out:
-        raise typer.BadParameter("viral-read files given: name the merged file with --viral-out", param_hint="CHUNK...")
+        names = ", ".join(v.path for v in virals[:3]) + (", ..." if len(virals) > 3 else "")
+        raise typer.BadParameter(f"viral-read files given ({names}; an empty file is one, from a chunk that called no "
+                                 "read viral): name the merged file with --viral-out", param_hint="CHUNK...")
     with AtomicOutputs(force, inputs=chunks) as outputs:
         tmp = outputs.files(output, summary, viral_out)
         with open_output(tmp[output], gz=wants_gzip(output)) as out:
