@@ -6,6 +6,7 @@ import gzip
 import importlib.util
 import pickle
 import shutil
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -260,10 +261,55 @@ def test_test_data_tracks_follow_the_sequence(ref):
     assert {r.chrom for r in regions} == {"chr1", "chr2"}
 
 
+def _bgzf_blocks(path: Path) -> set[tuple[int, int]]:
+    """(compressed, uncompressed) offset of the start of every BGZF block of `path`."""
+    data, blocks, c, u = path.read_bytes(), set(), 0, 0
+    while c < len(data):
+        assert data[c : c + 4] == b"\x1f\x8b\x08\x04" and data[c + 12 : c + 14] == b"BC", (path, c)
+        size = struct.unpack_from("<H", data, c + 16)[0] + 1  # BSIZE: the block's length - 1
+        blocks.add((c, u))
+        c, u = c + size, u + struct.unpack_from("<I", data, c + size - 4)[0]  # ISIZE: its text's length
+    return blocks
+
+
+def _gzi(path: Path) -> list[tuple[int, int]]:
+    """The (compressed, uncompressed) offsets a .gzi index lists."""
+    data = path.read_bytes()
+    n = struct.unpack_from("<Q", data)[0]
+    pairs = struct.unpack_from(f"<{2 * n}Q", data, 8)
+    return list(zip(pairs[0::2], pairs[1::2]))
+
+
+def _bigwig_content(path: Path) -> tuple:
+    """What a bigWig says, read back: header (zoom levels, coverage, sums), chromosome sizes,
+    every interval and value, and summaries from the zoom levels."""
+    bw = pyBigWig.open(str(path))
+    try:
+        chroms = bw.chroms()
+        return (bw.header(), list(chroms.items()), [bw.intervals(c) for c in chroms],
+                [bw.stats(c, type=t, nBins=8) for c in chroms for t in ("mean", "min", "max", "coverage", "std")])
+    finally:
+        bw.close()
+
+
 def test_generator_is_deterministic(tmp_path):
+    """Rerunning the generator gives the committed data: the same text, the same text inside the
+    gzip/BGZF files (their compressed bytes depend on the zlib build: zlib-ng or libdeflate
+    compress the same text differently) and the same header, chromosomes, intervals and zoom
+    summaries in the bigWigs (whose data blocks are zlib-compressed too)."""
     _generator().build(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in TRACKS.iterdir())
     for f in sorted(TRACKS.iterdir()):
-        assert (tmp_path / f.name).read_bytes() == f.read_bytes(), f.name
+        new = tmp_path / f.name
+        if f.suffix == ".gz":
+            assert gzip.decompress(new.read_bytes()) == gzip.decompress(f.read_bytes()), f.name
+        elif f.suffix == ".bw":
+            assert _bigwig_content(new) == _bigwig_content(f), f.name
+        elif f.suffix == ".gzi":  # BGZF blocks hold fixed stretches of text, so only their compressed offsets may move
+            assert [u for _, u in _gzi(new)] == [u for _, u in _gzi(f)], f.name
+            assert set(_gzi(new)) <= _bgzf_blocks(tmp_path / f.stem), f.name
+        else:
+            assert new.read_bytes() == f.read_bytes(), f.name
     assert sum(f.stat().st_size for f in TRACKS.iterdir()) < 200_000
 
 
