@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,10 @@ def metrics_without_timing(model_dir: Path) -> list[list[str]]:
     rows = [line.split("\t") for line in (model_dir / "metrics.tsv").read_text().splitlines()]
     keep = [i for i, name in enumerate(rows[0]) if name != "seconds"]
     return [[r[i] for i in keep] for r in rows]
+
+
+def torchrun(nproc: int) -> list[str]:
+    """The command line that starts `nproc` DDP processes on this host. --standalone: the
+    rendezvous is a TCP store on a port the OS picks (port 0), shared with the workers, so two test
+    runs on one host never meet on a fixed --master_port."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc)]
