@@ -209,6 +209,12 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
                 advance(len(idx))
         if sched is not None:
             sched.step()
+        if dist_info.world > 1:  # every rank's reads count in the epoch's training loss, not rank 0's alone
+            import torch.distributed as dist
+
+            sums = torch.tensor([total, float(seen)], dtype=torch.float64, device=device)
+            dist.all_reduce(sums)
+            total, seen = float(sums[0]), int(sums[1])
         m = task.validate(model)
         row = {"epoch": epoch + 1, "train_loss": total / max(seen, 1), **{f"valid_{k}": v for k, v in m.items()},
                "seconds": time.perf_counter() - t0}
