@@ -22,7 +22,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 
-test: install
+# The workflow tooling too, so that `make test` runs what CI runs (the Snakemake tests would skip).
+test: install workflow-deps
 	$(BIN)/python -m pytest
 
 # Workflow/container tooling, kept apart from the project's venv: Snakemake (pinned in
