@@ -20,7 +20,7 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
 
 from genointerp.io.sequences import iter_records  # noqa: E402
-from genointerp.kmerize import KmerizeRequest, Stats, process_batch  # noqa: E402
+from genointerp.reads.kmerize import KmerizeRequest, Stats, process_batch  # noqa: E402
 
 LOOP_READS = 100_000  # reads the per-read Python loop is timed on
 

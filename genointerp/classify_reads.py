@@ -24,7 +24,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.sequences import iter_reads
-from genointerp.kmerize import encode_joined
+from genointerp.reads.kmerize import encode_joined
 from genointerp.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize

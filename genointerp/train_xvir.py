@@ -45,8 +45,8 @@ def tokenize_read_files(groups: dict[str, list[str]], dest: Path, k: int, length
 
     Groups that already are dataset folders are passed through unchanged.
     """
-    from genointerp.kmerize import KmerizeRequest, read_truth_labels
-    from genointerp.kmerize import run as kmerize
+    from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels
+    from genointerp.reads.kmerize import run as kmerize
 
     labels = read_truth_labels(truth) if truth else None
     out = {}

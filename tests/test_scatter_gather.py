@@ -222,7 +222,7 @@ def test_merge_names_a_truncated_gzip_viral_file(four_chunks, tmp_path):
 
 
 def test_merge_refuses_a_truth_table_as_calls(reads, tmp_path):
-    from genointerp.simulate_reads import TRUTH_HEADER
+    from genointerp.reads.simulate import TRUTH_HEADER
 
     truth = tmp_path / "truth.tsv"
     truth.write_text(TRUTH_HEADER + "".join(f"{n}\tviral\tHPV16\t0\t150\t+\t0\t0\n" for n, _, _ in read_fastq(reads)[:5]))

@@ -58,7 +58,7 @@ def simulate_reads(
     """
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.seq.simulate import Layout
-    from genointerp.simulate_reads import SimulationRequest, run
+    from genointerp.reads.simulate import SimulationRequest, run
 
     sources = parse_pairs(source, "--source", "LABEL=PATH")
     counts = {k: _number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
@@ -133,7 +133,7 @@ def kmerize(
     AAAAAA=0 and TTTTTT=4095 for k=6. Streams the input in batches of 65,536 reads.
     """
     from genointerp.io.atomic import STDOUT, AtomicOutputs
-    from genointerp.kmerize import KmerizeRequest, read_truth_labels, run
+    from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels, run
     from genointerp.seq.kmers import MAX_COUNT_K, MAX_TOKEN_K
 
     if not (output or tsv or counts):

@@ -1,0 +1,1 @@
+"""Reads: the simulate-reads and kmerize jobs."""
