@@ -26,7 +26,7 @@ import pysam
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, read_calls, require, table, timed  # noqa: E402
 
-from genointerp.classify_reads import default_threshold  # noqa: E402
+from genointerp.viral.classify import default_threshold  # noqa: E402
 from genointerp.resources import builtin_model_dir  # noqa: E402
 from genointerp.train.metrics import binary_metrics, recall_at_fpr  # noqa: E402
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from conftest import DATA, assert_one_error_line, read_fastq, write_bam
 from genointerp.cli import app
-from genointerp.scatter import chunk_range, parse_chunk
+from genointerp.viral.scatter import chunk_range, parse_chunk
 
 OUTS = ("calls.tsv", "summary.json", "viral.fq.gz")
 
@@ -166,7 +166,7 @@ def test_a_reads_score_does_not_depend_on_its_batch_companions(reads, precision)
     import numpy as np
 
     from genointerp.checkpoint import load_model_dir
-    from genointerp.classify_reads import ClassifyRequest, score_batch, window_scorer
+    from genointerp.viral.classify import ClassifyRequest, score_batch, window_scorer
     from genointerp.resources import builtin_model_dir
 
     model, config = load_model_dir(builtin_model_dir(), expect="xvir")

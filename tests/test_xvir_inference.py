@@ -65,7 +65,7 @@ def test_a_windows_logit_does_not_depend_on_its_companions():
 
 @pytest.mark.parametrize("change", [{"position": "rope"}, {"position": "relative"}, {"norm_first": True}])
 def test_other_variants_are_not_folded(change):
-    from genointerp.classify_reads import ClassifyRequest, window_scorer
+    from genointerp.viral.classify import ClassifyRequest, window_scorer
 
     cfg = XVirConfig(k=3, read_length=20, d_model=16, n_heads=2, d_ff=32, vocab_size=64, **change)
     model = trained_like(cfg)

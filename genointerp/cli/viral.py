@@ -70,7 +70,7 @@ def train_xvir(
 
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.train.loop import TrainSettings
-    from genointerp.train_xvir import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
+    from genointerp.viral.train import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
 
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=device_for(device, precision), precision=precision.value)
@@ -130,10 +130,10 @@ def classify_reads(
     import torch
 
     from genointerp.checkpoint import load_model_dir
-    from genointerp.classify_reads import ClassifyRequest, default_threshold, run, summary_json
+    from genointerp.viral.classify import ClassifyRequest, default_threshold, run, summary_json
     from genointerp.io.atomic import STDOUT, AtomicOutputs, open_output, wants_gzip
     from genointerp.resources import builtin_model_dir
-    from genointerp.scatter import parse_chunk
+    from genointerp.viral.scatter import parse_chunk
 
     if [output, summary, viral_out].count(STDOUT) > 1:
         raise typer.BadParameter("only one output can be - (stdout)")
@@ -212,10 +212,10 @@ def merge_calls(
 
 def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, viral_out: str | None, force: bool,
                        scratch: str) -> tuple[dict | None, int]:
-    from genointerp.classify_reads import summary_json
+    from genointerp.viral.classify import summary_json
     from genointerp.io.atomic import AtomicOutputs, open_output, wants_gzip
-    from genointerp.scatter import merge_calls as gather
-    from genointerp.scatter import open_chunk_files
+    from genointerp.viral.scatter import merge_calls as gather
+    from genointerp.viral.scatter import open_chunk_files
 
     kinds: dict[str, list] = {"calls": [], "summary": [], "viral": []}
     for cf in open_chunk_files(chunks, scratch):

@@ -6,7 +6,7 @@ with N or IUPAC letters are skipped when the model has no UNKNOWN token. Status 
 scored, too_short (shorter than the model's read length), ambiguous (no window free of N).
 
 With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
-genointerp.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
+genointerp.viral.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
 That needs a read's p_viral to be independent of the reads it is batched with, which is why
 every forward pass has the same shape (see window_scorer).
 """
@@ -25,7 +25,7 @@ import numpy as np
 from genointerp.errors import InputError
 from genointerp.io.sequences import iter_reads
 from genointerp.reads.kmerize import encode_joined
-from genointerp.scatter import chunk_fields, chunk_range, count_records
+from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import open_kmer_dataset
-from genointerp.train.data import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
+from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
                                    split_indices)
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_accuracy", "valid_auroc", "valid_tpr", "valid_tnr",

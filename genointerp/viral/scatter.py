@@ -193,7 +193,7 @@ def open_chunk_files(paths: list[str], scratch: str) -> list[ChunkFile]:
 
 def _kind(path: str, first: bytes) -> str:
     """'calls', 'summary' or 'viral' (reads called viral; empty when a chunk called none)."""
-    from genointerp.classify_reads import HEADER
+    from genointerp.viral.classify import HEADER
 
     if first.startswith(b"read_id\t"):
         if first.rstrip(b"\r\n") != HEADER.rstrip("\n").encode():
@@ -277,7 +277,7 @@ def merge_calls(tables: list[ChunkFile], summaries: list[ChunkFile], virals: lis
     digest of the read names a chunk summary records), and each viral-read file the reads its TSV
     calls viral, by name and in order: this catches lists given in different orders.
     """
-    from genointerp.classify_reads import HEADER
+    from genointerp.viral.classify import HEADER
 
     merged, loaded = None, []
     if summaries:
