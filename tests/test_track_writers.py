@@ -19,7 +19,7 @@ from genointerp.io.track_writers import (
     write_peaks_bed,
     write_tsv,
 )
-from genointerp.tracks_tiling import BinnedRun
+from genointerp.tracks.tiling import BinnedRun
 
 SIZES = [("chr2", 100), ("chr1", 45)]  # .fai order, deliberately not sorted by name
 ORDER = [c for c, _ in SIZES]

@@ -62,7 +62,7 @@ def test_split_keeps_held_out_bases_out_of_training():
     from genointerp.io.reference import Reference
     from genointerp.io.regions import whole_chromosomes
     from genointerp.io.tracks import read_targets
-    from genointerp.tracks_data import SplitRule, WindowGeometry, assign_splits, build_windows
+    from genointerp.tracks.data import SplitRule, WindowGeometry, assign_splits, build_windows
 
     ref = Reference(str(FASTA))
     g = WindowGeometry(1024, 32, 16)
@@ -82,7 +82,7 @@ def test_training_windows_see_the_signal_their_sequence_makes():
     from genointerp.io.reference import Reference
     from genointerp.io.regions import whole_chromosomes
     from genointerp.io.tracks import read_targets
-    from genointerp.tracks_data import WindowGeometry, build_windows
+    from genointerp.tracks.data import WindowGeometry, build_windows
 
     ref = Reference(str(FASTA))
     g = WindowGeometry(1024, 32, 16)
@@ -104,7 +104,7 @@ def test_training_windows_see_the_signal_their_sequence_makes():
 
 
 def test_resume_gives_the_same_weights_as_an_uninterrupted_run(tmp_path, cli, monkeypatch):
-    import genointerp.train.tracks as tracks
+    import genointerp.tracks.task as tracks
 
     args = train_args(tmp_path / "full", "--epochs", 3, "--patience", 10, "--arch", "maxpool-cnn")
     assert cli(*args).exit_code == 0
@@ -353,7 +353,7 @@ def numpy_pearson(model_dir, bed, batch_size: int | None = None) -> np.ndarray:
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions
     from genointerp.io.tracks import read_targets
-    from genointerp.tracks_data import WindowGeometry, build_windows
+    from genointerp.tracks.data import WindowGeometry, build_windows
 
     ref = Reference(str(FASTA))
     w = build_windows(ref, read_targets(str(TARGETS)), read_regions(str(bed), ref),
@@ -586,7 +586,7 @@ def test_stat_and_clip_make_the_targets_the_test_pass_scores_against(tmp_path, c
     assert abs(np.corrcoef(p, soft(raw.mean(1), 32.0))[0, 1] - want) > 1e-3
 
 def test_soft_clip_compresses_only_the_excess():
-    from genointerp.tracks_data import soft_clip
+    from genointerp.tracks.data import soft_clip
 
     y = np.array([10.0, 32.0, 36.0, 132.0], dtype=np.float32)
     np.testing.assert_array_equal(soft_clip(y, 32.0), [10.0, 32.0, 34.0, 42.0])  # 32 + sqrt(4), 32 + sqrt(100)

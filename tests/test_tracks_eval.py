@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from genointerp.tracks_eval import (
+from genointerp.tracks.pearson import (
     PearsonAccumulator,
     group_means,
     plot_pearson_scatter,

@@ -93,7 +93,7 @@ def train_tracks(
 
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.train.loop import TrainSettings
-    from genointerp.train_tracks import TrackTrainRequest, checkpoint_dir, finish, run
+    from genointerp.tracks.train import TrackTrainRequest, checkpoint_dir, finish, run
 
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=device_for(device, precision),
@@ -155,7 +155,7 @@ def predict_tracks(
     from the window's edges.
     """
     from genointerp.io.atomic import AtomicOutputs
-    from genointerp.predict_tracks import PredictRequest, run, write_outputs
+    from genointerp.tracks.predict import PredictRequest, run, write_outputs
 
     if regions and chroms:
         raise typer.BadParameter("give --regions or --chroms, not both", param_hint="--regions")
@@ -205,9 +205,9 @@ def evaluate_tracks(
     summarised by track group and overall."""
     import numpy as np
 
-    from genointerp.evaluate_tracks import EvaluateRequest, region_truth_and_prediction, run
+    from genointerp.tracks.evaluate import EvaluateRequest, region_truth_and_prediction, run
     from genointerp.io.atomic import AtomicOutputs
-    from genointerp.tracks_eval import plot_pearson_scatter, plot_region as draw_region, write_evaluation_tsv
+    from genointerp.tracks.pearson import plot_pearson_scatter, plot_region as draw_region, write_evaluation_tsv
 
     if len(models) > 2:
         raise typer.BadParameter("give at most two models", param_hint="--model")

@@ -69,7 +69,7 @@ def load_attention_model(path: str | None, reads_mode: bool):
     """(model, config dict, model folder) of an attention model; refuses models without attention."""
     from genointerp.checkpoint import load_model_dir
     from genointerp.interpret.capture import attention_layout
-    from genointerp.predict_tracks import load_track_model
+    from genointerp.tracks.predict import load_track_model
     from genointerp.resources import builtin_model_dir
 
     if path is None:
@@ -238,7 +238,7 @@ def run(req: AttnRequest, log: Callable[[str], None], warn: Callable[[str], None
         total = None
     else:
         from genointerp.io.reference import Reference
-        from genointerp.predict_tracks import window_batch
+        from genointerp.tracks.predict import window_batch
 
         ref = Reference(req.fasta, warn)
         chrom_sizes = [(c, ref.lengths[c]) for c in ref.names]

@@ -15,7 +15,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.atomic import STDOUT, make_readable, open_output, wants_gzip
-from genointerp.tracks_tiling import BinnedRun
+from genointerp.tracks.tiling import BinnedRun
 
 _UNSAFE_ID = re.compile(r"[/\\\x00-\x1f\x7f]")
 _CHUNK = 1 << 16  # bins per formatted text block: bounded memory on whole chromosomes

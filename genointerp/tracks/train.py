@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.tracks_data import SPLITS, SplitRule, WindowGeometry
+from genointerp.tracks.data import SPLITS, SplitRule, WindowGeometry
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_pearson", "seconds"]
 
@@ -55,7 +55,7 @@ def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
     from genointerp.io.tracks import read_targets
-    from genointerp.tracks_data import assign_splits, build_windows, describe_split
+    from genointerp.tracks.data import assign_splits, build_windows, describe_split
 
     if not req.fasta or not req.targets:
         raise InputError("give --fasta and --targets (or --basenji DIR)")
@@ -87,7 +87,7 @@ def load_basenji_data(folder: str, log):
     """(train, valid, test) array window sources and track specs from a Basenji TFRecord set, the
     target columns regrouped like the specs."""
     from genointerp.io.tfrecord import read_statistics
-    from genointerp.tracks_data import basenji_tracks, basenji_windows
+    from genointerp.tracks.data import basenji_tracks, basenji_windows
 
     specs = basenji_tracks(folder, read_statistics(folder)["num_targets"])
     ordered = _group_order(specs)
@@ -107,9 +107,9 @@ def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: boo
 
     from genointerp.checkpoint import build_model, save_model_dir
     from genointerp.models.track_configs import default_track_config
-    from genointerp.tracks_eval import group_means, write_evaluation_tsv
+    from genointerp.tracks.pearson import group_means, write_evaluation_tsv
     from genointerp.train.loop import epoch_table, fit, init_distributed
-    from genointerp.train.tracks import TrackTask, evaluate
+    from genointerp.tracks.task import TrackTask, evaluate
 
     dist = init_distributed(settings.device)
     ckpt = checkpoint_dir(output)

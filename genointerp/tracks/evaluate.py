@@ -45,7 +45,7 @@ def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
     from genointerp.io.tracks import read_targets
-    from genointerp.tracks_data import WindowGeometry, build_windows
+    from genointerp.tracks.data import WindowGeometry, build_windows
 
     if not req.fasta or not req.targets:
         raise InputError("give --fasta and --targets (or --basenji DIR)")
@@ -65,7 +65,7 @@ def _basenji_windows(req: EvaluateRequest, config: dict):
     """The split's records with their target columns in the model's track order (train-tracks
     regroups a Basenji set's targets by group, so column i of the set need not be track i)."""
     from genointerp.io.tfrecord import read_statistics
-    from genointerp.tracks_data import basenji_tracks, basenji_windows
+    from genointerp.tracks.data import basenji_tracks, basenji_windows
 
     stats, w = read_statistics(req.basenji), config["window"]
     if (stats["seq_length"], stats["target_length"]) != (w["seq_len"], w["target_bins"]):
@@ -82,8 +82,8 @@ def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], 
     "models": [(model, config) per model]}."""
     import torch
 
-    from genointerp.predict_tracks import load_track_model
-    from genointerp.train.tracks import evaluate
+    from genointerp.tracks.predict import load_track_model
+    from genointerp.tracks.task import evaluate
 
     torch.set_num_threads(req.threads)
     results, labels, sources, models, tracks, loaded = [], [], [], [], None, {}
@@ -118,9 +118,9 @@ def region_truth_and_prediction(model, config: dict, req: EvaluateRequest, chrom
     region, predicted as predict-tracks does (overlapping windows, stitched)."""
     from genointerp.io.reference import Reference
     from genointerp.io.tracks import read_targets
-    from genointerp.predict_tracks import predict_run
-    from genointerp.tracks_data import load_chromosome_targets, soft_clip
-    from genointerp.tracks_tiling import plan_windows
+    from genointerp.tracks.predict import predict_run
+    from genointerp.tracks.data import load_chromosome_targets, soft_clip
+    from genointerp.tracks.tiling import plan_windows
 
     ref = Reference(req.fasta, warn)
     chrom = ref.resolve(chrom, "--plot-region")

@@ -70,7 +70,7 @@ def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], N
 
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
-    from genointerp.tracks_tiling import merge_regions, plan_windows
+    from genointerp.tracks.tiling import merge_regions, plan_windows
 
     model, config = load_track_model(req.model)
     model.to(req.device)
@@ -106,7 +106,7 @@ def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_st
                 advance: Callable[[int], None] = lambda n: None):
     """The stitched BinnedRun of the windows `starts` (from plan_windows) on `chrom`; `window` is the
     model config's window geometry (seq_len, bin_size, target_bins)."""
-    from genointerp.tracks_tiling import BinnedRun, Stitcher
+    from genointerp.tracks.tiling import BinnedRun, Stitcher
 
     seq_len, bin_size, target_bins = window["seq_len"], window["bin_size"], window["target_bins"]
     stitch = Stitcher(run_start, n_bins, model.config.n_tracks, bin_size, starts, seq_len, target_bins)

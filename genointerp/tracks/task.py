@@ -60,7 +60,7 @@ def predict_batches(model, source, idx: np.ndarray, device: str, precision: str 
 
 def evaluate(model, source, device: str, precision: str = "32", batch_size: int = 32) -> tuple[np.ndarray, float]:
     """Per-track Pearson r (T,) over every window and bin of `source`, and the mean Poisson loss."""
-    from genointerp.tracks_eval import PearsonAccumulator
+    from genointerp.tracks.pearson import PearsonAccumulator
 
     acc, total, n = None, 0.0, 0
     for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size):
