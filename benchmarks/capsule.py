@@ -1,6 +1,6 @@
 """capsule-train on simulated phenotypes over real haplotypes: capsule vs baselines, causal-gene recovery.
 
-Cohort: a mosaic of the real phased 1000 Genomes EUR chr21 haplotypes (genointerp.genetics.cohort;
+Cohort: a mosaic of the real phased 1000 Genomes EUR chr21 haplotypes (genointerp.genotypes.cohort;
 real allele frequencies and LD, more samples than the 379 of the panel), with the GENCODE genes of
 the region; Gene-PCs from `genointerp gene-pca`. Phenotypes are simulated from one causal SNP in each
 of four causal genes (each SNP inside exactly one gene, minor allele frequency 0.22-0.36), on a
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
 from genointerp.capsule_interpret import gene_groups  # noqa: E402
-from genointerp.genetics.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
+from genointerp.genotypes.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
 from genointerp.io.features import read_features  # noqa: E402
 from genointerp.io.genes import read_genes  # noqa: E402
 from genointerp.io.vcf import VcfGenotypes  # noqa: E402

@@ -2,7 +2,7 @@
 
 Cohort: a mosaic of the real phased 1000 Genomes EUR chr21 haplotypes (379 samples, 1,813 SNPs,
 ../shared/data/genotypes), recombination-aware (hg19 map excerpt), tiled along synthetic
-chromosomes to reach --snps (genointerp.genetics.cohort documents the layout). Genes: the real
+chromosomes to reach --snps (genointerp.genotypes.cohort documents the layout). Genes: the real
 GENCODE genes of the chr21 region, copied into every tile.
 
 The two tools answer different questions on the same input: genointerp fits one PCA per gene
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, require, table  # noqa: E402
 
-from genointerp.genetics.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
+from genointerp.genotypes.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
 from genointerp.io.genes import read_genes  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from genointerp.genetics.cohort import TILES_PER_CHROM, mosaic_cohort, read_panel, tile_genes, tile_layout, write_mosaic_vcf
+from genointerp.genotypes.cohort import TILES_PER_CHROM, mosaic_cohort, read_panel, tile_genes, tile_layout, write_mosaic_vcf
 from genointerp.io.genes import Gene
 from genointerp.io.vcf import VcfGenotypes
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import DATA, assert_one_error_line
 from test_vcf import pipe_of
-from genointerp.genetics.gene_pca import PcsRule, fit_gene, fit_means
+from genointerp.genotypes.pca import PcsRule, fit_gene, fit_means
 from genointerp.io.vcf import MISSING
 
 VCF = DATA / "eur_chr21_22_small.vcf.gz"
@@ -253,13 +253,13 @@ def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, c
     of N threads (finishing out of order is what the gene-order bookkeeping must undo)."""
     import importlib
 
-    import genointerp.gene_pca
+    import genointerp.genotypes.gene_pca
 
     cli_module = importlib.import_module("genointerp.cli.genotypes")  # the package deletes its submodule names
 
     pools = []
 
-    class Recorded(genointerp.gene_pca.ThreadPoolExecutor):
+    class Recorded(genointerp.genotypes.gene_pca.ThreadPoolExecutor):
         def __init__(self, workers):
             super().__init__(workers)
             pools.append([workers, 0])
@@ -269,7 +269,7 @@ def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, c
             return super().submit(*args)
 
     monkeypatch.setattr(cli_module, "usable_threads", lambda n: n)
-    monkeypatch.setattr(genointerp.gene_pca, "ThreadPoolExecutor", Recorded)
+    monkeypatch.setattr(genointerp.genotypes.gene_pca, "ThreadPoolExecutor", Recorded)
     d, _, _ = fitted
     res = cli("-q", "gene-pca", VCF, "-g", BED, "--fit-samples", d / "fit.txt", "-o", tmp_path / "again", "-t", threads)
     assert res.exit_code == 0, res.output

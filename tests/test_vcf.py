@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from genointerp.errors import InputError
-from genointerp.genetics.assign import GeneAssigner
+from genointerp.genotypes.assign import GeneAssigner
 from genointerp.io.genes import Gene, chrom_alias, read_genes
 from genointerp.io.vcf import MISSING, VcfGenotypes, parse_gt
 

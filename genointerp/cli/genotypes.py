@@ -73,8 +73,8 @@ def gene_pca(
     """
     from threadpoolctl import threadpool_limits
 
-    from genointerp.gene_pca import GenePcaRequest, run
-    from genointerp.genetics.gene_pca import PcsRule
+    from genointerp.genotypes.gene_pca import GenePcaRequest, run
+    from genointerp.genotypes.pca import PcsRule
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.io.features import read_phenotypes
 

@@ -187,7 +187,7 @@ def write_mosaic_vcf(path: str | Path, phased_vcf: str, genetic_map: str, n_samp
     chroms = list(dict.fromkeys(c for c, _, _ in layout))
     span = int(panel.pos[-1] - panel.pos[0]) + 1
     length = TILE_START + TILES_PER_CHROM * (span + TILE_GAP)
-    header = ["##fileformat=VCFv4.2", f"##source=genointerp.genetics.cohort mosaic of {Path(phased_vcf).name}, seed {seed}",
+    header = ["##fileformat=VCFv4.2", f"##source=genointerp.genotypes.cohort mosaic of {Path(phased_vcf).name}, seed {seed}",
               *[f"##contig=<ID={c},length={length}>" for c in chroms],
               '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
               "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *_sample_names(n_samples)])]

@@ -19,8 +19,8 @@ import numpy as np
 
 from genointerp import __version__
 from genointerp.errors import InputError
-from genointerp.genetics.assign import GeneAssigner
-from genointerp.genetics.gene_pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
+from genointerp.genotypes.assign import GeneAssigner
+from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
 from genointerp.io.features import Features, write_features
 from genointerp.io.genes import Gene, chrom_alias, read_genes
 from genointerp.io.vcf import MISSING, VcfGenotypes
