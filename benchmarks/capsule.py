@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
-from genointerp.capsule_interpret import gene_groups  # noqa: E402
+from genointerp.capsule.interpret import gene_groups  # noqa: E402
 from genointerp.genotypes.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
 from genointerp.io.features import read_features  # noqa: E402
 from genointerp.io.genes import read_genes  # noqa: E402

@@ -20,7 +20,7 @@ import time
 import numpy as np
 import torch
 
-from genointerp import capsule_train as ct
+from genointerp.capsule import train as ct
 from genointerp.io.features import read_features, read_phenotypes
 from genointerp.models.capsule import CapsuleConfig
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from genointerp.capsule_interpret import gene_groups, primary_length_per_gene
-from genointerp.capsule_train import make_split
+from genointerp.capsule.interpret import gene_groups, primary_length_per_gene
+from genointerp.capsule.train import make_split
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet, margin_loss, parameter_count, route, squash
 from genointerp.models.xvir import XVirConfig, count_parameters
 

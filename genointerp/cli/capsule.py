@@ -81,7 +81,7 @@ def capsule_train(
     folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv, coupling.tsv/.png,
     genes.tsv (ranked genes; top 5 % decisive) and train_fraction.tsv with --train-fraction.
     """
-    from genointerp import capsule_train as ct
+    from genointerp.capsule import train as ct
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.io.features import read_features, read_phenotypes
     from genointerp.models.capsule import CapsuleConfig
@@ -134,8 +134,8 @@ def capsule_predict(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
 ) -> None:
     """Score samples with a capsule-train model: per-class probabilities and the called class."""
-    from genointerp.capsule_predict import model_fields, model_matrix, predictions_table
-    from genointerp.capsule_train import Scaler, capsule_lengths, class_probabilities
+    from genointerp.capsule.predict import model_fields, model_matrix, predictions_table
+    from genointerp.capsule.train import Scaler, capsule_lengths, class_probabilities
     from genointerp.checkpoint import load_model_dir
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.io.features import read_features

@@ -368,8 +368,8 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
     """Fill a capsule-train model directory: weights + config.json, the result tables, the test
     predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes.
     Returns (primary capsule used for the gene scores, ranked gene rows)."""
-    from genointerp import capsule_interpret as interp
-    from genointerp.capsule_predict import predictions_table
+    from genointerp.capsule import interpret as interp
+    from genointerp.capsule.predict import predictions_table
     from genointerp.checkpoint import save_model_dir
 
     # interpretation on the samples the final model was trained on, standardised as it saw them
