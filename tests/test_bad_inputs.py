@@ -385,3 +385,16 @@ def test_usage_errors_are_one_line_when_stderr_is_not_a_terminal(cli):
         assert res.exit_code == 2
         assert_one_error_line(res, message)
         assert "╭" not in res.stderr and "Usage:" not in res.stderr
+
+
+@pytest.mark.parametrize("name", ["kmerize", "train-xvir", "classify-reads", "attn-maps"])
+def test_a_zero_length_read_is_a_read_not_an_error(name, fx, cli, workdir):
+    """Adapter trimming leaves reads of length 0: they are counted as too short, never a failure."""
+    cmd = COMMANDS[name]
+    mine = workdir / "trimmed.fq"
+    mine.write_text("@trimmed_to_nothing\n\n+\n\n" + fx["reads"].read_text())
+    res = _invoke(cli, cmd.args(fx, mine.name, "out/x"))
+    assert res.exit_code == 0, res.output
+    if name == "classify-reads":
+        row = (workdir / "out" / "x").read_text().splitlines()[1].split("\t")
+        assert row[0] == "trimmed_to_nothing" and "too_short" in row, row
