@@ -11,6 +11,7 @@ import pytest
 
 from genointerp.errors import InputError
 from genointerp.io.track_writers import (
+    BinnedRun,
     call_peaks,
     call_peaks_all,
     quantile_threshold,
@@ -19,7 +20,6 @@ from genointerp.io.track_writers import (
     write_peaks_bed,
     write_tsv,
 )
-from genointerp.tracks.tiling import BinnedRun
 
 SIZES = [("chr2", 100), ("chr1", 45)]  # .fai order, deliberately not sorted by name
 ORDER = [c for c, _ in SIZES]

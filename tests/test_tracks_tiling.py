@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genointerp.tracks.tiling import BinnedRun, Stitcher, merge_regions, plan_windows
+from genointerp.io.track_writers import BinnedRun
+from genointerp.tracks.tiling import Stitcher, merge_regions, plan_windows
 
 SEQ_LEN, TARGET_BINS, BIN = 64, 6, 8  # flank = (64 - 48) / 2 = 8 bp
 N_TRACKS = 3

@@ -1,6 +1,7 @@
 """Write predicted tracks: bigWig per track, bedGraph, TSV, and peak calls as BED6+.
 
-Inputs are `BinnedRun`s (float32 (n_bins, T) bins of one chromosome). Writers write to the
+Inputs are `BinnedRun`s (float32 (n_bins, T) bins of one chromosome), the record type of binned
+signal defined here so that the track method hands io its stitched predictions. Writers write to the
 paths they are given (the caller passes AtomicOutputs temporaries) and never print. Numbers in
 text outputs use `%.6g`, as UCSC's bigWigToBedGraph does.
 """
@@ -8,6 +9,7 @@ text outputs use `%.6g`, as UCSC's bigWigToBedGraph does.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -15,12 +17,42 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.atomic import STDOUT, make_readable, open_output, wants_gzip
-from genointerp.tracks.tiling import BinnedRun
 
 _UNSAFE_ID = re.compile(r"[/\\\x00-\x1f\x7f]")
 _CHUNK = 1 << 16  # bins per formatted text block: bounded memory on whole chromosomes
 
 Peak = tuple[str, int, int, float, float]  # chrom, start, end, max, mean
+
+
+@dataclass
+class BinnedRun:
+    """Consecutive bins `[start + i * bin_size, ...)` of one chromosome.
+
+    values: float32 (n_bins, T). The last bin may be partial (clipped at `chrom_length`); `end`
+    is clipped accordingly.
+    """
+
+    chrom: str
+    start: int
+    bin_size: int
+    values: np.ndarray
+    chrom_length: int
+
+    @property
+    def n_bins(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def end(self) -> int:
+        return min(self.start + self.n_bins * self.bin_size, self.chrom_length)
+
+    def bin_starts(self) -> np.ndarray:
+        """int64 (n_bins,) start of every bin."""
+        return self.start + np.arange(self.n_bins, dtype=np.int64) * self.bin_size
+
+    def bin_ends(self) -> np.ndarray:
+        """int64 (n_bins,) end of every bin, clipped to the chromosome length."""
+        return np.minimum(self.bin_starts() + self.bin_size, self.chrom_length)
 
 
 def check_track_ids(track_ids: Sequence[str]) -> None:

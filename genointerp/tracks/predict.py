@@ -106,7 +106,8 @@ def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_st
                 advance: Callable[[int], None] = lambda n: None):
     """The stitched BinnedRun of the windows `starts` (from plan_windows) on `chrom`; `window` is the
     model config's window geometry (seq_len, bin_size, target_bins)."""
-    from genointerp.tracks.tiling import BinnedRun, Stitcher
+    from genointerp.io.track_writers import BinnedRun
+    from genointerp.tracks.tiling import Stitcher
 
     seq_len, bin_size, target_bins = window["seq_len"], window["bin_size"], window["target_bins"]
     stitch = Stitcher(run_start, n_bins, model.config.n_tracks, bin_size, starts, seq_len, target_bins)

@@ -14,41 +14,9 @@ numpy only: the caller runs the model and hands predictions to `Stitcher.add`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
-
-
-@dataclass
-class BinnedRun:
-    """Consecutive bins `[start + i * bin_size, ...)` of one chromosome.
-
-    values: float32 (n_bins, T). The last bin may be partial (clipped at `chrom_length`); `end`
-    is clipped accordingly.
-    """
-
-    chrom: str
-    start: int
-    bin_size: int
-    values: np.ndarray
-    chrom_length: int
-
-    @property
-    def n_bins(self) -> int:
-        return int(self.values.shape[0])
-
-    @property
-    def end(self) -> int:
-        return min(self.start + self.n_bins * self.bin_size, self.chrom_length)
-
-    def bin_starts(self) -> np.ndarray:
-        """int64 (n_bins,) start of every bin."""
-        return self.start + np.arange(self.n_bins, dtype=np.int64) * self.bin_size
-
-    def bin_ends(self) -> np.ndarray:
-        """int64 (n_bins,) end of every bin, clipped to the chromosome length."""
-        return np.minimum(self.bin_starts() + self.bin_size, self.chrom_length)
 
 
 def _check_geometry(seq_len: int, target_bins: int, bin_size: int) -> int:
