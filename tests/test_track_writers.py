@@ -12,14 +12,12 @@ import pytest
 from genointerp.errors import InputError
 from genointerp.io.track_writers import (
     BinnedRun,
-    call_peaks,
-    call_peaks_all,
-    quantile_threshold,
     write_bedgraph,
     write_bigwigs,
     write_peaks_bed,
     write_tsv,
 )
+from genointerp.tracks.peaks import call_peaks, call_peaks_all, quantile_threshold
 
 SIZES = [("chr2", 100), ("chr1", 45)]  # .fai order, deliberately not sorted by name
 ORDER = [c for c, _ in SIZES]

@@ -1,4 +1,4 @@
-"""Write predicted tracks: bigWig per track, bedGraph, TSV, and peak calls as BED6+.
+"""Write predicted tracks: bigWig per track, bedGraph, TSV, and called peaks as BED6+.
 
 Inputs are `BinnedRun`s (float32 (n_bins, T) bins of one chromosome), the record type of binned
 signal defined here so that the track method hands io its stitched predictions. Writers write to the
@@ -202,66 +202,6 @@ def write_tsv(
     check_track_ids(track_ids)
     header = "\t".join(["chrom", "start", "end", *track_ids]) + "\n"
     _write_text(path, header, _sorted_by_position(runs, chrom_order), list(range(len(track_ids))))
-
-
-def _check_one_cut(threshold: float | None, quantile: float | None) -> None:
-    if (threshold is None) == (quantile is None):
-        raise ValueError("give exactly one of threshold and quantile")
-    if threshold is not None and not np.isfinite(threshold):
-        raise ValueError(f"peak threshold {threshold} is not finite")
-    if quantile is not None and not 0.0 <= quantile <= 1.0:
-        raise ValueError(f"peak quantile {quantile} is not in [0, 1]")
-
-
-def quantile_threshold(runs: Sequence[BinnedRun], track_index: int, quantile: float) -> float:
-    """The `quantile` of one track's bin values over all runs (numpy's linear interpolation)."""
-    _check_one_cut(None, quantile)
-    if not runs:
-        raise ValueError("no runs to compute a quantile over")
-    values = np.concatenate([r.values[:, track_index] for r in runs])
-    return float(np.quantile(values.astype(np.float64), quantile))
-
-
-def call_peaks(
-    run: BinnedRun,
-    track_index: int,
-    threshold: float | None = None,
-    quantile: float | None = None,
-) -> list[Peak]:
-    """Peaks of one track in one run: maximal stretches of adjacent bins with value >= the cut.
-
-    The cut is `threshold`, or the `quantile` of this run's values (use `call_peaks_all` to take
-    the quantile over every run of the track). Returns [(chrom, start, end, max, mean)], end
-    clipped to the chromosome; mean is the plain mean of the stretch's bin values.
-    """
-    _check_one_cut(threshold, quantile)
-    if threshold is None:
-        threshold = quantile_threshold([run], track_index, quantile)
-    values = run.values[:, track_index]
-    above = np.concatenate([[False], values >= threshold, [False]])
-    edges = np.flatnonzero(above[1:] != above[:-1])
-    firsts, lasts = edges[0::2], edges[1::2]  # stretch = bins [first, last)
-    ends = run.bin_ends()
-    peaks = []
-    for a, b in zip(firsts.tolist(), lasts.tolist()):
-        seg = values[a:b].astype(np.float64)
-        start = run.start + a * run.bin_size
-        peaks.append((run.chrom, start, int(ends[b - 1]), float(seg.max()), float(seg.mean())))
-    return peaks
-
-
-def call_peaks_all(
-    runs: Sequence[BinnedRun],
-    track_index: int,
-    threshold: float | None = None,
-    quantile: float | None = None,
-) -> list[Peak]:
-    """Peaks of one track over all runs, a quantile cut taken over all of the track's bins.
-    Runs from `merge_regions` never touch, so no peak spans two runs."""
-    _check_one_cut(threshold, quantile)
-    if threshold is None:
-        threshold = quantile_threshold(runs, track_index, quantile)
-    return [p for run in runs for p in call_peaks(run, track_index, threshold=threshold)]
 
 
 def write_peaks_bed(

@@ -123,7 +123,8 @@ def write_outputs(folder: Path, runs, track_ids, chrom_sizes, threshold: float |
                   bedgraph: bool, tsv: bool) -> dict:
     """Fill `folder`: <id>.bw and <id>.peaks.bed per track, optionally <id>.bedGraph.gz and tracks.tsv.gz.
     Returns peak counts per track."""
-    from genointerp.io.track_writers import call_peaks_all, write_bedgraph, write_bigwigs, write_peaks_bed, write_tsv
+    from genointerp.io.track_writers import write_bedgraph, write_bigwigs, write_peaks_bed, write_tsv
+    from genointerp.tracks.peaks import call_peaks_all
 
     order = [c for c, _ in chrom_sizes]
     write_bigwigs(folder, track_ids, chrom_sizes, runs)
