@@ -1,4 +1,4 @@
-"""Gene annotations: BED (chrom start end [name]) or GTF `gene` records, and chromosome aliasing.
+"""Gene annotations: BED (chrom start end [name]) or GTF `gene` records.
 
 BED is 0-based half-open. The gene name is column 4, or column 5 when column 4 is `.` (the
 GENCODE protein-coding BED shipped with selene has `chrom start end . NAME`), else `chrom:start-end`.
@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from genointerp.errors import InputError
+# re-exported until genotypes/gene_pca.py and tests/test_vcf.py import it from io.chroms
+from genointerp.io.chroms import chrom_alias  # noqa: F401
 from genointerp.io.inputs import open_text
 
 _GTF_ATTR = re.compile(r'(\S+)\s+"([^"]*)"')
@@ -102,15 +104,3 @@ def _unique_names(genes: list[Gene]) -> list[Gene]:
         out.append(g if k == 1 else Gene(f"{g.name}~{k}", g.chrom, g.start, g.end))
     return out
 
-
-def chrom_alias(name: str, known: set[str] | dict) -> str | None:
-    """`name` itself if known, else the `chr`-prefixed/unprefixed spelling if known (chrM <-> MT
-    included), else None."""
-    if name in known:
-        return name
-    if name.startswith("chr"):
-        bare = name[3:]
-        candidates = [bare, "MT" if bare == "M" else bare]
-    else:
-        candidates = ["chr" + name, "chrM" if name == "MT" else "chr" + name]
-    return next((c for c in candidates if c in known), None)

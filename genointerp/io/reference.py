@@ -18,7 +18,7 @@ import numpy as np
 import pysam
 
 from genointerp.errors import InputError
-from genointerp.io.genes import chrom_alias
+from genointerp.io.chroms import chrom_alias
 from genointerp.io.inputs import check_readable, is_stream
 from genointerp.seq.alphabet import N_CODE, encode_ascii
 

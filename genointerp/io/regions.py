@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from genointerp.errors import InputError
-from genointerp.io.genes import chrom_alias
+from genointerp.io.chroms import chrom_alias
 from genointerp.io.inputs import read_lines
 from genointerp.io.reference import Reference
 

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.genes import chrom_alias
+from genointerp.io.chroms import chrom_alias
 from genointerp.io.inputs import open_binary, read_lines
 from genointerp.io.reference import Reference
 
