@@ -13,9 +13,9 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.reference import Reference
-from genointerp.io.regions import Region, read_regions, whole_chromosomes
+from genointerp.io.regions import Region, parse_region, read_regions, whole_chromosomes
 from genointerp.io.tracks import TrackSpec, binned_signals, read_targets, track_format
 from genointerp.seq.alphabet import decode, encode, reverse_complement_codes
 from genointerp.seq.onehot import one_hot
@@ -340,3 +340,22 @@ def test_read_regions_errors(ref, tmp_path, lines, message):
         read_regions(_text(tmp_path / "r.bed", lines), ref)
     with pytest.raises(InputError, match="no such file"):
         read_regions(str(tmp_path / "none.bed"), ref)
+
+
+def test_parse_region_of_an_option_value():
+    assert parse_region("chr20:31,000,000-31,000,200") == ("chr20", 31_000_000, 31_000_200)
+    assert parse_region("HLA-A*01:01:1-5", "--plot-region") == ("HLA-A*01:01", 1, 5)  # last ':' splits
+
+
+@pytest.mark.parametrize("text, message", [
+    ("chr1", r"^--zoom 'chr1': expected chr:start-end \(0-based, end exclusive\)$"),
+    ("chr1:5", "expected chr:start-end"),
+    ("chr1:a-5", "expected chr:start-end"),
+    ("chr1:-5-10", "expected chr:start-end"),
+    (":1-5", "expected chr:start-end"),
+    ("chr1:20-10", r"^--zoom 'chr1:20-10': empty or reversed region \(need start < end\)$"),
+    ("chr1:20-20", "empty or reversed"),
+])
+def test_parse_region_errors_name_the_option_and_value(text, message):
+    with pytest.raises(UsageError, match=message):
+        parse_region(text, "--zoom")

@@ -56,6 +56,7 @@ def attn_maps(
 
     from genointerp.interpret.attn_maps import AttnRequest, run, write_outputs
     from genointerp.io.atomic import AtomicOutputs
+    from genointerp.io.regions import parse_region
 
     reads = list(reads or [])
     if reads and (fasta or region or regions):
@@ -66,6 +67,8 @@ def attn_maps(
         raise typer.BadParameter("--read-id picks reads: give READS", param_hint="--read-id")
     if read_ids and max_reads is not None:
         raise typer.BadParameter("give --read-id or --max-reads, not both", param_hint="--max-reads")
+    for text in region:  # a malformed chr:start-end is a usage error before the model is loaded
+        parse_region(text, "--region")
     torch.set_num_threads(usable_threads(threads))
     req = AttnRequest(model=model_dir, reads=reads, read_ids=list(read_ids), max_reads=max_reads, fasta=fasta,
                       regions=list(region), regions_bed=regions, mean=mean, layer=layer, zoom=zoom,

@@ -207,6 +207,7 @@ def evaluate_tracks(
 
     from genointerp.tracks.evaluate import EvaluateRequest, region_truth_and_prediction, run
     from genointerp.io.atomic import AtomicOutputs
+    from genointerp.io.regions import parse_region
     from genointerp.tracks.pearson import plot_pearson_scatter, plot_region as draw_region, write_evaluation_tsv
 
     if len(models) > 2:
@@ -217,7 +218,7 @@ def evaluate_tracks(
         raise typer.BadParameter("give --plot-region and --plot together", param_hint="--plot")
     if plot and not (fasta and targets):
         raise typer.BadParameter("--plot needs --fasta and --targets", param_hint="--plot")
-    where = _parse_region(plot_region) if plot_region else None
+    where = parse_region(plot_region, "--plot-region") if plot_region else None
     req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
                           threads=usable_threads(threads), batch_size=batch_size,
                           device=device_for(device, precision), precision=precision.value)
@@ -237,14 +238,3 @@ def evaluate_tracks(
             draw_region(pred[:, top], truth[:, top], bins, where[0], [ids[i] for i in top], fig3)
     summary = {label: float(np.nanmean(r)) for label, r in zip(res["labels"], res["pearson"])}
     log("mean Pearson r: " + json.dumps(summary))
-
-
-def _parse_region(text: str) -> tuple[str, int, int]:
-    try:
-        chrom, span = text.rsplit(":", 1)
-        start, end = (int(v.replace(",", "")) for v in span.split("-"))
-    except ValueError:
-        raise typer.BadParameter(f"expected chr:start-end, got {text!r}", param_hint="--plot-region") from None
-    if start >= end:
-        raise typer.BadParameter(f"{text}: start must be before end", param_hint="--plot-region")
-    return chrom, start, end

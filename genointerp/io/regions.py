@@ -1,5 +1,6 @@
-"""Regions to train on or predict over: a BED file checked against the reference, or whole
-chromosomes. Coordinates are 0-based half-open; `chrom` is always the reference's own spelling.
+"""Regions to train on or predict over: a BED file checked against the reference, whole
+chromosomes, or a `chr:start-end` option value. Coordinates are 0-based half-open; a Region's
+`chrom` is always the reference's own spelling.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.inputs import read_lines
 from genointerp.io.reference import Reference
@@ -24,6 +25,24 @@ class Region:
 
     def __len__(self) -> int:
         return self.end - self.start
+
+
+def parse_region(text: str, option: str = "--region") -> tuple[str, int, int]:
+    """(chrom, start, end) of an option value `chr:start-end` (0-based, end exclusive; thousands
+    separators allowed: chr20:31,000,000-31,000,200). The chromosome is as given, not yet matched
+    to a reference. Raises UsageError (one line naming `option` and the value) when the text is not
+    of that form or start >= end."""
+    malformed = UsageError(f"{option} {text!r}: expected chr:start-end (0-based, end exclusive)")
+    try:
+        chrom, span = text.rsplit(":", 1)
+        start, end = (int(v.replace(",", "")) for v in span.split("-"))
+    except ValueError:
+        raise malformed from None
+    if not chrom:
+        raise malformed
+    if start >= end:
+        raise UsageError(f"{option} {text!r}: empty or reversed region (need start < end)")
+    return chrom, start, end
 
 
 def read_regions(path: str, ref: Reference, warn: Warn | None = None) -> list[Region]:
