@@ -14,6 +14,8 @@ from genointerp.io.track_writers import (
     BinnedRun,
     write_bedgraph,
     write_bigwigs,
+    write_intervals_bedgraph,
+    write_intervals_bigwig,
     write_peaks_bed,
     write_tsv,
 )
@@ -104,6 +106,25 @@ def test_bedgraph_and_tsv_text(tmp_path):
         "chr1\t20\t30\t1.5\t0\nchr1\t30\t40\t2\t1\nchr1\t40\t45\t3.25\t2\n"
     )
     assert os.stat(tmp_path / "all.tsv").st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def test_variable_span_intervals_bigwig_and_bedgraph(tmp_path):
+    intervals = [
+        ("chr2", np.array([0, 7, 60]), np.array([7, 9, 100]), np.array([0.5, 1e-7, 3], np.float32)),
+        ("chr1", np.array([44]), np.array([45]), np.array([2.25], np.float32)),
+    ]
+    write_intervals_bigwig(tmp_path / "r.bw", SIZES, intervals)
+    assert os.stat(tmp_path / "r.bw").st_mode & 0o777 == 0o666 & ~_umask()
+    bw = pyBigWig.open(str(tmp_path / "r.bw"))
+    assert list(bw.chroms().items()) == SIZES
+    assert bw.intervals("chr2") == ((0, 7, 0.5), (7, 9, pytest.approx(1e-7)), (60, 100, 3.0))
+    assert bw.intervals("chr1") == ((44, 45, 2.25),)
+    bw.close()
+    write_intervals_bedgraph(tmp_path / "r.bedGraph", intervals)
+    assert (tmp_path / "r.bedGraph").read_text() == (
+        "chr2\t0\t7\t0.5\nchr2\t7\t9\t1e-07\nchr2\t60\t100\t3\nchr1\t44\t45\t2.25\n"
+    )
+    assert os.stat(tmp_path / "r.bedGraph").st_mode & 0o777 == 0o666 & ~_umask()
 
 
 def peak_run() -> BinnedRun:

@@ -1,4 +1,5 @@
-"""Files written by attn-maps: a byte-reproducible .npz, and rollout tracks as bedGraph and bigWig.
+"""Files written by attn-maps: a byte-reproducible .npz, and rollout tracks as bedGraph and bigWig
+(per-bp pieces merged into intervals here, written by io.track_writers).
 
 np.savez stamps every member with the current time; write_npz gives every member a fixed date so
 the same arrays give the same bytes (members are stored uncompressed: attention weights hardly
@@ -13,8 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from genointerp.errors import InputError
 from genointerp.io.atomic import make_readable
+from genointerp.io.track_writers import write_intervals_bedgraph, write_intervals_bigwig
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -35,8 +36,9 @@ Piece = tuple[str, int, np.ndarray]  # chrom, first bp, per-bp values
 
 def merge_pieces(pieces: Sequence[Piece], chrom_sizes: Sequence[tuple[str, int]]):
     """Per-bp pieces (possibly overlapping, possibly hanging off a chromosome end) -> sorted,
-    non-overlapping intervals (chrom, starts, ends, values) with overlaps averaged and runs of
-    equal values joined, chromosomes in `chrom_sizes` order."""
+    non-overlapping intervals [(chrom, starts int64 (n,), ends int64 (n,), values float32 (n,))],
+    one per chromosome with pieces, overlaps averaged (in float64) and runs of equal values joined,
+    chromosomes in `chrom_sizes` order. A piece's values are per bp, (L,) of any float dtype."""
     sizes = dict(chrom_sizes)
     by_chrom: dict[str, list[tuple[int, np.ndarray]]] = {}
     for chrom, start, values in pieces:
@@ -74,26 +76,13 @@ def merge_pieces(pieces: Sequence[Piece], chrom_sizes: Sequence[tuple[str, int]]
 
 
 def write_bedgraph(path: Path | str, intervals) -> None:
-    """bedGraph `chrom start end value` (%.6g), no track line, from merge_pieces' intervals."""
-    with open(path, "w") as fh:
-        for chrom, starts, ends, values in intervals:
-            fh.write("".join(f"{chrom}\t{s}\t{e}\t{v:.6g}\n"
-                             for s, e, v in zip(starts.tolist(), ends.tolist(), values.tolist())))
-    make_readable(path)
+    """bedGraph `chrom start end value` (%.6g), no track line, from merge_pieces' intervals
+    [(chrom, starts int64 (n,), ends int64 (n,), values float32 (n,))]; gzip when the name ends
+    in .gz."""
+    write_intervals_bedgraph(path, intervals)
 
 
 def write_bigwig(path: Path | str, intervals, chrom_sizes: Sequence[tuple[str, int]]) -> None:
-    """bigWig of merge_pieces' intervals; header = every chromosome of the reference in .fai order."""
-    import pyBigWig
-
-    bw = pyBigWig.open(str(path), "w")
-    if bw is None:
-        raise InputError(f"{path}: cannot create the bigWig file")
-    try:
-        bw.addHeader([(c, int(n)) for c, n in chrom_sizes])
-        for chrom, starts, ends, values in intervals:
-            bw.addEntries([chrom] * starts.size, starts.tolist(), ends=ends.tolist(),
-                          values=values.astype(np.float64).tolist())
-    finally:
-        bw.close()
-    make_readable(path)
+    """bigWig of merge_pieces' intervals [(chrom, starts int64 (n,), ends int64 (n,), values
+    float32 (n,))]; header = every chromosome of the reference in .fai order."""
+    write_intervals_bigwig(path, chrom_sizes, intervals)

@@ -1,17 +1,20 @@
-"""Write predicted tracks: bigWig per track, bedGraph, TSV, and called peaks as BED6+.
+"""Write signal tracks: bigWig per track, bedGraph, TSV, and called peaks as BED6+.
 
 Inputs are `BinnedRun`s (float32 (n_bins, T) bins of one chromosome), the record type of binned
-signal defined here so that the track method hands io its stitched predictions. Writers write to the
-paths they are given (the caller passes AtomicOutputs temporaries) and never print. Numbers in
-text outputs use `%.6g`, as UCSC's bigWigToBedGraph does.
+signal defined here so that the track method hands io its stitched predictions, or variable-span
+`Intervals` (e.g. per-bp attention rollout with equal neighbours joined) for the
+`write_intervals_*` writers. Writers write to the paths they are given (the caller passes
+AtomicOutputs temporaries) and never print. Numbers in text outputs use `%.6g`, as UCSC's
+bigWigToBedGraph does.
 """
 
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -22,6 +25,8 @@ _UNSAFE_ID = re.compile(r"[/\\\x00-\x1f\x7f]")
 _CHUNK = 1 << 16  # bins per formatted text block: bounded memory on whole chromosomes
 
 Peak = tuple[str, int, int, float, float]  # chrom, start, end, max, mean
+# variable-span intervals of one chromosome: chrom, starts int64 (n,), ends int64 (n,), values (n,)
+Intervals = tuple[str, np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass
@@ -101,6 +106,23 @@ def _ordered_runs(
     return ordered
 
 
+@contextmanager
+def _bigwig(path: Path | str, chrom_sizes: Sequence[tuple[str, int]]) -> Iterator:
+    """A pyBigWig writer with the header `chrom_sizes` in the given (.fai) order; closed on exit,
+    and made readable when the body succeeds."""
+    import pyBigWig
+
+    bw = pyBigWig.open(str(path), "w")
+    if bw is None:
+        raise InputError(f"{path}: cannot create the bigWig file")
+    try:
+        bw.addHeader([(c, int(n)) for c, n in chrom_sizes])
+        yield bw
+    finally:
+        bw.close()
+    make_readable(path)
+
+
 def write_bigwigs(
     folder: Path,
     track_ids: Sequence[str],
@@ -109,22 +131,17 @@ def write_bigwigs(
 ) -> list[Path]:
     """One `<track id>.bw` per track in `folder`; returns their paths in track order.
 
-    Header: `chrom_sizes` in the given (.fai) order. Entries are fixed-span/fixed-step blocks of
-    `bin_size` per run, in header order then position; a partial last bin at a chromosome end is
-    its own entry with the shorter span, so no value is claimed past the chromosome.
+    Track t is column t of every run's float32 (n_bins, T) values. Header: `chrom_sizes` in the
+    given (.fai) order. Entries are fixed-span/fixed-step blocks of `bin_size` per run, in header
+    order then position; a partial last bin at a chromosome end is its own entry with the shorter
+    span, so no value is claimed past the chromosome.
     """
-    import pyBigWig
-
     check_track_ids(track_ids)
     ordered = _ordered_runs(runs, chrom_sizes, len(track_ids))
     paths = []
     for t, tid in enumerate(track_ids):
         path = Path(folder) / f"{tid}.bw"
-        bw = pyBigWig.open(str(path), "w")
-        if bw is None:
-            raise InputError(f"{path}: cannot create the bigWig file")
-        try:
-            bw.addHeader([(c, int(n)) for c, n in chrom_sizes])
+        with _bigwig(path, chrom_sizes) as bw:
             for run in ordered:
                 # pyBigWig's numpy path reads float64; float32 values convert exactly
                 values = run.values[:, t].astype(np.float64)
@@ -142,11 +159,30 @@ def write_bigwigs(
                         run.chrom, int(run.start + whole * run.bin_size), values=values[whole:],
                         span=int(last_len), step=int(last_len),
                     )
-        finally:
-            bw.close()
-        make_readable(path)
         paths.append(path)
     return paths
+
+
+def write_intervals_bigwig(
+    path: Path | str, chrom_sizes: Sequence[tuple[str, int]], intervals: Iterable[Intervals]
+) -> None:
+    """bigWig of variable-span intervals (bedGraph-style entries), one (chrom, starts, ends, values)
+    block per chromosome: starts/ends int64 (n,), values float32 (n,), sorted and non-overlapping,
+    blocks in header order. Header: every chromosome of `chrom_sizes` in the given (.fai) order."""
+    with _bigwig(path, chrom_sizes) as bw:
+        for chrom, starts, ends, values in intervals:
+            bw.addEntries([chrom] * starts.size, starts.tolist(), ends=ends.tolist(),
+                          values=values.astype(np.float64).tolist())
+
+
+@contextmanager
+def _text_output(path: Path | str) -> Iterator:
+    """A binary stream to `path`, gzip when the name ends in .gz, `-` = stdout; the file is made
+    readable when the body succeeds."""
+    with open_output(path, gz=wants_gzip(path)) as out:
+        yield out
+    if str(path) != STDOUT:
+        make_readable(path)
 
 
 def _format_rows(chrom: str, starts: np.ndarray, ends: np.ndarray, values: np.ndarray) -> bytes:
@@ -157,18 +193,21 @@ def _format_rows(chrom: str, starts: np.ndarray, ends: np.ndarray, values: np.nd
     return "".join(fmt % row for row in zip(*cols)).encode()
 
 
-def _write_text(path: Path | str, header: str | None, runs: Iterable[BinnedRun], columns) -> None:
-    with open_output(path, gz=wants_gzip(path)) as out:
+def _write_rows(path: Path | str, header: str | None, blocks: Iterable[tuple], columns) -> None:
+    """Text lines `chrom start end v...` of blocks (chrom, starts (n,), ends (n,), values (n, k)),
+    values[:, columns] formatted _CHUNK rows at a time. gzip when the name ends in .gz; `-` = stdout."""
+    with _text_output(path) as out:
         if header is not None:
             out.write(header.encode())
-        for run in runs:
-            starts, ends = run.bin_starts(), run.bin_ends()
-            for lo in range(0, run.n_bins, _CHUNK):
-                hi = min(lo + _CHUNK, run.n_bins)
-                block = run.values[lo:hi, columns]
-                out.write(_format_rows(run.chrom, starts[lo:hi], ends[lo:hi], block))
-    if str(path) != STDOUT:
-        make_readable(path)
+        for chrom, starts, ends, values in blocks:
+            for lo in range(0, len(starts), _CHUNK):
+                hi = min(lo + _CHUNK, len(starts))
+                out.write(_format_rows(chrom, starts[lo:hi], ends[lo:hi], values[lo:hi, columns]))
+
+
+def _bin_rows(runs: Iterable[BinnedRun]) -> Iterator[tuple]:
+    for run in runs:
+        yield run.chrom, run.bin_starts(), run.bin_ends(), run.values
 
 
 def _sorted_by_position(runs: Sequence[BinnedRun], chrom_order: Sequence[str] | None):
@@ -185,11 +224,19 @@ def write_bedgraph(
     track_index: int,
     chrom_order: Sequence[str] | None = None,
 ) -> None:
-    """bedGraph of one track: `chrom start end value`, one line per bin, no track line (so that
-    bedGraphToBigWig and bedtools read it as is). gzip when the name ends in .gz; `-` = stdout.
-    Runs in the given order, or sorted by `chrom_order` when given."""
+    """bedGraph of one track, column `track_index` of the runs' float32 (n_bins, T) values:
+    `chrom start end value`, one line per bin, no track line (so that bedGraphToBigWig and
+    bedtools read it as is). gzip when the name ends in .gz; `-` = stdout. Runs in the given
+    order, or sorted by `chrom_order` when given."""
     check_track_ids([track_id])
-    _write_text(path, None, _sorted_by_position(runs, chrom_order), [track_index])
+    _write_rows(path, None, _bin_rows(_sorted_by_position(runs, chrom_order)), [track_index])
+
+
+def write_intervals_bedgraph(path: Path | str, intervals: Iterable[Intervals]) -> None:
+    """bedGraph `chrom start end value` of variable-span intervals, one line per interval, no track
+    line: blocks (chrom, starts int64 (n,), ends int64 (n,), values float32 (n,)) written in the
+    given order. gzip when the name ends in .gz; `-` = stdout."""
+    _write_rows(path, None, ((c, s, e, v.reshape(-1, 1)) for c, s, e, v in intervals), [0])
 
 
 def write_tsv(
@@ -198,10 +245,11 @@ def write_tsv(
     runs: Sequence[BinnedRun],
     chrom_order: Sequence[str] | None = None,
 ) -> None:
-    """TSV with header `chrom start end <track ids...>` and one line per bin (all tracks)."""
+    """TSV with header `chrom start end <track ids...>` and one line per bin with all T columns of
+    the runs' float32 (n_bins, T) values. gzip when the name ends in .gz; `-` = stdout."""
     check_track_ids(track_ids)
     header = "\t".join(["chrom", "start", "end", *track_ids]) + "\n"
-    _write_text(path, header, _sorted_by_position(runs, chrom_order), list(range(len(track_ids))))
+    _write_rows(path, header, _bin_rows(_sorted_by_position(runs, chrom_order)), list(range(len(track_ids))))
 
 
 def write_peaks_bed(
@@ -225,8 +273,6 @@ def write_peaks_bed(
         score = min(1000, int(1000.0 * vmax / top)) if top > 0 else 0
         name = f"{track_id}_{n}"
         lines.append(f"{chrom}\t{start}\t{end}\t{name}\t{max(score, 0)}\t.\t{vmax:.6g}\t{vmean:.6g}\n")
-    with open_output(path, gz=wants_gzip(path)) as out:
+    with _text_output(path) as out:
         out.write("".join(lines).encode())
-    if str(path) != STDOUT:
-        make_readable(path)
 
