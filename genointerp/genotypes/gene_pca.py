@@ -102,6 +102,7 @@ def run(req: GenePcaRequest, folder: Path, log: Callable, warn: Callable) -> dic
 
 
 def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:
+    """Fit mode: per-gene PCA on the fit samples, written with the transform; returns the counts."""
     fit_rows = _fit_rows(vcf, req.fit_samples)
     annotation = read_genes(req.genes)
     by_chrom: dict[str, list[Gene]] = {}
@@ -111,79 +112,12 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
     _check_overlap(vcf, by_chrom, req.genes)
     log(f"{len(vcf.samples)} samples ({len(fit_rows)} fit), {len(annotation)} genes; PCs per gene: {req.rule}")
 
-    done: list[_Gene] = []
-    pending: deque[_Gene] = deque()
-    pool = ThreadPoolExecutor(req.threads) if req.threads > 1 else None
-
-    def finish(item: _Gene) -> None:
-        if item.keys:
-            x = np.stack(item.rows, axis=1)  # (n, m) int8
-            item.rows = []
-            if pool is None:
-                item.fit = fit_gene(x, fit_rows, req.rule)
-            else:
-                item.fit = pool.submit(fit_gene, x, fit_rows, req.rule)
-                pending.append(item)
-                while len(pending) > 2 * req.threads:  # bound the buffered matrices
-                    oldest = pending.popleft()
-                    oldest.fit = oldest.fit.result()
-        done.append(item)
-
-    subset = len(fit_rows) < len(vcf.samples)
-    counts = {"sites": 0, "outside": 0, "other_chrom": 0, "maf": 0, "missing": 0, "kept": 0, "imputed": 0}
-    chrom_rank: dict[str, int] = {}
-    assigner: GeneAssigner | None = None
-    open_genes: dict[int, _Gene] = {}
-    try:
-        for site in vcf:
-            counts["sites"] += 1
-            if site.chrom not in chrom_rank:
-                for i in sorted(open_genes):
-                    finish(open_genes.pop(i))
-                chrom_rank[site.chrom] = len(chrom_rank)
-                alias = aliases(site.chrom)
-                assigner = GeneAssigner(by_chrom[alias], req.nearest) if alias else None
-            if assigner is None:
-                counts["other_chrom"] += 1
-                continue
-            p = site.pos - 1
-            for i in [i for i in open_genes if assigner.reach[i] <= p]:
-                finish(open_genes.pop(i))
-            targets = assigner.assign(p)
-            if not targets:
-                counts["outside"] += 1
-                continue
-            for i in targets:
-                if i not in open_genes:
-                    open_genes[i] = _Gene(assigner.genes[i], site.chrom, (chrom_rank[site.chrom], i))
-                open_genes[i].n_sites += 1
-            # one pass: how many fit samples are missing / 0 / 1 / 2
-            tally = np.bincount(site.dosage[fit_rows] + 1 if subset else site.dosage + 1, minlength=4)
-            n_called = int(tally[1:].sum())
-            if n_called == 0 or 1 - n_called / len(fit_rows) > req.max_missing:
-                counts["missing"] += 1
-                continue
-            af = (tally[2] + 2 * tally[3]) / (2 * n_called)
-            maf = min(af, 1 - af)
-            if maf < req.maf or maf == 0:
-                counts["maf"] += 1
-                continue
-            counts["kept"] += 1
-            counts["imputed"] += int(np.count_nonzero(site.dosage == MISSING)) if subset else int(tally[0])
-            for i in targets:
-                open_genes[i].keys.append((site.pos, site.ref, site.alt))
-                open_genes[i].rows.append(site.dosage)
-        for i in sorted(open_genes):
-            finish(open_genes.pop(i))
-        for item in pending:
-            item.fit = item.fit.result()
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-
+    with _Fitter(fit_rows, req.rule, req.threads) as fitter:
+        counts, vcf_chroms = _gene_sites(req, vcf, fit_rows, by_chrom, aliases, fitter.close)
+        fitter.wait()
+    done = fitter.done
     if not done:
-        vcf_chroms = ", ".join(list(chrom_rank)[:5])
-        raise InputError(f"no SNP of {req.vcf} (chromosomes {vcf_chroms}) falls in "
+        raise InputError(f"no SNP of {req.vcf} (chromosomes {', '.join(vcf_chroms[:5])}) falls in "
                          f"{'or near ' if req.nearest else ''}a gene of {req.genes}")
     done.sort(key=lambda item: item.order)
     fitted = [item for item in done if item.fit is not None and item.fit.components.shape[1] > 0]
@@ -194,6 +128,122 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
         f"{counts['other_chrom']} on chromosomes without genes, {counts['maf']} below MAF, "
         f"{counts['missing']} too often missing; {counts['imputed']} missing calls imputed with fit-sample means")
 
+    genes_meta = _gene_table(done)
+    info = {"program": f"genointerp {__version__} gene-pca", "vcf": req.vcf, "genes": req.genes,
+            "maf": req.maf, "max_missing": req.max_missing, "nearest_gene": req.nearest, "pcs_rule": str(req.rule),
+            "n_fit_samples": int(len(fit_rows)), "fit_samples": [vcf.samples[i] for i in fit_rows]}
+    transform = _stack_transform(fitted, genes_meta, info)
+    transform.save(folder)
+    scores = [item.fit.scores for item in fitted]
+    summary = {**counts, "genes_with_sites": len(done), "genes_with_pcs": len(fitted)}
+    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.table)
+    return summary
+
+
+class _Fitter:
+    """Fits each gene the stream closes: inline, or on a thread pool with at most 2 x threads fits
+    pending so that the buffered dosage matrices stay bounded. `done` holds every closed gene (with
+    or without kept SNPs) in closing order; after `wait()` each fit is a GeneFit (or None: no SNP kept).
+    As a context manager it shuts the pool down, cancelling what is queued when the stream fails."""
+
+    def __init__(self, fit_rows: np.ndarray, rule: PcsRule, threads: int) -> None:
+        self.fit_rows, self.rule, self.threads = fit_rows, rule, threads
+        self.done: list[_Gene] = []
+        self.pending: deque[_Gene] = deque()
+        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
+
+    def __enter__(self) -> "_Fitter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def close(self, item: _Gene) -> None:
+        """Stack the gene's buffered rows into int8 (n, m) and fit (or queue) its PCA."""
+        if item.keys:
+            x = np.stack(item.rows, axis=1)  # (n, m) int8
+            item.rows = []
+            if self.pool is None:
+                item.fit = fit_gene(x, self.fit_rows, self.rule)
+            else:
+                item.fit = self.pool.submit(fit_gene, x, self.fit_rows, self.rule)
+                self.pending.append(item)
+                while len(self.pending) > 2 * self.threads:  # bound the buffered matrices
+                    oldest = self.pending.popleft()
+                    oldest.fit = oldest.fit.result()
+        self.done.append(item)
+
+    def wait(self) -> None:
+        """Replace every pending Future by its GeneFit."""
+        for item in self.pending:
+            item.fit = item.fit.result()
+
+
+def _gene_sites(req: GenePcaRequest, vcf: VcfGenotypes, fit_rows: np.ndarray, by_chrom: dict[str, list[Gene]],
+                aliases: _Aliases, close: Callable[[_Gene], None]) -> tuple[dict, list[str]]:
+    """Stream the VCF once, buffering each kept SNP's int8 (n,) dosages in the genes it falls in (or
+    near, with req.nearest) and handing every gene to `close` once the stream is past its reach, in
+    the order genes close. Returns (site counts by fate, the VCF's chromosomes in stream order)."""
+    subset = len(fit_rows) < len(vcf.samples)
+    counts = {"sites": 0, "outside": 0, "other_chrom": 0, "maf": 0, "missing": 0, "kept": 0, "imputed": 0}
+    chrom_rank: dict[str, int] = {}
+    assigner: GeneAssigner | None = None
+    open_genes: dict[int, _Gene] = {}
+    for site in vcf:
+        counts["sites"] += 1
+        if site.chrom not in chrom_rank:
+            for i in sorted(open_genes):
+                close(open_genes.pop(i))
+            chrom_rank[site.chrom] = len(chrom_rank)
+            alias = aliases(site.chrom)
+            assigner = GeneAssigner(by_chrom[alias], req.nearest) if alias else None
+        if assigner is None:
+            counts["other_chrom"] += 1
+            continue
+        p = site.pos - 1
+        for i in [i for i in open_genes if assigner.reach[i] <= p]:
+            close(open_genes.pop(i))
+        targets = assigner.assign(p)
+        if not targets:
+            counts["outside"] += 1
+            continue
+        for i in targets:
+            if i not in open_genes:
+                open_genes[i] = _Gene(assigner.genes[i], site.chrom, (chrom_rank[site.chrom], i))
+            open_genes[i].n_sites += 1
+        fate, imputed = _site_fate(site.dosage, fit_rows, subset, req.maf, req.max_missing)
+        counts[fate] += 1
+        if fate != "kept":
+            continue
+        counts["imputed"] += imputed
+        for i in targets:
+            open_genes[i].keys.append((site.pos, site.ref, site.alt))
+            open_genes[i].rows.append(site.dosage)
+    for i in sorted(open_genes):
+        close(open_genes.pop(i))
+    return counts, list(chrom_rank)
+
+
+def _site_fate(dosage: np.ndarray, fit_rows: np.ndarray, subset: bool, min_maf: float,
+               max_missing: float) -> tuple[str, int]:
+    """dosage: int8 (n,) over the selected samples (MISSING for no call); fit_rows: int64 (n_fit,).
+    Returns ("missing" | "maf" | "kept", calls of all n samples to impute: nonzero only when kept)."""
+    # one pass: how many fit samples are missing / 0 / 1 / 2
+    tally = np.bincount(dosage[fit_rows] + 1 if subset else dosage + 1, minlength=4)
+    n_called = int(tally[1:].sum())
+    if n_called == 0 or 1 - n_called / len(fit_rows) > max_missing:
+        return "missing", 0
+    af = (tally[2] + 2 * tally[3]) / (2 * n_called)
+    maf = min(af, 1 - af)
+    if maf < min_maf or maf == 0:
+        return "maf", 0
+    return "kept", int(np.count_nonzero(dosage == MISSING)) if subset else int(tally[0])
+
+
+def _gene_table(done: list[_Gene]) -> list[dict]:
+    """One genes.tsv / transform record per gene with sites, in output order; `first` is the gene's
+    first row in the transform's stacked SNP arrays (genes without PCs take no rows)."""
     genes_meta, first = [], 0
     for item in done:
         fit = item.fit
@@ -203,6 +253,12 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
                            "n_sites": item.n_sites, "n_snps": m, "n_pcs": k,
                            "explained": [float(v) for v in fit.explained] if k else [], "first": first})
         first += m if k else 0
+    return genes_meta
+
+
+def _stack_transform(fitted: list[_Gene], genes_meta: list[dict], info: dict) -> Transform:
+    """The fitted genes' SNPs stacked in gene order: chrom/ref/alt str (R,), pos int64 (R,), means
+    float64 (R,) and components float64 (R, k_max), each gene's (m, k) block zero-padded on the right."""
     kmax = max(item.fit.components.shape[1] for item in fitted)
     keys = [(item.chrom, *key) for item in fitted for key in item.keys]
     components = np.zeros((len(keys), kmax))
@@ -211,18 +267,10 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
         c = item.fit.components
         components[row: row + len(c), : c.shape[1]] = c
         row += len(c)
-    info = {"program": f"genointerp {__version__} gene-pca", "vcf": req.vcf, "genes": req.genes,
-            "maf": req.maf, "max_missing": req.max_missing, "nearest_gene": req.nearest, "pcs_rule": str(req.rule),
-            "n_fit_samples": int(len(fit_rows)), "fit_samples": [vcf.samples[i] for i in fit_rows]}
-    transform = Transform([g for g in genes_meta if g["n_pcs"]], np.array([k[0] for k in keys]),
-                          np.array([k[1] for k in keys], dtype=np.int64), np.array([k[2] for k in keys]),
-                          np.array([k[3] for k in keys]), np.concatenate([item.fit.means for item in fitted]),
-                          components, info)
-    transform.save(folder)
-    scores = [item.fit.scores for item in fitted]
-    summary = {**counts, "genes_with_sites": len(done), "genes_with_pcs": len(fitted)}
-    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.table)
-    return summary
+    return Transform([g for g in genes_meta if g["n_pcs"]], np.array([k[0] for k in keys]),
+                     np.array([k[1] for k in keys], dtype=np.int64), np.array([k[2] for k in keys]),
+                     np.array([k[3] for k in keys]), np.concatenate([item.fit.means for item in fitted]),
+                     components, info)
 
 
 def fitted_columns(genes: list[dict]) -> list[str]:
@@ -230,57 +278,15 @@ def fitted_columns(genes: list[dict]) -> list[str]:
 
 
 def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:
+    """Apply mode: project every sample on a saved transform's axes; returns the counts."""
     t = Transform.load(req.apply)
     known = {str(c) for c in t.chrom}
     what = f"the transform {req.apply}"
     aliases = _Aliases(known, warn, what)
     _check_overlap(vcf, known, what)
     n = len(vcf.samples)
-    gene_of_row = np.repeat(np.arange(len(t.genes)), [g["n_snps"] for g in t.genes])
-    lookup: dict[tuple[str, int], list[int]] = {}
-    for r, (c, p) in enumerate(zip(t.chrom.tolist(), t.pos.tolist())):
-        lookup.setdefault((c, p), []).append(r)
-    last_pos = {}
-    for r, (gi, p) in enumerate(zip(gene_of_row.tolist(), t.pos.tolist())):
-        last_pos[gi] = max(last_pos.get(gi, 0), p)
-    buffers: dict[int, np.ndarray] = {}
-    scores: dict[int, np.ndarray] = {}
-    found = np.zeros(len(t.pos), dtype=bool)
     counts = {"sites": 0, "matched": 0, "flipped": 0, "allele_mismatch": 0, "imputed_calls": 0}
-
-    def finish(gi: int) -> None:
-        rows, k = t.gene_rows(gi), t.genes[gi]["n_pcs"]
-        x = buffers.pop(gi)
-        scores[gi] = project(x, t.means[rows], t.components[rows, :k])
-
-    current = None
-    for site in vcf:
-        counts["sites"] += 1
-        tchrom = aliases(site.chrom)
-        if site.chrom != current:
-            for gi in sorted(buffers):
-                finish(gi)
-            current = site.chrom
-        for gi in [gi for gi in buffers if last_pos[gi] < site.pos]:
-            finish(gi)
-        for r in lookup.get((tchrom, site.pos), ()) if tchrom else ():
-            d = site.dosage
-            if (site.ref, site.alt) != (t.ref[r], t.alt[r]):
-                if (site.ref, site.alt) == (t.alt[r], t.ref[r]):
-                    d = np.where(d == MISSING, MISSING, 2 - d).astype(np.int8)
-                    counts["flipped"] += 1
-                else:
-                    counts["allele_mismatch"] += 1
-                    continue
-            gi = int(gene_of_row[r])
-            if gi not in buffers:
-                buffers[gi] = np.full((n, t.genes[gi]["n_snps"]), MISSING, dtype=np.int8)
-            buffers[gi][:, r - t.genes[gi]["first"]] = d
-            found[r] = True
-            counts["matched"] += 1
-            counts["imputed_calls"] += int((d == MISSING).sum())
-    for gi in sorted(buffers):
-        finish(gi)
+    scores, found = _project_sites(t, vcf, aliases, counts)
     absent = _distinct_snps(t, ~found)
     if absent == _distinct_snps(t, np.ones(len(found), dtype=bool)):
         raise InputError(f"no SNP of the transform {req.apply} is in {req.vcf} (matched by chrom/pos/REF/ALT)")
@@ -301,6 +307,74 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     _write(folder, vcf.samples, fitted_columns(t.genes), [scores[i] for i in range(len(t.genes))], t.genes,
            {**info, **counts}, req.table)
     return counts
+
+
+def _project_sites(t: Transform, vcf: VcfGenotypes, aliases: _Aliases, counts: dict) -> tuple[dict, np.ndarray]:
+    """Stream the VCF once, filling each transform gene's int8 (n, m) dosage matrix (MISSING where its
+    SNP is absent) and projecting it once the stream is past the gene's last SNP. Adds to `counts`
+    (sites, matched, flipped, allele_mismatch, imputed_calls). Returns (float32 (n, n_pcs) scores by
+    gene index, for genes with a matched SNP; bool (R,) which transform rows were matched)."""
+    n = len(vcf.samples)
+    gene_of_row, lookup, last_pos = _row_index(t)
+    buffers: dict[int, np.ndarray] = {}
+    scores: dict[int, np.ndarray] = {}
+    found = np.zeros(len(t.pos), dtype=bool)
+
+    def finish(gi: int) -> None:
+        rows, k = t.gene_rows(gi), t.genes[gi]["n_pcs"]
+        x = buffers.pop(gi)
+        scores[gi] = project(x, t.means[rows], t.components[rows, :k])
+
+    current = None
+    for site in vcf:
+        counts["sites"] += 1
+        tchrom = aliases(site.chrom)
+        if site.chrom != current:
+            for gi in sorted(buffers):
+                finish(gi)
+            current = site.chrom
+        for gi in [gi for gi in buffers if last_pos[gi] < site.pos]:
+            finish(gi)
+        for r in lookup.get((tchrom, site.pos), ()) if tchrom else ():
+            d, flipped = _oriented_dosage(site, t, r)
+            if d is None:
+                counts["allele_mismatch"] += 1
+                continue
+            counts["flipped"] += flipped
+            gi = int(gene_of_row[r])
+            if gi not in buffers:
+                buffers[gi] = np.full((n, t.genes[gi]["n_snps"]), MISSING, dtype=np.int8)
+            buffers[gi][:, r - t.genes[gi]["first"]] = d
+            found[r] = True
+            counts["matched"] += 1
+            counts["imputed_calls"] += int((d == MISSING).sum())
+    for gi in sorted(buffers):
+        finish(gi)
+    return scores, found
+
+
+def _row_index(t: Transform) -> tuple[np.ndarray, dict[tuple[str, int], list[int]], dict[int, int]]:
+    """For the transform's R stacked SNP rows: (gene index int64 (R,) of each row, (chrom, pos) -> its
+    rows, gene index -> the gene's last SNP position, 1-based as in the VCF)."""
+    gene_of_row = np.repeat(np.arange(len(t.genes)), [g["n_snps"] for g in t.genes])
+    lookup: dict[tuple[str, int], list[int]] = {}
+    for r, (c, p) in enumerate(zip(t.chrom.tolist(), t.pos.tolist())):
+        lookup.setdefault((c, p), []).append(r)
+    last_pos = {}
+    for r, (gi, p) in enumerate(zip(gene_of_row.tolist(), t.pos.tolist())):
+        last_pos[gi] = max(last_pos.get(gi, 0), p)
+    return gene_of_row, lookup, last_pos
+
+
+def _oriented_dosage(site, t: Transform, r: int) -> tuple[np.ndarray | None, bool]:
+    """(the site's int8 (n,) dosages of transform row r's ALT allele, whether REF/ALT were swapped):
+    flipped to 2 - d (MISSING kept) when swapped, (None, False) when the alleles differ otherwise."""
+    d = site.dosage
+    if (site.ref, site.alt) != (t.ref[r], t.alt[r]):
+        if (site.ref, site.alt) == (t.alt[r], t.ref[r]):
+            return np.where(d == MISSING, MISSING, 2 - d).astype(np.int8), True
+        return None, False
+    return d, False
 
 
 def _distinct_snps(t: Transform, mask: np.ndarray) -> int:
