@@ -238,21 +238,13 @@ def run(req: AttnRequest, log: Callable[[str], None], warn: Callable[[str], None
         total = None
     else:
         from genointerp.io.reference import Reference
-        from genointerp.tracks.predict import window_batch
 
         ref = Reference(req.fasta, warn)
         chrom_sizes = [(c, ref.lengths[c]) for c in ref.names]
         length_bp = config["window"]["seq_len"]
         items_all = region_items(req, ref, length_bp, warn)
         total = len(items_all)
-
-        def region_batches():
-            for a in range(0, len(items_all), req.batch_size):
-                items = items_all[a: a + req.batch_size]
-                xs = [window_batch(ref, it.chrom, np.array([it.window_start]), length_bp) for it in items]
-                yield items, np.concatenate(xs)
-
-        batches = region_batches()
+        batches = region_batches(items_all, ref, length_bp, req.batch_size)
     acc = AttentionAccumulator()
     kept: list[list[LayerMaps]] = []
     kept_importance, kept_distance, items, pieces = [], [], [], []
@@ -286,15 +278,33 @@ def run(req: AttnRequest, log: Callable[[str], None], warn: Callable[[str], None
         importance = acc.mean_importance()[None].astype(np.float32)
         item_distance = [d[None] for d in acc.mean_distance()]
     else:
-        layers = [kept[0][i].with_weights(np.concatenate([b[i].weights for b in kept])) for i in range(len(kept[0]))]
-        importance = np.concatenate(kept_importance)
-        item_distance = [np.concatenate([b[i] for b in kept_distance]) for i in range(len(layers))]
+        layers, importance, item_distance = _stack_batches(kept, kept_importance, kept_distance)
     uniform = [uniform_distance(layer) for layer in layers]
     log(f"{len(items):,} {'reads' if reads_mode else 'regions'}, {len(layers)} attention layers "
         f"({', '.join(sorted({lay.kind for lay in layers}))}){'; mean maps' if req.mean else ''}")
     result = Result(items, layers, acc.mean_distance(), item_distance, uniform, importance, input_grid, out_grid,
                     length_bp, pieces)
     return result, config, folder, chrom_sizes
+
+
+def region_batches(items: list[Item], ref, length_bp: int, batch_size: int) -> Iterator[tuple[list[Item], np.ndarray]]:
+    """Batches of (items, one-hot float32 (B, length_bp, 4)) of the regions' model windows."""
+    from genointerp.tracks.predict import window_batch
+
+    for a in range(0, len(items), batch_size):
+        batch = items[a: a + batch_size]
+        xs = [window_batch(ref, it.chrom, np.array([it.window_start]), length_bp) for it in batch]
+        yield batch, np.concatenate(xs)
+
+
+def _stack_batches(kept: list[list[LayerMaps]], kept_importance: list[np.ndarray],
+                   kept_distance: list[list[np.ndarray]]) -> tuple[list[LayerMaps], np.ndarray, list[np.ndarray]]:
+    """Join the batches' captures along the item axis: per layer maps with weights (N, H, W, Q, K),
+    float32 importance (N, length_bp), and per layer float64 mean distances (N, H)."""
+    layers = [kept[0][i].with_weights(np.concatenate([b[i].weights for b in kept])) for i in range(len(kept[0]))]
+    importance = np.concatenate(kept_importance)
+    item_distance = [np.concatenate([b[i] for b in kept_distance]) for i in range(len(layers))]
+    return layers, importance, item_distance
 
 
 # --- outputs -----------------------------------------------------------------------------------------
@@ -425,11 +435,32 @@ def distance_tsv(res: Result) -> str:
 
 def write_outputs(folder: Path, req: AttnRequest, res: Result, config: dict, model_folder, chrom_sizes) -> list[str]:
     """Fill `folder`; returns the names written."""
-    from genointerp.interpret.export import merge_pieces, write_bedgraph, write_bigwig, write_npz
+    from genointerp.interpret.export import write_npz
 
     reads_mode = bool(req.reads)
+    arrays, described, layer_docs = _attention_arrays(req, res)
+    written = ["attention.npz", "attention.json", "distance.tsv"]
+    write_npz(folder / "attention.npz", arrays)
+    (folder / "distance.tsv").write_text(distance_tsv(res))
+    written += _write_rollout(folder, req, res, chrom_sizes)
+    figures = []
+    if req.plot_items > 0:
+        fig_dir = folder / "figures"
+        fig_dir.mkdir()
+        figures = [f"figures/{f}" for f in write_figures(fig_dir, req, res, reads_mode)]
+    doc = _attention_doc(req, res, config, model_folder, layer_docs, described, figures)
+    (folder / "attention.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return written + figures
+
+
+def _attention_arrays(req: AttnRequest, res: Result) -> tuple[dict[str, np.ndarray], dict[str, dict], list[dict]]:
+    """The arrays of attention.npz, N items (1 with --mean): per layer float32 weights (N, H, W, Q, K),
+    int32 token_index (W, slot), int64 token_start (N, T), float64 mean_distance_bp (N, H); float32
+    rollout (N, length_bp) and int64 window_start (N,). Returns (arrays by name, their descriptions for
+    attention.json, one attention.json record per layer)."""
     n = 1 if req.mean else len(res.items)
-    origin = np.zeros(n, np.int64) if (reads_mode or req.mean) else np.array([it.window_start for it in res.items])
+    origin = (np.zeros(n, np.int64) if (req.reads or req.mean)
+              else np.array([it.window_start for it in res.items]))
     arrays: dict[str, np.ndarray] = {}
     described: dict[str, dict] = {}
     item_axis = "mean" if req.mean else "item"
@@ -458,12 +489,19 @@ def write_outputs(folder: Path, req: AttnRequest, res: Result, config: dict, mod
         "attention rollout importance per input bp (mean output row, 1 = uniform over the input)")
     put("window_start", origin, [item_axis],
         "genomic start of each item's model input (0 for reads and --mean): bp j of `rollout` is window_start + j")
-    written = ["attention.npz", "attention.json", "distance.tsv"]
-    write_npz(folder / "attention.npz", arrays)
-    (folder / "distance.tsv").write_text(distance_tsv(res))
-    if reads_mode:
+    return arrays, described, layer_docs
+
+
+def _write_rollout(folder: Path, req: AttnRequest, res: Result, chrom_sizes) -> list[str]:
+    """Write the rollout importance (res.importance, float32 (N, length_bp)): per read base for reads
+    (rollout.tsv), else over the regions' windows on the genome (rollout.bedGraph and rollout.bw, overlaps
+    averaged; chrom_sizes: (name, length) pairs) and, with --mean, by bp from the input start
+    (rollout_profile.tsv). Returns the names written."""
+    from genointerp.interpret.export import merge_pieces, write_bedgraph, write_bigwig
+
+    if req.reads:
         lines = ["read_id\toffset\tbase\timportance"] if not req.mean else ["offset\timportance"]
-        for i in range(n):
+        for i in range(1 if req.mean else len(res.items)):
             vals = res.importance[i].tolist()
             if req.mean:
                 lines += [f"{p}\t{v:.6g}" for p, v in enumerate(vals)]
@@ -472,22 +510,24 @@ def write_outputs(folder: Path, req: AttnRequest, res: Result, config: dict, mod
                 seq = it.sequence.ljust(len(vals), "-")
                 lines += [f"{it.id}\t{p}\t{seq[p]}\t{v:.6g}" for p, v in enumerate(vals)]
         (folder / "rollout.tsv").write_text("\n".join(lines) + "\n")
-        written.append("rollout.tsv")
-    else:
-        intervals = merge_pieces(res.pieces, chrom_sizes)
-        write_bedgraph(folder / "rollout.bedGraph", intervals)
-        write_bigwig(folder / "rollout.bw", intervals, chrom_sizes)
-        written += ["rollout.bedGraph", "rollout.bw"]
-        if req.mean:
-            (folder / "rollout_profile.tsv").write_text(
-                "offset_bp\timportance\n" + "".join(f"{p}\t{v:.6g}\n" for p, v in enumerate(res.importance[0].tolist())))
-            written.append("rollout_profile.tsv")
-    figures = []
-    if req.plot_items > 0:
-        fig_dir = folder / "figures"
-        fig_dir.mkdir()
-        figures = [f"figures/{f}" for f in write_figures(fig_dir, req, res, reads_mode)]
-    doc = {
+        return ["rollout.tsv"]
+    intervals = merge_pieces(res.pieces, chrom_sizes)
+    write_bedgraph(folder / "rollout.bedGraph", intervals)
+    write_bigwig(folder / "rollout.bw", intervals, chrom_sizes)
+    written = ["rollout.bedGraph", "rollout.bw"]
+    if req.mean:
+        (folder / "rollout_profile.tsv").write_text(
+            "offset_bp\timportance\n" + "".join(f"{p}\t{v:.6g}\n" for p, v in enumerate(res.importance[0].tolist())))
+        written.append("rollout_profile.tsv")
+    return written
+
+
+def _attention_doc(req: AttnRequest, res: Result, config: dict, model_folder, layer_docs: list[dict],
+                   described: dict[str, dict], figures: list[str]) -> dict:
+    """attention.json: the model, inputs, items, coordinate conventions, per-layer records, the
+    rollout method, the arrays' descriptions and every file written (figures as given)."""
+    reads_mode = bool(req.reads)
+    return {
         "format": FORMAT,
         "genointerp_version": __version__,
         "model": {"path": str(model_folder), "architecture": config["model"]["architecture"],
@@ -522,5 +562,3 @@ def write_outputs(folder: Path, req: AttnRequest, res: Result, config: dict, mod
                          if req.mean else {})}),
                   **{f: "figure" for f in figures}},
     }
-    (folder / "attention.json").write_text(json.dumps(doc, indent=1) + "\n")
-    return written + figures
