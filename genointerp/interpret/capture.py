@@ -95,11 +95,12 @@ class LayerMaps:
                 "n_windows": self.n_windows, "window_bp": self.window * self.grid.resolution_bp}
 
     def with_weights(self, weights: np.ndarray) -> "LayerMaps":
+        """A copy holding `weights`, float32 (B', H, n_windows, window, window) for any B'."""
         return replace(self, weights=weights)
 
 
 def window_token_index(tokens: int, window: int, shift: int) -> np.ndarray:
-    """(tokens / window, window) token indices of every window slot (shifted windows wrap)."""
+    """int64 (tokens / window, window) token indices of every window slot (shifted windows wrap)."""
     return (np.arange(tokens, dtype=np.int64) + shift).reshape(tokens // window, window) % tokens
 
 
@@ -172,7 +173,8 @@ class AttentionCapture:
         self._calls = [[] for _ in self.layout]
 
     def layers(self) -> list[LayerMaps]:
-        """One LayerMaps per attention module (forward order) for every pass since the last call."""
+        """One LayerMaps per attention module (forward order) for every pass since the last call:
+        weights float32 numpy (B, H, n_windows, window, window), B summed over the passes."""
         import torch
 
         out = []
@@ -196,7 +198,9 @@ class AttentionCapture:
 
 
 def capture_attention(model, x):
-    """(model output, [LayerMaps]) of one forward pass of `model` on `x` (inference mode)."""
+    """(model output, [LayerMaps]) of one forward pass of `model` on `x` (inference mode): x as the
+    model takes it (XVir: int (B, n_tokens) tokens; track models: float32 (B, seq_len, 4) one-hot),
+    each LayerMaps with weights float32 (B, H, n_windows, window, window) on the CPU."""
     import torch
 
     with torch.inference_mode(), AttentionCapture(model) as cap:

@@ -42,9 +42,9 @@ def unwrapped_windows(layer: LayerMaps) -> np.ndarray:
 
 
 def mean_distance(weights: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Mean attention distance (B, H) in bp.
+    """Mean attention distance float64 (B, H) in bp.
 
-    weights (B, H, n_win, w, w) rows summing to 1; positions (n_win, w) bp of every window slot.
+    weights float (B, H, n_win, w, w) rows summing to 1; positions (n_win, w) bp of every window slot.
     Averaged over every query of every window given.
     """
     d = np.abs(positions[:, :, None] - positions[:, None, :])  # (n_win, q, k)
@@ -53,14 +53,15 @@ def mean_distance(weights: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 
 def layer_mean_distance(layer: LayerMaps) -> np.ndarray:
-    """(B, H) mean attention distance in bp of every item and head of a captured layer
+    """float64 (B, H) mean attention distance in bp of every item and head of a captured layer
     (over the windows that do not wrap around the sequence end)."""
     keep = unwrapped_windows(layer)
     return mean_distance(layer.weights[:, :, keep], window_positions(layer)[keep])
 
 
 def uniform_distance(layer: LayerMaps) -> float:
-    """Mean attention distance (bp) of a head attending uniformly within each (unwrapped) window."""
+    """Mean attention distance (bp, a float) of a head attending uniformly within each (unwrapped)
+    window."""
     pos = window_positions(layer)[unwrapped_windows(layer)]
     return float(np.abs(pos[:, :, None] - pos[:, None, :]).mean())
 
@@ -68,7 +69,8 @@ def uniform_distance(layer: LayerMaps) -> float:
 # --- dense maps --------------------------------------------------------------------------------
 def dense_map(layer: LayerMaps, item: int = 0, head: int | None = None,
               tokens: np.ndarray | None = None) -> np.ndarray:
-    """(n, n) attention between `tokens` (default all, in sequence order) of one item.
+    """float32 (n, n) attention between `tokens` (int, n of them; default all, in sequence order)
+    of one item.
 
     head None = mean over heads. Pairs in different windows are 0 (they never attend).
     """
@@ -125,7 +127,7 @@ def rollout(layers: Sequence[LayerMaps], out_grid: TokenGrid, start: np.ndarray 
             residual: float = RESIDUAL) -> tuple[np.ndarray, TokenGrid]:
     """Attention rollout from output tokens back to the first layer's input tokens.
 
-    start: (m, out_grid.tokens) rows to roll back (default the identity: one row per output
+    start: float (m, out_grid.tokens) rows to roll back (default the identity: one row per output
     token). Returns (R float64 (B, m, n_in), the input grid); rows of R sum to 1 when the rows
     of `start` do.
     """
@@ -144,15 +146,17 @@ def rollout(layers: Sequence[LayerMaps], out_grid: TokenGrid, start: np.ndarray 
 
 def rollout_importance(layers: Sequence[LayerMaps], out_grid: TokenGrid,
                        residual: float = RESIDUAL) -> tuple[np.ndarray, TokenGrid]:
-    """(B, n_in) mean rollout row (sums to 1 per item): each input token's share of the output."""
+    """(float64 (B, n_in) mean rollout row (sums to 1 per item): each input token's share of the
+    output, the input grid)."""
     start = np.full((1, out_grid.tokens), 1.0 / out_grid.tokens)
     r, grid = rollout(layers, out_grid, start, residual)
     return r[:, 0, :], grid
 
 
 def per_bp(importance: np.ndarray, grid: TokenGrid, length_bp: int) -> np.ndarray:
-    """(B, length_bp) importance spread evenly over the bp each token covers, times length_bp,
-    so that 1 = uniform over the input (before the per-bp spread, the tokens' shares sum to 1)."""
+    """importance float (B, grid.tokens) (or (grid.tokens,)) -> float64 (B, length_bp): spread evenly
+    over the bp each token covers, times length_bp, so that 1 = uniform over the input (before the
+    per-bp spread, the tokens' shares sum to 1)."""
     importance = np.atleast_2d(importance)
     out = np.zeros((importance.shape[0], length_bp), dtype=np.float64)
     starts = grid.starts()
@@ -176,7 +180,8 @@ class AttentionAccumulator:
         self._importance: np.ndarray | None = None
 
     def add(self, layers: Sequence[LayerMaps], importance: np.ndarray | None = None) -> None:
-        """Add a batch: captured layers (all with the same B) and optionally importance (B, n)."""
+        """Add a batch: captured layers (all with the same B, weights float (B, H, n_windows, w, w))
+        and optionally importance float (B, n)."""
         b = layers[0].weights.shape[0]
         if self._template is None:
             self._template = [layer.with_weights(layer.weights[:0]) for layer in layers]
@@ -197,16 +202,17 @@ class AttentionAccumulator:
             raise ValueError("nothing was added to the accumulator")
 
     def mean_layers(self) -> list[LayerMaps]:
-        """The layers with weights (1, H, n_windows, w, w): the mean over every item added."""
+        """The layers with weights float32 (1, H, n_windows, w, w): the mean over every item added."""
         self._check()
         return [t.with_weights((w / self.n).astype(np.float32)[None]) for t, w in zip(self._template, self._weights)]
 
     def mean_distance(self) -> list[np.ndarray]:
-        """Per layer, (H,) mean attention distance in bp over every item added (= the mean of
+        """Per layer, float64 (H,) mean attention distance in bp over every item added (= the mean of
         the per-item distances, which equals the distance of the mean map: it is linear)."""
         self._check()
         return [d / self.n for d in self._distance]
 
     def mean_importance(self) -> np.ndarray | None:
+        """float64 (n,) mean importance over every item added, or None when none was given."""
         self._check()
         return None if self._importance is None else self._importance / self.n

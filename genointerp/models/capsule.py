@@ -67,7 +67,10 @@ class CapsuleConfig(ModelConfig):
 
 
 def squash(s: torch.Tensor, dim: int = -1, eps: float = 1e-8) -> torch.Tensor:
-    """v = |s|^2 / (1 + |s|^2) * s / |s| along `dim`: same direction, length in [0, 1)."""
+    """v = |s|^2 / (1 + |s|^2) * s / |s| along `dim`: same direction, length in [0, 1).
+
+    s: float, any shape -> v of the same shape and dtype.
+    """
     sq = (s * s).sum(dim, keepdim=True)
     # eps inside the root keeps the gradient finite at s = 0
     return s * (sq / (1 + sq) / torch.sqrt(sq + eps))
@@ -76,7 +79,7 @@ def squash(s: torch.Tensor, dim: int = -1, eps: float = 1e-8) -> torch.Tensor:
 def route(u_hat: torch.Tensor, iterations: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Dynamic routing by agreement (Sabour et al. 2017).
 
-    u_hat: (B, C, N, D) prediction vectors û_{j|i} -> (v (B, C, D) output capsules, c (B, N, C)
+    u_hat: float (B, C, N, D) prediction vectors û_{j|i} -> (v (B, C, D) output capsules, c (B, N, C)
     coupling coefficients of the last iteration; each c[b, i] sums to 1 over the C classes). Logits
     start at 0, so one iteration gives the uniform coupling 1/C. Class-major u_hat makes both
     reductions contiguous matrix-vector products (3x faster on CPU than (B, N, C, D) broadcasting).
@@ -96,8 +99,8 @@ def route(u_hat: torch.Tensor, iterations: int) -> tuple[torch.Tensor, torch.Ten
 
 def margin_loss(lengths: torch.Tensor, labels: torch.Tensor, m_plus: float = 0.9, m_minus: float = 0.1,
                 lambda_: float = 0.5) -> torch.Tensor:
-    """lengths (B, C), labels int (B,) -> mean over the batch of
-    sum_k T_k max(0, m+ - |v_k|)^2 + lambda (1 - T_k) max(0, |v_k| - m-)^2."""
+    """lengths float (B, C), labels int64 (B,) class indices -> scalar (0-d, lengths' dtype) mean
+    over the batch of sum_k T_k max(0, m+ - |v_k|)^2 + lambda (1 - T_k) max(0, |v_k| - m-)^2."""
     t = torch.nn.functional.one_hot(labels, lengths.shape[1]).to(lengths.dtype)
     present = t * torch.clamp(m_plus - lengths, min=0) ** 2
     absent = lambda_ * (1 - t) * torch.clamp(lengths - m_minus, min=0) ** 2
@@ -118,7 +121,8 @@ class CapsuleNet(nn.Module):
         self.W = nn.Parameter(0.01 * torch.randn(c.n_primary, c.n_classes, c.class_dim, c.primary_dim))
 
     def primary(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, F) standardised Gene-PCs -> squashed primary capsules u (B, N, D_p), channel-major."""
+        """x float32 (B, F) standardised Gene-PCs -> squashed primary capsules u float32 (B, N, D_p),
+        channel-major."""
         c = self.config
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
         a = self.conv(h)  # (B, P*D_p, L)
@@ -126,7 +130,8 @@ class CapsuleNet(nn.Module):
         return squash(a.permute(0, 1, 3, 2).reshape(x.shape[0], c.n_primary, c.primary_dim))
 
     def forward(self, x: torch.Tensor, need_coupling: bool = False):
-        """x (B, F) -> lengths (B, C) = class scores in [0, 1); with need_coupling also c (B, N, C)."""
+        """x float32 (B, F) -> lengths float32 (B, C) = class scores in [0, 1); with need_coupling
+        also the coupling coefficients c float32 (B, N, C)."""
         u = self.primary(x)
         u_hat = torch.einsum("ncdp,bnp->bcnd", self.W, u)  # (B, C, N, D_c)
         v, coupling = route(u_hat, self.config.routing_iterations)
@@ -134,6 +139,7 @@ class CapsuleNet(nn.Module):
         return (lengths, coupling) if need_coupling else lengths
 
     def loss(self, lengths: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """lengths float32 (B, C), labels int64 (B,) -> scalar margin loss with the config's margins."""
         c = self.config
         return margin_loss(lengths, labels, c.m_plus, c.m_minus, c.lambda_)
 

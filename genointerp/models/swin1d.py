@@ -111,6 +111,7 @@ class Swin1DBlock(nn.Module):
         self.merge = nn.Linear(2 * d_in, d_out, bias=False)  # Swin's reduction has no bias: LayerNorm has one
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, n, d_in) -> float32 (B, n/2, d_out)."""
         x = x + self.drop(self.attn1(self.norm1(x))[0])
         x = x + self.ff1(x)
         x = x + self.drop(self.attn2(self.norm2(x))[0])
@@ -138,6 +139,7 @@ class GenomicInterpreter(nn.Module):
         self.output = TrackOutput(widths[-1], c.track_groups, c.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) rates >= 0."""
         h = self.stem(x).transpose(1, 2)  # (B, seq_len/patch, d_0)
         for block in self.blocks:
             h = block(h)

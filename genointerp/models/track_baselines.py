@@ -99,6 +99,7 @@ class ConvTower(nn.Module):
         self.stages = nn.Sequential(*stages)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, L, 4) one-hot -> float32 (B, widths[-1], L / (patch * 2 ** len(widths)))."""
         return self.stages(self.stem(x))
 
 
@@ -116,11 +117,12 @@ class _TowerModel(nn.Module):
         self.output = TrackOutput(config.widths[-1], config.track_groups, config.dropout)
 
     def trunk(self, h: torch.Tensor) -> torch.Tensor:
-        """(B, n_bins, C) -> (B, n_bins, C) before the crop, so context beyond the targets is used."""
+        """h float32 (B, n_bins, C) -> float32 (B, n_bins, C) before the crop, so context beyond the
+        targets is used."""
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, seq_len, 4) -> (B, target_bins, n_tracks) >= 0."""
+        """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) >= 0."""
         h = self.trunk(self.tower(x).transpose(1, 2))
         return self.output(crop_tokens(h, self.config.crop_bins))
 
@@ -146,6 +148,7 @@ class AttPoolDilated(_TowerModel):
             for i in range(config.dilated_layers)))
 
     def trunk(self, h: torch.Tensor) -> torch.Tensor:
+        """h float32 (B, n_bins, C) -> float32 (B, n_bins, C) through the dilated residual blocks."""
         return self.dilated(h.transpose(1, 2)).transpose(1, 2)
 
 
@@ -161,6 +164,7 @@ class EnformerLike(_TowerModel):
             for _ in range(config.transformer_layers))
 
     def trunk(self, h: torch.Tensor) -> torch.Tensor:
+        """h float32 (B, n_bins, C) -> float32 (B, n_bins, C) through the transformer layers."""
         for layer in self.transformer:
             h = layer(h)[0]
         return h

@@ -85,6 +85,7 @@ class ChannelNorm(nn.Module):
         self.norm = nn.LayerNorm(channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, C, L) -> float32 (B, C, L)."""
         return self.norm(x.transpose(1, 2)).transpose(1, 2)
 
 
@@ -101,6 +102,7 @@ class Residual(nn.Module):
         self.body = body
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, C, L) -> x + body(x), same shape (the body keeps it)."""
         return x + self.body(x)
 
 
@@ -117,6 +119,7 @@ class AttentionPool(nn.Module):
             self.logits.weight.copy_(2 * torch.eye(channels)[:, :, None])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, C, L) -> float32 (B, C, L / pool); L must be a multiple of pool."""
         b, c, n = x.shape
         if n % self.pool:
             raise ValueError(f"length {n} is not a multiple of the pooling size {self.pool}")
@@ -125,7 +128,8 @@ class AttentionPool(nn.Module):
 
 
 def pooling(kind: str, channels: int, size: int) -> nn.Module:
-    """'max' or 'attention' pooling by `size` over (B, C, L)."""
+    """'max' or 'attention' pooling by `size`: a module float32 (B, C, L) -> (B, C, L / size)
+    (the identity for size 1)."""
     if size == 1:
         return nn.Identity()
     if kind == "max":
@@ -145,11 +149,13 @@ class Stem(nn.Module):
         self.pool = pooling(pool, width, patch)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, L, 4) one-hot -> float32 (B, width, L / patch)."""
         return self.pool(self.conv(x.transpose(1, 2)))
 
 
 def crop_tokens(x: torch.Tensor, crop: int) -> torch.Tensor:
-    """Central crop of (B, T, D) tokens: drop `crop` tokens from each end."""
+    """Central crop of (B, T, D) tokens: drop `crop` tokens from each end -> (B, T - 2 crop, D), a
+    view of x (same dtype)."""
     return x[:, crop: x.shape[1] - crop] if crop else x
 
 
@@ -165,5 +171,6 @@ class TrackOutput(nn.Module):
         self.heads = nn.ModuleList(nn.Linear(2 * width, g) for g in track_groups)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, T, D) -> float32 (B, T, n_tracks) softplus rates, track groups in order."""
         h = F.gelu(self.drop(self.pointwise(self.norm(x))))
         return F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))

@@ -71,8 +71,8 @@ class XVir(nn.Module):
         self.head = nn.Linear(config.n_tokens * d, 1)
 
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
-        """tokens: int (B, n_tokens) -> logits (B,); with need_weights also a list of
-        per-layer attention weights (B, H, n_tokens, n_tokens)."""
+        """tokens: int (B, n_tokens) token ids (any integer dtype) -> logits float32 (B,); with
+        need_weights also a list of per-layer attention weights float32 (B, H, n_tokens, n_tokens)."""
         x = self.norm(self.positions(self.embed(tokens.long())))
         weights = []
         for layer in self.layers:
@@ -83,4 +83,5 @@ class XVir(nn.Module):
 
 
 def count_parameters(model: nn.Module) -> int:
+    """Trainable parameter count of `model`."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

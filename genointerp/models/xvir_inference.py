@@ -36,6 +36,7 @@ MICRO = 16  # windows per micro-batch: 16 x 145 tokens keeps a pass's activation
 
 
 def supports(model: XVir) -> bool:
+    """Whether XVirInference can fold `model` (absolute positions, post-LayerNorm layers)."""
     c = model.config
     return c.position in ("sinusoidal", "learned") and not c.norm_first
 

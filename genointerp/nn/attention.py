@@ -38,9 +38,9 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, causal: bool = False,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x: (B, T, D); key_padding_mask: bool (B, T), True = padding (never attended to).
+        """x: float (B, T, D); key_padding_mask: bool (B, T), True = padding (never attended to).
 
-        Returns (output (B, T, D), weights (B, H, T, T) or None).
+        Returns (output (B, T, D), weights (B, H, T, T) or None), both of x's dtype.
         """
         b, t, _ = x.shape
         q, k, v = self.in_proj(x).view(b, t, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)

@@ -23,6 +23,8 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x float (B, T, D); key_padding_mask bool (B, T), True = padding -> (x' (B, T, D),
+        attention weights (B, H, T, T) with need_weights, else None), both of x's dtype."""
         if self.norm_first:
             a, w = self.attn(self.norm1(x), key_padding_mask, need_weights=need_weights)
             x = x + self.drop1(a)

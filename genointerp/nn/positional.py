@@ -10,8 +10,8 @@ from torch import nn
 
 
 def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
-    """Vaswani et al.'s fixed encodings, (length, d_model): sin on even, cos on odd dimensions,
-    wavelengths from 2*pi to 10000*2*pi."""
+    """Vaswani et al.'s fixed encodings, float32 (length, d_model): sin on even, cos on odd
+    dimensions, wavelengths from 2*pi to 10000*2*pi."""
     pos = torch.arange(length, dtype=torch.float32)[:, None]
     freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     table = torch.zeros(length, d_model)
@@ -28,6 +28,7 @@ class SinusoidalPositions(nn.Module):
         self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, T, D), T <= max_length -> float32 (B, T, D) with positions 0..T-1 added."""
         return x + self.table[: x.shape[1]]
 
 
@@ -39,6 +40,7 @@ class LearnedPositions(nn.Module):
         self.table = nn.Parameter(torch.randn(max_length, d_model) * 0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, T, D), T <= max_length -> float32 (B, T, D) with positions 0..T-1 added."""
         return x + self.table[: x.shape[1]]
 
 
@@ -55,7 +57,8 @@ class RelativePositionKeys(nn.Module):
         self.keys = nn.Parameter(torch.randn(2 * max_distance + 1, d_head) * 0.02)
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:
-        """q: (B, H, T, d_head), already scaled like the content scores."""
+        """q: float (B, H, T, d_head), already scaled like the content scores -> additive scores
+        (B, H, T, T) of q's dtype."""
         t = q.shape[-2]
         offset = torch.arange(t, device=q.device)[None, :] - torch.arange(t, device=q.device)[:, None]
         idx = offset.clamp(-self.max_distance, self.max_distance) + self.max_distance
@@ -73,6 +76,8 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x float (B, H, T, d_head) queries or keys at positions offset..offset+T-1 -> rotated,
+        same shape and dtype."""
         t = x.shape[-2]
         angle = (torch.arange(t, device=x.device, dtype=torch.float32) + offset)[:, None] * self.inv_freq
         cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)

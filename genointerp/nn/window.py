@@ -25,6 +25,8 @@ class WindowAttention(nn.Module):
         self.attn = MultiHeadAttention(d_model, n_heads, dropout, position=position, max_distance=window - 1)
 
     def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x float (B, T, D), T a multiple of window -> (out (B, T, D), weights
+        (B, T / window, H, window, window) with need_weights, else None), both of x's dtype."""
         b, t, d = x.shape
         if t % self.window:
             raise ValueError(f"sequence length {t} is not a multiple of the window {self.window}")

@@ -37,29 +37,31 @@ def as_bytes_array(seq: str | bytes) -> np.ndarray:
 
 
 def encode(seq: str | bytes | np.ndarray) -> np.ndarray:
-    """ASCII letters -> codes 0..4, shape preserved; letters that are not IUPAC give 255."""
+    """ASCII letters (str, bytes or uint8 array of any shape) -> uint8 codes 0..4, shape preserved;
+    letters that are not IUPAC give 255."""
     arr = seq if isinstance(seq, np.ndarray) else as_bytes_array(seq)
     return ENCODE[arr]
 
 
 def encode_ascii(data: bytes) -> np.ndarray:
-    """Like encode() for ASCII bytes, through bytes.translate (faster than a numpy gather)."""
+    """Like encode() for ASCII bytes -> uint8 codes (len,), through bytes.translate (faster than a
+    numpy gather)."""
     return np.frombuffer(data.translate(_ENCODE_TABLE), dtype=np.uint8)
 
 
 def decode(codes: np.ndarray) -> bytes:
-    """Codes 0..4 -> b'ACGTN' letters (one byte per code)."""
+    """Codes 0..4 (integer array, any shape) -> b'ACGTN' letters (one byte per code, C order)."""
     return DECODE[codes].tobytes()
 
 
 def reverse_complement_codes(codes: np.ndarray) -> np.ndarray:
-    """Reverse-complement codes along the last axis; N (4) stays N. Shape (..., L)."""
+    """Reverse-complement codes along the last axis; N (4) stays N. uint8 (..., L) -> uint8 (..., L)."""
     rc = np.where(codes < N_CODE, 3 - codes, codes).astype(np.uint8)
     return rc[..., ::-1]
 
 
 def first_invalid(arr: np.ndarray) -> int | None:
-    """Index of the first byte that is no IUPAC nucleotide letter, or None."""
+    """Index of the first byte of arr (uint8 (n,) ASCII) that is no IUPAC nucleotide letter, or None."""
     bad = np.flatnonzero(ENCODE[arr] == INVALID)
     return int(bad[0]) if bad.size else None
 

@@ -36,12 +36,13 @@ class QualityProfile:
         return self.cdf.shape[0]
 
     def mean_error_rate(self) -> np.ndarray:
-        """Expected substitution rate per cycle, shape (cycles,)."""
+        """Expected substitution rate per cycle, float64 (cycles,)."""
         pmf = np.diff(self.cdf, axis=1, prepend=0.0)
         return pmf @ phred_error(np.arange(MAX_QUALITY + 1))
 
     def sampler(self, length: int) -> "QualitySampler":
-        """A sampler for reads of `length` cycles (refuses reads longer than the profile)."""
+        """A sampler for reads of `length` cycles (refuses reads longer than the profile): its
+        values uint8 (length, w) and thresholds float32 (length, w - 1)."""
         if length > self.cycles:
             raise InputError(
                 f"quality profile {self.source} covers {self.cycles} cycles; "
@@ -84,12 +85,13 @@ class QualitySampler:
 
 
 def phred_error(q: np.ndarray) -> np.ndarray:
-    """Error probability of Phred quality q: 10^(-q/10)."""
+    """Error probability of Phred quality q (number or array, any shape): float64 10^(-q/10)."""
     return np.power(10.0, -np.asarray(q, dtype=np.float64) / 10.0)
 
 
 def load_art_profile(path: str | Path) -> QualityProfile:
-    """Parse the '.' (all bases) rows of an ART empirical Illumina profile."""
+    """Parse the '.' (all bases) rows of an ART empirical Illumina profile into a profile whose cdf
+    is float64 (cycles, MAX_QUALITY + 1)."""
     rows: dict[int, list[list[int]]] = {}
     try:
         with open(path) as fh:
@@ -132,6 +134,7 @@ def save_profile_tsv(profile: QualityProfile, path: str | Path) -> None:
 
 
 def load_profile_tsv(path: str | Path, source: str | None = None) -> QualityProfile:
+    """Read a save_profile_tsv table back: cdf float64 (cycles, MAX_QUALITY + 1)."""
     table = np.loadtxt(path, delimiter="\t", skiprows=1, ndmin=2)
     cycles = int(table[:, 0].max()) + 1
     step = np.zeros((cycles, MAX_QUALITY + 1))

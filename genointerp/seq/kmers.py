@@ -73,7 +73,8 @@ def _pack(base: np.ndarray, k: int) -> np.ndarray:
 
 
 def kmer_ids(codes: np.ndarray, k: int, dtype=np.uint64) -> tuple[np.ndarray, np.ndarray]:
-    """Forward k-mer ids of every window. codes: uint8 (..., L) -> (ids (..., L-k+1), valid bool).
+    """Forward k-mer ids of every window. codes: uint8 (..., L) -> (ids `dtype` (..., L-k+1),
+    valid bool (..., L-k+1)).
 
     dtype must hold 2k bits (uint16 up to k = 8). valid is False for windows holding a code >= 4
     (N, IUPAC, padding); their ids are meaningless.
@@ -88,7 +89,7 @@ def kmer_ids(codes: np.ndarray, k: int, dtype=np.uint64) -> tuple[np.ndarray, np
 
 
 def reverse_complement_ids(codes: np.ndarray, k: int) -> np.ndarray:
-    """Ids of the reverse complement of every k-window, (..., L) -> uint64 (..., L-k+1)."""
+    """Ids of the reverse complement of every k-window, codes uint8 (..., L) -> uint64 (..., L-k+1)."""
     n = codes.shape[-1] - k + 1
     comp = np.where(codes < 4, 3 - codes, 0).astype(np.uint64)
     ids = np.zeros(codes.shape[:-1] + (n,), dtype=np.uint64)
@@ -123,7 +124,7 @@ def tokenize(codes: np.ndarray, k: int) -> np.ndarray:
 
 
 def decode_kmers(ids: np.ndarray, k: int) -> np.ndarray:
-    """k-mer ids (n,) -> ASCII letters uint8 (n, k)."""
+    """k-mer ids uint64 (n,) -> ASCII letters uint8 (n, k)."""
     shifts = np.arange(2 * (k - 1), -1, -2, dtype=np.uint64)
     return np.frombuffer(b"ACGT", np.uint8)[((ids[:, None] >> shifts) & np.uint64(3)).astype(np.intp)]
 

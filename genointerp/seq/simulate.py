@@ -126,7 +126,9 @@ class Fragments:
 
 
 def simulate(source: Source, m: int, layout: Layout, errors: ErrorModel, rng: np.random.Generator) -> Fragments:
-    """Draw m fragments from `source` and sequence them (1 or 2 mates each)."""
+    """Draw m fragments from `source` and sequence them (1 or 2 mates each): contig int64 (m,),
+    start/end int64 (m,), reverse bool (m,), and per mate Reads with codes/quals uint8
+    (m, read_length)."""
     L = layout.read_length
     contig, fstart, flen, frev, templates = _draw_templates(source, m, layout, rng)
     mates = []
