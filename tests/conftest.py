@@ -28,6 +28,19 @@ def cli():
     return invoke
 
 
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request) -> str:
+    """The torch device a model test runs on: "cpu" always, and "cuda" where torch sees a GPU, so
+    the CUDA path is exercised whenever one is at hand. Models and inputs are built on the CPU (the
+    same seeded values either way) and moved with .to(device); results are compared on the CPU."""
+    if request.param == "cuda":
+        import torch  # here: only tests that take a device pay for importing torch
+
+        if not torch.cuda.is_available():
+            pytest.skip("no CUDA device visible to torch on this machine")
+    return request.param
+
+
 def read_fastq(path: Path) -> list[tuple[str, str, str]]:
     import gzip
 

@@ -36,9 +36,9 @@ def _seed():
 
 
 @pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
-def test_shape_non_negative_and_trainable(arch):
-    model = build_model(tiny(arch).to_dict())
-    y = model(one_hot())
+def test_shape_non_negative_and_trainable(arch, device):
+    model = build_model(tiny(arch).to_dict()).to(device)
+    y = model(one_hot().to(device))
     assert y.shape == (2, TARGET, TRACKS) and y.dtype == torch.float32
     assert (y >= 0).all() and torch.isfinite(y).all()  # softplus rates for Poisson NLL
     torch.nn.functional.poisson_nll_loss(y, torch.ones_like(y), log_input=False).backward()
@@ -46,47 +46,48 @@ def test_shape_non_negative_and_trainable(arch):
 
 
 @pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
-def test_config_json_and_checkpoint_round_trip(arch, tmp_path):
+def test_config_json_and_checkpoint_round_trip(arch, tmp_path, device):
     config = tiny(arch)
     back = type(config).from_dict(json.loads(json.dumps(config.to_dict())))  # tuples come back as lists
     assert back == config and isinstance(back.track_groups, tuple)
-    model = build_model(config.to_dict()).eval()
-    x = one_hot(seed=1)
+    model = build_model(config.to_dict()).eval().to(device)
+    x = one_hot(seed=1).to(device)
     save_model_dir(tmp_path, model, {"note": "test"})
     loaded, info = load_model_dir(tmp_path, expect=arch)
+    loaded.to(device)
     assert info["model"]["architecture"] == arch
     with torch.inference_mode():
-        assert torch.equal(model(x), loaded(x))
+        assert torch.equal(model(x).cpu(), loaded(x).cpu())
 
 
 @pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
-def test_rc_average_is_strand_symmetric(arch):
+def test_rc_average_is_strand_symmetric(arch, device):
     """predict-tracks --rc-average: the reverse complement of a window gets the window's prediction
     with its bins reversed, exactly, as both are the mean of the same two passes; the model alone is
     not symmetric, so the averaging is what makes it so."""
     from genointerp.tracks.predict import predict_rates
 
-    model = build_model(tiny(arch).to_dict()).eval()
+    model = build_model(tiny(arch).to_dict()).eval().to(device)
     x = one_hot().numpy()
     x[:, 100:140] = 0  # a run of N (all-zero one-hot), which stays N under reverse complement
     rc = x[:, ::-1, ::-1].copy()  # flip positions and A<->T, C<->G (test_tracks_io: = one_hot of rc codes)
-    avg, avg_rc = (predict_rates(model, v, "cpu", "32", rc_average=True) for v in (x, rc))
+    avg, avg_rc = (predict_rates(model, v, device, "32", rc_average=True) for v in (x, rc))
     np.testing.assert_array_equal(avg_rc, avg[:, ::-1])
-    plain, plain_rc = (predict_rates(model, v, "cpu", "32", rc_average=False) for v in (x, rc))
+    plain, plain_rc = (predict_rates(model, v, device, "32", rc_average=False) for v in (x, rc))
     assert not np.allclose(plain_rc, plain[:, ::-1], rtol=1e-3, atol=0)
     np.testing.assert_allclose(avg, (plain + plain_rc[:, ::-1]) / 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("arch", TRACK_ARCHITECTURES)
-def test_n_windows_give_finite_rates(arch):
+def test_n_windows_give_finite_rates(arch, device):
     """predict-tracks pads past chromosome ends with N (all-zero one-hot): a window half or wholly N
     must still give rates, not NaN from a normalisation of an all-zero input."""
-    model = build_model(tiny(arch).to_dict()).eval()
+    model = build_model(tiny(arch).to_dict()).eval().to(device)
     x = one_hot()
     x[0] = 0  # all N
     x[1, SEQ // 2:] = 0  # the second half N, as at a chromosome's end
     with torch.inference_mode():
-        y = model(x)
+        y = model(x.to(device)).cpu()
     assert torch.isfinite(y).all() and (y >= 0).all()
 
 
@@ -128,25 +129,25 @@ def test_default_config_solves_sizes():
         default_track_config("basset", 4096, 128, 24, 1, None)
 
 
-def test_swin_block_halves_tokens_and_sets_width():
+def test_swin_block_halves_tokens_and_sets_width(device):
     config = Swin1DConfig(seq_len=64, bin_size=4, target_bins=16, windows=(8, 4), heads=(2, 2), alphas=(1.5, 2.0),
                           d_model=24, transformer_heads=4)
     assert config.widths == [24, 32, 32]  # round(2 * 24 / 1.5) = 32, then round(2 * 32 / 2) = 32
-    block = Swin1DBlock(24, 32, heads=2, window=8)
-    assert block(torch.randn(2, 64, 24)).shape == (2, 32, 32)  # 64 tokens -> 32 merged pairs
+    block = Swin1DBlock(24, 32, heads=2, window=8).to(device)
+    assert block(torch.randn(2, 64, 24).to(device)).shape == (2, 32, 32)  # 64 tokens -> 32 merged pairs
 
 
-def test_shifted_window_mixes_across_window_borders():
+def test_shifted_window_mixes_across_window_borders(device):
     """Window 4 over 16 tokens: unshifted windows are {0-3}, {4-7}, ... Merged output token 1 is
     made of tokens 2 and 3 (window 0). With shift 2 the second attention's windows are {2-5}, ...,
     {14,15,0,1} (wrapping), so tokens 2, 3 also see 4, 5, which saw 4-7 in the first attention."""
 
     def grad_from(shift: int, out_token: int) -> torch.Tensor:
         torch.manual_seed(0)
-        block = Swin1DBlock(8, 8, heads=2, window=4, shift=shift).eval()
-        x = torch.randn(1, 16, 8, requires_grad=True)
+        block = Swin1DBlock(8, 8, heads=2, window=4, shift=shift).eval().to(device)
+        x = torch.randn(1, 16, 8).to(device).requires_grad_()
         block(x)[0, out_token].sum().backward()
-        return x.grad[0].abs().sum(-1)  # (16,) sensitivity to each input token
+        return x.grad[0].abs().sum(-1).cpu()  # (16,) sensitivity to each input token
 
     plain, shifted = grad_from(0, 1), grad_from(2, 1)
     assert (plain[4:] == 0).all() and (plain[:4] > 0).all()  # exactly local: nothing crosses a border
@@ -168,39 +169,39 @@ def test_attention_layout_maps_tokens():
     assert all(e["resolution_bp"] == BIN and e["tokens"] == TARGET and e["offset_bp"] == 32 for e in layout[2 * k:])
 
 
-def test_capture_sees_every_layer_and_changes_nothing():
-    model = build_model(tiny("swin1d").to_dict()).eval()
-    x = one_hot()
+def test_capture_sees_every_layer_and_changes_nothing(device):
+    model = build_model(tiny("swin1d").to_dict()).eval().to(device)
+    x = one_hot().to(device)
     with torch.inference_mode():
-        plain = model(x)
+        plain = model(x).cpu()
     seen = {}
     layout = model.attention_layout()
     for entry in layout:
         entry["module"].capture = lambda mod, w, name=entry["name"]: seen.__setitem__(name, w)
     with torch.inference_mode():
-        captured = model(x)
+        captured = model(x).cpu()
     # same formula, explicit instead of fused kernel: equal up to float rounding
     torch.testing.assert_close(captured, plain, rtol=1e-5, atol=1e-6)
     for e in layout:
-        w = seen[e["name"]]
+        w = seen[e["name"]].cpu()
         n = e["window"] if e["kind"] != "global" else e["tokens"]
         assert w.shape[0] == 2 * e["tokens"] // n and w.shape[-2:] == (n, n)
         torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))  # softmax rows
 
 
-def test_attention_pool_starts_as_weighted_mean():
-    pool = AttentionPool(3, 2)
+def test_attention_pool_starts_as_weighted_mean(device):
+    pool = AttentionPool(3, 2).to(device)
     x = torch.tensor([[[1.0, 1.0, 2.0, 0.0]] * 3])  # (1, 3, 4)
-    y = pool(x)[0, 0]
+    y = pool(x.to(device))[0, 0].cpu()
     assert y[0] == 1.0  # equal inputs: any weights summing to 1 give the input
     # logits 2 * x: weights softmax(4, 0) on (2, 0) -> 2 * e^4 / (e^4 + 1), between mean (1) and max (2)
     assert torch.isclose(y[1], torch.tensor(2 * torch.e ** 4 / (torch.e ** 4 + 1)))
 
 
-def test_enformer_like_layout_is_full_attention_before_crop():
+def test_enformer_like_layout_is_full_attention_before_crop(device):
     model = build_model(tiny("enformer-like").to_dict())
     (entry,) = model.attention_layout()
     assert entry["tokens"] == SEQ // BIN and entry["window"] == SEQ // BIN and entry["offset_bp"] == 0
     # the defaults are valid and consistent: 4096 bp in, 24 bins of the one track out
     with torch.inference_mode():
-        assert GenomicInterpreter(Swin1DConfig()).eval()(one_hot(1, 4096)).shape == (1, 24, 1)
+        assert GenomicInterpreter(Swin1DConfig()).eval().to(device)(one_hot(1, 4096).to(device)).shape == (1, 24, 1)
