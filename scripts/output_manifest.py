@@ -7,8 +7,8 @@ its SHA-256, so that two checkouts (before and after a refactoring) can be compa
     diff before.txt after.txt                                            # nothing: same outputs
 
 Only what depends on time or place is normalised: the wall-clock columns and fields of metrics
-tables and summaries (`seconds`, `elapsed_s`, ...) and the scratch folder's path in provenance
-fields. Everything else, models included, must be identical.
+tables and summaries (`seconds`, `elapsed_s`, ...) and the scratch folder's and the checkout's
+paths in provenance fields. Everything else, models included, must be identical.
 Runs on 1 thread with fixed seeds; about two minutes on 2 cores.
 """
 
@@ -78,7 +78,8 @@ def commands(w: Path) -> list[list[str]]:
 
 
 def normalised(path: Path, work: Path) -> bytes:
-    data = path.read_bytes().replace(str(work).encode(), b"<work>")  # provenance records input paths
+    # provenance fields record input paths: the scratch folder's and this checkout's
+    data = path.read_bytes().replace(str(work).encode(), b"<work>").replace(str(ROOT).encode(), b"<repo>")
     if path.suffix == ".json":
         def scrub(v):
             if isinstance(v, dict):
