@@ -101,13 +101,13 @@ def forward_rates(windows: int = 4096) -> dict[str, float]:
 
     from genointerp.checkpoint import load_model_dir
     from genointerp.models.xvir_inference import XVirInference
-    from genointerp.train.loop import predict
+    from genointerp.runtime import predict_proba
 
     torch.set_num_threads(2)
     model, _ = load_model_dir(builtin_model_dir(), expect="xvir")
     tokens = np.random.default_rng(0).integers(0, 4**model.config.k, (windows, model.config.n_tokens))
     engine = XVirInference(model)
-    runs = {"module": lambda: predict(model, tokens, "cpu", "32", 256),
+    runs = {"module": lambda: predict_proba(model, tokens, "cpu", "32", 256),
             "folded": lambda: engine(torch.from_numpy(tokens))}
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(3):  # interleaved, best of three: the host's speed drifts
@@ -125,7 +125,7 @@ def speed(out: Path, viral: Path, human: Path, n: int, kraken_rate: float | None
     counts little. bf16 runs only where the CPU has native bf16 (AVX512-BF16/AMX); elsewhere
     torch emulates it at a fifth of fp32 speed.
     """
-    from genointerp.cli.common import cpu_has_bf16
+    from genointerp.runtime import cpu_has_bf16
 
     speed_fq = out / "speed.fq.gz"
     timed(GENOINTERP + ["-q", "simulate-reads", "-s", f"viral={viral}", "--circular", "viral",

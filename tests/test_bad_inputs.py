@@ -313,11 +313,11 @@ def test_an_unknown_device_is_a_usage_error(device, fx, cli, workdir):
 
 
 def test_resume_with_another_architecture_is_refused_in_one_line(fx, cli, workdir, monkeypatch):
-    import genointerp.train.loop as loop
+    import genointerp.runtime as runtime
 
     args = ["train-xvir", fx["reads"], *XVIR_SMALL[:4], "--epochs", "3", "--batch-size", "64", "--seed", "3",
             "--heads", "2", "-o", "out/m"]
-    real = loop.predict
+    real = runtime.predict_proba
     calls = {"n": 0}
 
     def interrupt_at_second_validation(*a, **k):
@@ -326,10 +326,10 @@ def test_resume_with_another_architecture_is_refused_in_one_line(fx, cli, workdi
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(loop, "predict", interrupt_at_second_validation)
+    monkeypatch.setattr(runtime, "predict_proba", interrupt_at_second_validation)
     assert cli(*args, "--d-model", "16").exit_code != 0
     assert (workdir / "out" / "m.checkpoint" / "last.pt").exists()
-    monkeypatch.setattr(loop, "predict", real)
+    monkeypatch.setattr(runtime, "predict_proba", real)
     # --heads 4 keeps every weight's shape: only the recorded architecture tells the runs apart
     for other in (["--d-model", "32"], ["--d-model", "16", "--heads", "4"]):
         res = cli(*args, *other, "--resume")

@@ -58,12 +58,12 @@ def test_train_writes_a_complete_model_directory(model):
 
 
 def test_resume_gives_the_same_weights_as_an_uninterrupted_run(dataset, cli, monkeypatch):
-    import genointerp.train.loop as loop
+    import genointerp.runtime as runtime
 
     args = ["train-xvir", dataset / "ds", "--epochs", 4, "--patience", 10, *SMALL]
     assert cli(*args, "-o", dataset / "full").exit_code == 0
     calls = {"n": 0}
-    real = loop.predict
+    real = runtime.predict_proba
 
     def interrupt_at_third_validation(*a, **k):
         calls["n"] += 1
@@ -71,11 +71,11 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(dataset, cli, mon
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(loop, "predict", interrupt_at_third_validation)
+    monkeypatch.setattr(runtime, "predict_proba", interrupt_at_third_validation)
     res = cli(*args, "-o", dataset / "cut")
     assert res.exit_code != 0 and not (dataset / "cut").exists()
     assert (dataset / "cut.checkpoint" / "last.pt").exists()
-    monkeypatch.setattr(loop, "predict", real)
+    monkeypatch.setattr(runtime, "predict_proba", real)
     res = cli(*args, "-o", dataset / "cut")
     assert res.exit_code == 1 and "interrupted run" in res.stderr  # no silent restart
     res = cli(*args, "-o", dataset / "cut", "--resume")
@@ -346,9 +346,9 @@ def test_bf16_on_cpu_is_close_to_fp32_and_fp16_needs_cuda(model, dataset, cli, t
 
 @pytest.mark.parametrize("native", [True, False])
 def test_bf16_warns_only_on_cpus_that_emulate_it(native, model, dataset, cli, tmp_path, monkeypatch):
-    import genointerp.cli.common as common
+    import genointerp.runtime as runtime
 
-    monkeypatch.setattr(common, "cpu_has_bf16", lambda: native)
+    monkeypatch.setattr(runtime, "cpu_has_bf16", lambda: native)
     res = cli("classify-reads", dataset / "r.fq", "-m", model, "-o", tmp_path / "bf16.tsv", "--precision", "bf16",
               "--device", "cpu")
     assert res.exit_code == 0

@@ -22,7 +22,6 @@ import torch
 from genointerp.errors import InputError
 from genointerp.io.features import Features, Phenotypes
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet
-from genointerp.train.metrics import binary_metrics
 
 METRICS = ("accuracy", "precision", "recall", "f1")
 BASELINES = ("logistic_regression", "svm", "random_forest", "adaboost", "mlp")
@@ -203,6 +202,8 @@ def class_probabilities(lengths: np.ndarray) -> np.ndarray:
 
 def scores(y: np.ndarray, call: np.ndarray) -> dict[str, float]:
     """Accuracy, precision, recall and F1 of 0/1 calls for the case class (label 1)."""
+    from genointerp.train.metrics import binary_metrics  # here: capsule-predict loads this module, not training
+
     m = binary_metrics(y, call.astype(np.float64))
     p, r = m["ppv"], m["tpr"]
     return {"accuracy": m["accuracy"], "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}

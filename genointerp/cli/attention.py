@@ -7,7 +7,8 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import Precision, device_for, log, progress, usable_threads, warn
+from genointerp.cli.common import device_for, log, progress, warn
+from genointerp.runtime import Precision, use_threads
 
 PANEL = "Interpretation"
 
@@ -52,8 +53,6 @@ def attn_maps(
     regions, to view next to the tracks), and figures: all layers, all heads of a layer, all
     windows of a layer, a zoom-in, and for XVir k-mer x k-mer maps per head.
     """
-    import torch
-
     from genointerp.interpret.attn_maps import AttnRequest, run, write_outputs
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.io.regions import parse_region
@@ -69,7 +68,7 @@ def attn_maps(
         raise typer.BadParameter("give --read-id or --max-reads, not both", param_hint="--max-reads")
     for text in region:  # a malformed chr:start-end is a usage error before the model is loaded
         parse_region(text, "--region")
-    torch.set_num_threads(usable_threads(threads))
+    use_threads(threads)
     req = AttnRequest(model=model_dir, reads=reads, read_ids=list(read_ids), max_reads=max_reads, fasta=fasta,
                       regions=list(region), regions_bed=regions, mean=mean, layer=layer, zoom=zoom,
                       plot_items=plot_items, batch_size=batch_size, device=device_for(device, Precision.fp32))

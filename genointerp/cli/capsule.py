@@ -7,8 +7,9 @@ from typing import Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import log, usable_threads, warn
+from genointerp.cli.common import device_for, log, warn
 from genointerp.cli.genotypes import PANEL, one_stdin
+from genointerp.runtime import Precision, usable_threads, use_threads
 
 
 def _fractions(value: Optional[str]) -> list[float]:
@@ -24,12 +25,8 @@ def _fractions(value: Optional[str]) -> list[float]:
 
 
 def _torch_device(requested: str, threads: int) -> str:
-    import torch
-
-    from genointerp.train.loop import resolve_device
-
-    torch.set_num_threads(usable_threads(threads))
-    return resolve_device(requested)
+    use_threads(threads)
+    return device_for(requested, Precision.fp32)
 
 
 @app.command(

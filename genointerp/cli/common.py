@@ -7,13 +7,14 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from enum import Enum
 from typing import Iterator
 
 import typer
 from typer.core import TyperGroup
 
 from genointerp.errors import GenointerpError, UsageError
+from genointerp.runtime import Precision, PrecisionUnsupported
+from genointerp.runtime import device_for as checked_device
 
 
 # click's UsageError as Typer raises it (Typer 0.29 vendors click as typer._click, which it does
@@ -159,15 +160,6 @@ def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, st
     return pairs
 
 
-def usable_threads(requested: int) -> int:
-    """--threads capped at the CPUs this process may run on (affinity/cgroup aware)."""
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    return max(1, min(requested, available))
-
-
 def is_main_rank() -> bool:
     """Under torchrun only rank 0 writes files; a plain run is rank 0."""
     return os.environ.get("RANK", "0") == "0"
@@ -210,26 +202,10 @@ def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
         raise
 
 
-class Precision(str, Enum):
-    fp32 = "32"
-    bf16 = "bf16"
-    fp16 = "16"
-
-
 def device_for(requested: str, precision: Precision) -> str:
-    """The torch device for --device, refusing fp16 autocast where only CUDA has it."""
-    from genointerp.train.loop import resolve_device
-
-    device = resolve_device(requested)
-    if precision == Precision.fp16 and not device.startswith("cuda"):
-        raise typer.BadParameter("16 needs a CUDA device; on CPU use bf16", param_hint="--precision")
-    if precision == Precision.bf16 and device == "cpu" and not cpu_has_bf16():
-        warn("this CPU has no native bf16 (AVX512-BF16 or AMX): bf16 is emulated and several times "
-             "slower than --precision 32")
-    return device
-
-
-def cpu_has_bf16() -> bool:
-    import torch
-
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    """The torch device for --device (genointerp.runtime.device_for), an unsupported --precision
+    reported as that option's usage error and the bf16-emulation warning on stderr."""
+    try:
+        return checked_device(requested, precision, warn)
+    except PrecisionUnsupported as exc:
+        raise typer.BadParameter(str(exc), param_hint="--precision") from None

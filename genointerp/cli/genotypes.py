@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import log, usable_threads, warn
+from genointerp.cli.common import log, warn
+from genointerp.runtime import usable_threads
 
 PANEL = "Genotypes (DiseaseCapsule)"
 

@@ -10,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import Precision, device_for, is_main_rank, log, progress, training_checkpoint, usable_threads, warn
+from genointerp.cli.common import device_for, is_main_rank, log, progress, training_checkpoint, warn
+from genointerp.runtime import Precision, use_threads
 
 PANEL = "Genomic tracks"
 
@@ -95,6 +96,7 @@ def train_tracks(
     from genointerp.train.loop import TrainSettings
     from genointerp.tracks.train import TrackTrainRequest, checkpoint_dir, finish, run
 
+    use_threads(threads)
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=device_for(device, precision),
                              precision=precision.value, schedule="cosine", shift_augment=shift,
@@ -103,7 +105,7 @@ def train_tracks(
                             valid_chroms=_chroms(valid_chroms), test_chroms=_chroms(test_chroms),
                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
-                            stat=stat.value, clip=clip or None, max_n_fraction=max_n, threads=usable_threads(threads))
+                            stat=stat.value, clip=clip or None, max_n_fraction=max_n)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if not basenji and not (fasta and targets):
@@ -161,8 +163,9 @@ def predict_tracks(
         raise typer.BadParameter("give --regions or --chroms, not both", param_hint="--regions")
     if not regions and not chroms:
         raise typer.BadParameter("give --regions BED or --chroms", param_hint="--regions")
+    use_threads(threads)
     req = PredictRequest(model, fasta, regions, _chroms(chroms), overlap, rc_average, batch_size,
-                         usable_threads(threads), device_for(device, precision), precision.value)
+                         device_for(device, precision), precision.value)
     with AtomicOutputs(force, inputs=[model, fasta, regions]) as outputs:
         folder = outputs.folder(output)
         runs, track_ids, sizes, _ = run(req, log, warn, progress)
@@ -219,8 +222,9 @@ def evaluate_tracks(
     if plot and not (fasta and targets):
         raise typer.BadParameter("--plot needs --fasta and --targets", param_hint="--plot")
     where = parse_region(plot_region, "--plot-region") if plot_region else None
+    use_threads(threads)
     req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
-                          threads=usable_threads(threads), batch_size=batch_size,
+                          batch_size=batch_size,
                           device=device_for(device, precision), precision=precision.value)
     with AtomicOutputs(force, inputs=[*models, fasta, targets, regions, basenji]) as outputs:
         tsv = outputs.file(output)

@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import Precision, device_for, is_main_rank, log, progress, training_checkpoint, usable_threads, warn
+from genointerp.cli.common import device_for, is_main_rank, log, progress, training_checkpoint, warn
+from genointerp.runtime import Precision, use_threads
 
 PANEL = "Viral detection"
 
@@ -72,9 +73,10 @@ def train_xvir(
     from genointerp.train.loop import TrainSettings
     from genointerp.viral.train import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
 
+    use_threads(threads)
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=device_for(device, precision), precision=precision.value)
-    req = TrainRequest(datasets, valid, test, positive, threads=usable_threads(threads), init_from=init_from, model={
+    req = TrainRequest(datasets, valid, test, positive, init_from=init_from, model={
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
     ckpt = checkpoint_dir(output)
@@ -127,8 +129,6 @@ def classify_reads(
     Reads longer than the model's read length (150 bp for the built-in model) are scored over
     tiled windows (the read takes its highest window); shorter reads are reported as too_short.
     """
-    import torch
-
     from genointerp.checkpoint import load_model_dir
     from genointerp.viral.classify import ClassifyRequest, default_threshold, run, summary_json
     from genointerp.io.atomic import STDOUT, AtomicOutputs, open_output, wants_gzip
@@ -150,7 +150,7 @@ def classify_reads(
             what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
             raise typer.BadParameter(f"{what} cannot be chunked: every job must count the whole input, "
                                      "so it is read twice; give a file", param_hint="--chunk")
-    torch.set_num_threads(usable_threads(threads))
+    use_threads(threads)
     model_path = str(model_dir or builtin_model_dir())
     model, config = load_model_dir(model_path, expect="xvir")
     if threshold is None:

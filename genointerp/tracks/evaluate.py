@@ -25,7 +25,6 @@ class EvaluateRequest:
     stat: str | None = None  # default: the model's own bin statistic
     max_n_fraction: float = 0.5
     batch_size: int = 8
-    threads: int = 1
     device: str = "cpu"
     precision: str = "32"
 
@@ -80,12 +79,9 @@ def _basenji_windows(req: EvaluateRequest, config: dict):
 def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], None]) -> dict:
     """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model],
     "models": [(model, config) per model]}."""
-    import torch
-
     from genointerp.tracks.predict import load_track_model
     from genointerp.tracks.task import evaluate
 
-    torch.set_num_threads(req.threads)
     results, labels, sources, models, tracks, loaded = [], [], [], [], None, {}
     for path in req.models:
         model, config = load_track_model(path)

@@ -22,7 +22,6 @@ class PredictRequest:
     overlap_bins: int | None = None  # default: a quarter of the model's target bins
     rc_average: bool = False
     batch_size: int = 8
-    threads: int = 1
     device: str = "cpu"
     precision: str = "32"
 
@@ -54,7 +53,7 @@ def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average:
     pass (its bins flipped back), which removes strand bias the model learnt."""
     import torch
 
-    from genointerp.train.loop import autocast
+    from genointerp.runtime import autocast
 
     with torch.inference_mode(), autocast(device, precision):
         xt = torch.from_numpy(x).to(device)
@@ -66,15 +65,12 @@ def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average:
 
 def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], None], progress: Callable):
     """Returns (runs [BinnedRun], track ids, reference chrom sizes in .fai order, model config)."""
-    import torch
-
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
     from genointerp.tracks.tiling import merge_regions, plan_windows
 
     model, config = load_track_model(req.model)
     model.to(req.device)
-    torch.set_num_threads(req.threads)
     win = config["window"]
     seq_len, bin_size, target_bins = win["seq_len"], win["bin_size"], win["target_bins"]
     overlap = target_bins // 4 if req.overlap_bins is None else req.overlap_bins

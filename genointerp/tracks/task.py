@@ -8,7 +8,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from genointerp.train.loop import autocast
+from genointerp.runtime import autocast
 
 
 class TrackTask:

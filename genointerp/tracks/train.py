@@ -37,7 +37,6 @@ class TrackTrainRequest:
     stat: str = "mean"
     clip: float | None = 32.0  # soft-clip targets above this (Basenji's clip_soft); None: as measured
     max_n_fraction: float = 0.5
-    threads: int = 1
 
 
 def checkpoint_dir(output: str) -> Path:
@@ -135,7 +134,6 @@ def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: boo
                                       dropout=req.dropout, max_stages=stages)
     except ValueError as exc:
         raise InputError(f"model settings: {exc}") from None
-    torch.set_num_threads(req.threads)
     torch.manual_seed(settings.seed)
     model = build_model(config.to_dict())
     n_params = sum(p.numel() for p in model.parameters())

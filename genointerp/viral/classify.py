@@ -93,7 +93,7 @@ def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndar
     import torch
 
     from genointerp.models.xvir_inference import XVirInference, supports
-    from genointerp.train.loop import predict
+    from genointerp.runtime import predict_proba
 
     if req.device == "cpu" and req.precision == "32" and supports(model):
         engine = XVirInference(model)
@@ -105,7 +105,7 @@ def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndar
         # and chunked runs would not reproduce the unchunked TSV. Same shape, same bits.
         pad = -len(tokens) % req.batch_windows
         padded = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)]) if pad else tokens
-        return predict(model, padded, req.device, req.precision, req.batch_windows)[: len(tokens)]
+        return predict_proba(model, padded, req.device, req.precision, req.batch_windows)[: len(tokens)]
 
     return module_scores
 

@@ -87,7 +87,7 @@ class ReadClassificationTask:
         return F.binary_cross_entropy_with_logits(logits, target)
 
     def validate(self, model) -> dict:
-        from genointerp.train.loop import predict
+        from genointerp.runtime import predict_proba
         from genointerp.train.metrics import binary_metrics
 
-        return binary_metrics(self.valid[1], predict(model, self.valid[0], self.device, self.precision))
+        return binary_metrics(self.valid[1], predict_proba(model, self.valid[0], self.device, self.precision))

@@ -26,7 +26,6 @@ class TrainRequest:
     test: list[str] = field(default_factory=list)
     positive: str = "viral"
     model: dict = field(default_factory=dict)  # XVirConfig fields other than k/read_length/vocab_size
-    threads: int = 1
     init_from: str | None = None  # start from this model directory's weights (fine-tuning)
 
 
@@ -78,7 +77,8 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
 
     from genointerp.checkpoint import save_model_dir
     from genointerp.models.xvir import XVir, XVirConfig, count_parameters
-    from genointerp.train.loop import epoch_table, fit, init_distributed, predict
+    from genointerp.runtime import predict_proba
+    from genointerp.train.loop import epoch_table, fit, init_distributed
     from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr
 
     dist = init_distributed(settings.device)
@@ -103,7 +103,6 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
         config.validate()
     except ValueError as exc:
         raise InputError(f"model settings: {exc}") from None
-    torch.set_num_threads(req.threads)
     torch.manual_seed(settings.seed)
     if req.init_from:
         from genointerp.checkpoint import load_model_dir
@@ -127,7 +126,7 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, lo
                                   settings.device, settings.precision)
     best, history = fit(model, task, settings, ckpt, resume, dist, log, progress, on_epoch)
     model.load_state_dict(best)
-    p = predict(model, test[0], settings.device, settings.precision)
+    p = predict_proba(model, test[0], settings.device, settings.precision)
     test_metrics = {**binary_metrics(test[1], p), "recall_at_1pct_fpr": recall_at_fpr(test[1], p), "n": int(len(p))}
     if dist.main:
         model.cpu()

@@ -1,0 +1,118 @@
+"""Where and how torch runs: device, precision (autocast), threads, CPU feature detection.
+
+Every command that runs a model goes through here: `use_threads` once for --threads,
+`device_for` for --device with --precision, `autocast` around forward passes, and
+`predict_proba` for batched inference of a binary classifier. A shared layer: it imports no
+method folder and nothing of training. Its module level imports no torch (the CLI's option types
+come from here, and `genointerp --help` must stay free of torch); torch is imported inside the
+functions that need it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from enum import Enum
+from typing import TYPE_CHECKING, Callable
+
+from genointerp.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class Precision(str, Enum):
+    """--precision: fp32, or autocast to bf16 (CPU or CUDA) or fp16 (CUDA only)."""
+
+    fp32 = "32"
+    bf16 = "bf16"
+    fp16 = "16"
+
+
+class PrecisionUnsupported(UsageError):
+    """--precision asks for an autocast type the device does not have (fp16 on CPU)."""
+
+
+def usable_threads(requested: int) -> int:
+    """--threads capped at the CPUs this process may run on (affinity/cgroup aware)."""
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    return max(1, min(requested, available))
+
+
+def use_threads(requested: int) -> int:
+    """Set torch's intra-op threads for this process to --threads (capped by `usable_threads`);
+    returns the number set, for whatever else of the command runs in parallel (e.g. a random forest)."""
+    import torch
+
+    threads = usable_threads(requested)
+    torch.set_num_threads(threads)
+    return threads
+
+
+def resolve_device(requested: str) -> str:
+    """The torch device for --device auto|cpu|cuda|cuda:N, refusing anything else with one line.
+
+    Under torchrun, plain `cuda` is this rank's GPU (LOCAL_RANK)."""
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", requested):
+        raise UsageError(f"--device {requested}: expected auto, cpu, cuda or cuda:N")
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"--device {requested}: no CUDA device is available")
+    if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
+        raise InputError(f"--device {requested}: only {torch.cuda.device_count()} CUDA device(s) here")
+    if requested == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{os.environ['LOCAL_RANK']}"
+    return requested
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX) rather than emulating it."""
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def device_for(requested: str, precision: Precision | str, warn: Callable[[str], None]) -> str:
+    """The torch device for --device, checked against --precision: fp16 autocast needs CUDA
+    (PrecisionUnsupported otherwise); bf16 on a CPU that emulates it runs, with a warning."""
+    device = resolve_device(requested)
+    if precision == Precision.fp16 and not device.startswith("cuda"):
+        raise PrecisionUnsupported("16 needs a CUDA device; on CPU use bf16")
+    if precision == Precision.bf16 and device == "cpu" and not cpu_has_bf16():
+        warn("this CPU has no native bf16 (AVX512-BF16 or AMX): bf16 is emulated and several times "
+             "slower than --precision 32")
+    return device
+
+
+def autocast(device: str, precision: str):
+    """The autocast context for a forward pass: none for "32", else bf16 (also on CPU, where the
+    module runs about 1.6x faster on CPUs with AVX512-BF16) or, on CUDA, fp16 for "16"."""
+    import torch
+
+    if precision == "32":
+        return torch.autocast("cpu", enabled=False)
+    if device.startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def predict_proba(model, tokens: np.ndarray, device: str, precision: str = "32", batch_size: int = 1024) -> np.ndarray:
+    """P(positive) float64 (n,) of a binary classifier returning logits (B,) for token rows
+    int64 (B, n_tokens), given tokens (n, n_tokens); in eval mode, passes of `batch_size` rows."""
+    import numpy as np
+    import torch
+
+    with torch.inference_mode():
+        model.eval()
+        out = []
+        for a in range(0, len(tokens), batch_size):
+            x = torch.from_numpy(np.asarray(tokens[a : a + batch_size], dtype=np.int64)).to(device)
+            with autocast(device, precision):
+                out.append(torch.sigmoid(model(x).float()).cpu().numpy())
+        return np.concatenate(out).astype(np.float64) if out else np.empty(0)
