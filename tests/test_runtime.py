@@ -1,9 +1,12 @@
-"""genointerp.runtime: device, precision, threads and batched inference, as promised, without the CLI."""
+"""genointerp.runtime (device, precision, threads, batched inference) and the training driver
+(genointerp.train.driver): what each promises, on a toy model, without the CLI."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +17,8 @@ from genointerp.errors import InputError, UsageError
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
 
+
+# --- runtime -------------------------------------------------------------------------------------
 
 def test_importing_runtime_loads_neither_torch_nor_numpy():
     code = ("import sys, genointerp.runtime\n"
@@ -131,3 +136,147 @@ print(sorted(m for m in sys.modules if m.startswith("genointerp.train")))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- the training driver -------------------------------------------------------------------------
+
+@dataclass
+class ToyConfig:
+    n: int = 3
+
+    def to_dict(self) -> dict:
+        return {"architecture": "toy", "n": self.n}
+
+
+def _toy_model(config: ToyConfig):
+    import torch
+
+    class Toy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = config
+            self.linear = torch.nn.Linear(config.n, 1)
+
+        def forward(self, x):  # (B, n) -> (B,)
+            return self.linear(x).squeeze(-1)
+
+    return Toy()
+
+
+class ToyTask:
+    score_name = "neg_mse"
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def n_train(self):
+        return len(self.y)
+
+    def augmentation(self, gen):
+        return None
+
+    def batch(self, idx, aug, device):
+        import torch
+
+        return torch.from_numpy(self.x[idx]), torch.from_numpy(self.y[idx])
+
+    def loss(self, output, target):
+        return ((output - target) ** 2).mean()
+
+    def validate(self, model):
+        import torch
+
+        with torch.no_grad():
+            mse = float(self.loss(model(torch.from_numpy(self.x)), torch.from_numpy(self.y)))
+        return {"loss": mse, "neg_mse": -mse}
+
+
+def _toy_job(bad_config: bool = False):
+    from genointerp.train.driver import TrainingJob
+
+    calls = []
+
+    class ToyJob(TrainingJob):
+        metric_columns = ["epoch", "train_loss", "valid_loss", "valid_neg_mse", "seconds"]
+
+        def load(self, dist, cache):
+            calls.append("load")
+            rng = np.random.default_rng(0)
+            self.x = rng.normal(size=(64, 3)).astype(np.float32)
+            self.y = (self.x @ np.array([1.0, -2.0, 0.5], dtype=np.float32)).astype(np.float32)
+
+        def model_config(self):
+            calls.append("model_config")
+            if bad_config:
+                raise ValueError("n must be positive")
+            return ToyConfig()
+
+        def build(self, config):
+            calls.append("build")
+            return _toy_model(config)
+
+        def describe(self, model):
+            calls.append("describe")
+            return "toy model"
+
+        def task(self, settings):
+            calls.append("task")
+            return ToyTask(self.x, self.y)
+
+        def test(self, model, settings):
+            calls.append("test")
+            return {"n": len(self.y)}
+
+        def model_info(self, settings, history, best_row, test_metrics):
+            calls.append("model_info")
+            return {"task": "toy", "best_epoch": best_row["epoch"], "epochs_run": len(history)}
+
+        def write_extra(self, folder):
+            calls.append("write_extra")
+            (folder / "extra.txt").write_text("x\n")
+
+    return ToyJob(), calls
+
+
+def test_the_driver_runs_a_job_in_order_and_fills_the_model_directory(tmp_path):
+    from genointerp.train.driver import checkpoint_dir, finish, run_training
+    from genointerp.train.loop import TrainSettings
+
+    job, calls = _toy_job()
+    folder, output = tmp_path / "model", str(tmp_path / "model")
+    folder.mkdir()
+    logged = []
+    settings = TrainSettings(epochs=3, batch_size=16, lr=0.05, patience=5)
+    metrics = run_training(job, settings, folder, output, False, logged.append, _no_progress)
+    assert calls == ["load", "model_config", "build", "describe", "task", "test", "model_info", "write_extra"]
+    assert metrics == {"n": 64} and json.loads((folder / "test_metrics.json").read_text()) == metrics
+    assert logged[0] == "toy model (1 process, cpu)"
+    rows = (folder / "metrics.tsv").read_text().splitlines()
+    assert rows[0].split("\t") == job.metric_columns and len(rows) == 4
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model"] == {"architecture": "toy", "n": 3} and config["epochs_run"] == 3
+    assert (folder / "model.safetensors").exists() and (folder / "extra.txt").exists()
+    assert (checkpoint_dir(output) / "last.pt").exists()
+    finish(output)
+    assert not checkpoint_dir(output).exists()
+
+
+def test_a_config_that_does_not_fit_is_one_model_settings_error(tmp_path):
+    from genointerp.train.driver import run_training
+    from genointerp.train.loop import TrainSettings
+
+    job, calls = _toy_job(bad_config=True)
+    with pytest.raises(InputError, match="^model settings: n must be positive$"):
+        run_training(job, TrainSettings(epochs=1), tmp_path, str(tmp_path / "m"), False, print, _no_progress)
+    assert calls == ["load", "model_config"]
+
+
+class _no_progress:
+    def __init__(self, description, total):
+        pass
+
+    def __enter__(self):
+        return lambda n=1: None
+
+    def __exit__(self, *exc):
+        return False

@@ -202,6 +202,28 @@ def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def training_outputs(output: str, inputs: list, resume: bool, force: bool) -> Iterator:
+    """Around a training job (genointerp.train.driver): yields the folder to fill, the model directory
+    OUTPUT on rank 0 (a scratch folder on other DDP ranks, which write nothing), with the training-run
+    folder OUTPUT.checkpoint/ guarded by training_checkpoint; once the model directory is in place,
+    the checkpoint is dropped. The output is reserved before the checkpoint folder exists, so a
+    refused run leaves nothing."""
+    import tempfile
+    from pathlib import Path
+
+    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.train.driver import checkpoint_dir, finish
+
+    main_rank = is_main_rank()
+    with AtomicOutputs(force, inputs=inputs) as outputs, tempfile.TemporaryDirectory() as scratch:
+        folder = outputs.folder(output) if main_rank else Path(scratch)
+        with training_checkpoint(checkpoint_dir(output), resume, force):
+            yield folder
+    if main_rank:
+        finish(output)
+
+
 def device_for(requested: str, precision: Precision) -> str:
     """The torch device for --device (genointerp.runtime.device_for), an unsupported --precision
     reported as that option's usage error and the bf16-emulation warning on stderr."""

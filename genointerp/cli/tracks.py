@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from enum import Enum
-from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import device_for, is_main_rank, log, progress, training_checkpoint, warn
+from genointerp.cli.common import device_for, log, progress, training_outputs, warn
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Genomic tracks"
@@ -90,11 +89,8 @@ def train_tracks(
     test_pearson.tsv. Targets are binned once and cached in OUTPUT.checkpoint/, so later epochs (and
     --resume) never re-read the track files. Runs under torchrun (DDP; rank 0 writes).
     """
-    import tempfile
-
-    from genointerp.io.atomic import AtomicOutputs
     from genointerp.train.loop import TrainSettings
-    from genointerp.tracks.train import TrackTrainRequest, checkpoint_dir, finish, run
+    from genointerp.tracks.train import TrackTrainRequest, run
 
     use_threads(threads)
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
@@ -110,16 +106,9 @@ def train_tracks(
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if not basenji and not (fasta and targets):
         raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
-    main_rank = is_main_rank()
-    ckpt = checkpoint_dir(output)
-    # the output is reserved before the checkpoint folder exists, so a refused run leaves nothing
-    with AtomicOutputs(force, inputs=[fasta, targets, regions, valid_regions, test_regions, basenji]) as outputs, \
-            tempfile.TemporaryDirectory() as scratch:
-        folder = outputs.folder(output) if main_rank else Path(scratch)  # other DDP ranks write nothing
-        with training_checkpoint(ckpt, resume, force):
-            metrics = run(req, settings, folder, output, resume, log, warn, progress)
-    if main_rank:
-        finish(output)
+    with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji], resume,
+                          force) as folder:
+        metrics = run(req, settings, folder, output, resume, log, warn, progress)
     groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())
     log(f"test: mean Pearson r {metrics['pearson_mean']:.4f} ({groups}) over {metrics['n_windows']:,} windows")
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import device_for, is_main_rank, log, progress, training_checkpoint, warn
+from genointerp.cli.common import device_for, is_main_rank, log, progress, training_outputs, warn
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Viral detection"
@@ -66,12 +66,10 @@ def train_xvir(
     metrics.tsv, test metrics in test_metrics.json and roc.png. Runs under torchrun (DDP; rank 0 writes).
     """
     import os
-    import tempfile
-    from pathlib import Path
 
-    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.train.driver import checkpoint_dir
     from genointerp.train.loop import TrainSettings
-    from genointerp.viral.train import TrainRequest, checkpoint_dir, finish, run, tokenize_read_files
+    from genointerp.viral.train import TrainRequest, run, tokenize_read_files
 
     use_threads(threads)
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
@@ -79,22 +77,15 @@ def train_xvir(
     req = TrainRequest(datasets, valid, test, positive, init_from=init_from, model={
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
-    ckpt = checkpoint_dir(output)
     main_rank = is_main_rank()
     if not main_rank and not all(os.path.isdir(p) for p in datasets + valid + test):
         raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
-    # the output is reserved before the checkpoint folder exists, so a refused run leaves nothing
-    with AtomicOutputs(force, inputs=[*datasets, *valid, *test, truth, init_from]) as outputs, \
-            tempfile.TemporaryDirectory() as scratch:
-        folder = outputs.folder(output) if main_rank else Path(scratch)  # other DDP ranks write nothing
-        with training_checkpoint(ckpt, resume, force):
-            if main_rank:
-                groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test}, ckpt / "data", k,
-                                             length, truth, label_field, log, progress)
-                req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
-            metrics = run(req, settings, folder, output, resume, log, progress)
-    if main_rank:
-        finish(output)
+    with training_outputs(output, [*datasets, *valid, *test, truth, init_from], resume, force) as folder:
+        if main_rank:
+            groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test},
+                                         checkpoint_dir(output) / "data", k, length, truth, label_field, log, progress)
+            req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
+        metrics = run(req, settings, folder, output, resume, log, progress)
     log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
         f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -12,6 +10,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.tracks.data import SPLITS, SplitRule, WindowGeometry
+from genointerp.train.driver import TrainingJob, run_training
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_pearson", "seconds"]
 
@@ -37,10 +36,6 @@ class TrackTrainRequest:
     stat: str = "mean"
     clip: float | None = 32.0  # soft-clip targets above this (Basenji's clip_soft); None: as measured
     max_n_fraction: float = 0.5
-
-
-def checkpoint_dir(output: str) -> Path:
-    return Path(f"{output}.checkpoint")
 
 
 def _group_order(specs) -> list:
@@ -99,78 +94,90 @@ def load_basenji_data(folder: str, log):
     return sources, WindowGeometry(ds.seq_length, ds.pool_width, ds.target_length), ordered
 
 
-def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, log: Callable[[str], None],
-        warn: Callable[[str], None], progress: Callable) -> dict:
-    """Train and fill `folder` (rank 0). Returns the test metrics."""
-    import torch
+class TrackTraining(TrainingJob):
+    """train-tracks for the shared driver: genome windows or a Basenji set, a track model, Poisson
+    regression, test Pearson r per track (test_pearson.tsv)."""
 
-    from genointerp.checkpoint import build_model, save_model_dir
-    from genointerp.models.track_configs import default_track_config
-    from genointerp.tracks.pearson import group_means, write_evaluation_tsv
-    from genointerp.train.loop import epoch_table, fit, init_distributed
-    from genointerp.tracks.task import TrackTask, evaluate
+    metric_columns = METRIC_COLUMNS
 
-    dist = init_distributed(settings.device)
-    ckpt = checkpoint_dir(output)
-    if req.basenji:
-        (train, valid, test), g, specs = load_basenji_data(req.basenji, log)
-        data_info = {"basenji": str(Path(req.basenji).resolve())}
-    else:
-        windows, split, specs, reference, rule = load_genome_data(req, ckpt if dist.main else None, log, warn)
-        g = windows.g
-        train, valid, test = (windows.subset(np.flatnonzero(split == k)) for k in range(3))
-        data_info = {"fasta": reference["path"], "targets": str(Path(req.targets).resolve()),
-                     "regions": req.regions, "split": rule.describe(), "stat": req.stat}
-    for name, src in zip(SPLITS, (train, valid, test)):
-        if len(src) == 0:
-            raise InputError(f"no {name} windows: check the held-out chromosomes/regions and --regions")
-    groups = [s.group for s in specs]
-    sizes = tuple(groups.count(grp) for grp in dict.fromkeys(groups))
-    stages = (g.bin_size // req.patch).bit_length() - 1
-    if req.patch * 2**stages != g.bin_size:
-        raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
-    try:
-        config = default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(specs), sizes, req.width,
-                                      dropout=req.dropout, max_stages=stages)
-    except ValueError as exc:
-        raise InputError(f"model settings: {exc}") from None
-    torch.manual_seed(settings.seed)
-    model = build_model(config.to_dict())
-    n_params = sum(p.numel() for p in model.parameters())
-    log(f"{req.arch}: {n_params:,} parameters; {len(specs)} tracks in {len(sizes)} group(s); windows of "
-        f"{g.seq_len:,} bp -> {g.target_bins} x {g.bin_size} bp bins; train {len(train):,}, valid {len(valid):,}, "
-        f"test {len(test):,} ({dist.world} process{'es' if dist.world > 1 else ''}, {settings.device})")
-    metrics_tsv = ckpt / "metrics.tsv"
-    on_epoch = epoch_table(metrics_tsv, METRIC_COLUMNS, fresh=not resume and dist.main)
+    def __init__(self, req: TrackTrainRequest, log: Callable[[str], None], warn: Callable[[str], None]) -> None:
+        self.req, self.log, self.warn = req, log, warn
 
-    task = TrackTask(train, valid, settings.rc_augment, settings.shift_augment, settings.device, settings.precision)
-    best, history = fit(model, task, settings, ckpt, resume, dist, log, progress, on_epoch)
-    model.load_state_dict(best)
-    r, loss = evaluate(model, test, settings.device, settings.precision)
-    by_group = group_means(r, groups)
-    test_metrics = {"pearson_mean": float(np.nanmean(r)), "pearson_by_group": by_group, "poisson_loss": loss,
-                    "n_windows": len(test)}
-    best_row = max(history, key=lambda row: row["valid_pearson"])
-    if dist.main:
-        model.cpu()
-        save_model_dir(folder, model, {
+    def load(self, dist, cache) -> None:
+        req = self.req
+        if req.basenji:
+            (self.train, self.valid, self.test_set), self.g, self.specs = load_basenji_data(req.basenji, self.log)
+            self.data_info = {"basenji": str(Path(req.basenji).resolve())}
+        else:
+            windows, split, self.specs, self.reference, rule = load_genome_data(req, cache, self.log, self.warn)
+            self.g = windows.g
+            self.train, self.valid, self.test_set = (windows.subset(np.flatnonzero(split == k)) for k in range(3))
+            self.data_info = {"fasta": self.reference["path"], "targets": str(Path(req.targets).resolve()),
+                              "regions": req.regions, "split": rule.describe(), "stat": req.stat}
+        for name, src in zip(SPLITS, (self.train, self.valid, self.test_set)):
+            if len(src) == 0:
+                raise InputError(f"no {name} windows: check the held-out chromosomes/regions and --regions")
+        self.groups = [s.group for s in self.specs]
+        self.sizes = tuple(self.groups.count(grp) for grp in dict.fromkeys(self.groups))
+
+    def model_config(self):
+        from genointerp.models.track_configs import default_track_config
+
+        req, g = self.req, self.g
+        stages = (g.bin_size // req.patch).bit_length() - 1
+        if req.patch * 2**stages != g.bin_size:
+            raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
+        return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.specs), self.sizes,
+                                    req.width, dropout=req.dropout, max_stages=stages)
+
+    def build(self, config):
+        from genointerp.checkpoint import build_model
+
+        return build_model(config.to_dict())
+
+    def describe(self, model) -> str:
+        g = self.g
+        n_params = sum(p.numel() for p in model.parameters())
+        return (f"{self.req.arch}: {n_params:,} parameters; {len(self.specs)} tracks in {len(self.sizes)} group(s); "
+                f"windows of {g.seq_len:,} bp -> {g.target_bins} x {g.bin_size} bp bins; train {len(self.train):,}, "
+                f"valid {len(self.valid):,}, test {len(self.test_set):,}")
+
+    def task(self, settings):
+        from genointerp.tracks.task import TrackTask
+
+        return TrackTask(self.train, self.valid, settings.rc_augment, settings.shift_augment, settings.device,
+                         settings.precision)
+
+    def test(self, model, settings) -> dict:
+        from genointerp.tracks.pearson import group_means
+        from genointerp.tracks.task import evaluate
+
+        self.r, loss = evaluate(model, self.test_set, settings.device, settings.precision)
+        return {"pearson_mean": float(np.nanmean(self.r)), "pearson_by_group": group_means(self.r, self.groups),
+                "poisson_loss": loss, "n_windows": len(self.test_set)}
+
+    def model_info(self, settings, history, best_row, test_metrics) -> dict:
+        req, g = self.req, self.g
+        return {
             "task": "track prediction",
-            "tracks": [{"id": s.id, "group": s.group, "description": s.description} for s in specs],
+            "tracks": [{"id": s.id, "group": s.group, "description": s.description} for s in self.specs],
             "window": {"seq_len": g.seq_len, "bin_size": g.bin_size, "target_bins": g.target_bins,
                        "stat": req.stat, "clip": None if req.basenji else req.clip},
-            "reference": {"chroms": reference["chroms"]} if not req.basenji else None,
-            "training": {**asdict(settings), "arch": req.arch, "width": req.width, "data": data_info,
-                         "windows": {"train": len(train), "valid": len(valid), "test": len(test)},
+            "reference": {"chroms": self.reference["chroms"]} if not req.basenji else None,
+            "training": {**asdict(settings), "arch": req.arch, "width": req.width, "data": self.data_info,
+                         "windows": {"train": len(self.train), "valid": len(self.valid), "test": len(self.test_set)},
                          "epochs_run": len(history), "best_epoch": int(best_row["epoch"]),
                          "valid_pearson": float(best_row["valid_pearson"])},
             "test_metrics": test_metrics,
-        })
-        shutil.copy(metrics_tsv, folder / "metrics.tsv")
-        write_evaluation_tsv(folder / "test_pearson.tsv", [s.id for s in specs], groups, r)
-        (folder / "test_metrics.json").write_text(json.dumps(test_metrics, indent=2) + "\n")
-    return test_metrics
+        }
+
+    def write_extra(self, folder: Path) -> None:
+        from genointerp.tracks.pearson import write_evaluation_tsv
+
+        write_evaluation_tsv(folder / "test_pearson.tsv", [s.id for s in self.specs], self.groups, self.r)
 
 
-def finish(output: str) -> None:
-    """After the model directory is in place: the checkpoint (and its target cache) has served its purpose."""
-    shutil.rmtree(checkpoint_dir(output), ignore_errors=True)
+def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, log: Callable[[str], None],
+        warn: Callable[[str], None], progress: Callable) -> dict:
+    """Train and fill `folder` (rank 0). Returns the test metrics."""
+    return run_training(TrackTraining(req, log, warn), settings, folder, output, resume, log, progress)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -82,19 +82,6 @@ def init_distributed(device: str) -> Distributed:
     return Distributed(dist.get_rank(), world)
 
 
-def epoch_table(path: Path, columns: list[str], fresh: bool) -> Callable[[dict], None]:
-    """A per-epoch metrics TSV: header written now unless resuming; returns the row appender
-    that fit's on_epoch takes (floats to 6 significant digits)."""
-    if fresh:
-        path.write_text("\t".join(columns) + "\n")
-
-    def append(row: dict) -> None:
-        with open(path, "a") as fh:
-            fh.write("\t".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in columns) + "\n")
-
-    return append
-
-
 def _scheduler(opt, s: TrainSettings):
     if s.schedule == "cosine":
         return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(s.epochs, 1))
@@ -106,6 +93,17 @@ def _scheduler(opt, s: TrainSettings):
 def _architecture(model) -> str:
     """The model's config as text (every model here keeps its config dataclass as `.config`)."""
     return repr(getattr(model, "config", type(model).__name__))
+
+
+@dataclass
+class RunState:
+    """What carries from one epoch to the next, and through a checkpoint into a resumed run."""
+
+    history: list[dict] = field(default_factory=list)  # one metrics row per finished epoch
+    best_score: float = -math.inf  # the best validation score so far (-inf: undefined)
+    best_state: dict | None = None  # the weights that reached it (CPU tensors)
+    stale: int = 0  # epochs since the score last improved
+    next_epoch: int = 0  # 0-based index of the epoch to run next
 
 
 def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_info: Distributed,
@@ -121,91 +119,118 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
         net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[int(device.split(":")[1])] if ":" in device else None)
     opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
     sched = _scheduler(opt, s)
-    history: list[dict] = []
-    best_score, best_state, start_epoch, stale = -math.inf, None, 0, 0
     ckpt = ckpt_dir / CHECKPOINT
-    score_key = f"valid_{task.score_name}"
     if resume:
-        state = torch.load(ckpt, map_location="cpu", weights_only=True)
-        if state["settings"] != asdict(s):
-            raise InputError(f"{ckpt}: the interrupted run used other settings; rerun without --resume")
-        if state.get("architecture", _architecture(model)) != _architecture(model):
-            raise InputError(f"{ckpt}: the interrupted run trained another architecture (model options such as "
-                             "--d-model or --heads differ); rerun with its options, or without --resume")
-        try:
-            model.load_state_dict(state["model"])
-        except RuntimeError:  # checkpoints written before the architecture was recorded
-            raise InputError(f"{ckpt}: the interrupted run's weights do not fit this architecture (model options "
-                             "differ); rerun with its options, or without --resume") from None
-        opt.load_state_dict(state["optimizer"])
-        if sched is not None:
-            sched.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
-        history, best_score, stale = state["history"], state["best_score"], state["stale"]
-        best_state, start_epoch = state["best_model"], state["epoch"] + 1
-        log(f"resuming after epoch {start_epoch} (best validation {task.score_name} {best_score:.4f})")
+        run = resume_state(ckpt, model, opt, sched, s)
+        log(f"resuming after epoch {run.next_epoch} (best validation {task.score_name} {run.best_score:.4f})")
     else:
         torch.manual_seed(s.seed)
-    n = task.n_train()
-    n_per_rank = n // dist_info.world
-    for epoch in range(start_epoch, s.epochs):
-        if stale >= s.patience:
+        run = RunState()
+    for epoch in range(run.next_epoch, s.epochs):
+        if run.stale >= s.patience:
             break
         t0 = time.perf_counter()
-        net.train()
-        gen = np.random.default_rng([s.seed, epoch])
-        order = gen.permutation(n)[dist_info.rank :: dist_info.world][:n_per_rank]
-        aug = task.augmentation(gen)
-        total, seen = 0.0, 0
-        with progress(f"epoch {epoch + 1}/{s.epochs}", len(order)) as advance:
-            for a in range(0, len(order), s.batch_size):
-                idx = np.sort(order[a : a + s.batch_size])  # sorted: sequential memmap reads
-                xb, yb = task.batch(idx, aug, device)
-                with autocast(device, s.precision):
-                    loss = task.loss(net(xb).float(), yb)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if s.grad_clip > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
-                opt.step()
-                total += float(loss.detach()) * len(idx)
-                seen += len(idx)
-                advance(len(idx))
+        train_loss = train_epoch(net, model, task, opt, s, dist_info, epoch, progress)
         if sched is not None:
             sched.step()
-        if dist_info.world > 1:  # every rank's reads count in the epoch's training loss, not rank 0's alone
-            import torch.distributed as dist
-
-            sums = torch.tensor([total, float(seen)], dtype=torch.float64, device=device)
-            dist.all_reduce(sums)
-            total, seen = float(sums[0]), int(sums[1])
-        m = task.validate(model)
-        row = {"epoch": epoch + 1, "train_loss": total / max(seen, 1), **{f"valid_{k}": v for k, v in m.items()},
-               "seconds": time.perf_counter() - t0}
-        history.append(row)
-        # an undefined score (NaN: e.g. Pearson r of tracks with no signal in the validation
-        # windows) ranks below every number, but the first epoch still gives a model to keep
-        score = row[score_key] if math.isfinite(row[score_key]) else -math.inf
-        improved = best_state is None or score > best_score
-        if improved:
-            best_score, stale = score, 0
-            best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        else:
-            stale += 1
-        log(f"epoch {epoch + 1}: train loss {row['train_loss']:.4f}, valid loss {m['loss']:.4f}, "
-            f"{task.score_name} {row[score_key]:.4f}{' *' if improved else ''} ({row['seconds']:.0f} s)")
+        row = end_epoch(model, task, run, epoch, train_loss, t0, log)
         if dist_info.main:
             on_epoch(row)
-            tmp = ckpt.with_suffix(".tmp")
-            try:
-                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                            "scheduler": sched.state_dict() if sched is not None else None,
-                            "epoch": epoch, "history": history, "best_score": best_score, "best_model": best_state,
-                            "stale": stale, "settings": asdict(s), "architecture": _architecture(model)}, tmp)
-            except BaseException:  # an interrupted save must not be left beside the last good one
-                tmp.unlink(missing_ok=True)
-                raise
-            os.replace(tmp, ckpt)
-    if best_state is None:
+            save_checkpoint(ckpt, model, opt, sched, run, epoch, s)
+    if run.best_state is None:
         raise InputError("no epoch was trained (all epochs already done?)")
-    return best_state, history
+    return run.best_state, run.history
+
+
+def resume_state(ckpt: Path, model, opt, sched, s: TrainSettings) -> RunState:
+    """Load an interrupted run's checkpoint into the model, optimiser, LR schedule and torch's RNG,
+    after checking it was run with these settings and this architecture; returns where it stopped."""
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    if state["settings"] != asdict(s):
+        raise InputError(f"{ckpt}: the interrupted run used other settings; rerun without --resume")
+    if state.get("architecture", _architecture(model)) != _architecture(model):
+        raise InputError(f"{ckpt}: the interrupted run trained another architecture (model options such as "
+                         "--d-model or --heads differ); rerun with its options, or without --resume")
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError:  # checkpoints written before the architecture was recorded
+        raise InputError(f"{ckpt}: the interrupted run's weights do not fit this architecture (model options "
+                         "differ); rerun with its options, or without --resume") from None
+    opt.load_state_dict(state["optimizer"])
+    if sched is not None:
+        sched.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    return RunState(state["history"], state["best_score"], state["best_model"], state["stale"], state["epoch"] + 1)
+
+
+def train_epoch(net, model, task: Task, opt, s: TrainSettings, dist_info: Distributed, epoch: int,
+                progress: Callable) -> float:
+    """One pass over this rank's share of the training examples, in the order drawn from (seed, epoch);
+    returns the mean training loss over every rank's examples."""
+    device = s.device
+    n = task.n_train()
+    net.train()
+    gen = np.random.default_rng([s.seed, epoch])
+    order = gen.permutation(n)[dist_info.rank :: dist_info.world][: n // dist_info.world]
+    aug = task.augmentation(gen)
+    total, seen = 0.0, 0
+    with progress(f"epoch {epoch + 1}/{s.epochs}", len(order)) as advance:
+        for a in range(0, len(order), s.batch_size):
+            idx = np.sort(order[a : a + s.batch_size])  # sorted: sequential memmap reads
+            xb, yb = task.batch(idx, aug, device)
+            with autocast(device, s.precision):
+                loss = task.loss(net(xb).float(), yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if s.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            seen += len(idx)
+            advance(len(idx))
+    if dist_info.world > 1:  # every rank's reads count in the epoch's training loss, not rank 0's alone
+        import torch.distributed as dist
+
+        sums = torch.tensor([total, float(seen)], dtype=torch.float64, device=device)
+        dist.all_reduce(sums)
+        total, seen = float(sums[0]), int(sums[1])
+    return total / max(seen, 1)
+
+
+def end_epoch(model, task: Task, run: RunState, epoch: int, train_loss: float, t0: float,
+              log: Callable[[str], None]) -> dict:
+    """Validate, append the epoch's metrics row to run.history (returned), keep the weights if the
+    validation score improved, and log the epoch's line."""
+    score_key = f"valid_{task.score_name}"
+    m = task.validate(model)
+    row = {"epoch": epoch + 1, "train_loss": train_loss, **{f"valid_{k}": v for k, v in m.items()},
+           "seconds": time.perf_counter() - t0}
+    run.history.append(row)
+    # an undefined score (NaN: e.g. Pearson r of tracks with no signal in the validation
+    # windows) ranks below every number, but the first epoch still gives a model to keep
+    score = row[score_key] if math.isfinite(row[score_key]) else -math.inf
+    improved = run.best_state is None or score > run.best_score
+    if improved:
+        run.best_score, run.stale = score, 0
+        run.best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    else:
+        run.stale += 1
+    log(f"epoch {epoch + 1}: train loss {row['train_loss']:.4f}, valid loss {m['loss']:.4f}, "
+        f"{task.score_name} {row[score_key]:.4f}{' *' if improved else ''} ({row['seconds']:.0f} s)")
+    return row
+
+
+def save_checkpoint(ckpt: Path, model, opt, sched, run: RunState, epoch: int, s: TrainSettings) -> None:
+    """Replace ckpt with the state after `epoch` (0-based): what resume_state needs to go on as if
+    never interrupted (weights, optimiser, schedule, torch's RNG, history, best weights, settings)."""
+    tmp = ckpt.with_suffix(".tmp")
+    try:
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                    "scheduler": sched.state_dict() if sched is not None else None,
+                    "epoch": epoch, "history": run.history, "best_score": run.best_score,
+                    "best_model": run.best_state, "stale": run.stale, "settings": asdict(s),
+                    "architecture": _architecture(model)}, tmp)
+    except BaseException:  # an interrupted save must not be left beside the last good one
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, ckpt)
