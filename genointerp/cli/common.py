@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -13,6 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from genointerp.errors import GenointerpError, UsageError
+from genointerp.interrupts import Interrupted, signals_as_exceptions
 from genointerp.runtime import Precision, PrecisionUnsupported
 from genointerp.runtime import device_for as checked_device
 
@@ -36,38 +35,6 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM (what `timeout`, SLURM and Nextflow send) as an exception, so that every
-    `with` block on the way out runs: temporaries are deleted, checkpoints of finished epochs kept.
-    A BaseException, so that no `except Exception` on the way swallows it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_interrupted(signum, frame) -> None:
-    # later signals would interrupt the clean-up itself; the process ends right after it anyway
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Interrupted(signum)
-
-
-@contextmanager
-def _signals_as_exceptions() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():  # handlers can only be set there
-        yield
-        return
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in before:
-        signal.signal(s, _raise_interrupted)
-    try:
-        yield
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
-
-
 class ErrorReportingGroup(TyperGroup):
     """Turns data errors into one stderr line and exit 1, usage errors into exit 2, and SIGINT/SIGTERM
     into a clean stop with the shell's status for them (130/143)."""
@@ -84,13 +51,13 @@ class ErrorReportingGroup(TyperGroup):
 
     def invoke(self, ctx):
         try:
-            with _signals_as_exceptions():
+            with signals_as_exceptions():
                 return super().invoke(ctx)
         except UsageErrorBase as exc:  # a command's arguments or options
             _plain_usage_error(exc)
             raise
         except Interrupted as exc:
-            typer.echo(f"genointerp: interrupted by {exc}; outputs not written", err=True)
+            typer.echo(f"genointerp: interrupted by {exc}; unfinished outputs removed", err=True)
             raise typer.Exit(128 + exc.signum) from None
         except UsageError as exc:
             if Settings.debug:

@@ -4,7 +4,7 @@ A command registers its inputs and every output it will write up front, so that 
 file, an output that would replace an input, or a folder genointerp never wrote is refused
 before any work starts. It writes to the temporary paths, and the context manager renames them
 all when the body finishes without an exception, or deletes them all when it fails (SIGINT and
-SIGTERM arrive as exceptions, see cli/common.py). `-` means stdout and is streamed directly (a
+SIGTERM arrive as exceptions, see genointerp/interrupts.py). `-` means stdout and is streamed directly (a
 pipe cannot be un-written).
 
 The `--force` rules, in one place:
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from genointerp.errors import InputError, UsageError
+from genointerp.interrupts import deferred
 
 STDOUT = "-"
 MARKER = ".genointerp"  # in every output folder: proof that --force may replace it
@@ -76,14 +77,16 @@ class AtomicOutputs:
             raise InputError(f"{target}: output folder {final.parent} does not exist")
         # hidden, and ending in the target's own name so that its extension (.gz) still applies
         suffix = f".{final.name}"
+        with deferred():  # a signal between creating and registering would leave it behind
+            if is_dir:
+                tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent))
+            else:
+                fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent)
+                os.close(fd)
+                tmp = Path(name)
+            self._pending.append((tmp, final))
         if is_dir:
-            tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent))
             (tmp / MARKER).write_text("written by genointerp; `--force` may replace this folder\n")
-        else:
-            fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent)
-            os.close(fd)
-            tmp = Path(name)
-        self._pending.append((tmp, final))
         TEMP_NAMES[str(tmp)] = str(target)
         TEMP_NAMES[os.path.abspath(tmp)] = str(target)
         return tmp
@@ -124,17 +127,21 @@ class AtomicOutputs:
         return {t: t if t == STDOUT else str(self.file(t)) for t in given}
 
     def commit(self) -> None:
-        for tmp, final in self._pending:
-            os.chmod(tmp, (0o777 if tmp.is_dir() else 0o666) & ~_umask())  # mkdtemp/mkstemp make 0700/0600
-            if tmp.is_dir() and final.is_dir():
-                # move the old folder aside first so that `final` is never missing and never mixed
-                old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=".old", dir=final.parent))
-                os.replace(final, old / "x")
-                os.replace(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
-        self._pending.clear()
+        """Rename every temporary to its target. Signals wait until all are in place: a set of
+        outputs is never left half renamed."""
+        with deferred():
+            while self._pending:
+                tmp, final = self._pending[0]
+                os.chmod(tmp, (0o777 if tmp.is_dir() else 0o666) & ~_umask())  # mkdtemp/mkstemp make 0700/0600
+                if tmp.is_dir() and final.is_dir():
+                    # move the old folder aside first so that `final` is never missing and never mixed
+                    old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=".old", dir=final.parent))
+                    os.replace(final, old / "x")
+                    os.replace(tmp, final)
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    os.replace(tmp, final)
+                self._pending.pop(0)
 
     def discard(self) -> None:
         for tmp, _ in self._pending:
@@ -148,10 +155,14 @@ class AtomicOutputs:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
+        if exc_type is not None:
             self.discard()
+            return
+        try:
+            self.commit()
+        except BaseException:  # e.g. a full disk: what is not in place yet must not stay behind
+            self.discard()
+            raise
 
 
 def check_replaceable_folder(folder: Path, name: str) -> None:
