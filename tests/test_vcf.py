@@ -10,7 +10,8 @@ import pytest
 
 from genointerp.errors import InputError
 from genointerp.genotypes.assign import GeneAssigner
-from genointerp.io.genes import Gene, chrom_alias, read_genes
+from genointerp.io.chroms import chrom_alias
+from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, VcfGenotypes, parse_gt
 
 

@@ -22,7 +22,8 @@ from genointerp.errors import InputError
 from genointerp.genotypes.assign import GeneAssigner
 from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
 from genointerp.io.features import Features, write_features
-from genointerp.io.genes import Gene, chrom_alias, read_genes
+from genointerp.io.chroms import chrom_alias
+from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, VcfGenotypes
 
 GENES_TABLE = "genes.tsv"

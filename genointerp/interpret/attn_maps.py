@@ -172,26 +172,17 @@ def read_batches(req: AttnRequest, config: dict, warn: Callable[[str], None]) ->
         yield items, tokenize(np.stack([c for _, _, c in batch]), k)
 
 
-def parse_region(text: str, option: str = "--region") -> tuple[str, int, int]:
-    try:
-        chrom, span = text.rsplit(":", 1)
-        start, end = (int(v.replace(",", "")) for v in span.split("-"))
-    except ValueError:
-        raise InputError(f"{option} {text!r}: expected chr:start-end (0-based, end exclusive)") from None
-    return chrom, start, end
-
-
 def region_items(req: AttnRequest, ref, seq_len: int, warn: Callable[[str], None]) -> list[Item]:
     """Items of --region and --regions, checked against the reference, windows centred on each."""
-    from genointerp.io.regions import read_regions
+    from genointerp.io.regions import parse_region, read_regions
 
     spans = []
     for text in req.regions:
         chrom, start, end = parse_region(text)
         name = ref.resolve(chrom, "--region")
         length = ref.lengths[name]
-        if not 0 <= start < end:
-            raise InputError(f"--region {text}: empty or reversed (need 0 <= start < end)")
+        if start < 0:  # parse_region has checked start < end
+            raise InputError(f"--region {text}: negative start")
         if end > length:
             raise InputError(f"--region {text} is off the end of {name} ({length:,} bp)")
         spans.append((f"{name}:{start}-{end}", name, start, end))
@@ -328,6 +319,8 @@ def zoom_range(req: AttnRequest, item: Item | None, layer: LayerMaps, length_bp:
     if req.zoom:
         text = req.zoom
         if ":" in text:
+            from genointerp.io.regions import parse_region
+
             chrom, lo, hi = parse_region(text, "--zoom")
             if item is None or item.chrom is None:
                 raise InputError("--zoom chr:start-end needs regions without --mean; give START-END (bp from "

@@ -17,8 +17,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from genointerp.errors import InputError
-# re-exported until genotypes/gene_pca.py and tests/test_vcf.py import it from io.chroms
-from genointerp.io.chroms import chrom_alias  # noqa: F401
 from genointerp.io.inputs import open_text
 
 _GTF_ATTR = re.compile(r'(\S+)\s+"([^"]*)"')
