@@ -119,6 +119,29 @@ def test_folder_output_to_stdout_is_a_usage_error(cli, tmp_path, monkeypatch):
     assert not (tmp_path / "-").exists()
 
 
+def test_streams_opens_the_given_outputs_gzip_by_name_and_plain_on_request(tmp_path, capsysbinary):
+    from genointerp.io.atomic import AtomicOutputs
+
+    gz, plain, text = str(tmp_path / "a.tsv.gz"), str(tmp_path / "s.json.gz"), str(tmp_path / "b.tsv")
+    with AtomicOutputs() as outputs, outputs.streams(gz, None, plain, text, "-", plain=[plain, None]) as out:
+        assert sorted(out) == sorted([gz, plain, text, "-"])  # an option not given (None) is skipped
+        for fh in out.values():
+            fh.write(b"x\n")
+        assert leftovers(tmp_path) and not Path(gz).exists()  # written to temporaries until the end
+    assert gzip.decompress(Path(gz).read_bytes()) == b"x\n"
+    assert Path(plain).read_bytes() == Path(text).read_bytes() == b"x\n"
+    assert capsysbinary.readouterr().out == b"x\n" and leftovers(tmp_path) == []
+
+
+def test_streams_takes_stdout_once():
+    from genointerp.errors import UsageError
+    from genointerp.io.atomic import AtomicOutputs
+
+    with pytest.raises(UsageError, match="only one output can be - "):
+        with AtomicOutputs() as outputs, outputs.streams("-", None, "-"):
+            pass
+
+
 # --- failed runs leave nothing ------------------------------------------------------------------
 
 def test_a_file_output_never_replaces_a_folder_and_nothing_is_committed(cli, reads, tmp_path):

@@ -56,7 +56,7 @@ def simulate_reads(
     --fraction, --count), with HiSeq 2500-like per-cycle qualities, matching substitution
     errors and rare indels. Names: LABEL|SERIAL|CONTIG|START|END|STRAND|ERRORS (README).
     """
-    from genointerp.io.atomic import STDOUT, AtomicOutputs
+    from genointerp.io.atomic import AtomicOutputs
     from genointerp.seq.simulate import Layout
     from genointerp.reads.simulate import SimulationRequest, run
 
@@ -79,8 +79,8 @@ def simulate_reads(
         del_rate=del_rate, seed=seed,
     )
     with AtomicOutputs(force, inputs=[path for _, path in sources] + [profile, profile2]) as outputs:
-        tmp = outputs.files(output, output2, truth)
-        per_label = run(req, tmp[output], tmp.get(output2), tmp.get(truth), log, progress)
+        with outputs.streams(output, output2, truth) as out:
+            per_label = run(req, out[output], out.get(output2), out.get(truth), log, progress)
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
 
 
@@ -161,8 +161,8 @@ def kmerize(
         raise typer.BadParameter("the dataset is a folder and cannot go to stdout; use --tsv - for text", param_hint="-o")
     with AtomicOutputs(force, inputs=[*inputs, truth]) as outputs:
         folder = outputs.folder(output) if output else None
-        tmp = outputs.files(tsv, counts)
-        stats, header = run(req, folder, tmp.get(tsv), tmp.get(counts), log, progress)
+        with outputs.streams(tsv, counts) as out:
+            stats, header = run(req, folder, out.get(tsv), out.get(counts), log, progress)
     kept = f"{stats.kept:,} of {stats.reads_in:,} reads tokenised" if (output or tsv) else f"{stats.reads_in:,} reads counted"
     dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(stats.dropped.items()) if n)
     log(kept + (f" (dropped: {dropped})" if dropped else ""))

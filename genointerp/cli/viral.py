@@ -122,7 +122,7 @@ def classify_reads(
     """
     from genointerp.checkpoint import load_model_dir
     from genointerp.viral.classify import ClassifyRequest, default_threshold, run, summary_json
-    from genointerp.io.atomic import STDOUT, AtomicOutputs, open_output, wants_gzip
+    from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.resources import builtin_model_dir
     from genointerp.viral.scatter import parse_chunk
 
@@ -150,16 +150,10 @@ def classify_reads(
                           chunk=chunk_of, model_path=model_path)
     model.to(req.device)
     with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
-        tmp = outputs.files(output, summary, viral_out)
-        with open_output(tmp[output], gz=wants_gzip(output)) as out:
-            if viral_out:
-                with open_output(tmp[viral_out], gz=wants_gzip(viral_out)) as vout:
-                    result = run(req, model, config, out, vout, log, progress)
-            else:
-                result = run(req, model, config, out, None, log, progress)
-        if summary:
-            with open_output(tmp[summary], gz=False) as fh:
-                fh.write(summary_json(result).encode())
+        with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
+            result = run(req, model, config, out[output], out.get(viral_out), log, progress)
+            if summary:
+                out[summary].write(summary_json(result).encode())
     sc = result["status_counts"]
     log(f"{result['reads_total']:,} reads, {result['reads_scored']:,} scored, {result['reads_called_viral']:,} called viral "
         f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}")
@@ -204,7 +198,7 @@ def merge_calls(
 def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, viral_out: str | None, force: bool,
                        scratch: str) -> tuple[dict | None, int]:
     from genointerp.viral.classify import summary_json
-    from genointerp.io.atomic import AtomicOutputs, open_output, wants_gzip
+    from genointerp.io.atomic import AtomicOutputs
     from genointerp.viral.scatter import merge_calls as gather
     from genointerp.viral.scatter import open_chunk_files
 
@@ -226,14 +220,8 @@ def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, vira
         raise typer.BadParameter(f"viral-read files given ({names}; an empty file is one, from a chunk that called no "
                                  "read viral): name the merged file with --viral-out", param_hint="CHUNK...")
     with AtomicOutputs(force, inputs=chunks) as outputs:
-        tmp = outputs.files(output, summary, viral_out)
-        with open_output(tmp[output], gz=wants_gzip(output)) as out:
-            if viral_out:
-                with open_output(tmp[viral_out], gz=wants_gzip(viral_out)) as vout:
-                    merged = gather(tables, summaries, virals, out, vout)
-            else:
-                merged = gather(tables, summaries, virals, out, None)
-        if summary:
-            with open_output(tmp[summary], gz=False) as fh:
-                fh.write(summary_json(merged).encode())
+        with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
+            merged = gather(tables, summaries, virals, out[output], out.get(viral_out))
+            if summary:
+                out[summary].write(summary_json(merged).encode())
     return merged, len(tables)

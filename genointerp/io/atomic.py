@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
@@ -125,6 +125,18 @@ class AtomicOutputs:
         if given.count(STDOUT) > 1:
             raise UsageError("only one output can be - (stdout)")
         return {t: t if t == STDOUT else str(self.file(t)) for t in given}
+
+    @contextmanager
+    def streams(self, *targets: str | None, plain: Iterable[str | None] = ()) -> Iterator[dict[str, BinaryIO]]:
+        """Reserve file outputs given as options (as `files` does) and open them: {target: binary
+        stream to write}, stdout for `-`, gzip-compressed when the target's name ends in .gz unless it
+        is one of `plain` (written as is whatever its name). The streams are closed on leaving, before
+        the outputs are committed."""
+        paths = self.files(*targets)
+        as_is = {t for t in plain if t is not None}
+        with ExitStack() as stack:
+            yield {t: stack.enter_context(open_output(path, gz=t not in as_is and wants_gzip(t)))
+                   for t, path in paths.items()}
 
     def commit(self) -> None:
         """Rename every temporary to its target. Signals wait until all are in place: a set of

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
 from genointerp import __version__
 from genointerp.errors import InputError
-from genointerp.io.atomic import open_output, wants_gzip
 from genointerp.io.inputs import open_text
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
@@ -166,15 +164,14 @@ def _batches(req: KmerizeRequest) -> Iterator[list]:
         yield batch
 
 
-def run(req, dataset_dir, tsv_path, counts_path, log: Callable[[str], None], progress: Callable) -> tuple[Stats, dict | None]:
-    """Stream all inputs once, writing whichever outputs were asked for (paths are temporaries)."""
+def run(req: KmerizeRequest, dataset_dir, tsv: BinaryIO | None, counts: BinaryIO | None,
+        log: Callable[[str], None], progress: Callable) -> tuple[Stats, dict | None]:
+    """Stream all inputs once, writing whichever outputs were asked for: the dataset into the (temporary)
+    folder dataset_dir, the token TSV to `tsv`, the k-mer counts to `counts`; None skips one."""
     stats = Stats()
-    counter = KmerCounter(req.count_k or req.k, req.canonical) if counts_path else None
+    counter = KmerCounter(req.count_k or req.k, req.canonical) if counts is not None else None
     writer = KmerDatasetWriter(dataset_dir, req.length - req.k + 1) if dataset_dir else None
-    with (
-        open_output(tsv_path, gz=wants_gzip(tsv_path)) if tsv_path else nullcontext() as tsv,
-        progress("kmerizing reads", None) as advance,
-    ):
+    with progress("kmerizing reads", None) as advance:
         if tsv:
             tsv.write(b"read_id\tlabel\ttokens\n")
         for batch in _batches(req):
@@ -188,7 +185,7 @@ def run(req, dataset_dir, tsv_path, counts_path, log: Callable[[str], None], pro
             if tsv:
                 rows = (" ".join(map(str, row)) for row in tokens.tolist())
                 tsv.write("".join(f"{i}\t{'' if lab is None else lab}\t{r}\n" for i, lab, r in zip(ids, labels, rows)).encode())
-    if (writer or tsv_path) and stats.kept == 0:
+    if (writer or tsv) and stats.kept == 0:
         raise InputError(f"no reads left to tokenise ({_dropped_text(stats)}); see --n-policy/--short/--length")
     header = None
     if writer:
@@ -206,21 +203,20 @@ def run(req, dataset_dir, tsv_path, counts_path, log: Callable[[str], None], pro
             "genointerp_version": __version__,
         })
     if counter is not None:
-        write_counts(counter, counts_path)
+        write_counts(counter, counts)
     return stats, header
 
 
-def write_counts(counter: KmerCounter, path: str) -> None:
+def write_counts(counter: KmerCounter, fh: BinaryIO) -> None:
     """k-mer<TAB>count lines in lexicographic k-mer order (jellyfish dump -c -t, sorted)."""
     width = counter.k + 1
-    with open_output(path, gz=wants_gzip(path)) as fh:
-        for ids, counts in counter.result():
-            for a in range(0, ids.size, 1 << 20):
-                letters = decode_kmers(ids[a : a + (1 << 20)], counter.k)
-                tab = np.full((letters.shape[0], 1), ord("\t"), np.uint8)
-                kmers = np.hstack([letters, tab]).tobytes().decode()
-                fh.write("".join([f"{kmers[i * width:(i + 1) * width]}{c}\n"
-                                  for i, c in enumerate(counts[a : a + (1 << 20)].tolist())]).encode())
+    for ids, counts in counter.result():
+        for a in range(0, ids.size, 1 << 20):
+            letters = decode_kmers(ids[a : a + (1 << 20)], counter.k)
+            tab = np.full((letters.shape[0], 1), ord("\t"), np.uint8)
+            kmers = np.hstack([letters, tab]).tobytes().decode()
+            fh.write("".join([f"{kmers[i * width:(i + 1) * width]}{c}\n"
+                              for i, c in enumerate(counts[a : a + (1 << 20)].tolist())]).encode())
 
 
 def _dropped_text(stats: Stats) -> str:

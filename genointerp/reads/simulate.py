@@ -14,14 +14,12 @@ Both mates of a pair share the name up to `/1` / `/2`, as aligners expect.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.atomic import open_output, wants_gzip
 from genointerp.io.fastq import format_fastq
 from genointerp.io.sequences import read_reference
 from genointerp.seq.alphabet import clean_reference
@@ -107,18 +105,10 @@ def load_sources(req: SimulationRequest, log: Callable[[str], None]) -> dict[str
     return {lab: Source(lab, contigs, lab in req.circular, req.layout) for lab, contigs in by_label.items()}
 
 
-def run(
-    req: SimulationRequest,
-    output: str,
-    output2: str | None,
-    truth: str | None,
-    log: Callable[[str], None],
-    progress: Callable,
-) -> dict[str, int]:
-    """Simulate and write reads; returns reads per label.
-
-    Paths are where to write (temporaries of AtomicOutputs, or `-`); gzip follows their names.
-    """
+def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth: BinaryIO | None,
+        log: Callable[[str], None], progress: Callable) -> dict[str, int]:
+    """Simulate and write reads (to out1, read 2 of pairs to out2 or interleaved in out1 without it,
+    the truth table to out_truth if given); returns reads per label."""
     L = req.layout.read_length
     samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
     errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)
@@ -133,13 +123,8 @@ def run(
     contig_names = {lab: np.array([c.name for c in s.contigs], dtype=object) for lab, s in sources.items()}
 
     paired = req.layout.paired
-    interleave = paired and output2 is None
-    with (
-        open_output(output, gz=wants_gzip(output)) as out1,
-        open_output(output2, gz=wants_gzip(output2)) if output2 else nullcontext() as out2,
-        open_output(truth, gz=wants_gzip(truth)) if truth else nullcontext() as out_truth,
-        progress("simulating reads", total) as advance,
-    ):
+    interleave = paired and out2 is None
+    with progress("simulating reads", total) as advance:
         if out_truth:
             out_truth.write(TRUTH_HEADER.encode())
         for first in range(0, total, CHUNK):
