@@ -11,7 +11,6 @@ gradient each rank hands the optimizer, against one process's and against float6
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from datetime import timedelta
@@ -22,6 +21,7 @@ import pytest
 import torch
 
 from genointerp.models.xvir import XVir, XVirConfig
+from genointerp.report import SILENT
 from genointerp.viral.task import ReadClassificationTask
 from genointerp.train.loop import Distributed, TrainSettings, fit, init_distributed
 
@@ -77,8 +77,7 @@ def _first_step(dist_info: Distributed, batch_size: int, ckpt: Path) -> dict:
     real, torch.optim.Adam = torch.optim.Adam, _RecordingAdam  # fit builds its optimiser as torch.optim.Adam
     _RecordingAdam.steps = []
     try:
-        fit(model, task, settings, ckpt, False, dist_info, lambda msg: None,
-            lambda label, total: contextlib.nullcontext(lambda n: None), lambda row: None)
+        fit(model, task, settings, ckpt, False, dist_info, lambda row: None, SILENT)
     finally:
         torch.optim.Adam = real
     assert len(_RecordingAdam.steps) == len(task.batches) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,7 @@ import pytest
 
 from genointerp import runtime
 from genointerp.errors import InputError, UsageError
+from genointerp.report import SILENT
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
 
@@ -199,7 +200,7 @@ def _toy_job(bad_config: bool = False):
     class ToyJob(TrainingJob):
         metric_columns = ["epoch", "train_loss", "valid_loss", "valid_neg_mse", "seconds"]
 
-        def load(self, dist, cache):
+        def load(self, dist, cache, report):
             calls.append("load")
             rng = np.random.default_rng(0)
             self.x = rng.normal(size=(64, 3)).astype(np.float32)
@@ -247,7 +248,7 @@ def test_the_driver_runs_a_job_in_order_and_fills_the_model_directory(tmp_path):
     folder.mkdir()
     logged = []
     settings = TrainSettings(epochs=3, batch_size=16, lr=0.05, patience=5)
-    metrics = run_training(job, settings, folder, output, False, logged.append, _no_progress)
+    metrics = run_training(job, settings, folder, output, False, replace(SILENT, log=logged.append))
     assert calls == ["load", "model_config", "build", "describe", "task", "test", "model_info", "write_extra"]
     assert metrics == {"n": 64} and json.loads((folder / "test_metrics.json").read_text()) == metrics
     assert logged[0] == "toy model (1 process, cpu)"
@@ -267,16 +268,5 @@ def test_a_config_that_does_not_fit_is_one_model_settings_error(tmp_path):
 
     job, calls = _toy_job(bad_config=True)
     with pytest.raises(InputError, match="^model settings: n must be positive$"):
-        run_training(job, TrainSettings(epochs=1), tmp_path, str(tmp_path / "m"), False, print, _no_progress)
+        run_training(job, TrainSettings(epochs=1), tmp_path, str(tmp_path / "m"), False, SILENT)
     assert calls == ["load", "model_config"]
-
-
-class _no_progress:
-    def __init__(self, description, total):
-        pass
-
-    def __enter__(self):
-        return lambda n=1: None
-
-    def __exit__(self, *exc):
-        return False

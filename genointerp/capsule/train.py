@@ -22,6 +22,7 @@ import torch
 from genointerp.errors import InputError
 from genointerp.io.features import Features, Phenotypes
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet
+from genointerp.report import Reporter
 
 METRICS = ("accuracy", "precision", "recall", "f1")
 BASELINES = ("logistic_regression", "svm", "random_forest", "adaboost", "mlp")
@@ -280,7 +281,7 @@ def subsample(rows: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.G
 
 
 def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfig, s: CapsuleSettings,
-          log: Callable[[str], None]) -> TrainResult:
+          report: Reporter) -> TrainResult:
     """The whole protocol on aligned x (n, F) float64, y (n,) int64 (binary: label 1 is the case)."""
     split = make_split(y, classes, s.folds, s.test_fraction, s.seed)
     fold_scores = []
@@ -289,8 +290,8 @@ def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfi
         _, _, _, calls = fold_run(x, y, tr, ev, config, s, fold_seed(s, k))
         for method, call in calls.items():
             fold_scores.append({"method": method, "fold": k + 1, **scores(y[ev], call)})
-        log(f"fold {k + 1}/{s.folds}: capsule accuracy {fold_scores[-len(calls)]['accuracy']:.3f} "
-            f"on {len(ev)} samples")
+        report.log(f"fold {k + 1}/{s.folds}: capsule accuracy {fold_scores[-len(calls)]['accuracy']:.3f} "
+                   f"on {len(ev)} samples")
     curve = []
     for fraction in s.train_fractions:
         rng = np.random.default_rng([s.seed, int(round(fraction * 1e6))])
@@ -300,12 +301,12 @@ def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfi
             _, _, _, calls = fold_run(x, y, sub, ev, config, s, fold_seed(s, k))
             curve += [{"fraction": fraction, "method": m, "fold": k + 1, "n_train": len(sub),
                        "accuracy": scores(y[ev], c)["accuracy"]} for m, c in calls.items()]
-        log(f"training fraction {fraction:g}: done")
+        report.log(f"training fraction {fraction:g}: done")
     history: list[dict] = []
     model, scaler, lengths, calls = fold_run(x, y, split.train, split.test, config, s, s.seed, history)
     test_scores = {m: scores(y[split.test], c) for m, c in calls.items()} if len(split.test) else {}
     if test_scores:
-        log(f"test set ({len(split.test)} samples): capsule accuracy {test_scores['capsule']['accuracy']:.3f}")
+        report.log(f"test set ({len(split.test)} samples): capsule accuracy {test_scores['capsule']['accuracy']:.3f}")
     return TrainResult(model, scaler, split, fold_scores, test_scores, lengths, history, curve)
 
 

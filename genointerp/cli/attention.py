@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import device_for, log, progress, warn
+from genointerp.cli.common import REPORTER, device_for, log
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Interpretation"
@@ -74,7 +74,7 @@ def attn_maps(
                       plot_items=plot_items, batch_size=batch_size, device=device_for(device, Precision.fp32))
     with AtomicOutputs(force, inputs=[model_dir, *reads, fasta, regions]) as outputs:
         folder = outputs.folder(output)
-        result, config, model_folder, chrom_sizes = run(req, log, warn, progress)
+        result, config, model_folder, chrom_sizes = run(req, REPORTER)
         written = write_outputs(folder, req, result, config, model_folder, chrom_sizes)
     log(f"wrote {len(written)} files to {output}: attention.npz, distance.tsv, rollout, "
         f"{sum(f.startswith('figures/') for f in written)} figures")

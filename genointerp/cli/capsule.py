@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import device_for, log, warn
+from genointerp.cli.common import REPORTER, device_for, log, warn
 from genointerp.cli.genotypes import PANEL, one_stdin
 from genointerp.runtime import Precision, usable_threads, use_threads
 
@@ -105,7 +105,7 @@ def capsule_train(
                                patience=patience, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                                lr_decay=lr_decay, seed=seed, device=_torch_device(device, threads),
                                threads=usable_threads(threads), baselines=baselines, train_fractions=fractions)
-        r = ct.train(x, y, pheno.classes, config, s, log)
+        r = ct.train(x, y, pheno.classes, config, s, REPORTER)
 
         chosen, genes = ct.write_model_dir(folder, r, x, y, samples, features, features_path, pheno, phenotypes,
                                            config, s, primary_capsule)

@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from genointerp.errors import GenointerpError, UsageError
 from genointerp.interrupts import Interrupted, signals_as_exceptions
+from genointerp.report import Reporter
 from genointerp.runtime import Precision, PrecisionUnsupported
 from genointerp.runtime import device_for as checked_device
 
@@ -114,6 +115,11 @@ def progress(description: str, total: int | None) -> Iterator:
     ) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)
+
+
+# The reporter every job gets from the CLI: the three functions above (quiet with -q, progress bars
+# only on a terminal).
+REPORTER = Reporter(log=log, warn=warn, progress=progress)
 
 
 def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import log, warn
+from genointerp.cli.common import REPORTER, log
 from genointerp.runtime import usable_threads
 
 PANEL = "Genotypes (DiseaseCapsule)"
@@ -109,6 +109,6 @@ def gene_pca(
     # parallelism is over genes: one BLAS thread per fit keeps the cores for them (and results stable)
     with threadpool_limits(1), AtomicOutputs(force, inputs=[vcf, genes, apply, samples, phenotypes, fit_samples]) as outputs:
         folder = outputs.folder(output)
-        summary = run(req, folder, log, warn)
+        summary = run(req, folder, REPORTER)
     n_features = summary.get("genes_with_pcs")
     log(f"wrote {output}/" + (f" ({n_features} genes with PCs)" if n_features is not None else ""))

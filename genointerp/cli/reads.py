@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import log, parse_pairs, progress
+from genointerp.cli.common import REPORTER, log, parse_pairs
 
 PANEL = "Reads"
 
@@ -80,7 +80,7 @@ def simulate_reads(
     )
     with AtomicOutputs(force, inputs=[path for _, path in sources] + [profile, profile2]) as outputs:
         with outputs.streams(output, output2, truth) as out:
-            per_label = run(req, out[output], out.get(output2), out.get(truth), log, progress)
+            per_label = run(req, out[output], out.get(output2), out.get(truth), REPORTER)
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
 
 
@@ -162,7 +162,7 @@ def kmerize(
     with AtomicOutputs(force, inputs=[*inputs, truth]) as outputs:
         folder = outputs.folder(output) if output else None
         with outputs.streams(tsv, counts) as out:
-            stats, header = run(req, folder, out.get(tsv), out.get(counts), log, progress)
+            stats, header = run(req, folder, out.get(tsv), out.get(counts), REPORTER)
     kept = f"{stats.kept:,} of {stats.reads_in:,} reads tokenised" if (output or tsv) else f"{stats.reads_in:,} reads counted"
     dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(stats.dropped.items()) if n)
     log(kept + (f" (dropped: {dropped})" if dropped else ""))

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import device_for, log, progress, training_outputs, warn
+from genointerp.cli.common import REPORTER, device_for, log, training_outputs, warn
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Genomic tracks"
@@ -108,7 +108,7 @@ def train_tracks(
         raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
     with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji], resume,
                           force) as folder:
-        metrics = run(req, settings, folder, output, resume, log, warn, progress)
+        metrics = run(req, settings, folder, output, resume, REPORTER)
     groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())
     log(f"test: mean Pearson r {metrics['pearson_mean']:.4f} ({groups}) over {metrics['n_windows']:,} windows")
 
@@ -157,7 +157,7 @@ def predict_tracks(
                          device_for(device, precision), precision.value)
     with AtomicOutputs(force, inputs=[model, fasta, regions]) as outputs:
         folder = outputs.folder(output)
-        runs, track_ids, sizes, _ = run(req, log, warn, progress)
+        runs, track_ids, sizes, _ = run(req, REPORTER)
         counts = write_outputs(folder, runs, track_ids, sizes, peak_threshold,
                                None if peak_threshold is not None else peak_quantile, bedgraph, tsv)
     log(f"wrote {len(track_ids)} bigWigs and peak BEDs to {output} ({sum(counts.values()):,} peaks)")
@@ -219,7 +219,7 @@ def evaluate_tracks(
         tsv = outputs.file(output)
         fig2 = outputs.file(scatter) if scatter else None
         fig3 = outputs.file(plot) if plot else None
-        res = run(req, log, warn)
+        res = run(req, REPORTER)
         extra = {f"pearson_{i + 1}": r for i, r in enumerate(res["pearson"][1:], start=1)}
         write_evaluation_tsv(tsv, res["tracks"], res["groups"], res["pearson"][0], extra or None)
         if fig2:

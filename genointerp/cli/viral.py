@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import device_for, is_main_rank, log, progress, training_outputs, warn
+from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, training_outputs
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Viral detection"
@@ -83,9 +83,9 @@ def train_xvir(
     with training_outputs(output, [*datasets, *valid, *test, truth, init_from], resume, force) as folder:
         if main_rank:
             groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test},
-                                         checkpoint_dir(output) / "data", k, length, truth, label_field, log, progress)
+                                         checkpoint_dir(output) / "data", k, length, truth, label_field, REPORTER)
             req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
-        metrics = run(req, settings, folder, output, resume, log, progress)
+        metrics = run(req, settings, folder, output, resume, REPORTER)
     log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
         f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
 
@@ -151,7 +151,7 @@ def classify_reads(
     model.to(req.device)
     with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
         with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
-            result = run(req, model, config, out[output], out.get(viral_out), log, progress)
+            result = run(req, model, config, out[output], out.get(viral_out), REPORTER)
             if summary:
                 out[summary].write(summary_json(result).encode())
     sc = result["status_counts"]

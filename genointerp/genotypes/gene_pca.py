@@ -25,6 +25,7 @@ from genointerp.io.features import Features, write_features
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, VcfGenotypes
+from genointerp.report import Reporter
 
 GENES_TABLE = "genes.tsv"
 
@@ -94,12 +95,12 @@ def _fit_rows(vcf: VcfGenotypes, fit_samples: list[str] | None) -> np.ndarray:
     return rows
 
 
-def run(req: GenePcaRequest, folder: Path, log: Callable, warn: Callable) -> dict:
+def run(req: GenePcaRequest, folder: Path, report: Reporter) -> dict:
     """Write features.*, genes.tsv and (fit mode) transform.* into `folder`; return the summary."""
     with VcfGenotypes(req.vcf, req.samples) as vcf:  # a pipe stays open from the header to the records
         if req.apply:
-            return _apply(req, vcf, folder, log, warn)
-        return _fit(req, vcf, folder, log, warn)
+            return _apply(req, vcf, folder, report.log, report.warn)
+        return _fit(req, vcf, folder, report.log, report.warn)
 
 
 def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:

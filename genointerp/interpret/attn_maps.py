@@ -23,6 +23,7 @@ from genointerp import __version__
 from genointerp.errors import InputError
 from genointerp.interpret.capture import ATTENTION_ARCHITECTURES, LayerMaps, TokenGrid, output_grid
 from genointerp.interpret.summaries import RESIDUAL, AttentionAccumulator, layer_mean_distance, uniform_distance
+from genointerp.report import Reporter
 
 FORMAT = "genointerp attention maps 1"
 TRACK_TASK = "track prediction"
@@ -211,7 +212,7 @@ class Result:
     pieces: list = field(default_factory=list)  # (chrom, window_start, per-bp importance) per region
 
 
-def run(req: AttnRequest, log: Callable[[str], None], warn: Callable[[str], None], progress: Callable):
+def run(req: AttnRequest, report: Reporter):
     """Returns (Result, model config, model folder, reference chrom sizes or None)."""
     import torch
 
@@ -225,22 +226,22 @@ def run(req: AttnRequest, log: Callable[[str], None], warn: Callable[[str], None
     chrom_sizes = None
     if reads_mode:
         length_bp = config["model"]["read_length"]
-        batches = read_batches(req, config, warn)
+        batches = read_batches(req, config, report.warn)
         total = None
     else:
         from genointerp.io.reference import Reference
 
-        ref = Reference(req.fasta, warn)
+        ref = Reference(req.fasta, report.warn)
         chrom_sizes = [(c, ref.lengths[c]) for c in ref.names]
         length_bp = config["window"]["seq_len"]
-        items_all = region_items(req, ref, length_bp, warn)
+        items_all = region_items(req, ref, length_bp, report.warn)
         total = len(items_all)
         batches = region_batches(items_all, ref, length_bp, req.batch_size)
     acc = AttentionAccumulator()
     kept: list[list[LayerMaps]] = []
     kept_importance, kept_distance, items, pieces = [], [], [], []
     input_grid = None
-    with progress("capturing attention", total) as advance, AttentionCapture(model) as cap:
+    with report.progress("capturing attention", total) as advance, AttentionCapture(model) as cap:
         for batch_items, x in batches:
             with torch.inference_mode():
                 xt = torch.from_numpy(np.ascontiguousarray(x)).to(req.device)
@@ -271,8 +272,8 @@ def run(req: AttnRequest, log: Callable[[str], None], warn: Callable[[str], None
     else:
         layers, importance, item_distance = _stack_batches(kept, kept_importance, kept_distance)
     uniform = [uniform_distance(layer) for layer in layers]
-    log(f"{len(items):,} {'reads' if reads_mode else 'regions'}, {len(layers)} attention layers "
-        f"({', '.join(sorted({lay.kind for lay in layers}))}){'; mean maps' if req.mean else ''}")
+    report.log(f"{len(items):,} {'reads' if reads_mode else 'regions'}, {len(layers)} attention layers "
+               f"({', '.join(sorted({lay.kind for lay in layers}))}){'; mean maps' if req.mean else ''}")
     result = Result(items, layers, acc.mean_distance(), item_distance, uniform, importance, input_grid, out_grid,
                     length_bp, pieces)
     return result, config, folder, chrom_sizes

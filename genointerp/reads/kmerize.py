@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from genointerp.errors import InputError
 from genointerp.io.inputs import open_text
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
+from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode_ascii
 from genointerp.seq.kmers import KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize, unknown_token
 
@@ -165,13 +166,13 @@ def _batches(req: KmerizeRequest) -> Iterator[list]:
 
 
 def run(req: KmerizeRequest, dataset_dir, tsv: BinaryIO | None, counts: BinaryIO | None,
-        log: Callable[[str], None], progress: Callable) -> tuple[Stats, dict | None]:
+        report: Reporter) -> tuple[Stats, dict | None]:
     """Stream all inputs once, writing whichever outputs were asked for: the dataset into the (temporary)
     folder dataset_dir, the token TSV to `tsv`, the k-mer counts to `counts`; None skips one."""
     stats = Stats()
     counter = KmerCounter(req.count_k or req.k, req.canonical) if counts is not None else None
     writer = KmerDatasetWriter(dataset_dir, req.length - req.k + 1) if dataset_dir else None
-    with progress("kmerizing reads", None) as advance:
+    with report.progress("kmerizing reads", None) as advance:
         if tsv:
             tsv.write(b"read_id\tlabel\ttokens\n")
         for batch in _batches(req):

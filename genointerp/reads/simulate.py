@@ -22,6 +22,7 @@ import numpy as np
 from genointerp.errors import InputError
 from genointerp.io.fastq import format_fastq
 from genointerp.io.sequences import read_reference
+from genointerp.report import Reporter
 from genointerp.seq.alphabet import clean_reference
 from genointerp.seq.error_profile import QualityProfile, builtin_profile, load_art_profile
 from genointerp.seq.mutate import mutate_codes
@@ -106,13 +107,13 @@ def load_sources(req: SimulationRequest, log: Callable[[str], None]) -> dict[str
 
 
 def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth: BinaryIO | None,
-        log: Callable[[str], None], progress: Callable) -> dict[str, int]:
+        report: Reporter) -> dict[str, int]:
     """Simulate and write reads (to out1, read 2 of pairs to out2 or interleaved in out1 without it,
     the truth table to out_truth if given); returns reads per label."""
     L = req.layout.read_length
     samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
     errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)
-    sources = load_sources(req, log)
+    sources = load_sources(req, report.log)
     counts = label_counts(req, {lab: int(s.lengths.sum()) for lab, s in sources.items()})
     labels = list(sources)
     total = sum(counts.values())
@@ -124,7 +125,7 @@ def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth
 
     paired = req.layout.paired
     interleave = paired and out2 is None
-    with progress("simulating reads", total) as advance:
+    with report.progress("simulating reads", total) as advance:
         if out_truth:
             out_truth.write(TRUTH_HEADER.encode())
         for first in range(0, total, CHUNK):

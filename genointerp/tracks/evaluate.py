@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.report import Reporter
 
 
 @dataclass
@@ -76,7 +76,7 @@ def _basenji_windows(req: EvaluateRequest, config: dict):
     return src
 
 
-def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], None]) -> dict:
+def run(req: EvaluateRequest, report: Reporter) -> dict:
     """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model],
     "models": [(model, config) per model]}."""
     from genointerp.tracks.predict import load_track_model
@@ -94,12 +94,13 @@ def run(req: EvaluateRequest, log: Callable[[str], None], warn: Callable[[str], 
         # two models with the same window geometry are scored on one set of windows, read once
         key = json.dumps(config["window"], sort_keys=True)
         if key not in loaded:
-            loaded[key] = _basenji_windows(req, config) if req.basenji else _genome_windows(req, config, log, warn)
+            loaded[key] = (_basenji_windows(req, config) if req.basenji
+                           else _genome_windows(req, config, report.log, report.warn))
         source = loaded[key]
         r, _ = evaluate(model, source, req.device, req.precision, req.batch_size)
         # the folder name, not the path: labels go into plot titles and legends
         label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
-        log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
+        report.log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
         results.append(r)
         labels.append(label)
         sources.append(source)

@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.report import Reporter
 
 TRACK_TASK = "track prediction"
 
@@ -63,7 +64,7 @@ def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average:
     return out.cpu().numpy()
 
 
-def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], None], progress: Callable):
+def run(req: PredictRequest, report: Reporter):
     """Returns (runs [BinnedRun], track ids, reference chrom sizes in .fai order, model config)."""
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
@@ -77,9 +78,9 @@ def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], N
     if not 0 <= overlap < target_bins:
         raise InputError(f"--overlap-bins must be in [0, {target_bins}) for this model ({target_bins} target bins)")
     track_ids = [t["id"] for t in config["tracks"]]
-    ref = Reference(req.fasta, warn)
+    ref = Reference(req.fasta, report.warn)
     if req.regions:
-        regions = read_regions(req.regions, ref, warn)
+        regions = read_regions(req.regions, ref, report.warn)
     else:
         regions = whole_chromosomes(ref, [ref.resolve(c, "--chroms") for c in req.chroms] if req.chroms else None)
     merged = merge_regions(regions, ref.names, bin_size=bin_size)
@@ -88,9 +89,9 @@ def run(req: PredictRequest, log: Callable[[str], None], warn: Callable[[str], N
         starts, run_start, n_bins = plan_windows(start, end, ref.lengths[chrom], seq_len, target_bins, bin_size, overlap)
         plans.append((chrom, starts, run_start, n_bins))
     total = sum(len(p[1]) for p in plans)
-    log(f"{len(merged):,} region(s), {sum(p[3] for p in plans):,} bins of {bin_size} bp, {total:,} windows of "
-        f"{seq_len:,} bp; {len(track_ids)} tracks")
-    with progress("predicting", total) as advance:
+    report.log(f"{len(merged):,} region(s), {sum(p[3] for p in plans):,} bins of {bin_size} bp, {total:,} windows "
+               f"of {seq_len:,} bp; {len(track_ids)} tracks")
+    with report.progress("predicting", total) as advance:
         runs = [predict_run(model, win, ref, chrom, starts, run_start, n_bins, req.batch_size, req.device,
                             req.precision, req.rc_average, advance)
                 for chrom, starts, run_start, n_bins in plans]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.report import Reporter
 from genointerp.tracks.data import SPLITS, SplitRule, WindowGeometry
 from genointerp.train.driver import TrainingJob, run_training
 
@@ -100,16 +100,16 @@ class TrackTraining(TrainingJob):
 
     metric_columns = METRIC_COLUMNS
 
-    def __init__(self, req: TrackTrainRequest, log: Callable[[str], None], warn: Callable[[str], None]) -> None:
-        self.req, self.log, self.warn = req, log, warn
+    def __init__(self, req: TrackTrainRequest) -> None:
+        self.req = req
 
-    def load(self, dist, cache) -> None:
+    def load(self, dist, cache, report) -> None:
         req = self.req
         if req.basenji:
-            (self.train, self.valid, self.test_set), self.g, self.specs = load_basenji_data(req.basenji, self.log)
+            (self.train, self.valid, self.test_set), self.g, self.specs = load_basenji_data(req.basenji, report.log)
             self.data_info = {"basenji": str(Path(req.basenji).resolve())}
         else:
-            windows, split, self.specs, self.reference, rule = load_genome_data(req, cache, self.log, self.warn)
+            windows, split, self.specs, self.reference, rule = load_genome_data(req, cache, report.log, report.warn)
             self.g = windows.g
             self.train, self.valid, self.test_set = (windows.subset(np.flatnonzero(split == k)) for k in range(3))
             self.data_info = {"fasta": self.reference["path"], "targets": str(Path(req.targets).resolve()),
@@ -177,7 +177,6 @@ class TrackTraining(TrainingJob):
         write_evaluation_tsv(folder / "test_pearson.tsv", [s.id for s in self.specs], self.groups, self.r)
 
 
-def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, log: Callable[[str], None],
-        warn: Callable[[str], None], progress: Callable) -> dict:
+def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
     """Train and fill `folder` (rank 0). Returns the test metrics."""
-    return run_training(TrackTraining(req, log, warn), settings, folder, output, resume, log, progress)
+    return run_training(TrackTraining(req), settings, folder, output, resume, report)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from genointerp.errors import InputError
+from genointerp.report import Reporter
 
 if TYPE_CHECKING:
     from genointerp.train.loop import Distributed, Task, TrainSettings
@@ -55,9 +56,10 @@ class TrainingJob(ABC):
     metric_columns: list[str]  # the columns of metrics.tsv: epoch, train_loss, valid_<metric>..., seconds
 
     @abstractmethod
-    def load(self, dist: Distributed, cache: Path | None) -> None:
+    def load(self, dist: Distributed, cache: Path | None, report: Reporter) -> None:
         """Read the data and split it into training, validation and test sets; `cache` is a folder
-        for derived data that --resume may reuse (rank 0 only; None on other ranks)."""
+        for derived data that --resume may reuse (rank 0 only; None on other ranks); `report` is the
+        run's reporter, for what reading the data has to say."""
 
     @abstractmethod
     def model_config(self):
@@ -90,7 +92,7 @@ class TrainingJob(ABC):
 
 
 def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output: str, resume: bool,
-                 log: Callable[[str], None], progress: Callable) -> dict:
+                 report: Reporter) -> dict:
     """Train `job`'s model and fill `folder` with its model directory (rank 0); returns the test metrics.
 
     The run's checkpoint and per-epoch metrics live in checkpoint_dir(output); `resume` goes on
@@ -102,21 +104,21 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
 
     dist = init_distributed(settings.device)
     ckpt = checkpoint_dir(output)
-    job.load(dist, ckpt if dist.main else None)
+    job.load(dist, ckpt if dist.main else None, report)
     try:
         config = job.model_config()
     except ValueError as exc:
         raise InputError(f"model settings: {exc}") from None
     torch.manual_seed(settings.seed)
     model = job.build(config)
-    log(f"{job.describe(model)} ({dist.world} process{'es' if dist.world > 1 else ''}, {settings.device})")
+    report.log(f"{job.describe(model)} ({dist.world} process{'es' if dist.world > 1 else ''}, {settings.device})")
     if dist.main:
         ckpt.mkdir(exist_ok=True)
     metrics_tsv = ckpt / "metrics.tsv"
     on_epoch = epoch_table(metrics_tsv, job.metric_columns, fresh=not resume and dist.main)
 
     task = job.task(settings)
-    best, history = fit(model, task, settings, ckpt, resume, dist, log, progress, on_epoch)
+    best, history = fit(model, task, settings, ckpt, resume, dist, on_epoch, report)
     model.load_state_dict(best)
     test_metrics = job.test(model, settings)
     if dist.main:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from genointerp.errors import InputError
+from genointerp.report import Reporter
 from genointerp.runtime import autocast
 
 CHECKPOINT = "last.pt"
@@ -107,7 +108,7 @@ class RunState:
 
 
 def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_info: Distributed,
-        log: Callable[[str], None], progress: Callable, on_epoch: Callable[[dict], None]) -> tuple[dict, list[dict]]:
+        on_epoch: Callable[[dict], None], report: Reporter) -> tuple[dict, list[dict]]:
     """Train with early stopping on the task's validation score; returns (best state_dict, per-epoch history).
 
     Checkpoints go to ckpt_dir/last.pt after every epoch (rank 0).
@@ -122,7 +123,7 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
     ckpt = ckpt_dir / CHECKPOINT
     if resume:
         run = resume_state(ckpt, model, opt, sched, s)
-        log(f"resuming after epoch {run.next_epoch} (best validation {task.score_name} {run.best_score:.4f})")
+        report.log(f"resuming after epoch {run.next_epoch} (best validation {task.score_name} {run.best_score:.4f})")
     else:
         torch.manual_seed(s.seed)
         run = RunState()
@@ -130,10 +131,10 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
         if run.stale >= s.patience:
             break
         t0 = time.perf_counter()
-        train_loss = train_epoch(net, model, task, opt, s, dist_info, epoch, progress)
+        train_loss = train_epoch(net, model, task, opt, s, dist_info, epoch, report.progress)
         if sched is not None:
             sched.step()
-        row = end_epoch(model, task, run, epoch, train_loss, t0, log)
+        row = end_epoch(model, task, run, epoch, train_loss, t0, report.log)
         if dist_info.main:
             on_epoch(row)
             save_checkpoint(ckpt, model, opt, sched, run, epoch, s)

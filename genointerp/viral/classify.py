@@ -25,6 +25,7 @@ import numpy as np
 from genointerp.errors import InputError
 from genointerp.io.sequences import iter_reads
 from genointerp.reads.kmerize import encode_joined
+from genointerp.report import Reporter
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
@@ -132,7 +133,7 @@ def score_batch(scorer: Callable[[np.ndarray], np.ndarray], batch, L: int, k: in
     return p, status
 
 
-def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable[[str], None], progress: Callable) -> dict:
+def run(req: ClassifyRequest, model, config: dict, out, viral_out, report: Reporter) -> dict:
     """Classify every read; write TSV rows to `out` and reads called viral to `viral_out`."""
     L, k = config["model"]["read_length"], config["model"]["k"]
     has_unknown = config["model"]["vocab_size"] > 4**k
@@ -143,13 +144,13 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, log: Callable
     ids = hashlib.sha256() if req.chunk else None  # the chunk's read names, for merge-calls to pair files
     if req.chunk:
         part, parts = req.chunk
-        with progress(f"counting reads for chunk {part}/{parts}", None) as advance:
+        with report.progress(f"counting reads for chunk {part}/{parts}", None) as advance:
             n_input = count_records(records(req), advance)
         start, stop = chunk_range(part, parts, n_input)
-        log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
+        report.log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
         it = islice(it, start, stop)
     out.write(HEADER.encode())
-    with progress("classifying reads", None) as advance:
+    with report.progress("classifying reads", None) as advance:
         while batch := list(islice(it, BATCH)):
             p, status = score_batch(scorer, batch, L, k, has_unknown)
             call = np.where(np.isnan(p), "NA", np.where(p >= req.threshold, "viral", "not_viral"))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import open_kmer_dataset
+from genointerp.report import Reporter
 from genointerp.train.driver import TrainingJob, run_training
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
                                    split_indices)
@@ -38,7 +38,7 @@ def _load(paths: list[str], positive: str):
 
 
 def tokenize_read_files(groups: dict[str, list[str]], dest: Path, k: int, length: int, truth: str | None,
-                        label_field: int, log: Callable[[str], None], progress: Callable) -> dict[str, list[str]]:
+                        label_field: int, report: Reporter) -> dict[str, list[str]]:
     """Turn FASTQ/FASTA inputs into kmerize datasets under `dest` (kept for --resume); returns their paths.
 
     Groups that already are dataset folders are passed through unchanged.
@@ -59,8 +59,8 @@ def tokenize_read_files(groups: dict[str, list[str]], dest: Path, k: int, length
             folder.mkdir(parents=True, exist_ok=True)
             req = KmerizeRequest(inputs=paths, k=k, length=length, truth=labels,
                                  name_field=None if labels is not None else label_field)
-            stats, _ = kmerize(req, folder, None, None, log, progress)
-            log(f"{name}: {stats.kept:,} of {stats.reads_in:,} reads tokenised")
+            stats, _ = kmerize(req, folder, None, None, report)
+            report.log(f"{name}: {stats.kept:,} of {stats.reads_in:,} reads tokenised")
         out[name] = [str(folder)]
     return out
 
@@ -73,7 +73,7 @@ class XVirTraining(TrainingJob):
     def __init__(self, req: TrainRequest, seed: int) -> None:
         self.req, self.seed = req, seed
 
-    def load(self, dist, cache) -> None:
+    def load(self, dist, cache, report) -> None:
         req = self.req
         if bool(req.valid) != bool(req.test):
             raise InputError("give both --valid and --test datasets, or neither (8:1:1 split)")
@@ -150,7 +150,6 @@ class XVirTraining(TrainingJob):
         plot_roc(self.test_set[1], self.p, folder / "roc.png", f"XVir test reads (n={len(self.p):,})")
 
 
-def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, log: Callable[[str], None],
-        progress: Callable) -> dict:
+def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
     """Train and fill `folder` (rank 0). Returns the test metrics."""
-    return run_training(XVirTraining(req, settings.seed), settings, folder, output, resume, log, progress)
+    return run_training(XVirTraining(req, settings.seed), settings, folder, output, resume, report)
