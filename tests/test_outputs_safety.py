@@ -4,7 +4,6 @@ and a run that does not finish leaves nothing behind (except a training checkpoi
 from __future__ import annotations
 
 import gzip
-import os
 import signal
 import subprocess
 import sys

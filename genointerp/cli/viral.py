@@ -120,10 +120,9 @@ def classify_reads(
     Reads longer than the model's read length (150 bp for the built-in model) are scored over
     tiled windows (the read takes its highest window); shorter reads are reported as too_short.
     """
-    from genointerp.checkpoint import load_model_dir
-    from genointerp.viral.classify import ClassifyRequest, default_threshold, run, summary_json
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.resources import builtin_model_dir
+    from genointerp.viral.classify import ClassifyRequest, run, summary_json
     from genointerp.viral.scatter import parse_chunk
 
     if [output, summary, viral_out].count(STDOUT) > 1:
@@ -143,15 +142,11 @@ def classify_reads(
                                      "so it is read twice; give a file", param_hint="--chunk")
     use_threads(threads)
     model_path = str(model_dir or builtin_model_dir())
-    model, config = load_model_dir(model_path, expect="xvir")
-    if threshold is None:
-        threshold = default_threshold(config, f"{model_path}/config.json")
     req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
                           chunk=chunk_of, model_path=model_path)
-    model.to(req.device)
     with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
         with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
-            result = run(req, model, config, out[output], out.get(viral_out), REPORTER)
+            result = run(req, out[output], out.get(viral_out), REPORTER)
             if summary:
                 out[summary].write(summary_json(result).encode())
     sc = result["status_counts"]

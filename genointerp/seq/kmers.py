@@ -15,7 +15,6 @@ from typing import Iterator
 
 import numpy as np
 
-from genointerp.seq.alphabet import N_CODE
 
 PAD_CODE = 5  # base-level filler for reads shorter than the model length
 MAX_TOKEN_K = 7  # 4^7 + 2 reserved ids fit uint16; 4^8 would not

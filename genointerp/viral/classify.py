@@ -37,14 +37,14 @@ HEADER = "read_id\tlength\tp_viral\tcall\tstatus\n"
 @dataclass
 class ClassifyRequest:
     inputs: list[str]
-    threshold: float = 0.5
+    threshold: float | None = None  # None: the model's calibrated threshold (default_threshold)
     unmapped_only: bool = False
     reference: str | None = None
     device: str = "cpu"
     precision: str = "32"
     batch_windows: int = 256  # windows per forward pass: more only adds memory (~0.3 MB of activations each)
     chunk: tuple[int, int] | None = None  # (i, n): only chunk i of n of the read stream
-    model_path: str | None = None  # recorded in the summary, with a digest of the model's files
+    model_path: str | None = None  # None: the built-in model; recorded in the summary with a digest of its files
 
 
 def default_threshold(config: dict, where: str = "model config.json") -> float:
@@ -133,8 +133,22 @@ def score_batch(scorer: Callable[[np.ndarray], np.ndarray], batch, L: int, k: in
     return p, status
 
 
-def run(req: ClassifyRequest, model, config: dict, out, viral_out, report: Reporter) -> dict:
-    """Classify every read; write TSV rows to `out` and reads called viral to `viral_out`."""
+def load_classifier(req: ClassifyRequest):
+    """(model folder, model on req.device, its config, the calling threshold) for the request: its
+    model folder or the built-in one, and its threshold or the model's calibrated one."""
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.resources import builtin_model_dir
+
+    path = req.model_path or str(builtin_model_dir())
+    model, config = load_model_dir(path, expect="xvir")
+    threshold = req.threshold if req.threshold is not None else default_threshold(config, f"{path}/config.json")
+    return path, model.to(req.device), config, threshold
+
+
+def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
+    """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
+    binary streams, viral_out None for none). Returns the run's summary."""
+    model_path, model, config, threshold = load_classifier(req)
     L, k = config["model"]["read_length"], config["model"]["k"]
     has_unknown = config["model"]["vocab_size"] > 4**k
     counts: Counter = Counter()
@@ -153,7 +167,7 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, report: Repor
     with report.progress("classifying reads", None) as advance:
         while batch := list(islice(it, BATCH)):
             p, status = score_batch(scorer, batch, L, k, has_unknown)
-            call = np.where(np.isnan(p), "NA", np.where(p >= req.threshold, "viral", "not_viral"))
+            call = np.where(np.isnan(p), "NA", np.where(p >= threshold, "viral", "not_viral"))
             rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\n"
                     for r, q, c, s in zip(batch, p.tolist(), call.tolist(), status.tolist())]
             out.write("".join(rows).encode())
@@ -176,10 +190,10 @@ def run(req: ClassifyRequest, model, config: dict, out, viral_out, report: Repor
         "reads_called_viral": called,
         "fraction_viral_of_scored": called / scored if scored else 0.0,
         "status_counts": {s: counts.get(s, 0) for s in ("scored", "too_short", "ambiguous")},
-        "threshold": req.threshold,
+        "threshold": threshold,
         "inputs": list(req.inputs),
-        "model": req.model_path,
-        "model_sha256": model_sha256(req.model_path) if req.model_path else None,
+        "model": model_path,
+        "model_sha256": model_sha256(model_path),
     }
     if req.chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
