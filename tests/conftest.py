@@ -98,3 +98,18 @@ def torchrun(nproc: int) -> list[str]:
     rendezvous is a TCP store on a port the OS picks (port 0), shared with the workers, so two test
     runs on one host never meet on a fixed --master_port."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc)]
+
+
+def interrupt_at_call(monkeypatch, owner, name: str, n: int):
+    """Make the n-th call of `owner.name` raise KeyboardInterrupt (a run stopped there, e.g. at its
+    n-th validation) while the others call through; returns a function that restores the original."""
+    real, calls = getattr(owner, name), {"n": 0}
+
+    def interrupting(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(owner, name, interrupting)
+    return lambda: monkeypatch.setattr(owner, name, real)

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, interrupt_at_call
 
 TRACKS = DATA / "tracks"
 FASTA = TRACKS / "ref.fa.gz"
@@ -317,19 +317,10 @@ def test_resume_with_another_architecture_is_refused_in_one_line(fx, cli, workdi
 
     args = ["train-xvir", fx["reads"], *XVIR_SMALL[:4], "--epochs", "3", "--batch-size", "64", "--seed", "3",
             "--heads", "2", "-o", "out/m"]
-    real = runtime.predict_proba
-    calls = {"n": 0}
-
-    def interrupt_at_second_validation(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(runtime, "predict_proba", interrupt_at_second_validation)
+    restore = interrupt_at_call(monkeypatch, runtime, "predict_proba", 2)  # at the second validation
     assert cli(*args, "--d-model", "16").exit_code != 0
     assert (workdir / "out" / "m.checkpoint" / "last.pt").exists()
-    monkeypatch.setattr(runtime, "predict_proba", real)
+    restore()
     # --heads 4 keeps every weight's shape: only the recorded architecture tells the runs apart
     for other in (["--d-model", "32"], ["--d-model", "16", "--heads", "4"]):
         res = cli(*args, *other, "--resume")

@@ -12,7 +12,7 @@ import pyBigWig
 import pytest
 from safetensors.torch import load_file
 
-from conftest import DATA, assert_one_error_line, metrics_without_timing, torchrun
+from conftest import DATA, assert_one_error_line, interrupt_at_call, metrics_without_timing, torchrun
 
 TRACKS = DATA / "tracks"
 FASTA, TARGETS, REGIONS = TRACKS / "ref.fa.gz", TRACKS / "targets.tsv", TRACKS / "regions.bed"
@@ -108,20 +108,12 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(tmp_path, cli, mo
 
     args = train_args(tmp_path / "full", "--epochs", 3, "--patience", 10, "--arch", "maxpool-cnn")
     assert cli(*args).exit_code == 0
-    real, calls = tracks.evaluate, {"n": 0}
-
-    def interrupt_at_second_validation(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(tracks, "evaluate", interrupt_at_second_validation)
+    restore = interrupt_at_call(monkeypatch, tracks, "evaluate", 2)  # at the second validation
     cut = train_args(tmp_path / "cut", "--epochs", 3, "--patience", 10, "--arch", "maxpool-cnn")
     assert cli(*cut).exit_code != 0 and not (tmp_path / "cut").exists()
     cache = list((tmp_path / "cut.checkpoint").glob("targets.*.npy"))
     assert len(cache) == 2  # binned targets of chr1 and chr2, reused on resume
-    monkeypatch.setattr(tracks, "evaluate", real)
+    restore()
     res = cli(*cut, "--resume")
     assert res.exit_code == 0, res.output
     a, b = load_file(tmp_path / "full" / "model.safetensors"), load_file(tmp_path / "cut" / "model.safetensors")

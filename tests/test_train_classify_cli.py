@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from conftest import assert_one_error_line, metrics_without_timing, read_fastq, torchrun, write_bam
+from conftest import assert_one_error_line, interrupt_at_call, metrics_without_timing, read_fastq, torchrun, write_bam
 
 SMALL = ["--d-model", "16", "--heads", "2", "--lr", "0.005", "--batch-size", "64", "--seed", "3"]
 
@@ -62,20 +62,11 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(dataset, cli, mon
 
     args = ["train-xvir", dataset / "ds", "--epochs", 4, "--patience", 10, *SMALL]
     assert cli(*args, "-o", dataset / "full").exit_code == 0
-    calls = {"n": 0}
-    real = runtime.predict_proba
-
-    def interrupt_at_third_validation(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(runtime, "predict_proba", interrupt_at_third_validation)
+    restore = interrupt_at_call(monkeypatch, runtime, "predict_proba", 3)  # at the third validation
     res = cli(*args, "-o", dataset / "cut")
     assert res.exit_code != 0 and not (dataset / "cut").exists()
     assert (dataset / "cut.checkpoint" / "last.pt").exists()
-    monkeypatch.setattr(runtime, "predict_proba", real)
+    restore()
     res = cli(*args, "-o", dataset / "cut")
     assert res.exit_code == 1 and "interrupted run" in res.stderr  # no silent restart
     res = cli(*args, "-o", dataset / "cut", "--resume")
