@@ -163,9 +163,9 @@ def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
             raise GenointerpError(f"{ckpt}: exists and is not a folder; the training run needs that name")
         check_replaceable_folder(ckpt, str(ckpt))
         shutil.rmtree(ckpt)  # no epoch finished there, or --force: nothing worth keeping
-    ckpt.mkdir(exist_ok=True)
-    (ckpt / MARKER).touch()
-    try:
+    try:  # made inside: a signal right after mkdir must not leave an empty run folder
+        ckpt.mkdir(exist_ok=True)
+        (ckpt / MARKER).touch()
         yield
     except BaseException:
         if (ckpt / "last.pt").exists():
