@@ -23,7 +23,7 @@ from genointerp.errors import InputError
 
 STDIN = "-"
 GZIP_MAGIC = b"\x1f\x8b"
-_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)  # what reading damaged gzip data raises
 
 
 def check_readable(path: str | os.PathLike) -> None:
@@ -35,6 +35,16 @@ def check_readable(path: str | os.PathLike) -> None:
         raise InputError(f"{path}: no such file")
     if os.path.isdir(path):
         raise InputError(f"{path}: is a folder, not a file")
+
+
+def compression(path: str | os.PathLike) -> str:
+    """'BGZF', 'GZIP' or 'NONE' from a regular file's first bytes: BGZF (bgzip, indexable) is gzip
+    whose first member carries the 'BC' extra field."""
+    with open(path, "rb") as fh:
+        head = fh.read(18)
+    if not head.startswith(GZIP_MAGIC):
+        return "NONE"
+    return "BGZF" if len(head) >= 14 and head[3] & 4 and head[12:14] == b"BC" else "GZIP"
 
 
 def is_stream(path: str | os.PathLike) -> bool:
@@ -75,7 +85,7 @@ def open_binary(path: str | os.PathLike) -> Iterator[BinaryIO]:
             stream = buffered
         try:
             yield stream
-        except _GZIP_ERRORS as exc:
+        except GZIP_ERRORS as exc:
             raise InputError(f"{path}: truncated or corrupt gzip data ({exc or type(exc).__name__})") from None
     finally:
         if path != STDIN:

@@ -19,7 +19,7 @@ import pysam
 
 from genointerp.errors import InputError
 from genointerp.io.chroms import chrom_alias
-from genointerp.io.inputs import check_readable, is_stream
+from genointerp.io.inputs import check_readable, compression, is_stream
 from genointerp.seq.alphabet import N_CODE, encode_ascii
 
 pysam.set_verbosity(0)  # htslib's stderr chatter would duplicate our one-line errors
@@ -37,11 +37,9 @@ def _check_fasta_file(path: str) -> None:
     if is_stream(path):
         raise InputError(f"{path}: a pipe or stdin cannot be indexed; the reference must be an indexed FASTA "
                          "file (`samtools faidx`)")
-    with open(path, "rb") as fh:
-        head = fh.read(18)
-    if head[:2] == b"\x1f\x8b":
-        # A BGZF block is a gzip member with an extra field 'BC'; plain gzip cannot be indexed.
-        if not (len(head) >= 14 and head[3] & 4 and head[12:14] == b"BC"):
+    kind = compression(path)
+    if kind != "NONE":
+        if kind != "BGZF":  # plain gzip cannot be indexed
             raise InputError(
                 f"{path}: gzip-compressed but not bgzip; random access needs "
                 f"`zcat {path} | bgzip > ref.fa.gz && samtools faidx ref.fa.gz`"
@@ -54,7 +52,8 @@ def _check_fasta_file(path: str) -> None:
         if not os.path.exists(path + ".gzi"):
             raise InputError(f"{path}: no bgzip index {path}.gzi; create it with `samtools faidx {path}`")
     else:
-        first = head[:1]
+        with open(path, "rb") as fh:
+            first = fh.read(1)
     if first != b">":
         raise InputError(f"{path}: not a FASTA file (it does not start with '>')")
     if not os.path.exists(path + ".fai"):

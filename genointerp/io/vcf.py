@@ -34,8 +34,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.inputs import GZIP_MAGIC, check_readable, is_stream, open_binary
-from genointerp.io.inputs import _GZIP_ERRORS as GZIP_ERRORS  # a held stream's decompression errors
+from genointerp.io.inputs import GZIP_ERRORS, check_readable, compression, is_stream, open_binary
 
 MISSING = -1
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
@@ -115,7 +114,7 @@ class VcfGenotypes:
         path = self.path
         stream = is_stream(path)
         if not stream:
-            self.compression = _compression(path)
+            self.compression = compression(path)
             if self.compression == "BGZF" and not _has_bgzf_eof(path):
                 raise InputError(f"{path}: truncated (no BGZF end-of-file block)")
         data = self._stack.enter_context(open_binary(path))
@@ -268,15 +267,6 @@ def _check_samples(samples: list[str], path: str, lineno: int) -> None:
         seen: set[str] = set()
         dup = next(s for s in samples if s in seen or seen.add(s))
         raise InputError(f"{path}: line {lineno}: sample {dup!r} appears more than once in the #CHROM line")
-
-
-def _compression(path: str) -> str:
-    """'BGZF', 'GZIP' or 'NONE' from a regular file's first bytes (BGZF: gzip with a BC extra field)."""
-    with open(path, "rb") as fh:
-        head = fh.read(18)
-    if not head.startswith(GZIP_MAGIC):
-        return "NONE"
-    return "BGZF" if len(head) >= 14 and head[3] & 4 and head[12:14] == b"BC" else "GZIP"
 
 
 def _has_bgzf_eof(path: str) -> bool:
