@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.inputs import STDIN, open_text, read_lines
+from genointerp.io.inputs import STDIN, first_duplicate, open_text, read_lines
 
 MATRIX, INDEX, TABLE = "features.npy", "features.json", "features.tsv"
 MISSING = {"", "NA", "na", "NaN", "nan", "-9", "."}
@@ -159,9 +159,7 @@ def _check_names(features: Features, path) -> None:
     if not features.columns:
         raise InputError(f"{path}: no feature columns")
     _check_unique(features.samples, path)
-    if len(set(features.columns)) != len(features.columns):
-        seen: set[str] = set()
-        dup = next(c for c in features.columns if c in seen or seen.add(c))
+    if (dup := first_duplicate(features.columns)) is not None:
         raise InputError(f"{path}: feature column {dup!r} appears more than once")
 
 
@@ -235,7 +233,5 @@ def _class_order(value: str):
 
 
 def _check_unique(samples: list[str], path: Path) -> None:
-    if len(set(samples)) != len(samples):
-        seen: set[str] = set()
-        dup = next(s for s in samples if s in seen or seen.add(s))
+    if (dup := first_duplicate(samples)) is not None:
         raise InputError(f"{path}: sample {dup!r} appears more than once")

@@ -115,6 +115,16 @@ def read_lines(path: str | os.PathLike) -> list[str]:
     return text.splitlines()
 
 
+def first_duplicate(names: list[str]) -> str | None:
+    """The first name that occurs a second time in `names` (sample ids, column names), or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def read_head(path: str | os.PathLike, n: int = 4096) -> bytes:
     """The first `n` (decompressed) bytes of a regular file, for sniffing its format before a C
     library opens it by name. Not for streams: those cannot be reopened (see `is_stream`)."""

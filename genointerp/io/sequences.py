@@ -27,7 +27,8 @@ from typing import Iterator
 import pysam
 
 from genointerp.errors import InputError
-from genointerp.io.inputs import check_gzip_intact, check_readable, is_stream, open_binary, open_text, read_head
+from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, open_binary, open_text,
+                                  read_head)
 
 pysam.set_verbosity(0)  # htslib's own stderr chatter would duplicate our one-line errors
 
@@ -286,8 +287,5 @@ def _read_genbank(path: str, source: str) -> list[tuple[str, str]]:
 
 
 def _check_unique_names(path: str, records: list[tuple[str, str]]) -> None:
-    seen: set[str] = set()
-    for name, _ in records:
-        if name in seen:
-            raise InputError(f"{path}: contig name {name!r} appears twice")
-        seen.add(name)
+    if (dup := first_duplicate([name for name, _ in records])) is not None:
+        raise InputError(f"{path}: contig name {dup!r} appears twice")

@@ -34,7 +34,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.inputs import GZIP_ERRORS, check_readable, compression, is_stream, open_binary
+from genointerp.io.inputs import GZIP_ERRORS, check_readable, compression, first_duplicate, is_stream, open_binary
 
 MISSING = -1
 BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
@@ -263,9 +263,7 @@ def _text(raw: bytes, path: str, lineno: int) -> str:
 def _check_samples(samples: list[str], path: str, lineno: int) -> None:
     if any(not s for s in samples):
         raise InputError(f"{path}: line {lineno}: an empty sample name in the #CHROM line")
-    if len(set(samples)) != len(samples):
-        seen: set[str] = set()
-        dup = next(s for s in samples if s in seen or seen.add(s))
+    if (dup := first_duplicate(samples)) is not None:
         raise InputError(f"{path}: line {lineno}: sample {dup!r} appears more than once in the #CHROM line")
 
 
