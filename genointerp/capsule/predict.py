@@ -13,6 +13,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.features import Features
+from genointerp.io.jsonfile import is_name_list
 
 
 def model_fields(config: dict, model_dir: str, n_features: int, n_classes: int) -> tuple[list[str], dict, list[str]]:
@@ -27,7 +28,7 @@ def model_fields(config: dict, model_dir: str, n_features: int, n_classes: int) 
         return value.get(key) if isinstance(value, dict) else None
 
     columns = entry("features", "columns")
-    if not _names(columns):
+    if not is_name_list(columns):
         raise InputError(f"{where}: no 'features' entry with a 'columns' list of names; {damaged}")
     if len(columns) != n_features or len(set(columns)) != len(columns):
         raise InputError(f"{where}: 'features' lists {len(columns)} columns ({len(set(columns))} distinct), "
@@ -41,14 +42,10 @@ def model_fields(config: dict, model_dir: str, n_features: int, n_classes: int) 
     if not ok:
         raise InputError(f"{where}: no valid 'scaler' entry ({n_features} finite means and positive sds); {damaged}")
     classes = entry("phenotype", "classes")
-    if not _names(classes) or len(classes) != n_classes or len(set(classes)) != n_classes:
+    if not is_name_list(classes) or len(classes) != n_classes or len(set(classes)) != n_classes:
         raise InputError(f"{where}: no valid 'phenotype' entry (a 'classes' list of {n_classes} distinct names); "
                          f"{damaged}")
     return columns, config["scaler"], classes
-
-
-def _names(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def model_matrix(features: Features, columns: list[str], source: str, warn: Callable[[str], None]) -> np.ndarray:

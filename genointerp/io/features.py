@@ -30,6 +30,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.inputs import STDIN, first_duplicate, open_text, read_lines
+from genointerp.io.jsonfile import is_name_list, read_json_object
 
 MATRIX, INDEX, TABLE = "features.npy", "features.json", "features.tsv"
 MISSING = {"", "NA", "na", "NaN", "nan", "-9", "."}
@@ -98,15 +99,13 @@ def read_features(path: str | Path) -> Features:
 def _read_folder(path: Path) -> Features:
     if not (path / INDEX).exists() or not (path / MATRIX).exists():
         raise InputError(f"{path}: not a feature folder (needs {MATRIX} and {INDEX}; made by gene-pca)")
+    index = read_json_object(path / INDEX, f"{path}/{INDEX}: no such file", "a feature index (a JSON object)")
     try:
-        index = json.loads((path / INDEX).read_text())
         matrix = np.load(path / MATRIX, allow_pickle=False)
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise InputError(f"{path}: damaged feature folder ({exc})") from None
-    if not isinstance(index, dict):
-        raise InputError(f"{path}/{INDEX}: not a JSON object")
     samples, columns = index.pop("samples", None), index.pop("columns", None)
-    if not _str_list(samples) or not _str_list(columns):
+    if not is_name_list(samples) or not is_name_list(columns):
         raise InputError(f"{path}/{INDEX}: no 'samples'/'columns' lists of names")
     if matrix.dtype != np.float32 or matrix.ndim != 2:
         raise InputError(f"{path}/{MATRIX}: expected a 2-D float32 array, found {matrix.ndim}-D {matrix.dtype}")
@@ -114,10 +113,6 @@ def _read_folder(path: Path) -> Features:
         raise InputError(f"{path}: {MATRIX} is {matrix.shape[0]} x {matrix.shape[1]}, but {INDEX} names "
                          f"{len(samples)} samples and {len(columns)} columns")
     return Features(samples, columns, matrix, index)
-
-
-def _str_list(value) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _read_tsv(path: str) -> Features:

@@ -28,3 +28,8 @@ def read_json_object(path: str | Path, missing: str, what: str = "a JSON object"
     except FileNotFoundError:
         raise InputError(missing) from None
     return json_object(text, str(path), what)
+
+
+def is_name_list(value: object) -> bool:
+    """Whether a JSON value is a list of strings (sample, column or class names)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
