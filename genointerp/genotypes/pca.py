@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.jsonfile import read_json_object
 from genointerp.io.vcf import MISSING
 
 DEFAULT_RULE = "4:1,20:4,inf:8"
@@ -167,13 +168,14 @@ class Transform:
             raise InputError(f"{folder}: no such folder (--apply takes a gene-pca output folder)")
         if not (folder / TRANSFORM_JSON).exists() or not (folder / TRANSFORM_NPZ).exists():
             raise InputError(f"{folder}: not a gene-pca transform (needs {TRANSFORM_JSON} and {TRANSFORM_NPZ})")
+        meta = read_json_object(folder / TRANSFORM_JSON, f"{folder}/{TRANSFORM_JSON}: no such file",
+                                "a gene-pca transform")
         try:
-            meta = json.loads((folder / TRANSFORM_JSON).read_text())
             with np.load(folder / TRANSFORM_NPZ, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in ("chrom", "pos", "ref", "alt", "means", "components")}
-        except (json.JSONDecodeError, ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(f"{folder}: damaged gene-pca transform ({exc})") from None
-        if not isinstance(meta, dict) or meta.get("format") != TRANSFORM_FORMAT:
+        if meta.get("format") != TRANSFORM_FORMAT:
             raise InputError(f"{folder}/{TRANSFORM_JSON}: not a gene-pca transform")
         if meta.get("version") != TRANSFORM_VERSION:
             raise InputError(f"{folder}: transform version {meta.get('version')} (this genointerp reads {TRANSFORM_VERSION})")
