@@ -150,14 +150,15 @@ def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
     import shutil
 
     from genointerp.io.atomic import MARKER, check_replaceable_folder
+    from genointerp.train.driver import CHECKPOINT
 
-    if resume and not (ckpt / "last.pt").exists():
+    if resume and not (ckpt / CHECKPOINT).exists():
         raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
     if not is_main_rank():
         yield
         return
     if not resume and ckpt.exists():
-        if (ckpt / "last.pt").exists() and not force:
+        if (ckpt / CHECKPOINT).exists() and not force:
             raise GenointerpError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
         if not ckpt.is_dir():
             raise GenointerpError(f"{ckpt}: exists and is not a folder; the training run needs that name")
@@ -168,7 +169,7 @@ def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
         (ckpt / MARKER).touch()
         yield
     except BaseException:
-        if (ckpt / "last.pt").exists():
+        if (ckpt / CHECKPOINT).exists():
             warn(f"the finished epochs are kept in {ckpt}: rerun with --resume to continue")
         else:
             shutil.rmtree(ckpt, ignore_errors=True)

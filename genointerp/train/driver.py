@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from genointerp.train.loop import Distributed, Task, TrainSettings
 
 
+CHECKPOINT = "last.pt"  # in checkpoint_dir: the state after the last finished epoch (train.loop writes it)
+
+
 def checkpoint_dir(output: str) -> Path:
     """The training-run folder beside the model directory OUTPUT: last.pt, metrics.tsv, data caches."""
     return Path(f"{output}.checkpoint")

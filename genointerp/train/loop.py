@@ -22,8 +22,8 @@ import torch
 from genointerp.errors import InputError
 from genointerp.report import Reporter
 from genointerp.runtime import autocast
+from genointerp.train.driver import CHECKPOINT
 
-CHECKPOINT = "last.pt"
 
 
 @dataclass
