@@ -25,13 +25,16 @@ from genointerp.resources import BUILTIN_TRACKS, BUILTIN_XVIR, builtin_model_dir
 # below, copy the new numbers here, and update the README's `make run` numbers (XVir) with them.
 #
 # XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz`
-# (the README's `make run`): at the model's threshold 0.9575, 60 reads called viral, 30 of the 40 HPV
-# reads and 30 of the 1,960 others (read names start with the truth: viral|, human|, bacterial|).
-XVIR_THRESHOLD = 0.9575
-XVIR_CALLED = {"viral": 30, "other": 30}
-# Logits (before the sigmoid) of reads chosen across the range: confident HPV, a missed HPV read,
-# confident human and E. coli, and four reads near the threshold, whose logit is
-# log(0.9575 / 0.0425) = 3.1148: two below it, one human read above it (a false call), one HPV above.
+# (the README's `make run`): k-mer evidence or p_viral at the model's threshold 0.9943 calls 42 reads
+# viral, all 40 HPV reads and 2 of the 1,960 others (read names start with the truth: viral|,
+# human|, bacterial|); evidence both 15, k-mers alone 25, the model alone 2 (the two human reads).
+XVIR_THRESHOLD = 0.9943
+XVIR_CALLED = {"viral": 40, "other": 2}
+XVIR_EVIDENCE = {"both": 15, "model": 2, "kmer": 25, "none": 1958}
+# Logits (before the sigmoid) of reads chosen across the range: confident HPV, an HPV read the model
+# misses, confident human and E. coli, and reads near the threshold, whose logit is
+# log(0.9943 / 0.0057) = 5.1615: human reads below it and two above it (the false calls), HPV
+# reads below it (called on k-mers).
 XVIR_LOGITS = {
     "viral|1785|HPV18|4475|4625|-|0": 9.135595,
     "viral|1052|HPV6|4151|4301|-|3": -0.278514,
@@ -41,6 +44,22 @@ XVIR_LOGITS = {
     "viral|651|HPV142|7328|7478|+|0": 3.077229,
     "human|784|20|89525|89675|+|0": 3.149429,
     "viral|1063|HPV16|896|1046|-|1": 3.396266,
+    "human|1987|20|17654|17804|+|0": 4.963347,
+    "human|444|20|15862|16012|-|1": 5.808804,
+}
+# k-mer hits of those reads: 130 is every 21-mer of a 150 bp read; the error-free HPV142 read has
+# them all, reads with sequencing errors (last field of the name) lose the 21 k-mers over each.
+XVIR_KMER_HITS = {
+    "viral|1785|HPV18|4475|4625|-|0": 130,
+    "viral|1052|HPV6|4151|4301|-|3": 64,
+    "human|1263|20|34527|34677|-|0": 0,
+    "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": 0,
+    "human|712|20|59189|59339|-|0": 0,
+    "viral|651|HPV142|7328|7478|+|0": 130,
+    "human|784|20|89525|89675|+|0": 0,
+    "viral|1063|HPV16|896|1046|-|1": 93,
+    "human|1987|20|17654|17804|+|0": 0,
+    "human|444|20|15862|16012|-|1": 0,
 }
 # Tracks (genointerp/resources/models/tracks_dream_chr20), `genointerp predict-tracks --fasta
 # test-data/chr20_slice.fa.gz --regions <20:40000-44096>`: predicted signal of four tracks at three
@@ -85,12 +104,18 @@ def xvir_call_misses(tsv: str, summary: dict) -> list[str]:
         called[truth(rid)] += r[3] == "viral"
     if called != XVIR_CALLED or summary["reads_called_viral"] != sum(XVIR_CALLED.values()):
         misses.append(f"called viral {called}, summary {summary['reads_called_viral']}")
+    if summary["evidence_counts"] != XVIR_EVIDENCE:
+        misses.append(f"evidence {summary['evidence_counts']}")
     for rid, z in XVIR_LOGITS.items():
         p = float(rows[rid][2])
         if abs(p - sigmoid(z)) > P_ATOL:
             misses.append(f"{rid}: p_viral {p}, pinned {sigmoid(z):.6f}")
-        if rows[rid][3] != ("viral" if sigmoid(z) >= XVIR_THRESHOLD else "not_viral"):
-            misses.append(f"{rid}: call {rows[rid][3]}")
+        if rows[rid][5] != str(XVIR_KMER_HITS[rid]):
+            misses.append(f"{rid}: kmer_hits {rows[rid][5]}")
+        by_model, by_kmer = sigmoid(z) >= XVIR_THRESHOLD, XVIR_KMER_HITS[rid] >= 2
+        if rows[rid][3:] != ["viral" if by_model or by_kmer else "not_viral", "scored", str(XVIR_KMER_HITS[rid]),
+                             {(1, 1): "both", (1, 0): "model", (0, 1): "kmer", (0, 0): "none"}[by_model, by_kmer]]:
+            misses.append(f"{rid}: call {rows[rid][3:]}")
     return misses
 
 
@@ -130,7 +155,7 @@ def test_make_run_calls_the_pinned_reads(cli, tmp_path):
 def test_a_builtin_model_with_two_weights_swapped_misses_the_pins(cli, tmp_path):
     tsv, summary = classify(cli, tmp_path, "-m", swapped_xvir(tmp_path))
     misses = xvir_call_misses(tsv, summary)
-    assert misses[0].startswith("called viral") and len(misses) > 3, misses  # make run's 60 calls, and pinned reads
+    assert any(m.startswith("called viral") for m in misses) and len(misses) > 3, misses  # make run's calls, and pinned reads
 
 
 def tumor_small_tokens(read_ids: list[str] | None = None) -> torch.Tensor:
@@ -228,3 +253,16 @@ def test_a_tracks_model_with_a_dead_head_misses_the_pins(cli, tmp_path, bias):
     np.testing.assert_allclose(values, np.log1p(np.exp(bias)), rtol=1e-6, atol=1e-30)  # the head really is dead
     misses = track_misses(ids, values)
     assert len(misses) == 13  # all 12 pinned values and the variance
+
+
+def test_every_builtin_model_file_is_package_data():
+    """A non-editable install (the Docker image, a wheel) carries only the package-data patterns."""
+    import fnmatch
+    import tomllib
+
+    from conftest import DATA
+
+    patterns = tomllib.loads((DATA.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genointerp.resources"]
+    models = builtin_model_dir(BUILTIN_XVIR).parent
+    files = [p.relative_to(models.parent).as_posix() for p in models.rglob("*") if p.is_file() and p.name != "__init__.py"]
+    assert files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []

@@ -89,12 +89,16 @@ def test_classify_reads_outputs(model, dataset, cli, tmp_path):
               "--viral-out", tmp_path / "v.fq", "--threshold", 0.5)
     assert res.exit_code == 0, res.output
     rows = [r.split("\t") for r in (tmp_path / "c.tsv").read_text().splitlines()]
-    assert rows[0] == ["read_id", "length", "p_viral", "call", "status"] and len(rows) == 44
+    assert rows[0] == ["read_id", "length", "p_viral", "call", "status", "kmer_hits", "evidence"] and len(rows) == 44
     by_id = {r[0]: r for r in rows[1:]}
-    assert by_id["short"][2:] == ["NA", "NA", "too_short"] and by_id["allN"][2:] == ["NA", "NA", "ambiguous"]
+    # this model has no k-mer index: the model alone calls
+    assert by_id["short"][2:] == ["NA", "NA", "too_short", "NA", "none"]
+    assert by_id["allN"][2:] == ["NA", "NA", "ambiguous", "NA", "none"]
+    assert all(r[6] == ("model" if r[3] == "viral" else "none") for r in rows[1:])
     assert by_id["long"][1] == str(2 * len(reads[0][1])) and by_id["long"][4] == "scored"
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["reads_total"] == 43 and summary["status_counts"] == {"scored": 41, "too_short": 1, "ambiguous": 1}
+    assert summary["evidence"] == "model" and summary["kmer_index"] is None
     called = [r[0] for r in rows[1:] if r[3] == "viral"]
     assert summary["reads_called_viral"] == len(called)
     assert [n for n, _, _ in read_fastq(tmp_path / "v.fq")] == called
@@ -413,3 +417,73 @@ def test_rc_augment_changes_the_weights_and_stays_deterministic(dataset, cli, tm
     # half the training reads reverse-complemented: other tokens, other gradients, other weights
     assert not all(np.array_equal(a[k].numpy(), c[k].numpy()) for k in a)
     assert json.loads((tmp_path / "a" / "config.json").read_text())["training"]["rc_augment"] is True
+
+
+# --- k-mer evidence beside the model ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def indexed_model(dataset):
+    from typer.testing import CliRunner
+
+    from conftest import DATA
+    from genointerp.cli import app
+
+    out = dataset / "indexed"
+    res = CliRunner().invoke(app, ["train-xvir", str(dataset / "ds"), "-o", str(out), "--epochs", "1", *SMALL,
+                                   "--viral", str(DATA / "hpv4.fa"), "--circular", "--negative", str(DATA / "chr20_slice.fa.gz")])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _rows(path):
+    return [line.split("\t") for line in path.read_text().splitlines()[1:]]
+
+
+def test_train_xvir_with_viral_references_ships_a_kmer_index(indexed_model):
+    cfg = json.loads((indexed_model / "config.json").read_text())
+    entry = cfg["kmer_index"]
+    assert {k: entry[k] for k in ("k", "min_hits", "min_entropy", "circular", "n_contigs")} == \
+        {"k": 21, "min_hits": 2, "min_entropy": 1.5, "circular": True, "n_contigs": 4}
+    assert (indexed_model / "kmer_refs.fa.gz").exists() and (indexed_model / "kmer_excluded.txt.gz").exists()
+
+
+def test_evidence_modes_call_on_kmers_the_model_or_either(indexed_model, dataset, cli, tmp_path):
+    fq = tmp_path / "r.fq"
+    fq.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in read_fastq(dataset / "r.fq")[:300]))
+    out = {}
+    for mode in ("both", "model", "kmer"):
+        res = cli("-q", "classify-reads", fq, "-m", indexed_model, "--evidence", mode, "-o", tmp_path / f"{mode}.tsv",
+                  "--summary", tmp_path / f"{mode}.json")
+        assert res.exit_code == 0, res.output
+        out[mode] = _rows(tmp_path / f"{mode}.tsv")
+    threshold = json.loads((tmp_path / "both.json").read_text())["threshold"]
+    for rb, rm, rk in zip(out["both"], out["model"], out["kmer"]):
+        by_model, by_kmer = float(rb[2]) >= threshold, int(rb[5]) >= 2
+        assert rb[3] == ("viral" if by_model or by_kmer else "not_viral")
+        assert rm[:3] == rb[:3] and rm[5:] == rb[5:] and rm[3] == ("viral" if by_model else "not_viral")
+        assert rk[2] == "NA" and rk[3] == ("viral" if by_kmer else "not_viral") and rk[5] == rb[5]
+        if rb[0].startswith("human|"):
+            assert rb[5] == "0"  # the index holds no k-mer of the human reference these reads come from
+    viral = [r for r in out["kmer"] if r[0].startswith("viral|")]
+    assert sum(r[3] == "viral" for r in viral) == len(viral) > 100  # reads from the indexed genomes
+    res = cli("-q", "classify-reads", fq, "-m", indexed_model, "--evidence", "kmer", "--kmer-min-hits", 200, "-o", tmp_path / "none.tsv")
+    assert res.exit_code == 0 and all(r[3] == "not_viral" for r in _rows(tmp_path / "none.tsv"))  # 150 bp: at most 130 k-mers
+
+
+def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset, cli, tmp_path):
+    res = cli("classify-reads", dataset / "r.fq", "-m", model, "--evidence", "kmer", "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
+    assert_one_error_line(res, "has no k-mer index")
+    res = cli("classify-reads", dataset / "r.fq", "-m", indexed_model, "--kmer-min-hits", 0, "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 2
+    res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", dataset / "r.fq", "--epochs", 1)
+    assert res.exit_code == 2 and "give --viral" in res.stderr and not (tmp_path / "m").exists()
+
+
+def test_a_bad_viral_reference_fails_before_training(dataset, cli, tmp_path):
+    bad = tmp_path / "bad.fa"
+    bad.write_text(">v\nACGTQACGT\n")
+    res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--viral", bad, "--epochs", 1, *SMALL)
+    assert res.exit_code == 1 and not (tmp_path / "m").exists()
+    assert_one_error_line(res, "'Q' is not a nucleotide letter")
+    assert "XVir" not in res.stderr  # refused before the model was built

@@ -14,6 +14,12 @@ from genointerp.runtime import Precision, use_threads
 PANEL = "Viral detection"
 
 
+class Evidence(str, Enum):
+    both = "both"
+    model = "model"
+    kmer = "kmer"
+
+
 class Position(str, Enum):
     sinusoidal = "sinusoidal"
     learned = "learned"
@@ -56,6 +62,12 @@ def train_xvir(
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CPU or CUDA), 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     seed: int = typer.Option(1, "--seed"),
+    viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model."),
+    negative_refs: List[str] = typer.Option([], "--negative", metavar="REF", help="Negative reference (repeatable; with --viral): its k-mers are left out of the index, e.g. the host genome."),
+    circular: bool = typer.Option(False, "--circular", help="The --viral references are circular genomes (k-mers across the origin count)."),
+    kmer_k: int = typer.Option(21, "--kmer-k", min=11, max=31, help="k of the k-mer index."),
+    kmer_min_hits: int = typer.Option(2, "--kmer-min-hits", min=1, help="Index k-mers a read needs to count as k-mer evidence."),
+    kmer_min_entropy: float = typer.Option(1.5, "--kmer-min-entropy", min=0, max=2, help="Leave out k-mers whose base composition has less Shannon entropy (bits): low-complexity stretches match other genomes by chance."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Start from this model directory's weights (fine-tuning; same architecture)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
@@ -64,12 +76,15 @@ def train_xvir(
 
     Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
     metrics.tsv, test metrics in test_metrics.json and roc.png. Runs under torchrun (DDP; rank 0 writes).
+    With --viral, the model folder also gets a k-mer index of those references (minus the k-mers
+    of every --negative reference) that classify-reads uses as evidence beside the model.
     """
     import os
 
     from genointerp.train.driver import checkpoint_dir
     from genointerp.train.loop import TrainSettings
-    from genointerp.viral.train import TrainRequest, run, tokenize_read_files
+    from genointerp.viral.evidence import KmerSettings
+    from genointerp.viral.train import IndexRequest, TrainRequest, run, tokenize_read_files
 
     use_threads(threads)
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
@@ -77,10 +92,15 @@ def train_xvir(
     req = TrainRequest(datasets, valid, test, positive, init_from=init_from, model={
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
+    if viral_refs:
+        req.index = IndexRequest(viral_refs, negative_refs, KmerSettings(kmer_k, kmer_min_hits, kmer_min_entropy), circular)
+    elif negative_refs or circular:
+        raise typer.BadParameter("--negative and --circular describe --viral references; give --viral", param_hint="--viral")
     main_rank = is_main_rank()
     if not main_rank and not all(os.path.isdir(p) for p in datasets + valid + test):
         raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
-    with training_outputs(output, [*datasets, *valid, *test, truth, init_from], resume, force) as folder:
+    with training_outputs(output, [*datasets, *valid, *test, truth, init_from, *viral_refs, *negative_refs], resume,
+                          force) as folder:
         if main_rank:
             groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test},
                                          checkpoint_dir(output) / "data", k, length, truth, label_field, REPORTER)
@@ -102,9 +122,11 @@ def train_xvir(
 )
 def classify_reads(
     inputs: List[str] = typer.Argument(..., metavar="READS...", help="FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA)."),
-    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status); - is stdout."),
+    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status, kmer_hits, evidence); - is stdout."),
     model_dir: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-xvir (default: the built-in HPV model)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="Call a read viral when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="Model evidence when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
+    evidence: Optional[Evidence] = typer.Option(None, "--evidence", help="What calls a read viral: both (the model or the model folder's viral k-mer index, whichever says so), model, or kmer (the model is not run). Default: both when the model has a k-mer index, else model."),
+    kmer_min_hits: Optional[int] = typer.Option(None, "--kmer-min-hits", min=1, help="k-mer evidence when a read has at least this many k-mers in the index (default: the index's own, 2 for the built-in model)."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
@@ -119,6 +141,8 @@ def classify_reads(
 
     Reads longer than the model's read length (150 bp for the built-in model) are scored over
     tiled windows (the read takes its highest window); shorter reads are reported as too_short.
+    Beside the model, exact matches to the model's viral references (a k-mer index shipped in
+    the model folder) are evidence too: the evidence column says which source called the read.
     """
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.resources import builtin_model_dir
@@ -143,7 +167,8 @@ def classify_reads(
     use_threads(threads)
     model_path = str(model_dir or builtin_model_dir())
     req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
-                          chunk=chunk_of, model_path=model_path)
+                          chunk=chunk_of, model_path=model_path, evidence=evidence and evidence.value,
+                          kmer_min_hits=kmer_min_hits)
     with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
         with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
             result = run(req, out[output], out.get(viral_out), REPORTER)

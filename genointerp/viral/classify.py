@@ -5,6 +5,14 @@ read's end, so every base is covered); a read's p_viral is the highest of its wi
 with N or IUPAC letters are skipped when the model has no UNKNOWN token. Status per read:
 scored, too_short (shorter than the model's read length), ambiguous (no window free of N).
 
+Beside the model, a model folder may carry a k-mer index of its viral references
+(genointerp.viral.evidence): a read's kmer_hits is the number of its k-mers in that index. The
+`evidence` column names what says the read is viral: `model` (p_viral >= threshold), `kmer`
+(kmer_hits >= the index's min_hits), `both` or `none`. The call follows the request's evidence
+mode: `both` calls a read viral when either says so, `model` or `kmer` when that one does.
+With `kmer` alone the model is not run (p_viral NA) and a read counts as scored when it has a
+k-mer free of N.
+
 With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
 genointerp.viral.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
 That needs a read's p_viral to be independent of the reads it is batched with, which is why
@@ -26,12 +34,15 @@ from genointerp.errors import InputError
 from genointerp.io.sequences import iter_reads
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
+from genointerp.viral.evidence import KmerIndex, index_files, load_index
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
 
 BATCH = 8192  # reads per step
-HEADER = "read_id\tlength\tp_viral\tcall\tstatus\n"
+# New columns go last, so pipelines that cut fields 1-5 keep working
+HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\n"
+EVIDENCE_MODES = ("both", "model", "kmer")
 
 
 @dataclass
@@ -45,6 +56,8 @@ class ClassifyRequest:
     batch_windows: int = 256  # windows per forward pass: more only adds memory (~0.3 MB of activations each)
     chunk: tuple[int, int] | None = None  # (i, n): only chunk i of n of the read stream
     model_path: str | None = None  # None: the built-in model; recorded in the summary with a digest of its files
+    evidence: str | None = None  # both, model or kmer; None: both when the model has a k-mer index, else model
+    kmer_min_hits: int | None = None  # None: the index's own
 
 
 def default_threshold(config: dict, where: str = "model config.json") -> float:
@@ -56,14 +69,14 @@ def default_threshold(config: dict, where: str = "model config.json") -> float:
     return 0.5 if threshold is None else threshold
 
 
-def model_sha256(folder: str) -> str:
-    """SHA-256 over the model's config.json and weights: tells summaries of different models apart
-    even when the same model sits at different paths (host and container)."""
+def model_sha256(folder: str, config: dict) -> str:
+    """SHA-256 over the model's config.json, weights and k-mer index files: tells summaries of
+    different models apart even when the same model sits at different paths (host and container)."""
     from genointerp.checkpoint import CONFIG, WEIGHTS
 
     digest = hashlib.sha256()
-    for name in (CONFIG, WEIGHTS):
-        with open(f"{folder}/{name}", "rb") as fh:
+    for path in [f"{folder}/{CONFIG}", f"{folder}/{WEIGHTS}", *index_files(folder, config)]:
+        with open(path, "rb") as fh:
             while block := fh.read(1 << 20):
                 digest.update(block)
     return digest.hexdigest()
@@ -111,12 +124,13 @@ def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndar
     return module_scores
 
 
-def score_batch(scorer: Callable[[np.ndarray], np.ndarray], batch, L: int, k: int, has_unknown: bool):
-    """p_viral (n,) with NaN for unscored reads, and statuses (n,) for a batch of records."""
-    flat, starts, lengths = encode_joined([r[1] for r in batch])
+def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, starts: np.ndarray,
+                lengths: np.ndarray, L: int, k: int, has_unknown: bool):
+    """p_viral float64 (n,) with NaN for unscored reads, and statuses object (n,), for reads
+    given as codes joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined)."""
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
     wstart, wread = window_starts(starts, lengths, L)
-    p = np.full(len(batch), np.nan)
+    p = np.full(len(lengths), np.nan)
     status = np.where(lengths < L, "too_short", "ambiguous").astype(object)
     if wstart.size:
         mat = np.lib.stride_tricks.sliding_window_view(flat, L)[wstart]
@@ -125,7 +139,7 @@ def score_batch(scorer: Callable[[np.ndarray], np.ndarray], batch, L: int, k: in
             mat, wread = mat[clean], wread[clean]
         if wread.size:
             pw = scorer(tokenize(mat, k))
-            best = np.full(len(batch), -1.0)
+            best = np.full(len(lengths), -1.0)
             np.maximum.at(best, wread, pw)
             scored = best >= 0
             p[scored] = best[scored]
@@ -133,27 +147,58 @@ def score_batch(scorer: Callable[[np.ndarray], np.ndarray], batch, L: int, k: in
     return p, status
 
 
-def load_classifier(req: ClassifyRequest):
-    """(model folder, model on req.device, its config, the calling threshold) for the request: its
-    model folder or the built-in one, and its threshold or the model's calibrated one."""
+@dataclass
+class Classifier:
+    path: str  # the model folder
+    model: object  # the XVir module on the request's device
+    config: dict
+    threshold: float  # calls on p_viral >= this
+    index: KmerIndex | None  # the folder's k-mer index, None without one
+    evidence: str  # both, model or kmer
+
+
+def load_classifier(req: ClassifyRequest) -> Classifier:
+    """The request's model folder (or the built-in one), with its threshold or the model's
+    calibrated one, and its k-mer index where the evidence mode uses it."""
     from genointerp.checkpoint import load_model_dir
     from genointerp.resources import builtin_model_dir
 
     path = req.model_path or str(builtin_model_dir())
     model, config = load_model_dir(path, expect="xvir")
     threshold = req.threshold if req.threshold is not None else default_threshold(config, f"{path}/config.json")
-    return path, model.to(req.device), config, threshold
+    index = load_index(path, config, req.kmer_min_hits)
+    evidence = req.evidence or ("both" if index is not None else "model")
+    if evidence not in EVIDENCE_MODES:
+        raise ValueError(f"evidence mode {evidence!r}")
+    if index is None and evidence != "model":
+        raise InputError(f"{path}: this model has no k-mer index (config.json 'kmer_index'), so only --evidence model "
+                         "works; train-xvir --viral REF builds one")
+    if index is None and req.kmer_min_hits is not None:
+        raise InputError(f"{path}: --kmer-min-hits needs a model with a k-mer index")
+    return Classifier(path, model.to(req.device), config, threshold, index, evidence)
+
+
+def decide(p: np.ndarray, status: np.ndarray, hits: np.ndarray | None, threshold: float, min_hits: int,
+           mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """(call, evidence) object (n,) per read from p_viral (n,) (NaN: unscored), statuses (n,) and
+    k-mer hits (n,) (None without an index), under evidence mode both, model or kmer."""
+    with np.errstate(invalid="ignore"):
+        by_model = p >= threshold
+    by_kmer = hits >= min_hits if hits is not None else np.zeros(p.shape, bool)
+    evidence = np.select([by_model & by_kmer, by_model, by_kmer], ["both", "model", "kmer"], "none").astype(object)
+    viral = {"both": by_model | by_kmer, "model": by_model, "kmer": by_kmer}[mode]
+    call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
+    return call, evidence
 
 
 def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
     binary streams, viral_out None for none). Returns the run's summary."""
-    model_path, model, config, threshold = load_classifier(req)
-    L, k = config["model"]["read_length"], config["model"]["k"]
-    has_unknown = config["model"]["vocab_size"] > 4**k
+    clf = load_classifier(req)
     counts: Counter = Counter()
+    evidence_counts: Counter = Counter()
     total = called = 0
-    scorer = window_scorer(model, req)
+    classify = batch_classifier(clf, req)
     it = records(req)
     ids = hashlib.sha256() if req.chunk else None  # the chunk's read names, for merge-calls to pair files
     if req.chunk:
@@ -166,10 +211,10 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     out.write(HEADER.encode())
     with report.progress("classifying reads", None) as advance:
         while batch := list(islice(it, BATCH)):
-            p, status = score_batch(scorer, batch, L, k, has_unknown)
-            call = np.where(np.isnan(p), "NA", np.where(p >= threshold, "viral", "not_viral"))
-            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\n"
-                    for r, q, c, s in zip(batch, p.tolist(), call.tolist(), status.tolist())]
+            p, status, hits, call, evidence = classify(batch)
+            hit_text = hits.astype(str).tolist() if hits is not None else ["NA"] * len(batch)
+            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\t{h}\t{e}\n"
+                    for r, q, c, s, h, e in zip(batch, p.tolist(), call.tolist(), status.tolist(), hit_text, evidence.tolist())]
             out.write("".join(rows).encode())
             if ids is not None:
                 ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
@@ -177,6 +222,7 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
             if viral_out is not None and viral.size:
                 viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
             counts.update(status.tolist())
+            evidence_counts.update(evidence.tolist())
             total += len(batch)
             called += int(viral.size)
             advance(len(batch))
@@ -190,14 +236,44 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
         "reads_called_viral": called,
         "fraction_viral_of_scored": called / scored if scored else 0.0,
         "status_counts": {s: counts.get(s, 0) for s in ("scored", "too_short", "ambiguous")},
-        "threshold": threshold,
+        "evidence_counts": {e: evidence_counts.get(e, 0) for e in ("both", "model", "kmer", "none")},
+        "evidence": clf.evidence,
+        "threshold": clf.threshold,
+        "kmer_index": None if clf.index is None else {
+            "k": clf.index.settings.k, "min_hits": clf.index.settings.min_hits,
+            "min_entropy": clf.index.settings.min_entropy, "n_kmers": int(clf.index.ids.size)},
         "inputs": list(req.inputs),
-        "model": model_path,
-        "model_sha256": model_sha256(model_path),
+        "model": clf.path,
+        "model_sha256": model_sha256(clf.path, clf.config),
     }
     if req.chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
     return summary
+
+
+def batch_classifier(clf: Classifier, req: ClassifyRequest):
+    """A function from a batch of records [(name, seq, qual)] (n) to (p_viral float64 (n,), status
+    (n,), k-mer hits int64 (n,) or None, call (n,), evidence (n,))."""
+    L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
+    has_unknown = clf.config["model"]["vocab_size"] > 4**k
+    scorer = window_scorer(clf.model, req) if clf.evidence != "kmer" else None
+
+    def classify(batch):
+        flat, starts, lengths = encode_joined([r[1] for r in batch])
+        hits = clean = None
+        if clf.index is not None:
+            hits, clean = clf.index.hits(flat, starts, lengths)
+        if scorer is not None:
+            p, status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown)
+        else:  # k-mers alone: a read is scored when it has a k-mer free of N
+            p = np.full(len(batch), np.nan)
+            status = np.where(clean > 0, "scored", np.where(lengths < clf.index.settings.k, "too_short", "ambiguous"))
+            status = status.astype(object)
+        min_hits = clf.index.settings.min_hits if clf.index is not None else 0
+        call, evidence = decide(p, status, hits, clf.threshold, min_hits, clf.evidence)
+        return p, status, hits, call, evidence
+
+    return classify
 
 
 def _record_text(rec) -> str:

@@ -31,6 +31,7 @@ viral.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -102,8 +103,9 @@ def merge_summaries(summaries: list[tuple[str, dict]]) -> tuple[dict, list[int]]
             raise InputError(f"{path}: not a classify-reads summary (no {missing[0]!r})")
     first_path, first = summaries[0]
     for path, s in summaries[1:]:
-        if s["threshold"] != first["threshold"]:
-            raise InputError(f"{path}: threshold {s['threshold']} differs from {first_path}'s {first['threshold']}")
+        for key in ("threshold", "evidence", "kmer_index"):
+            if s.get(key) != first.get(key):
+                raise InputError(f"{path}: {key} {json.dumps(s.get(key))} differs from {first_path}'s {json.dumps(first.get(key))}")
         if s.get("model_sha256") != first.get("model_sha256"):
             raise InputError(f"{path}: made with another model than {first_path} (model_sha256 differs)")
         if ("chunk" in s) != ("chunk" in first):
@@ -114,8 +116,9 @@ def merge_summaries(summaries: list[tuple[str, dict]]) -> tuple[dict, list[int]]
     merged = {k: v for k, v in summaries[order[0]][1].items() if k not in CHUNK_KEYS}
     for k in _COUNT_KEYS:
         merged[k] = sum(int(s[k]) for _, s in summaries)
-    statuses = dict.fromkeys(k for _, s in summaries for k in s["status_counts"])
-    merged["status_counts"] = {k: sum(int(s["status_counts"].get(k, 0)) for _, s in summaries) for k in statuses}
+    for field in ("status_counts", "evidence_counts"):
+        keys = dict.fromkeys(k for _, s in summaries for k in s.get(field, {}))
+        merged[field] = {k: sum(int(s.get(field, {}).get(k, 0)) for _, s in summaries) for k in keys}
     scored = merged["reads_scored"]
     merged["fraction_viral_of_scored"] = merged["reads_called_viral"] / scored if scored else 0.0  # as classify-reads
     if "chunk" not in first:

@@ -11,6 +11,7 @@ from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import open_kmer_dataset
 from genointerp.report import Reporter
 from genointerp.train.driver import TrainingJob, run_training
+from genointerp.viral.evidence import KmerSettings, build_index
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
                                    split_indices)
 
@@ -26,6 +27,15 @@ class TrainRequest:
     positive: str = "viral"
     model: dict = field(default_factory=dict)  # XVirConfig fields other than k/read_length/vocab_size
     init_from: str | None = None  # start from this model directory's weights (fine-tuning)
+    index: IndexRequest | None = None  # a k-mer index for the model folder (classify-reads' k-mer evidence)
+
+
+@dataclass
+class IndexRequest:
+    viral: list[str]  # viral references (FASTA/GenBank)
+    negatives: list[str]  # references whose k-mers the index must not hold
+    settings: KmerSettings = field(default_factory=KmerSettings)
+    circular: bool = False  # the viral references are circular genomes
 
 
 def _load(paths: list[str], positive: str):
@@ -72,6 +82,7 @@ class XVirTraining(TrainingJob):
 
     def __init__(self, req: TrainRequest, seed: int) -> None:
         self.req, self.seed = req, seed
+        self.index_entry: dict | None = None
 
     def load(self, dist, cache, report) -> None:
         req = self.req
@@ -142,6 +153,7 @@ class XVirTraining(TrainingJob):
             "training": {**asdict(settings), "data": self.provenance, "epochs_run": len(history),
                          "best_epoch": int(best_row["epoch"])},
             "test_metrics": test_metrics,
+            **({"kmer_index": self.index_entry} if self.index_entry else {}),
         }
 
     def write_extra(self, folder: Path) -> None:
@@ -151,5 +163,12 @@ class XVirTraining(TrainingJob):
 
 
 def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
-    """Train and fill `folder` (rank 0). Returns the test metrics."""
-    return run_training(XVirTraining(req, settings.seed), settings, folder, output, resume, report)
+    """Train and fill `folder` (rank 0). Returns the test metrics.
+
+    The k-mer index, when asked for, is built first: a bad reference fails the run before
+    training, not after it."""
+    job = XVirTraining(req, settings.seed)
+    if req.index is not None:
+        ix = req.index
+        job.index_entry = build_index(folder, ix.viral, ix.negatives, ix.settings, ix.circular, report)
+    return run_training(job, settings, folder, output, resume, report)

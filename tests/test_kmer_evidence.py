@@ -1,0 +1,129 @@
+"""The viral k-mer index (genointerp.viral.evidence): ids, low-complexity filter, build and load."""
+
+import gzip
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import DATA
+from genointerp.errors import InputError
+from genointerp.reads.kmerize import encode_joined
+from genointerp.report import SILENT
+from genointerp.seq.alphabet import encode
+from genointerp.viral.evidence import (CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids, complex_enough,
+                                       load_index, reference_kmers)
+
+COMPLEMENT = str.maketrans("ACGT", "TGCA")
+
+
+def revcomp(s):
+    return s.translate(COMPLEMENT)[::-1]
+
+
+def kmer_id(s):
+    return int(s.translate(str.maketrans("ACGT", "0123")), 4)
+
+
+def test_canonical_ids_are_the_smaller_strand_like_jellyfish_C():
+    rng = np.random.default_rng(1)
+    seq = "".join(rng.choice(list("ACGT"), 80)) + "N" + "ACGTT" * 4
+    k = 11
+    ids, valid = canonical_ids(encode(seq), k)
+    for i in range(len(seq) - k + 1):
+        window = seq[i : i + k]
+        assert valid[i] == ("N" not in window)
+        if valid[i]:
+            assert ids[i] == min(kmer_id(window), kmer_id(revcomp(window)))
+    rc_ids, _ = canonical_ids(encode(revcomp(seq)), k)
+    assert sorted(rc_ids[_]) == sorted(ids[valid])  # both strands give one set
+
+
+def test_complex_enough_is_the_entropy_of_base_composition():
+    seq = "AAAAAAAAAAAT" + "ACGTACGTACGT" + "ATATATATATAT"
+    k = 12
+    keep = complex_enough(encode(seq), k, 1.5)
+    for i in range(len(seq) - k + 1):
+        counts = [seq[i : i + k].count(b) / k for b in "ACGT"]
+        entropy = -sum(f * math.log2(f) for f in counts if f)
+        assert keep[i] == (entropy >= 1.5)
+    assert not keep[0] and keep[12] and not keep[-1]  # poly-A, ACGT repeat (2 bits), AT repeat (1 bit)
+
+
+def test_circular_references_count_kmers_across_the_origin():
+    seq = "ACGGTCATTGACCATGGTACCAGT"
+    k = 11
+    linear = reference_kmers([("v", seq)], k, False, 0)
+    circular = reference_kmers([("v", seq)], k, True, 0)
+    across = seq[-5:] + seq[:6]
+    wanted = min(kmer_id(across), kmer_id(revcomp(across)))
+    assert wanted in circular and wanted not in linear
+    assert circular.size == len(seq) and linear.size == len(seq) - k + 1  # no repeated 11-mer in this sequence
+
+
+def test_hits_count_kmer_positions_per_read_on_either_strand():
+    ref = "".join(np.random.default_rng(2).choice(list("ACGT"), 500))
+    index = KmerIndex(reference_kmers([("v", ref)], 21, False, 0), KmerSettings(21, 2, 0))
+    reads = [ref[100:160], revcomp(ref[200:260]), ref[300:330] + "N" + ref[331:360], "ACGT" * 5, ""]
+    hits, clean = index.hits(*encode_joined(reads))
+    assert hits.tolist() == [40, 40, 10 + 9, 0, 0]  # 60-21+1; an N kills the 21 windows over it
+    assert clean.tolist() == [40, 40, 19, 0, 0]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("index")
+    entry = build_index(folder, [str(DATA / "hpv4.fa")], [str(DATA / "ecoli_slice.fa")], KmerSettings(), True, SILENT)
+    return folder, entry
+
+
+def test_build_and_load_give_the_same_index_without_negative_kmers(indexed):
+    folder, entry = indexed
+    index = load_index(folder, {CONFIG_KEY: entry})
+    assert index.ids.size == entry["n_kmers"] > 4 * 7000  # four papillomavirus genomes of ~8 kb, both strands in one
+    assert np.all(index.ids[1:] > index.ids[:-1])
+    ecoli = "".join(line.strip() for line in open(DATA / "ecoli_slice.fa") if not line.startswith(">"))
+    hits, _ = index.hits(*encode_joined([ecoli[i : i + 150] for i in range(0, len(ecoli) - 150, 75)]))
+    assert hits.sum() == 0  # every viral k-mer shared with the negative reference was left out
+    assert entry["n_contigs"] == 4 and (folder / entry["references"]).stat().st_size < 20_000
+
+
+def test_index_files_are_byte_identical_when_rebuilt(indexed, tmp_path):
+    folder, entry = indexed
+    again = build_index(tmp_path, [str(DATA / "hpv4.fa")], [str(DATA / "ecoli_slice.fa")], KmerSettings(), True, SILENT)
+    assert again == entry
+    for name in (entry["references"], entry["excluded"]):
+        assert (tmp_path / name).read_bytes() == (folder / name).read_bytes()
+
+
+def test_a_damaged_index_is_one_error(indexed, tmp_path):
+    folder, entry = indexed
+    (tmp_path / entry["references"]).write_bytes(gzip.compress((folder / entry["references"]).read_bytes()[:0] + b">v\nACGT\n"))
+    (tmp_path / entry["excluded"]).write_bytes((folder / entry["excluded"]).read_bytes())
+    with pytest.raises(InputError, match="damaged"):
+        load_index(tmp_path, {CONFIG_KEY: entry})
+    with pytest.raises(InputError, match="damaged 'kmer_index'"):
+        load_index(tmp_path, {CONFIG_KEY: {"k": 21}})
+    (tmp_path / entry["excluded"]).unlink()
+    with pytest.raises(InputError, match="missing"):
+        load_index(tmp_path, {CONFIG_KEY: entry})
+    with pytest.raises(InputError, match="k must be 11"):
+        build_index(tmp_path, [str(DATA / "hpv4.fa")], [], KmerSettings(k=7), True, SILENT)
+    assert load_index(tmp_path, {}) is None  # a model without an index
+
+
+def test_builtin_model_index_loads_quickly_and_small():
+    import time
+
+    from genointerp.checkpoint import CONFIG
+    from genointerp.resources import builtin_model_dir
+
+    folder = builtin_model_dir()
+    config = json.loads((folder / CONFIG).read_text())
+    t0 = time.perf_counter()
+    index = load_index(folder, config)
+    assert index is not None and index.settings == KmerSettings(21, 2, 1.5)
+    assert index.ids.size == config[CONFIG_KEY]["n_kmers"] and index.ids.nbytes < 100e6
+    assert time.perf_counter() - t0 < 30  # a sanity bound, not a benchmark: about 0.5 s here
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 10e6
