@@ -430,7 +430,7 @@ def indexed_model(dataset):
 
     out = dataset / "indexed"
     res = CliRunner().invoke(app, ["train-xvir", str(dataset / "ds"), "-o", str(out), "--epochs", "1", *SMALL,
-                                   "--viral", str(DATA / "hpv4.fa"), "--circular", "--negative", str(DATA / "chr20_slice.fa.gz")])
+                                   "--viral", str(DATA / "hpv4.fa"), "--circular", "--negative", f"human={DATA / 'chr20_slice.fa.gz'}"])
     assert res.exit_code == 0, res.output
     return out
 
@@ -476,7 +476,7 @@ def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset
     assert_one_error_line(res, "has no k-mer index")
     res = cli("classify-reads", dataset / "r.fq", "-m", indexed_model, "--kmer-min-hits", 0, "-o", tmp_path / "c.tsv")
     assert res.exit_code == 2
-    res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", dataset / "r.fq", "--epochs", 1)
+    res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", f"human={dataset / 'r.fq'}", "--epochs", 1)
     assert res.exit_code == 2 and "give --viral" in res.stderr and not (tmp_path / "m").exists()
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, training_outputs
+from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs, training_outputs
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Viral detection"
@@ -33,19 +34,21 @@ class Position(str, Enum):
     epilog=(
         "Examples:\n\n"
         "  genointerp train-xvir train.kmers -o hpv_model\n\n"
+        "  genointerp train-xvir -o hpv_model --viral hpv.fa --circular --negative human=chr20.fa.gz "
+        "--negative bacterial=ecoli.fa --epochs 10 --rc-augment --target-fpr 0.001   # fresh reads every epoch\n\n"
         "  torchrun --nproc_per_node 4 -m genointerp train-xvir train.kmers -o hpv_model --device cuda"
     ),
 )
 def train_xvir(
-    datasets: List[str] = typer.Argument(..., metavar="DATASET...", help="kmerize dataset folders, or FASTQ/FASTA files (tokenised with -k/--length, labels from --truth or --label-field)."),
+    datasets: List[str] = typer.Argument(None, metavar="[DATASET]...", help="kmerize dataset folders, or FASTQ/FASTA files (tokenised with -k/--length, labels from --truth or --label-field). None: train on fresh reads simulated from --viral and --negative references."),
     output: str = typer.Option(..., "-o", "--output", help="Model directory to write (model.safetensors, config.json, metrics)."),
     valid: List[str] = typer.Option([], "--valid", help="Validation dataset(s) instead of the 8:1:1 split (with --test)."),
     test: List[str] = typer.Option([], "--test", help="Test dataset(s) instead of the 8:1:1 split (with --valid)."),
     positive: str = typer.Option("viral", "--positive", help="The label that counts as viral; every other label is not."),
     truth: Optional[str] = typer.Option(None, "--truth", help="Read files only: labels from a truth TSV (simulate-reads --truth)."),
     label_field: int = typer.Option(0, "--label-field", min=0, help="Read files only: label = this '|'-separated field of the read name."),
-    k: int = typer.Option(6, "-k", min=1, max=7, help="Read files only: k-mer size."),
-    length: int = typer.Option(150, "--length", min=1, help="Read files only: model read length."),
+    k: int = typer.Option(6, "-k", min=1, max=7, help="Read files and fresh reads: k-mer size."),
+    length: int = typer.Option(150, "--length", min=1, help="Read files and fresh reads: model read length."),
     epochs: int = typer.Option(25, "--epochs", min=1, help="Most epochs to train."),
     patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without a better validation AUROC."),
     batch_size: int = typer.Option(256, "--batch-size", min=1),
@@ -62,12 +65,16 @@ def train_xvir(
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CPU or CUDA), 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     seed: int = typer.Option(1, "--seed"),
-    viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model."),
-    negative_refs: List[str] = typer.Option([], "--negative", metavar="REF", help="Negative reference (repeatable; with --viral): its k-mers are left out of the index, e.g. the host genome."),
+    viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated from it."),
+    negative_refs: List[str] = typer.Option([], "--negative", metavar="LABEL=REF", help="Negative reference (repeatable; with --viral), e.g. human=chr20.fa.gz: its k-mers are left out of the index; without DATASET, negative training reads are simulated from it."),
     circular: bool = typer.Option(False, "--circular", help="The --viral references are circular genomes (k-mers across the origin count)."),
     kmer_k: int = typer.Option(21, "--kmer-k", min=11, max=31, help="k of the k-mer index."),
     kmer_min_hits: int = typer.Option(2, "--kmer-min-hits", min=1, help="Index k-mers a read needs to count as k-mer evidence."),
     kmer_min_entropy: float = typer.Option(1.5, "--kmer-min-entropy", min=0, max=2, help="Leave out k-mers whose base composition has less Shannon entropy (bits): low-complexity stretches match other genomes by chance."),
+    reads_per_epoch: Optional[int] = typer.Option(None, "--reads-per-epoch", min=100, help="Fresh reads only: reads simulated for each epoch (default 200,000; validation and test sets a tenth each)."),
+    mix: List[str] = typer.Option([], "--mix", metavar="LABEL=W", help="Fresh reads only: weight of each label (viral and every --negative label), e.g. --mix viral=0.4 --mix human=0.4 --mix bacterial=0.2 (default: half viral, the rest split evenly)."),
+    viral_sub_rate: float = typer.Option(0.0, "--viral-sub-rate", min=0, max=0.3, help="Fresh reads only: half the viral reads come from genomes mutated anew each epoch with this substitution rate (unseen strains)."),
+    target_fpr: Optional[float] = typer.Option(None, "--target-fpr", min=0, max=0.5, help="Set the model's calling threshold so that at most this share of negative reads is called viral: per negative label on fresh reads (with the k-mer index, under classify-reads' combined rule), or on the test split for datasets."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Start from this model directory's weights (fine-tuning; same architecture)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
@@ -77,37 +84,70 @@ def train_xvir(
     Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
     metrics.tsv, test metrics in test_metrics.json and roc.png. Runs under torchrun (DDP; rank 0 writes).
     With --viral, the model folder also gets a k-mer index of those references (minus the k-mers
-    of every --negative reference) that classify-reads uses as evidence beside the model.
+    of every --negative reference) that classify-reads uses as evidence beside the model. Without
+    DATASET, training reads are simulated from --viral and --negative references, new ones for
+    every epoch (seeded: a resumed or repeated run draws the same reads), so the model never sees
+    a read twice.
     """
     import os
 
     from genointerp.train.driver import checkpoint_dir
     from genointerp.train.loop import TrainSettings
     from genointerp.viral.evidence import KmerSettings
+    from genointerp.viral.fresh import FreshReads
     from genointerp.viral.train import IndexRequest, TrainRequest, run, tokenize_read_files
 
+    datasets = datasets or []
     use_threads(threads)
     settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
                              seed=seed, rc_augment=rc_augment, device=device_for(device, precision), precision=precision.value)
     req = TrainRequest(datasets, valid, test, positive, init_from=init_from, model={
         "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
         "position": position.value, "norm_first": pre_norm})
+    negatives = parse_pairs(negative_refs, "--negative", "LABEL=REF (e.g. human=chr20.fa.gz)")
     if viral_refs:
-        req.index = IndexRequest(viral_refs, negative_refs, KmerSettings(kmer_k, kmer_min_hits, kmer_min_entropy), circular)
+        req.index = IndexRequest(viral_refs, [path for _, path in negatives],
+                                 KmerSettings(kmer_k, kmer_min_hits, kmer_min_entropy), circular)
     elif negative_refs or circular:
         raise typer.BadParameter("--negative and --circular describe --viral references; give --viral", param_hint="--viral")
+    fresh_options = [name for name, given in (("--reads-per-epoch", reads_per_epoch is not None), ("--mix", mix),
+                                              ("--viral-sub-rate", viral_sub_rate > 0)) if given]
+    if datasets and fresh_options:
+        raise typer.BadParameter(f"{fresh_options[0]} is for training on fresh reads (no DATASET)", param_hint=fresh_options[0])
+    if not datasets:
+        if not (viral_refs and negatives):
+            raise typer.BadParameter("give kmerize datasets or read files, or --viral and --negative references to "
+                                     "train on fresh reads", param_hint="DATASET")
+        weights = {}
+        for label, value in parse_pairs(mix, "--mix", "LABEL=WEIGHT"):
+            try:
+                weights[label] = float(value)
+            except ValueError:
+                raise typer.BadParameter(f"weight {value!r} of {label} is not a number", param_hint="--mix") from None
+        req.fresh = FreshReads(viral_refs, negatives, circular, reads_per_epoch or 200_000, weights, viral_sub_rate, k, length)
+    if valid or test:
+        if not datasets:
+            raise typer.BadParameter("fresh-read training draws its own validation and test reads", param_hint="--valid")
+    req.target_fpr = target_fpr
     main_rank = is_main_rank()
     if not main_rank and not all(os.path.isdir(p) for p in datasets + valid + test):
         raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
-    with training_outputs(output, [*datasets, *valid, *test, truth, init_from, *viral_refs, *negative_refs], resume,
-                          force) as folder:
-        if main_rank:
+    with training_outputs(output, [*datasets, *valid, *test, truth, init_from, *viral_refs, *(p for _, p in negatives)],
+                          resume, force) as folder:
+        if main_rank and datasets:
             groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test},
                                          checkpoint_dir(output) / "data", k, length, truth, label_field, REPORTER)
             req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
         metrics = run(req, settings, folder, output, resume, REPORTER)
     log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
         f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
+    if target_fpr is not None and main_rank:
+        import json
+
+        calling = json.loads((Path(output) / "config.json").read_text())["calling"]
+        fpr = calling["fpr"] if isinstance(calling["fpr"], dict) else {"negatives": calling["fpr"]}
+        log(f"calling threshold {calling['threshold']} ({calling['rule']}): viral recall {calling['tpr']:.4f}, called "
+            f"viral {', '.join(f'{label} {v:.4%}' for label, v in fpr.items())}")
 
 
 @app.command(

@@ -49,6 +49,9 @@ class Task(Protocol):
 
     def n_train(self) -> int: ...
 
+    # Optional: begin_epoch(self, epoch: int) -> None, called first in every epoch (fresh training
+    # examples for the epoch, e.g. genointerp.viral.fresh).
+
     def augmentation(self, gen: np.random.Generator) -> object:
         """Per-epoch augmentation draws for every training example, from the epoch generator."""
 
@@ -169,6 +172,8 @@ def train_epoch(net, model, task: Task, opt, s: TrainSettings, dist_info: Distri
     """One pass over this rank's share of the training examples, in the order drawn from (seed, epoch);
     returns the mean training loss over every rank's examples."""
     device = s.device
+    if hasattr(task, "begin_epoch"):
+        task.begin_epoch(epoch)
     n = task.n_train()
     net.train()
     gen = np.random.default_rng([s.seed, epoch])

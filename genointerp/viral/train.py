@@ -10,8 +10,10 @@ import numpy as np
 from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import open_kmer_dataset
 from genointerp.report import Reporter
+from genointerp.seq.alphabet import N_CODE
 from genointerp.train.driver import TrainingJob, run_training
-from genointerp.viral.evidence import KmerSettings, build_index
+from genointerp.viral.evidence import CONFIG_KEY, KmerIndex, KmerSettings, build_index, load_index
+from genointerp.viral.fresh import FreshReads, FreshReadTask, ReadSimulator
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
                                    split_indices)
 
@@ -28,6 +30,8 @@ class TrainRequest:
     model: dict = field(default_factory=dict)  # XVirConfig fields other than k/read_length/vocab_size
     init_from: str | None = None  # start from this model directory's weights (fine-tuning)
     index: IndexRequest | None = None  # a k-mer index for the model folder (classify-reads' k-mer evidence)
+    fresh: FreshReads | None = None  # train on reads simulated anew each epoch from references, not on datasets
+    target_fpr: float | None = None  # set the calling threshold so at most this share of negatives is called viral
 
 
 @dataclass
@@ -83,6 +87,8 @@ class XVirTraining(TrainingJob):
     def __init__(self, req: TrainRequest, seed: int) -> None:
         self.req, self.seed = req, seed
         self.index_entry: dict | None = None
+        self.index: KmerIndex | None = None
+        self.calling: dict | None = None
 
     def load(self, dist, cache, report) -> None:
         req = self.req
@@ -141,7 +147,20 @@ class XVirTraining(TrainingJob):
 
         y = self.test_set[1]
         self.p = p = predict_proba(model, self.test_set[0], settings.device, settings.precision)
+        if self.req.target_fpr is not None:
+            self.calling = self.calibrate(model, settings)
         return {**binary_metrics(y, p), "recall_at_1pct_fpr": recall_at_fpr(y, p), "n": int(len(p))}
+
+    def calibrate(self, model, settings) -> dict:
+        """The calling threshold at req.target_fpr, on the test split's negatives (its reads were
+        not trained on)."""
+        from genointerp.train.metrics import threshold_at_fpr
+
+        y, p = self.test_set[1], self.p
+        t = threshold_at_fpr(y, p, self.req.target_fpr)
+        return {"threshold": t, "target_fpr": self.req.target_fpr, "fpr": float((p[y == 0] >= t).mean()),
+                "tpr": float((p[y == 1] >= t).mean()), "n_reads": int(len(y)), "set_on": "the test split",
+                "rule": "p_viral >= threshold"}
 
     def model_info(self, settings, history, best_row, test_metrics) -> dict:
         labels = sorted({lab for prov in self.provenance for lab in prov.get("label_counts", {})})
@@ -153,7 +172,8 @@ class XVirTraining(TrainingJob):
             "training": {**asdict(settings), "data": self.provenance, "epochs_run": len(history),
                          "best_epoch": int(best_row["epoch"])},
             "test_metrics": test_metrics,
-            **({"kmer_index": self.index_entry} if self.index_entry else {}),
+            **({"calling": self.calling} if self.calling else {}),
+            **({CONFIG_KEY: self.index_entry} if self.index_entry else {}),
         }
 
     def write_extra(self, folder: Path) -> None:
@@ -162,13 +182,73 @@ class XVirTraining(TrainingJob):
         plot_roc(self.test_set[1], self.p, folder / "roc.png", f"XVir test reads (n={len(self.p):,})")
 
 
+class FreshXVirTraining(XVirTraining):
+    """train-xvir on references: training reads simulated anew every epoch (genointerp.viral.fresh);
+    validation, test and calibration reads are fresh draws of their own."""
+
+    def load(self, dist, cache, report) -> None:
+        spec = self.req.fresh
+        self.sim = ReadSimulator(spec, self.seed, report)
+        self.header = self.sim.header()
+        n_eval = max(spec.reads_per_epoch // 10, 1000)
+        self.valid, self.test_set = self._labelled("valid", n_eval), self._labelled("test", n_eval)
+        shares = self.sim.shares
+        self.provenance = [{"fresh_reads": {
+            "viral": list(spec.viral), "negative": [f"{label}={path}" for label, path in spec.negatives],
+            "circular": spec.circular, "reads_per_epoch": spec.reads_per_epoch, "viral_sub_rate": spec.viral_sub_rate,
+            "shares": shares, "seed": self.seed},
+            "label_counts": {label: round(spec.reads_per_epoch * w) for label, w in shares.items()}}]
+
+    def _labelled(self, purpose: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+        _, tokens, label = self.sim.draw(n, purpose)
+        return tokens, (label == 0).astype(np.float32)
+
+    def describe(self, model) -> str:
+        from genointerp.models.xvir import count_parameters
+
+        return (f"XVir {count_parameters(model):,} parameters; {self.req.fresh.reads_per_epoch:,} fresh reads per "
+                f"epoch, valid {len(self.valid[1]):,}, test {len(self.test_set[1]):,} reads")
+
+    def task(self, settings):
+        return FreshReadTask(self.sim, self.req.fresh.reads_per_epoch, self.valid, reverse_complement_table(self.header["k"]),
+                             settings.rc_augment, settings.device, settings.precision)
+
+    def calibrate(self, model, settings) -> dict:
+        """The calling threshold at req.target_fpr for every negative kind: fresh calibration reads
+        of each negative label, and the highest of their thresholds. With a k-mer index the rule
+        is the combined one (k-mer evidence, or p_viral >= threshold), as classify-reads calls."""
+        from genointerp.runtime import predict_proba
+        from genointerp.train.metrics import threshold_at_fpr
+
+        target, labels = self.req.target_fpr, self.sim.labels()
+        per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
+        shares = {label: 1.0 for label in labels}
+        codes, tokens, label = self.sim.draw(per_label * len(labels), "calibration", shares=shares)
+        p = predict_proba(model, tokens, settings.device, settings.precision)
+        by_kmer = np.zeros(len(p), bool)
+        if self.index is not None:  # the rows joined by an N, as KmerIndex.hits takes reads
+            m, L = codes.shape
+            flat = np.concatenate([codes, np.full((m, 1), N_CODE, np.uint8)], axis=1).ravel()
+            hits, _ = self.index.hits(flat, np.arange(m, dtype=np.int64) * (L + 1), np.full(m, L, np.int64))
+            by_kmer = hits >= self.index.settings.min_hits
+        score = np.where(by_kmer, 2.0, p)
+        t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), score[label == i], target) for i in range(1, len(labels)))
+        called = by_kmer | (p >= t)
+        return {"threshold": t, "target_fpr": target,
+                "fpr": {labels[i]: float(called[label == i].mean()) for i in range(1, len(labels))},
+                "tpr": float(called[label == 0].mean()), "n_reads": int(len(p)),
+                "set_on": f"fresh reads drawn from the training references, about {per_label:,} per label",
+                "rule": "k-mer evidence or p_viral >= threshold" if self.index is not None else "p_viral >= threshold"}
+
+
 def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
     """Train and fill `folder` (rank 0). Returns the test metrics.
 
     The k-mer index, when asked for, is built first: a bad reference fails the run before
     training, not after it."""
-    job = XVirTraining(req, settings.seed)
+    job = (FreshXVirTraining if req.fresh is not None else XVirTraining)(req, settings.seed)
     if req.index is not None:
         ix = req.index
         job.index_entry = build_index(folder, ix.viral, ix.negatives, ix.settings, ix.circular, report)
+        job.index = load_index(folder, {CONFIG_KEY: job.index_entry})
     return run_training(job, settings, folder, output, resume, report)
