@@ -145,6 +145,22 @@ def test_merge_refuses_mismatched_headers_and_other_thresholds(four_chunks, tmp_
     res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
               "-o", tmp_path / "m.tsv")
     assert_one_error_line(res, "threshold 0.9 differs")
+    for key, value, message in (("evidence", "model", 'evidence "model" differs'),
+                                ("kmer_index", {"k": 25}, 'kmer_index {"k": 25} differs')):
+        other.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), key: value}))
+        res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
+                  "-o", tmp_path / "m.tsv")
+        assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
+        assert_one_error_line(res, message)
+
+
+def test_kmer_only_chunks_merge_into_the_whole_run(reads, tmp_path):
+    """--evidence kmer skips the model: chunks must still merge byte for byte."""
+    whole = classify(reads, tmp_path / "whole", "--evidence", "kmer")
+    _, merged = scatter_gather(reads, 3, tmp_path, "--evidence", "kmer")
+    assert_same_outputs(merged, whole)
+    summary = json.loads((whole / OUTS[1]).read_text())
+    assert summary["evidence"] == "kmer" and summary["evidence_counts"]["model"] == 0
 
 
 def test_merge_orders_by_chunk_and_checks_pairing(four_chunks, whole, tmp_path):
