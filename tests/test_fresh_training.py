@@ -111,3 +111,27 @@ def test_fresh_only_options_need_fresh_training(cli, tmp_path):
     reads.write_text("@viral|1\n" + "ACGT" * 20 + "\n+\n" + "I" * 80 + "\n")
     res = cli("train-xvir", reads, "-o", tmp_path / "m", "--mix", "viral=1")
     assert res.exit_code == 2 and "is for training on fresh reads" in res.stderr
+
+
+def test_bad_reference_files_are_one_error_and_leave_nothing(cli, tmp_path):
+    import gzip
+
+    (tmp_path / "empty.fa").write_text("")
+    (tmp_path / "cut.fa.gz").write_bytes(gzip.compress(open(HPV, "rb").read())[:3000])
+    for viral, negative, message in ((tmp_path / "nope.fa", ECOLI, "no such file"),
+                                     (HPV, tmp_path / "empty.fa", "file is empty"),
+                                     (tmp_path / "cut.fa.gz", ECOLI, "truncated or corrupt gzip")):
+        res = cli("train-xvir", "-o", tmp_path / "m", "--viral", viral, "--negative", f"human={negative}", *SMALL, "--epochs", 1)
+        assert res.exit_code == 1 and not (tmp_path / "m").exists() and not (tmp_path / "m.checkpoint").exists()
+        assert_one_error_line(res, message)
+
+
+def test_a_model_with_a_cut_index_file_is_one_error(fresh_model, cli, tmp_path):
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(fresh_model, damaged)
+    (damaged / "kmer_refs.fa.gz").write_bytes((fresh_model / "kmer_refs.fa.gz").read_bytes()[:1000])
+    res = cli("classify-reads", DATA / "tumor_small.fq.gz", "-m", damaged, "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
+    assert_one_error_line(res, "kmer_refs.fa.gz: truncated or corrupt gzip")
