@@ -127,3 +127,12 @@ def test_builtin_model_index_loads_quickly_and_small():
     assert index.ids.size == config[CONFIG_KEY]["n_kmers"] and index.ids.nbytes < 100e6
     assert time.perf_counter() - t0 < 30  # a sanity bound, not a benchmark: about 0.5 s here
     assert sum(p.stat().st_size for p in folder.iterdir()) < 10e6
+
+
+def test_the_filter_in_front_of_the_index_never_loses_a_kmer():
+    rng = np.random.default_rng(4)
+    ids = np.unique(rng.integers(0, 4**21, 200_000, dtype=np.uint64))
+    index = KmerIndex(ids, KmerSettings())
+    queries = np.concatenate([ids[::3], rng.integers(0, 4**21, 100_000, dtype=np.uint64)])
+    want = np.isin(queries, ids)
+    assert np.array_equal(index.contains(queries), want) and want.sum() >= ids[::3].size
