@@ -343,3 +343,63 @@ def test_a_damaged_feature_folder_is_one_error_line(edit, message, cli, tmp_path
     res = cli("capsule-train", feats, "-p", pheno, *QUICK, "-o", tmp_path / "m")
     assert res.exit_code == 1 and not (tmp_path / "m").exists()
     assert_one_error_line(res, message)
+
+
+# ---- issue 18: --gene-sets, enrichment of the decisive genes ----------------------------------------
+
+def test_gene_sets_give_enrichment_of_the_decisive_genes(tmp_path, cli):
+    feats, pheno = write_cohort(tmp_path, *cohort(60, 6))  # genes G0..G5
+    # BIG names all 6 feature genes, FIVE all but G0, REST all but G1, TINY two (untested: K < 5) and
+    # FOREIGN none: the universe is the 6 feature genes, all named
+    (tmp_path / "sets.gmt").write_text(
+        "BIG\thttp://example.org/big\tG0\tG1\tG2\tG3\tG4\tG5\tTP53\n"
+        "FIVE\t\tG1\tG2\tG3\tG4\tG5\tG5\n"
+        "REST\tall but G1\tG0\tG2\tG3\tG4\tG5\n"
+        "TINY\tuntested\tG1\tG2\n"
+        "FOREIGN\tno feature genes\tTP53\tBRCA1\n")
+    res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--gene-sets", tmp_path / "sets.gmt", "-o", tmp_path / "m")
+    assert res.exit_code == 0, res.output
+    assert "5 gene sets, 3 with 5 to 500 feature genes to test; universe 6 of 6 feature genes" in res.stderr
+    decisive = [g["gene"] for g in tsv(tmp_path / "m" / "genes.tsv") if g["decisive"] == "yes"]
+    assert len(decisive) == 1  # top 5 % of 6 genes, at least one
+    members = {"BIG": {f"G{i}" for i in range(6)}, "FIVE": {f"G{i}" for i in range(1, 6)},
+               "REST": {f"G{i}" for i in range(6)} - {"G1"}}
+    text = (tmp_path / "m" / "enrichment.tsv").read_text()
+    assert text.splitlines()[0] == "set\tdescription\tset_size\toverlap\tdecisive_in_universe\tuniverse\tp_value\tfdr\tgenes"
+    rows = {r["set"]: r for r in tsv(tmp_path / "m" / "enrichment.tsv")}
+    assert sorted(rows) == ["BIG", "FIVE", "REST"]
+    for name, genes in members.items():
+        row, overlap = rows[name], [g for g in decisive if g in genes]
+        assert (row["set_size"], row["overlap"], row["decisive_in_universe"], row["universe"], row["genes"]) == \
+            (str(len(genes)), str(len(overlap)), "1", "6", ",".join(overlap)), row
+        # one decisive gene drawn from 6: it lies in a set of K with probability K / 6; P(X >= 0) = 1
+        assert float(row["p_value"]) == pytest.approx(len(genes) / 6 if overlap else 1.0, rel=1e-5)
+    assert rows["BIG"]["description"] == "http://example.org/big" and rows["FIVE"]["description"] == ""
+
+
+def test_bad_gene_sets_are_one_error_line_before_training_and_leave_nothing(tmp_path, cli):
+    feats, pheno = write_cohort(tmp_path, *cohort(40, 6))
+    gmt = tmp_path / "sets.gmt"
+
+    def fails(text, message, *extra):
+        if text is None:
+            gmt.unlink(missing_ok=True)
+        else:
+            gmt.write_text(text)
+        res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--gene-sets", gmt, "-o", tmp_path / "out", *extra)
+        assert res.exit_code == 1, res.output
+        assert_one_error_line(res, message)
+        assert "fold 1" not in res.stderr  # refused before any training
+        assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".genointerp-tmp-*"))
+
+    fails(None, "sets.gmt: no such file")
+    fails("", "sets.gmt: empty gene-set file (no gene sets)")
+    fails("OK\td\tG0\tG1\nBROKEN\tdescription only\n", "sets.gmt: line 2: a gene set needs a name, a description and genes")
+    fails("A\td\tG0\tG1\nB\td\tG2\nA\td\tG3\n", "sets.gmt: line 3: gene set 'A' is given twice (first on line 1)")
+    fails("A\td\tg0\tg1\nB\td\tENSG00000141510\n",
+          "sets.gmt: none of the 2 gene sets names a gene of the features: gene symbols differ?")
+    fails("A\td\tG0\tG1\tG2\n", "no gene set has 5 to 500 genes of the features (the largest has 3)")
+    fails("A\td\tG0\tG1\tG2\n", "no gene set has 4 to 500 genes", "--min-set-size", "4")
+    res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--gene-sets", gmt, "--min-set-size", 10,
+              "--max-set-size", 5, "-o", tmp_path / "out")
+    assert res.exit_code == 2 and "10 is above --max-set-size 5" in res.stderr and not (tmp_path / "out").exists()

@@ -35,7 +35,8 @@ def _torch_device(requested: str, threads: int) -> str:
     epilog=(
         "Examples:\n\n"
         "  genointerp capsule-train genepcs/ --phenotypes pheno.tsv -o capsule_model\n\n"
-        "  genointerp capsule-train genepcs/ -p pheno.tsv --phenotype T2D --train-fraction 0.1,0.25,0.5,1 -o m"
+        "  genointerp capsule-train genepcs/ -p pheno.tsv --phenotype T2D --train-fraction 0.1,0.25,0.5,1 -o m\n\n"
+        "  genointerp capsule-train genepcs/ -p pheno.tsv --gene-sets c5.go.bp.v2024.1.Hs.symbols.gmt -o m"
     ),
 )
 def capsule_train(
@@ -65,6 +66,9 @@ def capsule_train(
     baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score logistic regression, SVM, random forest, AdaBoost and an MLP on the same folds."),
     train_fraction: Optional[str] = typer.Option(None, "--train-fraction", metavar="F,F,...", help="Data-efficiency curve: accuracy when training on these fractions of each training fold (train_fraction.tsv)."),
     primary_capsule: Optional[int] = typer.Option(None, "--primary-capsule", min=0, help="Primary capsule for the gene scores (default: highest mean coupling to the case capsule)."),
+    gene_sets: Optional[str] = typer.Option(None, "--gene-sets", metavar="FILE.gmt", help="Gene sets (GMT: name, description, gene symbols; tab-separated; gzip or - read too), e.g. an MSigDB or GO export: test the decisive genes for enrichment in each (hypergeometric, Benjamini-Hochberg FDR) into enrichment.tsv. Example: --gene-sets h.all.v2024.1.Hs.symbols.gmt"),
+    min_set_size: int = typer.Option(5, "--min-set-size", min=1, help="With --gene-sets: test only sets with at least this many feature genes."),
+    max_set_size: int = typer.Option(500, "--max-set-size", min=1, help="With --gene-sets: test only sets with at most this many feature genes."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads (torch and the random forest)."),
     seed: int = typer.Option(1, "--seed", help="Seeds splits, initialisation and shuffling: same inputs and seed, same outputs."),
@@ -76,18 +80,27 @@ def capsule_train(
     baselines; the saved model is trained on all non-test samples. MODEL_DIR gets model.safetensors,
     config.json (feature columns, classes, scaler), results.tsv (mean/sd over folds + test),
     folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv, coupling.tsv/.png,
-    genes.tsv (ranked genes; top 5 % decisive) and train_fraction.tsv with --train-fraction.
+    genes.tsv (ranked genes; top 5 % decisive), train_fraction.tsv with --train-fraction and
+    enrichment.tsv with --gene-sets (gene sets enriched in the decisive genes).
     """
+    from genointerp.capsule import enrichment as ce
     from genointerp.capsule import train as ct
+    from genointerp.capsule.interpret import gene_groups
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.io.features import read_features, read_phenotypes
     from genointerp.models.capsule import CapsuleConfig
 
     fractions = _fractions(train_fraction)
-    one_stdin(("FEATURES", features_path), ("--phenotypes", phenotypes))
-    with AtomicOutputs(force, inputs=[features_path, phenotypes]) as outputs:
+    if min_set_size > max_set_size:
+        raise typer.BadParameter(f"{min_set_size} is above --max-set-size {max_set_size}", param_hint="--min-set-size")
+    one_stdin(("FEATURES", features_path), ("--phenotypes", phenotypes), ("--gene-sets", gene_sets))
+    with AtomicOutputs(force, inputs=[features_path, phenotypes, gene_sets]) as outputs:
         folder = outputs.folder(output)
         features = read_features(features_path)
+        if gene_sets is not None:  # checked before training: a bad file should not cost a training run
+            sets = ce.read_gmt(gene_sets)
+            symbols = [name.rpartition(":")[2] for name, _ in gene_groups(features.columns)]
+            log(ce.check_gene_sets(sets, symbols, gene_sets, min_set_size, max_set_size))
         pheno = ct.order_case_last(read_phenotypes(phenotypes, phenotype), case, phenotypes)
         x, y, samples = ct.align(features, pheno, phenotypes)
         log(f"{len(samples)} samples ({', '.join(f'{c}: {int((y == i).sum())}' for i, c in enumerate(pheno.classes))}), "
@@ -109,6 +122,12 @@ def capsule_train(
 
         chosen, genes = ct.write_model_dir(folder, r, x, y, samples, features, features_path, pheno, phenotypes,
                                            config, s, primary_capsule)
+        if gene_sets is not None:
+            enriched = ce.enrichment(sets, symbols, [g["gene"] for g in genes if g["decisive"]], min_set_size, max_set_size)
+            (folder / "enrichment.tsv").write_text(ce.enrichment_table(enriched))
+            best = enriched[0]
+            log(f"enrichment.tsv: {len(enriched)} gene sets tested; lowest p {best['p_value']:.3g} "
+                f"(FDR {best['fdr']:.3g}): {best['set']}, {best['overlap']} of {best['set_size']} genes decisive")
     decisive = [g["gene"] for g in genes if g["decisive"]]
     log(f"wrote {output}: primary capsule {chosen}; decisive genes: {', '.join(decisive[:10])}"
         + (" ..." if len(decisive) > 10 else ""))
