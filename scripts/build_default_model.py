@@ -55,7 +55,7 @@ FINETUNE = [(150_000, 0.4, 2, 5e-4, 2), (200_000, 0.3, 2, 3e-4, 3)]
 
 # Fine-tuning on fresh reads (--stage fresh): reads per epoch, label weights, viral substitution
 # rate (unseen strains), epochs, patience, learning rate, seed.
-FRESH = {"reads": 100_000, "mix": {"viral": 0.35, "human": 0.4, "bacterial": 0.25}, "sub_rate": 0.05, "epochs": 8,
+FRESH = {"reads": 100_000, "mix": {"viral": 0.35, "human": 0.4, "bacterial": 0.25}, "sub_rate": 0.05, "epochs": 4,
          "patience": 3, "lr": 2e-4, "seed": 21}
 HELDOUT_READS = {"unseen HPV": ("hpv_heldout.fa", 5_000, True), "human": ("human_heldout.fa", 20_000, False),
                  "bacterial": ("bacteria_heldout.fa", 10_000, False)}

@@ -239,3 +239,15 @@ def test_nextflow_module(module):
         body = sections[block]
         assert "cat <<-END_VERSIONS > versions.yml" in body and '"${task.process}":' in body
         assert "genointerp: \\$(genointerp --version | sed 's/^genointerp //')" in body, block
+
+
+def test_nextflow_stubs_write_the_calls_header_classify_reads_writes():
+    """`nextflow -stub` runs stand in for classify-reads and merge-calls: their empty TSV must have
+    the real header, or a pipeline tested with stubs breaks on real outputs."""
+    from genointerp.viral.classify import HEADER
+
+    for module in ("classifyreads", "mergecalls"):
+        text = (ROOT / "workflows" / "nextflow" / "modules" / "genointerp" / module / "main.nf").read_text()
+        stub = text.split("stub:")[1]
+        printed = re.search(r"printf '([^']*)'", stub).group(1)
+        assert printed.replace("\\\\t", "\t").replace("\\\\n", "\n") == HEADER, module
