@@ -13,7 +13,7 @@ liability scale with heritability h2, cases = liability above the median (balanc
   frequencies near 0.5, MAF 0.22-0.36, neither gene alone says anything: a linear model is blind).
 
 Each scenario runs `genointerp capsule-train` once (5-fold CV + balanced 20 % test set, all
-baselines on the same folds); the table shows CV accuracy mean ± sd and test accuracy per method,
+baselines on the same folds, the PRS among them: gene-pca keeps the SNP dosages); the table shows CV accuracy mean ± sd and test accuracy per method,
 then how many of the scenario's causal genes are among the decisive genes (top 5 % of genes.tsv), next to
 the same count for logistic regression's per-gene |coefficient| sums (a linear reference).
 
@@ -114,7 +114,8 @@ def main() -> None:
                                      str(geno / "genetic_map_hg19_example.txt.gz"), args.samples, 1813, args.seed)
     genes = tile_genes(panel, read_genes(str(geno / "gencode_v28.hg19.protein_coding_genes.bed")), layout)
     bed.write_text("".join(f"{g.chrom}\t{g.start}\t{g.end}\t{g.name}\n" for g in genes))
-    t_pca = timed(GENOINTERP + ["-q", "gene-pca", str(vcf), "-g", str(bed), "-o", str(feats), "--force"])
+    t_pca = timed(GENOINTERP + ["-q", "gene-pca", str(vcf), "-g", str(bed), "-o", str(feats), "--keep-dosages",
+                                "--force"])
     features = read_features(feats)
     feature_genes = {c.split(":")[1] for c in features.columns}
     samples, pos, dose = dosages(vcf)

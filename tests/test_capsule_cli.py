@@ -403,3 +403,121 @@ def test_bad_gene_sets_are_one_error_line_before_training_and_leave_nothing(tmp_
     res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--gene-sets", gmt, "--min-set-size", 10,
               "--max-set-size", 5, "-o", tmp_path / "out")
     assert res.exit_code == 2 and "10 is above --max-set-size 5" in res.stderr and not (tmp_path / "out").exists()
+
+
+# ---- issue 18: the PRS baseline on SNP dosages (gene-pca --keep-dosages) ------------------------------
+
+@pytest.fixture(scope="module")
+def prs_run(tmp_path_factory):
+    """gene-pca --keep-dosages on the 1000 Genomes fixture (60 samples), a phenotype that is carrier
+    status of one SNP behind the Gene-PCs, and capsule-train on both with a training-fraction curve."""
+    from typer.testing import CliRunner
+
+    from conftest import DATA
+    from genointerp.cli import app
+
+    d = tmp_path_factory.mktemp("prs")
+    runner = CliRunner()
+    res = runner.invoke(app, ["gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g", str(DATA / "genes_chr21_22.bed"),
+                              "--keep-dosages", "-o", str(d / "pcs")])
+    assert res.exit_code == 0, res.output
+    dosages = np.load(d / "pcs" / "dosages.npy")
+    samples = json.loads((d / "pcs" / "features.json").read_text())["samples"]
+    # the SNP whose carriers are nearest half of the cohort, without a missing call
+    carriers = (dosages > 0).mean(axis=0) + (dosages == -1).any(axis=0)
+    causal = int(np.argmin(np.abs(carriers - 0.5)))
+    case = dosages[:, causal] > 0
+    (d / "pheno.tsv").write_text("sample\tstatus\n" + "".join(
+        f"{s}\t{'case' if c else 'control'}\n" for s, c in zip(samples, case)))
+    res = runner.invoke(app, ["capsule-train", str(d / "pcs"), "-p", str(d / "pheno.tsv"), "-o", str(d / "m"),
+                              "--train-fraction", "0.5,1", *SMALL])
+    assert res.exit_code == 0, res.output
+    return d, samples, causal, res
+
+
+def test_gene_pca_dosages_are_the_vcf_genotypes(prs_run):
+    import pysam
+
+    from conftest import DATA
+
+    d, samples, _, _ = prs_run
+    dosages = np.load(d / "pcs" / "dosages.npy")
+    snps = tsv(d / "pcs" / "snps.tsv")
+    assert dosages.dtype == np.int8 and dosages.shape == (60, len(snps))
+    with pysam.VariantFile(str(DATA / "eur_chr21_22_small.vcf.gz")) as vcf:
+        records = {(r.chrom, r.pos): r for r in vcf}
+    # two called genotypes and the fixture's one missing call that survives the filters ('.', sample 60)
+    missing = next(j for j, s in enumerate(snps) if s["snp"] == "21:41963228:T:G")
+    for i, j in ((0, 0), (17, len(snps) - 1), (59, missing)):
+        snp = snps[j]
+        rec = records[(snp["chrom"], int(snp["pos"]))]
+        assert (rec.ref, ",".join(rec.alts)) == (snp["ref"], snp["counted"])
+        gt = rec.samples[samples[i]]["GT"]
+        want = -1 if None in gt else sum(a > 0 for a in gt) * (2 // len(gt))
+        assert dosages[i, j] == want, (samples[i], snp["snp"], gt)
+    assert dosages[59, missing] == -1
+
+
+def test_prs_runs_on_the_same_folds_test_set_and_curve(prs_run):
+    from genointerp.capsule.prs import P_THRESHOLDS
+
+    d, _, _, res = prs_run
+    results = {r["method"]: r for r in tsv(d / "m" / "results.tsv")}
+    assert list(results) == ["capsule", "logistic_regression", "svm", "random_forest", "adaboost", "mlp", "prs"]
+    # the phenotype is one SNP's carrier status: its dosage alone separates the classes (0 against
+    # 1 or 2), so a score of that SNP, cut by the logistic regression, calls every sample right. The
+    # final fit (48 samples) does; a fold trains on 24, where a null SNP can pass p <= 1e-5 by chance
+    # and cost some accuracy (one of the two does here: 0.79)
+    prs = results["prs"]
+    assert float(prs["test_accuracy"]) == 1.0 and float(prs["cv_accuracy_mean"]) >= 0.75, prs
+    assert [r["fold"] for r in tsv(d / "m" / "folds.tsv") if r["method"] == "prs"] == ["1", "2"]
+    curve = {(r["fraction"], r["method"]): r for r in tsv(d / "m" / "train_fraction.tsv")}
+    assert {f for f, m in curve if m == "prs"} == {"0.5", "1"}
+    assert curve[("1", "prs")]["accuracy_mean"] == prs["cv_accuracy_mean"]  # the full fraction is the CV
+    assert curve[("0.5", "prs")]["n_train_mean"] == curve[("0.5", "capsule")]["n_train_mean"]
+    cfg = json.loads((d / "m" / "config.json").read_text())["prs"]
+    n_snps = len(tsv(d / "pcs" / "snps.tsv"))
+    assert cfg["p_threshold"] in P_THRESHOLDS and 1 <= cfg["n_snps"] < n_snps and cfg["n_snps_available"] == n_snps
+    assert "PRS (final fit): p <= " in res.stderr and "PRS baseline skipped" not in res.stderr
+
+
+def test_prs_is_skipped_with_one_line_without_dosages_and_a_lone_dosage_file_is_an_error(prs_run, cli, tmp_path):
+    d, _, _, _ = prs_run
+    shutil.copytree(d / "pcs", tmp_path / "pcs")
+    for name in ("dosages.npy", "snps.tsv"):
+        (tmp_path / "pcs" / name).unlink()
+    args = [*SMALL, "--epochs", "2", "--test-fraction", "0"]
+    for feats in (tmp_path / "pcs", d / "pcs" / "features.tsv"):  # an older folder, a TSV
+        res = cli("capsule-train", feats, "-p", d / "pheno.tsv", *args, "-o", tmp_path / "m")
+        assert res.exit_code == 0, res.output
+        assert res.stderr.count("PRS baseline skipped") == 1
+        assert f"PRS baseline skipped: {feats} has no SNP dosages" in res.stderr
+        assert "prs" not in [r["method"] for r in tsv(tmp_path / "m" / "results.tsv")]
+        shutil.rmtree(tmp_path / "m")
+    res = cli("capsule-train", tmp_path / "pcs", "-p", d / "pheno.tsv", *args, "--no-baselines", "-o", tmp_path / "m")
+    assert res.exit_code == 0 and "PRS" not in res.stderr  # no baselines asked: nothing to skip
+    shutil.rmtree(tmp_path / "m")
+
+    def fails(message):
+        res = cli("capsule-train", tmp_path / "pcs", "-p", d / "pheno.tsv", *args, "-o", tmp_path / "m")
+        assert res.exit_code == 1, res.output
+        assert_one_error_line(res, message)
+        assert "fold 1" not in res.stderr and not (tmp_path / "m").exists()
+
+    shutil.copy(d / "pcs" / "dosages.npy", tmp_path / "pcs")
+    fails("dosages.npy without snps.tsv (gene-pca --keep-dosages writes both)")
+    (tmp_path / "pcs" / "snps.tsv").write_text("\n".join((d / "pcs" / "snps.tsv").read_text().splitlines()[:-1]) + "\n")
+    fails(f"dosages.npy: expected int8 60 samples x {len(tsv(d / 'pcs' / 'snps.tsv')) - 1} SNPs (snps.tsv), found int8 60 x")
+    shutil.copy(d / "pcs" / "snps.tsv", tmp_path / "pcs")
+    np.save(tmp_path / "pcs" / "dosages.npy", np.load(d / "pcs" / "dosages.npy") * 2)
+    fails("dosages.npy: dosages must be 0, 1, 2 or -1 (missing)")
+
+
+def test_same_seed_gives_byte_identical_outputs_with_the_prs(prs_run, cli, tmp_path):
+    d, _, _, _ = prs_run
+    args = ["capsule-train", d / "pcs", "-p", d / "pheno.tsv", *SMALL, "--epochs", "2", "--train-fraction", "0.5"]
+    for name in ("a", "b"):
+        assert cli(*args, "-o", tmp_path / name).exit_code == 0
+    assert "prs" in (tmp_path / "a" / "results.tsv").read_text()
+    for path in (tmp_path / "a").iterdir():
+        assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name

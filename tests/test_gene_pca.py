@@ -236,7 +236,7 @@ def test_apply_imputes_absent_snps_and_flips_swapped_alleles(fitted, cli, tmp_pa
             f[9:] = [{"0": "1", "1": "0"}.get(g[0], g[0]) + g[1] + {"0": "1", "1": "0"}.get(g[2], g[2]) for g in f[9:]]
             lines.append("\t".join(f) + "\n")
     (tmp_path / "new.vcf").write_text("".join(lines))
-    res = cli("gene-pca", tmp_path / "new.vcf", "--apply", d / "out", "-o", tmp_path / "o")
+    res = cli("gene-pca", tmp_path / "new.vcf", "--apply", d / "out", "--keep-dosages", "-o", tmp_path / "o")
     assert res.exit_code == 0, res.output
     assert "1 SNP(s) of the transform are not in" in res.stderr and "1 SNP(s) have REF/ALT swapped" in res.stderr
     new, old = np.load(tmp_path / "o/features.npy"), np.load(d / "out/features.npy")
@@ -244,6 +244,62 @@ def test_apply_imputes_absent_snps_and_flips_swapped_alleles(fitted, cli, tmp_pa
     assert int(first["n_snps"]) == 1  # HLCS: its only SNP is the dropped one -> every sample at the mean
     assert np.array_equal(new[:, 0], np.zeros(len(new), dtype=np.float32)) and old[:, 0].std() > 0
     assert np.allclose(new[:, 1:], old[:, 1:], atol=1e-5)  # the flipped SNP gives the same scores
+    # the dosages keep the fit's SNP columns: the dropped SNP missing for everyone, the swapped one
+    # counted as the fit's ALT again (2 - d of the new file's ALT: the original genotypes)
+    snps, dosages = tsv(tmp_path / "o/snps.tsv"), np.load(tmp_path / "o/dosages.npy")
+    assert [int(r["pos"]) for r in snps[:2]] == [drop, flip]
+    want = vcf_dosages(snps)
+    assert (dosages[:, 0] == -1).all() and np.array_equal(dosages[:, 1:], want[:, 1:])
+
+
+def tsv(path):
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def vcf_dosages(snps) -> np.ndarray:
+    """int8 (samples, SNPs) from the independent reader for snps.tsv rows, -1 where missing."""
+    sites = {(c, p, r, a): dos for c, p, r, a, dos in read_vcf_text()}
+    cols = [sites[(s["chrom"], int(s["pos"]), s["ref"], s["counted"])] for s in snps]
+    return np.nan_to_num(np.array(cols).T, nan=-1).astype(np.int8)
+
+
+def test_keep_dosages_writes_the_snps_behind_the_pcs_and_apply_the_same_columns(fitted, cli, tmp_path):
+    d, samples, _ = fitted
+    fit = ["-g", BED, "--fit-samples", d / "fit.txt", "--keep-dosages"]
+    res = cli("gene-pca", VCF, *fit, "-o", tmp_path / "k")
+    assert res.exit_code == 0, res.output
+    for name in ("features.npy", "features.tsv", "genes.tsv", "transform.npz", "transform.json"):
+        assert (tmp_path / "k" / name).read_bytes() == (d / "out" / name).read_bytes(), name  # nothing else changes
+    # the columns: every distinct SNP of the transform (a SNP in two genes is one column), in VCF order
+    t = np.load(d / "out/transform.npz")
+    rows = list(zip(t["chrom"].tolist(), t["pos"].tolist(), t["ref"].tolist(), t["alt"].tolist()))
+    snps = tsv(tmp_path / "k/snps.tsv")
+    in_vcf = [(c, p, r, a) for c, p, r, a, _ in read_vcf_text() if (c, p, r, a) in set(rows)]
+    assert [(s["chrom"], int(s["pos"]), s["ref"], s["counted"]) for s in snps] == in_vcf
+    assert [s["snp"] for s in snps] == [f"{c}:{p}:{r}:{a}" for c, p, r, a in in_vcf]
+    assert len(snps) < len(rows)  # some SNPs lie in two overlapping genes
+    genes = [g for g in genes_tsv(d / "out") if int(g["n_pcs"])]
+    for s in snps:
+        inside = [g["gene"] for g in genes if g["chrom"] == s["chrom"] and int(g["start"]) < int(s["pos"]) <= int(g["end"])]
+        assert s["genes"].split(",") == inside, s
+    # the genotypes of every selected sample (fit or not), missing calls -1, not imputed
+    dosages = np.load(tmp_path / "k/dosages.npy")
+    assert dosages.dtype == np.int8 and np.array_equal(dosages, vcf_dosages(snps)) and (dosages == -1).sum() == 1
+    meta = json.loads((tmp_path / "k/features.json").read_text())
+    assert meta["samples"] == samples and meta["dosage_snps"] == len(snps)
+    assert "dosage" not in " ".join(p.name for p in (d / "out").iterdir())  # only when asked
+    # --apply: the fit's columns in the fit's order, rebuilt from the transform alone
+    res = cli("gene-pca", VCF, "--apply", d / "out", "--keep-dosages", "-o", tmp_path / "a")
+    assert res.exit_code == 0, res.output
+    for name in ("dosages.npy", "snps.tsv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "k" / name).read_bytes(), name
+    (tmp_path / "held_out.txt").write_text("\n".join(samples[45:]) + "\n")
+    res = cli("gene-pca", VCF, "--apply", d / "out", "--samples", tmp_path / "held_out.txt", "--keep-dosages",
+              "-o", tmp_path / "h")
+    assert res.exit_code == 0, res.output
+    assert np.array_equal(np.load(tmp_path / "h/dosages.npy"), dosages[45:])
+    assert not [p for p in tmp_path.rglob("*scratch*")]
 
 
 @pytest.mark.parametrize("threads", [2, 4])

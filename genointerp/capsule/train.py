@@ -7,6 +7,8 @@ not used for gradient steps. Features are standardised with the mean/sd of the t
 (a constant feature gets sd 1). The saved model is trained on all non-test samples (minus its inner
 validation part) and scored on the test set; the folds only estimate how well that procedure does.
 Every split comes from one numpy generator seeded with `seed`, so a seed gives the same outputs.
+The baselines fit on the same rows; with SNP dosages (gene-pca --keep-dosages) a polygenic risk
+score (capsule/prs.py) joins them, its threshold chosen on the capsule network's own inner split.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 import torch
 
 from genointerp.errors import InputError
-from genointerp.io.features import Features, Phenotypes
+from genointerp.io.features import Dosages, Features, Phenotypes
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet
 from genointerp.report import Reporter
 
@@ -250,6 +252,7 @@ class TrainResult:
     test_lengths: np.ndarray  # (n_test, C)
     history: list[dict]  # per-epoch losses of the final model
     curve: list[dict] = field(default_factory=list)  # {fraction, method, fold, n_train, accuracy}
+    prs: dict | None = None  # the final model's PRS: threshold, inner validation AUC, SNPs used
 
 
 def fold_seed(s: CapsuleSettings, fold: int) -> int:
@@ -257,8 +260,18 @@ def fold_seed(s: CapsuleSettings, fold: int) -> int:
     return s.seed + fold + 1
 
 
-def fold_run(x, y, train, evaluate, config, s, seed, history=None):
-    """Capsule (+ baselines) fit on rows `train`, 0/1 calls on rows `evaluate`; standardised per fit."""
+def fit_prs(dosages: Dosages, y: np.ndarray, train: np.ndarray, s: CapsuleSettings, seed: int):
+    """The PRS baseline fit on rows `train` of dosages int8 (n, S) and y (n,), its p-value threshold
+    chosen on the inner validation part that fit_capsule(seed) holds out of the same rows."""
+    from genointerp.capsule import prs
+
+    tr, va = inner_split(y[train], s.valid_fraction, np.random.default_rng(seed))
+    return prs.fit_prs(dosages.matrix[train], y[train], dosages.chrom, dosages.pos, tr, va)
+
+
+def fold_run(x, y, train, evaluate, config, s, seed, history=None, dosages: Dosages | None = None, prs_fits=None):
+    """Capsule (+ baselines, + PRS with dosages aligned to x's rows) fit on rows `train`, 0/1 calls on
+    rows `evaluate`; standardised per fit. `prs_fits`, a list, gets the PRS fit."""
     scaler = Scaler.fit(x[train])
     xt, xe = scaler(x[train]), scaler(x[evaluate])
     model = fit_capsule(xt, y[train], config, s, seed, history)
@@ -268,6 +281,11 @@ def fold_run(x, y, train, evaluate, config, s, seed, history=None):
     calls = {"capsule": lengths.argmax(1)}
     if s.baselines:
         calls.update(fit_predict_baselines(xt, y[train], xe, seed, s.threads))
+        if dosages is not None:
+            fit = fit_prs(dosages, y, train, s, seed)
+            calls["prs"] = fit.predict(dosages.matrix[evaluate])
+            if prs_fits is not None:
+                prs_fits.append(fit)
     return model, scaler, lengths, calls
 
 
@@ -281,13 +299,14 @@ def subsample(rows: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.G
 
 
 def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfig, s: CapsuleSettings,
-          report: Reporter) -> TrainResult:
-    """The whole protocol on aligned x (n, F) float64, y (n,) int64 (binary: label 1 is the case)."""
+          report: Reporter, dosages: Dosages | None = None) -> TrainResult:
+    """The whole protocol on aligned x (n, F) float64, y (n,) int64 (binary: label 1 is the case);
+    with `dosages` (int8 (n, S), rows aligned to x) the baselines include the PRS."""
     split = make_split(y, classes, s.folds, s.test_fraction, s.seed)
     fold_scores = []
     for k in range(s.folds):
         tr, ev = split.fold(k)
-        _, _, _, calls = fold_run(x, y, tr, ev, config, s, fold_seed(s, k))
+        _, _, _, calls = fold_run(x, y, tr, ev, config, s, fold_seed(s, k), dosages=dosages)
         for method, call in calls.items():
             fold_scores.append({"method": method, "fold": k + 1, **scores(y[ev], call)})
         report.log(f"fold {k + 1}/{s.folds}: capsule accuracy {fold_scores[-len(calls)]['accuracy']:.3f} "
@@ -298,16 +317,25 @@ def train(x: np.ndarray, y: np.ndarray, classes: list[str], config: CapsuleConfi
         for k in range(s.folds):
             tr, ev = split.fold(k)
             sub = subsample(tr, y, fraction, rng)
-            _, _, _, calls = fold_run(x, y, sub, ev, config, s, fold_seed(s, k))
+            _, _, _, calls = fold_run(x, y, sub, ev, config, s, fold_seed(s, k), dosages=dosages)
             curve += [{"fraction": fraction, "method": m, "fold": k + 1, "n_train": len(sub),
                        "accuracy": scores(y[ev], c)["accuracy"]} for m, c in calls.items()]
         report.log(f"training fraction {fraction:g}: done")
     history: list[dict] = []
-    model, scaler, lengths, calls = fold_run(x, y, split.train, split.test, config, s, s.seed, history)
+    prs_fits: list = []
+    model, scaler, lengths, calls = fold_run(x, y, split.train, split.test, config, s, s.seed, history, dosages,
+                                             prs_fits)
     test_scores = {m: scores(y[split.test], c) for m, c in calls.items()} if len(split.test) else {}
     if test_scores:
         report.log(f"test set ({len(split.test)} samples): capsule accuracy {test_scores['capsule']['accuracy']:.3f}")
-    return TrainResult(model, scaler, split, fold_scores, test_scores, lengths, history, curve)
+    prs = None
+    if prs_fits:
+        fit = prs_fits[0]
+        prs = {"p_threshold": fit.threshold, "inner_valid_auc": round(fit.valid_auc, 6), "n_snps": fit.n_snps,
+               "n_snps_available": int(dosages.matrix.shape[1])}
+        report.log(f"PRS (final fit): p <= {fit.threshold:g} chosen on the inner validation part (AUC "
+                   f"{fit.valid_auc:.3f}); {fit.n_snps} of {prs['n_snps_available']} SNPs in the score")
+    return TrainResult(model, scaler, split, fold_scores, test_scores, lengths, history, curve, prs)
 
 
 def results_table(r: TrainResult) -> str:
@@ -392,6 +420,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
         "training": {**settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
                      "final_model": "all non-test samples less the inner validation part"},
         "test_metrics": r.test_scores.get("capsule"),
+        **({"prs": r.prs} if r.prs else {}),
         "interpretation": {"primary_capsule": chosen,
                            "primary_capsule_choice": "given" if primary_capsule is not None else "highest mean coupling to the case capsule"},
     }

@@ -63,7 +63,7 @@ def capsule_train(
     routing: int = typer.Option(3, "--routing", min=1, help="Routing-by-agreement iterations."),
     input_dropout: float = typer.Option(0.0, "--input-dropout", min=0, max=0.95, help="Dropout on the Gene-PC input while training."),
     dropout: float = typer.Option(0.0, "--dropout", min=0, max=0.95, help="Dropout on the dense layer's output while training."),
-    baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score logistic regression, SVM, random forest, AdaBoost and an MLP on the same folds."),
+    baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score logistic regression, SVM, random forest, AdaBoost, an MLP and, when FEATURES holds SNP dosages (gene-pca --keep-dosages), a polygenic risk score on the same folds."),
     train_fraction: Optional[str] = typer.Option(None, "--train-fraction", metavar="F,F,...", help="Data-efficiency curve: accuracy when training on these fractions of each training fold (train_fraction.tsv)."),
     primary_capsule: Optional[int] = typer.Option(None, "--primary-capsule", min=0, help="Primary capsule for the gene scores (default: highest mean coupling to the case capsule)."),
     gene_sets: Optional[str] = typer.Option(None, "--gene-sets", metavar="FILE.gmt", help="Gene sets (GMT: name, description, gene symbols; tab-separated; gzip or - read too), e.g. an MSigDB or GO export: test the decisive genes for enrichment in each (hypergeometric, Benjamini-Hochberg FDR) into enrichment.tsv. Example: --gene-sets h.all.v2024.1.Hs.symbols.gmt"),
@@ -77,17 +77,18 @@ def capsule_train(
     """Train a DiseaseCapsule network (capsule network over Gene-PCs) for a binary phenotype.
 
     A balanced test set is held out; the rest is cross-validated (--folds) against scikit-learn
-    baselines; the saved model is trained on all non-test samples. MODEL_DIR gets model.safetensors,
-    config.json (feature columns, classes, scaler), results.tsv (mean/sd over folds + test),
-    folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv, coupling.tsv/.png,
-    genes.tsv (ranked genes; top 5 % decisive), train_fraction.tsv with --train-fraction and
-    enrichment.tsv with --gene-sets (gene sets enriched in the decisive genes).
+    baselines and, when FEATURES holds SNP dosages (gene-pca --keep-dosages), a polygenic risk score
+    (clumping + p-value threshold); the saved model is trained on all non-test samples. MODEL_DIR
+    gets model.safetensors, config.json (feature columns, classes, scaler), results.tsv (mean/sd
+    over folds + test), folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv,
+    coupling.tsv/.png, genes.tsv (ranked genes; top 5 % decisive), train_fraction.tsv with
+    --train-fraction and enrichment.tsv with --gene-sets (gene sets enriched in the decisive genes).
     """
     from genointerp.capsule import enrichment as ce
     from genointerp.capsule import train as ct
     from genointerp.capsule.interpret import gene_groups
     from genointerp.io.atomic import AtomicOutputs
-    from genointerp.io.features import read_features, read_phenotypes
+    from genointerp.io.features import read_dosages, read_features, read_phenotypes
     from genointerp.models.capsule import CapsuleConfig
 
     fractions = _fractions(train_fraction)
@@ -97,6 +98,10 @@ def capsule_train(
     with AtomicOutputs(force, inputs=[features_path, phenotypes, gene_sets]) as outputs:
         folder = outputs.folder(output)
         features = read_features(features_path)
+        dosages = read_dosages(features_path, len(features.samples)) if baselines else None
+        if baselines and dosages is None:
+            log(f"PRS baseline skipped: {features_path} has no SNP dosages (dosages.npy and snps.tsv, "
+                "written by gene-pca --keep-dosages)")
         if gene_sets is not None:  # checked before training: a bad file should not cost a training run
             sets = ce.read_gmt(gene_sets)
             symbols = [name.rpartition(":")[2] for name, _ in gene_groups(features.columns)]
@@ -118,7 +123,8 @@ def capsule_train(
                                patience=patience, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                                lr_decay=lr_decay, seed=seed, device=_torch_device(device, threads),
                                threads=usable_threads(threads), baselines=baselines, train_fractions=fractions)
-        r = ct.train(x, y, pheno.classes, config, s, REPORTER)
+        r = ct.train(x, y, pheno.classes, config, s, REPORTER,
+                     dosages.take(features.rows(samples)) if dosages is not None else None)
 
         chosen, genes = ct.write_model_dir(folder, r, x, y, samples, features, features_path, pheno, phenotypes,
                                            config, s, primary_capsule)

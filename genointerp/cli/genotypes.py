@@ -49,7 +49,7 @@ def one_stdin(*inputs: tuple[str, Optional[str]]) -> None:
 )
 def gene_pca(
     vcf: str = typer.Argument(..., metavar="VCF", help="VCF (plain, gzip or bgzip; - or a pipe too) or BCF file with GT calls, sorted by position."),
-    output: str = typer.Option(..., "-o", "--output", help="Output folder: features.npy/.json/.tsv, genes.tsv, transform.json/.npz."),
+    output: str = typer.Option(..., "-o", "--output", help="Output folder: features.npy/.json/.tsv, genes.tsv, transform.json/.npz (and dosages.npy, snps.tsv with --keep-dosages)."),
     genes: Optional[str] = typer.Option(None, "-g", "--genes", help="Gene annotation: BED (chrom start end \\[name]) or GTF 'gene' records (gene_name). Not with --apply."),
     apply: Optional[str] = typer.Option(None, "--apply", help="Project onto a transform fitted earlier (a gene-pca output folder) instead of fitting."),
     samples: Optional[str] = typer.Option(None, "--samples", help="Only these samples (one id per line)."),
@@ -62,6 +62,7 @@ def gene_pca(
     pcs_rule: str = typer.Option("4:1,20:4,inf:8", "--pcs-rule", help="Fit only: PCs kept per gene as MAX_SNPS:N_PCS steps: the default keeps 1 PC for 1-4 SNPs, 4 for 5-20, 8 for more (never above the rank)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="Threads for the per-gene PCAs (parsing runs alongside)."),
     tsv: bool = typer.Option(True, "--tsv/--no-tsv", help="Also write features.tsv (at 10,000 samples x 100,000 PCs that is 10 GB and most of the run time; capsule-train reads features.npy)."),
+    keep_dosages: bool = typer.Option(False, "--keep-dosages", help="Also write dosages.npy (int8 samples x SNPs, -1 missing) and snps.tsv: the SNPs behind the PCs, for capsule-train's PRS baseline. With --apply: the fit's SNPs, oriented as there. 1 byte per call: 45 MB at 3,000 samples x 15,000 SNPs."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
 ) -> None:
     """Per-gene PCA of genotypes: the Gene-PC features of DiseaseCapsule (capsule-train input).
@@ -105,7 +106,7 @@ def gene_pca(
     req = GenePcaRequest(vcf=vcf, genes=genes, apply=apply, samples=selected,
                          fit_samples=_read_ids(fit_samples, "--fit-samples") if fit_samples else None,
                          maf=maf, max_missing=max_missing, nearest=nearest_gene, rule=rule,
-                         threads=usable_threads(threads), table=tsv)
+                         threads=usable_threads(threads), table=tsv, dosages=keep_dosages)
     # parallelism is over genes: one BLAS thread per fit keeps the cores for them (and results stable)
     with threadpool_limits(1), AtomicOutputs(force, inputs=[vcf, genes, apply, samples, phenotypes, fit_samples]) as outputs:
         folder = outputs.folder(output)

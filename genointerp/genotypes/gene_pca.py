@@ -5,6 +5,8 @@ the stream has passed every position that could still belong to it, then handed 
 for the PCA (numpy releases the GIL in the matrix product and eigensolver) while parsing goes on.
 Memory: the buffers of the genes open at one position plus the pending fits (at most 2 x threads),
 plus the output matrix. Results are put back into gene order, so threads never change the output.
+With `dosages` the int8 dosages of the SNPs behind the PCs are kept too (dosages.npy + snps.tsv),
+through a scratch file rather than memory (io.features.DosageWriter).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from genointerp import __version__
 from genointerp.errors import InputError
 from genointerp.genotypes.assign import GeneAssigner
 from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
-from genointerp.io.features import Features, write_features
+from genointerp.io.features import DosageWriter, Features, write_features
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import Gene, read_genes
-from genointerp.io.vcf import MISSING, VcfGenotypes
+from genointerp.io.vcf import MISSING, Site, VcfGenotypes
 from genointerp.report import Reporter
 
 GENES_TABLE = "genes.tsv"
@@ -43,6 +45,7 @@ class GenePcaRequest:
     rule: PcsRule = field(default_factory=lambda: PcsRule.parse(DEFAULT_RULE))
     threads: int = 1
     table: bool = True  # also write features.tsv
+    dosages: bool = False  # also write dosages.npy + snps.tsv (the SNPs behind the PCs)
 
 
 @dataclass
@@ -114,8 +117,15 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
     _check_overlap(vcf, by_chrom, req.genes)
     log(f"{len(vcf.samples)} samples ({len(fit_rows)} fit), {len(annotation)} genes; PCs per gene: {req.rule}")
 
+    writer = DosageWriter(folder, len(vcf.samples)) if req.dosages else None
+    scratch_row: dict[tuple, int] = {}  # (chrom, pos, ref, alt) -> scratch row of its dosages
+
+    def keep(site: Site) -> None:  # a duplicated record ends as its last copy, as in --apply
+        scratch_row[(site.chrom, site.pos, site.ref, site.alt)] = writer.append(site.dosage)
+
     with _Fitter(fit_rows, req.rule, req.threads) as fitter:
-        counts, vcf_chroms = _gene_sites(req, vcf, fit_rows, by_chrom, aliases, fitter.close)
+        counts, vcf_chroms = _gene_sites(req, vcf, fit_rows, by_chrom, aliases, fitter.close,
+                                         keep if writer is not None else None)
         fitter.wait()
     done = fitter.done
     if not done:
@@ -138,6 +148,8 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
     transform.save(folder)
     scores = [item.fit.scores for item in fitted]
     summary = {**counts, "genes_with_sites": len(done), "genes_with_pcs": len(fitted)}
+    if writer is not None:
+        summary["dosage_snps"] = _finish_dosages(writer, transform, log, scratch_row)
     _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.table)
     return summary
 
@@ -183,10 +195,12 @@ class _Fitter:
 
 
 def _gene_sites(req: GenePcaRequest, vcf: VcfGenotypes, fit_rows: np.ndarray, by_chrom: dict[str, list[Gene]],
-                aliases: _Aliases, close: Callable[[_Gene], None]) -> tuple[dict, list[str]]:
+                aliases: _Aliases, close: Callable[[_Gene], None],
+                keep: Callable[[Site], None] | None = None) -> tuple[dict, list[str]]:
     """Stream the VCF once, buffering each kept SNP's int8 (n,) dosages in the genes it falls in (or
     near, with req.nearest) and handing every gene to `close` once the stream is past its reach, in
-    the order genes close. Returns (site counts by fate, the VCF's chromosomes in stream order)."""
+    the order genes close; `keep` also gets every kept site. Returns (site counts by fate, the VCF's
+    chromosomes in stream order)."""
     subset = len(fit_rows) < len(vcf.samples)
     counts = {"sites": 0, "outside": 0, "other_chrom": 0, "maf": 0, "missing": 0, "kept": 0, "imputed": 0}
     chrom_rank: dict[str, int] = {}
@@ -219,6 +233,8 @@ def _gene_sites(req: GenePcaRequest, vcf: VcfGenotypes, fit_rows: np.ndarray, by
         if fate != "kept":
             continue
         counts["imputed"] += imputed
+        if keep is not None:
+            keep(site)
         for i in targets:
             open_genes[i].keys.append((site.pos, site.ref, site.alt))
             open_genes[i].rows.append(site.dosage)
@@ -275,6 +291,23 @@ def _stack_transform(fitted: list[_Gene], genes_meta: list[dict], info: dict) ->
                      components, info)
 
 
+def _finish_dosages(writer: DosageWriter, t: Transform, log, scratch_row: dict[tuple, int] | None = None) -> int:
+    """dosages.npy + snps.tsv of the transform's S distinct SNPs, in the fitting VCF's order; the
+    dosages of SNP (chrom, pos, ref, alt) are in scratch row scratch_row[SNP] (None: the scratch rows
+    are already in that order). Returns S."""
+    first, column = t.snp_columns()
+    order = np.arange(len(first))
+    if scratch_row is not None:
+        order = np.array([scratch_row[(t.chrom[r], int(t.pos[r]), t.ref[r], t.alt[r])] for r in first], dtype=np.int64)
+    genes: list[list[str]] = [[] for _ in first]
+    for r, gi in enumerate(t.gene_of_row().tolist()):
+        if t.genes[gi]["name"] not in genes[column[r]]:
+            genes[column[r]].append(t.genes[gi]["name"])
+    writer.finish(order, [(t.chrom[r], int(t.pos[r]), t.ref[r], t.alt[r], ",".join(g)) for r, g in zip(first, genes)])
+    log(f"dosages.npy: {len(first)} SNPs x {writer.n} samples (int8, missing calls -1); SNPs in snps.tsv")
+    return len(first)
+
+
 def fitted_columns(genes: list[dict]) -> list[str]:
     return [f"{g['chrom']}:{g['name']}:pc{j + 1}" for g in genes for j in range(g["n_pcs"])]
 
@@ -288,7 +321,11 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     _check_overlap(vcf, known, what)
     n = len(vcf.samples)
     counts = {"sites": 0, "matched": 0, "flipped": 0, "allele_mismatch": 0, "imputed_calls": 0}
-    scores, found = _project_sites(t, vcf, aliases, counts)
+    writer, column = None, None
+    if req.dosages:  # the fit's SNP columns, in its order; an absent SNP stays missing (-1) for everyone
+        first, column = t.snp_columns()
+        writer = DosageWriter(folder, n, len(first))
+    scores, found = _project_sites(t, vcf, aliases, counts, writer, column)
     absent = _distinct_snps(t, ~found)
     if absent == _distinct_snps(t, np.ones(len(found), dtype=bool)):
         raise InputError(f"no SNP of the transform {req.apply} is in {req.vcf} (matched by chrom/pos/REF/ALT)")
@@ -304,6 +341,8 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     counts["absent_snps"] = absent
     log(f"{counts['sites']} sites: {counts['matched']} matched the transform's SNPs ({counts['flipped']} flipped), "
         f"{absent} absent; {counts['imputed_calls']} calls imputed with fit-sample means")
+    if writer is not None:
+        counts["dosage_snps"] = _finish_dosages(writer, t, log)
     info = {"program": f"genointerp {__version__} gene-pca --apply", "vcf": req.vcf, "applied": req.apply,
             "fit_vcf": t.info.get("vcf"), "pcs_rule": t.info.get("pcs_rule")}
     _write(folder, vcf.samples, fitted_columns(t.genes), [scores[i] for i in range(len(t.genes))], t.genes,
@@ -311,9 +350,12 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     return counts
 
 
-def _project_sites(t: Transform, vcf: VcfGenotypes, aliases: _Aliases, counts: dict) -> tuple[dict, np.ndarray]:
+def _project_sites(t: Transform, vcf: VcfGenotypes, aliases: _Aliases, counts: dict,
+                   writer: DosageWriter | None = None, column: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
     """Stream the VCF once, filling each transform gene's int8 (n, m) dosage matrix (MISSING where its
-    SNP is absent) and projecting it once the stream is past the gene's last SNP. Adds to `counts`
+    SNP is absent) and projecting it once the stream is past the gene's last SNP; with a `writer`,
+    each matched row r's int8 (n,) dosages, oriented as the transform's, also go to its scratch row
+    column[r] (int64 (R,), Transform.snp_columns). Adds to `counts`
     (sites, matched, flipped, allele_mismatch, imputed_calls). Returns (float32 (n, n_pcs) scores by
     gene index, for genes with a matched SNP; bool (R,) which transform rows were matched)."""
     n = len(vcf.samples)
@@ -347,6 +389,8 @@ def _project_sites(t: Transform, vcf: VcfGenotypes, aliases: _Aliases, counts: d
             if gi not in buffers:
                 buffers[gi] = np.full((n, t.genes[gi]["n_snps"]), MISSING, dtype=np.int8)
             buffers[gi][:, r - t.genes[gi]["first"]] = d
+            if writer is not None:
+                writer.put(int(column[r]), d)
             found[r] = True
             counts["matched"] += 1
             counts["imputed_calls"] += int((d == MISSING).sum())
@@ -358,7 +402,7 @@ def _project_sites(t: Transform, vcf: VcfGenotypes, aliases: _Aliases, counts: d
 def _row_index(t: Transform) -> tuple[np.ndarray, dict[tuple[str, int], list[int]], dict[int, int]]:
     """For the transform's R stacked SNP rows: (gene index int64 (R,) of each row, (chrom, pos) -> its
     rows, gene index -> the gene's last SNP position, 1-based as in the VCF)."""
-    gene_of_row = np.repeat(np.arange(len(t.genes)), [g["n_snps"] for g in t.genes])
+    gene_of_row = t.gene_of_row()
     lookup: dict[tuple[str, int], list[int]] = {}
     for r, (c, p) in enumerate(zip(t.chrom.tolist(), t.pos.tolist())):
         lookup.setdefault((c, p), []).append(r)

@@ -155,6 +155,30 @@ class Transform:
         g = self.genes[i]
         return slice(g["first"], g["first"] + g["n_snps"])
 
+    def gene_of_row(self) -> np.ndarray:
+        """int64 (R,): the index into `genes` of each stacked SNP row."""
+        return np.repeat(np.arange(len(self.genes)), [g["n_snps"] for g in self.genes])
+
+    def snp_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct SNPs (chrom, pos, ref, alt) among the R gene-SNP rows, in the fitting VCF's
+        order: (first row of each of the S SNPs int64 (S,), the SNP of each row int64 (R,)).
+
+        The transform does not store the VCF's order, but it can be rebuilt: genes are stacked by
+        VCF chromosome first, so a chromosome's first row gives its rank; within a chromosome the
+        VCF is sorted by position; and SNPs sharing a position fall in the same genes (assignment
+        looks at the position only), where rows keep the stream order. So fit and --apply order
+        the dosage columns alike without the fitting VCF."""
+        keys = list(zip(self.chrom.tolist(), self.pos.tolist(), self.ref.tolist(), self.alt.tolist()))
+        first: dict[tuple, int] = {}
+        for r, key in enumerate(keys):
+            first.setdefault(key, r)
+        chrom_rank: dict[str, int] = {}
+        for c in self.chrom.tolist():
+            chrom_rank.setdefault(c, len(chrom_rank))
+        distinct = sorted(first.values(), key=lambda r: (chrom_rank[keys[r][0]], keys[r][1], r))
+        column = {keys[r]: j for j, r in enumerate(distinct)}
+        return np.array(distinct, dtype=np.int64), np.array([column[k] for k in keys], dtype=np.int64)
+
     def save(self, folder: Path) -> None:
         meta = {"format": TRANSFORM_FORMAT, "version": TRANSFORM_VERSION, **self.info, "genes": self.genes}
         (folder / TRANSFORM_JSON).write_text(json.dumps(meta, indent=1) + "\n")

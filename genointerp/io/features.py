@@ -7,6 +7,14 @@ A feature folder (written by `gene-pca`, read by `capsule-train`/`capsule-predic
 - `features.tsv`  the same matrix for people and pipelines: a `sample` column, then one column per
   feature, values written with 7 significant digits (optional: gene-pca --no-tsv).
 
+With `gene-pca --keep-dosages` it also holds the SNP dosages behind the Gene-PCs (for the PRS
+baseline of capsule-train):
+
+- `dosages.npy`  int8 (n_samples, n_snps), rows in features.json's sample order: copies of each
+  SNP's counted allele, 0/1/2, MISSING (-1) for no call (not imputed);
+- `snps.tsv`     one line per column: snp (`chrom:pos:ref:alt`), chrom, pos, ref, counted (the
+  ALT column: every ALT counts at a multi-allelic site), genes (comma-separated, as in genes.tsv).
+
 `read_features` also takes a plain TSV (first column = sample ids, header = column names), so
 matrices made elsewhere can be fed to the capsule network. Every feature value must be a finite
 number: the missing-value spellings of phenotype tables (MISSING, below; `-9` is a number here)
@@ -31,8 +39,11 @@ import numpy as np
 from genointerp.errors import InputError
 from genointerp.io.inputs import STDIN, first_duplicate, open_text, read_lines
 from genointerp.io.jsonfile import is_name_list, read_json_object
+from genointerp.io.vcf import MISSING as MISSING_CALL
 
 MATRIX, INDEX, TABLE = "features.npy", "features.json", "features.tsv"
+DOSAGES, SNPS = "dosages.npy", "snps.tsv"
+SNP_COLUMNS = ("snp", "chrom", "pos", "ref", "counted", "genes")
 MISSING = {"", "NA", "na", "NaN", "nan", "-9", "."}
 SAMPLE_COLUMNS = ("sample", "IID", "sample_id")
 
@@ -51,14 +62,129 @@ class Features:
             raise InputError(f"feature matrix is {self.matrix.shape}, but names {len(self.samples)} samples "
                              f"and {len(self.columns)} columns")
 
-    def subset(self, samples: list[str]) -> "Features":
-        """Rows for `samples`, in that order (all must be present)."""
+    def rows(self, samples: list[str]) -> np.ndarray:
+        """int64 (len(samples),): the matrix row of each of `samples` (all must be present)."""
         where = {s: i for i, s in enumerate(self.samples)}
         missing = [s for s in samples if s not in where]
         if missing:
             raise InputError(f"{len(missing)} sample(s) not in the feature matrix, e.g. {missing[0]!r}")
-        rows = np.fromiter((where[s] for s in samples), dtype=np.int64, count=len(samples))
+        return np.fromiter((where[s] for s in samples), dtype=np.int64, count=len(samples))
+
+    def subset(self, samples: list[str]) -> "Features":
+        """Rows for `samples`, in that order (all must be present)."""
+        rows = self.rows(samples)
         return Features(list(samples), self.columns, np.ascontiguousarray(self.matrix[rows]), self.info)
+
+
+@dataclass
+class Dosages:
+    """matrix: int8 (n_samples, n_snps) copies of each SNP's counted allele, MISSING_CALL (-1) for no
+    call; snps (ids), chrom and pos int64 (n_snps,) label its columns."""
+
+    matrix: np.ndarray
+    snps: list[str]
+    chrom: list[str]
+    pos: np.ndarray
+
+    def take(self, rows: np.ndarray) -> "Dosages":
+        """The dosages of rows int64 (k,), in that order."""
+        return Dosages(np.ascontiguousarray(self.matrix[rows]), self.snps, self.chrom, self.pos)
+
+
+class DosageWriter:
+    """Writes dosages.npy and snps.tsv into a feature folder (normally an AtomicOutputs temporary),
+    filled one SNP's int8 (n_samples,) dosages at a time.
+
+    The SNPs go to a SNP-major scratch file in the folder as the VCF streams past, so memory stays at
+    one SNP whatever the cohort (10,000 samples x 1,000,000 SNPs is 10 GB); `finish` transposes it
+    block by block into the sample-major dosages.npy (rows = samples, as in features.npy) and deletes
+    it; a run that fails before leaves it in the temporary folder that AtomicOutputs removes. `append`
+    adds the next scratch row; with `n_rows` the scratch is laid out up front, every call MISSING, and
+    `put` fills any row.
+    """
+
+    SCRATCH = ".dosages.scratch"
+
+    def __init__(self, folder: Path, n_samples: int, n_rows: int = 0) -> None:
+        self.folder, self.n = Path(folder), n_samples
+        self.path = self.folder / self.SCRATCH
+        self.fh = open(self.path, "w+b")
+        self.rows = n_rows
+        missing = np.full(n_samples, MISSING_CALL, dtype=np.int8).tobytes()
+        for _ in range(n_rows):
+            self.fh.write(missing)
+
+    def append(self, dosage: np.ndarray) -> int:
+        """Store int8 (n,) dosages as the next scratch row; returns its number."""
+        self.put(self.rows, dosage)
+        self.rows += 1
+        return self.rows - 1
+
+    def put(self, row: int, dosage: np.ndarray) -> None:
+        """Store int8 (n,) dosages as scratch row `row`."""
+        self.fh.seek(row * self.n)
+        self.fh.write(np.ascontiguousarray(dosage, dtype=np.int8).tobytes())
+
+    def finish(self, order: np.ndarray, table: list[tuple[str, int, str, str, str]]) -> None:
+        """Write dosages.npy int8 (n_samples, S) whose column j is scratch row order[j] (int64 (S,)),
+        and snps.tsv from `table`: (chrom, pos, ref, counted, genes) per column."""
+        self.fh.flush()
+        out = np.lib.format.open_memmap(self.folder / DOSAGES, mode="w+", dtype=np.int8, shape=(self.n, len(order)))
+        if len(order):
+            scratch = np.memmap(self.path, dtype=np.int8, mode="r", shape=(self.rows, self.n))
+            step = max(1, (1 << 24) // max(self.n, 1))  # 16 MB of SNPs per block
+            for a in range(0, len(order), step):
+                out[:, a:a + step] = scratch[order[a:a + step]].T
+            del scratch
+        out.flush()
+        del out
+        self.fh.close()
+        self.path.unlink()
+        with open(self.folder / SNPS, "w") as fh:
+            fh.write("\t".join(SNP_COLUMNS) + "\n")
+            fh.writelines(f"{c}:{p}:{r}:{a}\t{c}\t{p}\t{r}\t{a}\t{g}\n" for c, p, r, a, g in table)
+
+
+def read_dosages(path: str | Path, n_samples: int) -> Dosages | None:
+    """The SNP dosages of a feature folder (gene-pca --keep-dosages) with `n_samples` samples, or
+    None when `path` is not a folder or has neither file. One file without the other, a matrix that
+    is not int8 (n_samples, rows of snps.tsv) or holds a value outside -1..2 is an InputError."""
+    folder = Path(path)
+    if str(path) == STDIN or not folder.is_dir():
+        return None
+    have = [(folder / name).exists() for name in (DOSAGES, SNPS)]
+    if not any(have):
+        return None
+    if not all(have):
+        raise InputError(f"{folder}: {DOSAGES if have[0] else SNPS} without {SNPS if have[0] else DOSAGES} "
+                         "(gene-pca --keep-dosages writes both)")
+    snps, chrom, pos = _read_snps(folder / SNPS)
+    try:
+        matrix = np.load(folder / DOSAGES, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{folder}/{DOSAGES}: damaged ({exc})") from None
+    if matrix.dtype != np.int8 or matrix.shape != (n_samples, len(snps)):
+        raise InputError(f"{folder}/{DOSAGES}: expected int8 {n_samples} samples x {len(snps)} SNPs ({SNPS}), "
+                         f"found {matrix.dtype} {' x '.join(map(str, matrix.shape))}")
+    if matrix.size and (matrix.min() < MISSING_CALL or matrix.max() > 2):
+        raise InputError(f"{folder}/{DOSAGES}: dosages must be 0, 1, 2 or {MISSING_CALL} (missing)")
+    return Dosages(matrix, snps, chrom, pos)
+
+
+def _read_snps(path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    """(snp ids, chrom, pos int64) of a snps.tsv."""
+    lines = read_lines(path)
+    if not lines or tuple(lines[0].split("\t")) != SNP_COLUMNS:
+        raise InputError(f"{path}: line 1: expected the header {' '.join(SNP_COLUMNS)} (tab-separated)")
+    snps, chrom, pos = [], [], []
+    for lineno, line in enumerate(lines[1:], start=2):
+        f = line.split("\t")
+        if len(f) != len(SNP_COLUMNS) or not f[2].isdigit():
+            raise InputError(f"{path}: line {lineno}: expected {len(SNP_COLUMNS)} fields with a position in the third")
+        snps.append(f[0])
+        chrom.append(f[1])
+        pos.append(int(f[2]))
+    return snps, chrom, np.array(pos, dtype=np.int64)
 
 
 def write_features(folder: Path, features: Features, table: bool = True) -> None:
