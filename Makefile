@@ -49,11 +49,16 @@ run: install
 	@cat $(RUN)/summary.json
 	@echo "outputs in $(RUN)/: calls.tsv summary.json viral.fq.gz"
 
-# Rebuild the built-in model (reads ../shared/data and Debian example genomes; about an hour on 2 CPUs).
+# Rebuild the built-in model (reads ../shared/data and Debian example genomes; about three hours on 2 CPUs).
 default-model: install
-	test -f /usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz && test -f /usr/share/doc/kleborate/examples/data/MGH78578.fna.xz || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples; }
+	test -f /usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz && test -f /usr/share/doc/kleborate/examples/data/MGH78578.fna.xz && \
+	  test -f /usr/share/doc/smalt/test/data/genome_1.fa.gz && test -f /usr/share/spaln/seqdb/dictdisc_g.gf.gz && \
+	  test -f /usr/share/doc/maffilter/examples/Umaydis/Umaydis.fasta.gz && test -d /usr/share/doc/sibelia/examples/Sibelia && \
+	  test -f /var/lib/gbrowse/databases/yeast_scaffolds/chr1.fa || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples \
+	    sibelia-examples maffilter-examples spaln-data smalt-examples gbrowse-data; }
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED)
+	$(BIN)/python scripts/build_default_model.py --shared $(SHARED) --stage fresh
 
 # Rebuild the built-in tracks model (GRCh37 chr20 + ENCODE-DREAM peaks from ../shared/data; about
 # 45 minutes on 2 CPUs; rerun to resume after an interruption).
