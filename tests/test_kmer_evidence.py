@@ -113,19 +113,16 @@ def test_a_damaged_index_is_one_error(indexed, tmp_path):
     assert load_index(tmp_path, {}) is None  # a model without an index
 
 
-def test_builtin_model_index_loads_quickly_and_small():
-    import time
-
+def test_builtin_model_index_is_small():
+    """Load time is a benchmark's business (README: about 0.5 s), not a test's."""
     from genointerp.checkpoint import CONFIG
     from genointerp.resources import builtin_model_dir
 
     folder = builtin_model_dir()
     config = json.loads((folder / CONFIG).read_text())
-    t0 = time.perf_counter()
     index = load_index(folder, config)
     assert index is not None and index.settings == KmerSettings(21, 2, 1.5)
     assert index.ids.size == config[CONFIG_KEY]["n_kmers"] and index.ids.nbytes < 100e6
-    assert time.perf_counter() - t0 < 30  # a sanity bound, not a benchmark: about 0.5 s here
     assert sum(p.stat().st_size for p in folder.iterdir()) < 10e6
 
 

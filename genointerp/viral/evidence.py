@@ -103,10 +103,10 @@ def sorted_unique(ids: np.ndarray) -> np.ndarray:
     return ids[np.r_[True, ids[1:] != ids[:-1]]] if ids.size else ids
 
 
-def shared_kmers(index: np.ndarray, path: str, k: int, report: Reporter) -> np.ndarray:
-    """The ids of sorted `index` (n,) that occur, either strand, in the reference at `path`;
-    scanned in blocks so a whole genome needs no more memory than one block."""
-    found = []
+def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
+    """Sorted ids uint64 (m,) of the index's k-mers that occur, either strand, in the reference at
+    `path`; scanned in blocks so a whole genome needs no more memory than one block."""
+    found, k = [], index.settings.k
     records = read_reference(path)
     total = sum(len(s) for _, s in records)
     with report.progress(f"k-mer index: subtracting {Path(path).name}", total) as advance:
@@ -115,9 +115,9 @@ def shared_kmers(index: np.ndarray, path: str, k: int, report: Reporter) -> np.n
                 codes = _codes(name, seq[start : start + _NEGATIVE_BLOCK + k - 1], path)
                 if codes.size >= k:
                     ids, valid = canonical_ids(codes, k)
-                    found.append(ids[valid][_member(index, ids[valid])])
+                    found.append(ids[valid][index.contains(ids[valid])])
                 advance(min(_NEGATIVE_BLOCK, len(seq) - start))
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
+    return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
 def _member(index: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -185,18 +185,18 @@ def build_index(folder: str | Path, viral: list[str], negatives: list[str], sett
     records = [(name, seq) for path in viral for name, seq in read_reference(path)]
     if (dup := _first_duplicate_name(records)) is not None:
         raise InputError(f"viral references: contig name {dup!r} appears twice")
-    index = reference_kmers(records, k, circular, settings.min_entropy)
-    report.log(f"k-mer index: {index.size:,} canonical {k}-mers from {len(records):,} viral contigs")
+    index = KmerIndex(reference_kmers(records, k, circular, settings.min_entropy), settings)
+    report.log(f"k-mer index: {index.ids.size:,} canonical {k}-mers from {len(records):,} viral contigs")
     excluded = np.zeros(0, np.uint64)
     for path in negatives:
-        excluded = np.union1d(excluded, shared_kmers(index, path, k, report))
+        excluded = np.union1d(excluded, shared_kmers(index, path, report))
     report.log(f"k-mer index: {excluded.size:,} of them also occur in the negative references and are excluded")
     refs_text = "".join(f">{name}\n{seq}\n" for name, seq in records).encode()
     _write_gzip(folder / REFS_FILE, refs_text)
     _write_gzip(folder / EXCLUDED_FILE, b"".join(kmer_text(excluded, k)))
     return {"k": k, "min_hits": settings.min_hits, "min_entropy": settings.min_entropy, "circular": circular,
             "references": REFS_FILE, "excluded": EXCLUDED_FILE, "n_contigs": len(records),
-            "n_excluded": int(excluded.size), "n_kmers": int(index.size - excluded.size),
+            "n_excluded": int(excluded.size), "n_kmers": int(index.ids.size - excluded.size),
             "sources": {"viral": [str(p) for p in viral], "negative": [str(p) for p in negatives]}}
 
 
