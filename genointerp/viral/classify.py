@@ -159,7 +159,7 @@ class Classifier:
 
 def load_classifier(req: ClassifyRequest) -> Classifier:
     """The request's model folder (or the built-in one), with its threshold or the model's
-    calibrated one, and its k-mer index where the evidence mode uses it."""
+    calibrated one, and its k-mer index if it has one (kmer_hits is reported in every mode)."""
     from genointerp.checkpoint import load_model_dir
     from genointerp.resources import builtin_model_dir
 
