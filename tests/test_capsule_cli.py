@@ -9,8 +9,9 @@ import pytest
 from conftest import assert_one_error_line
 from genointerp.io.features import Features, write_features
 
-# a tiny network and short training: the planted signal is easy and linear
-SMALL = ["--hidden", "16", "--capsule-channels", "4", "--capsule-dim", "4", "--kernel-size", "5", "--class-dim", "8",
+# a tiny network and short training: the planted signal is easy and linear. The paper's conv primary
+# capsules (tests of gene capsules give --primary gene after SMALL: the last one counts)
+SMALL = ["--primary", "conv", "--hidden", "16", "--capsule-channels", "4", "--capsule-dim", "4", "--kernel-size", "5", "--class-dim", "8",
          "--epochs", "30", "--lr", "0.01", "--folds", "2", "--batch-size", "64", "--seed", "2"]
 N, GENES, CAUSAL = 240, 6, "G1"
 
@@ -521,3 +522,90 @@ def test_same_seed_gives_byte_identical_outputs_with_the_prs(prs_run, cli, tmp_p
     assert "prs" in (tmp_path / "a" / "results.tsv").read_text()
     for path in (tmp_path / "a").iterdir():
         assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
+
+
+# ---- issue 18: --primary gene, one primary capsule per gene -----------------------------------------
+
+@pytest.fixture(scope="module")
+def gene_run(prs_run, tmp_path_factory):
+    """capsule-train --primary gene on prs_run's Gene-PCs of the 1000 Genomes fixture (carrier status
+    of one SNP as the phenotype)."""
+    from typer.testing import CliRunner
+
+    from genointerp.cli import app
+
+    d, samples, causal, _ = prs_run
+    out = tmp_path_factory.mktemp("gene") / "m"
+    res = CliRunner().invoke(app, ["capsule-train", str(d / "pcs"), "-p", str(d / "pheno.tsv"), "-o", str(out),
+                                   "--no-baselines", *SMALL, "--primary", "gene"])
+    assert res.exit_code == 0, res.output
+    return d, out, causal, res
+
+
+def test_gene_primary_trains_predicts_and_reads_out_genes(gene_run, cli, tmp_path):
+    from genointerp.capsule.interpret import gene_groups, gene_index
+
+    d, m, causal, res = gene_run
+    cfg = json.loads((m / "config.json").read_text())
+    columns = cfg["features"]["columns"]
+    genes = [name for name, _ in gene_groups(columns)]
+    assert cfg["model"]["primary"] == "gene" and cfg["model"]["gene_index"] == gene_index(columns)
+    assert "gene_score" in cfg["interpretation"] and "gene capsules' coupling; decisive genes:" in res.stderr
+    # coupling.tsv: one row per gene capsule, named by its gene, a distribution over the classes
+    coupling = tsv(m / "coupling.tsv")
+    assert [r["gene"] for r in coupling] == genes and [r["primary"] for r in coupling] == [str(i) for i in range(len(genes))]
+    for row in coupling:
+        assert float(row["c[case|case]"]) + float(row["c[control|case]"]) == pytest.approx(1, abs=2e-6)
+    # genes.tsv ranks every gene by its capsule's coupling to the true class, less 1/2
+    ranked = tsv(m / "genes.tsv")
+    assert sorted(f"{r['chrom']}:{r['gene']}" for r in ranked) == sorted(genes)
+    by_gene = {r["gene"]: r for r in coupling}
+    for r in ranked:
+        c = by_gene[f"{r['chrom']}:{r['gene']}"]
+        want = (float(c["c[case|case]"]) + float(c["c[control|control]"])) / 2 - 0.5
+        assert float(r["score"]) == pytest.approx(want, abs=2e-6)
+    # the phenotype is carrier status of one SNP: its gene's capsule routes by class the most
+    causal_genes = tsv(d / "pcs" / "snps.tsv")[causal]["genes"].split(",")
+    assert ranked[0]["gene"] in causal_genes and ranked[0]["decisive"] == "yes", (ranked[:3], causal_genes)
+    # capsule-predict rebuilds the gene capsules from config.json and reproduces the test predictions
+    out = tmp_path / "pred.tsv"
+    assert cli("capsule-predict", m, d / "pcs", "-o", out).exit_code == 0
+    pred = {r["sample"]: r for r in tsv(out)}
+    for row in tsv(m / "test_predictions.tsv"):
+        assert {k: pred[row["sample"]][k] for k in ("p_case", "p_control", "call")} == \
+            {k: row[k] for k in ("p_case", "p_control", "call")}
+
+
+@pytest.mark.parametrize("edit,message", [
+    # two genes' columns swapped: gene capsules would read another gene's PCs
+    (lambda c: c["features"]["columns"].insert(0, c["features"]["columns"].pop()),
+     "config.json: the model's gene_index does not group its 'features' columns by gene"),
+    (lambda c: c["model"].update(primary="conv"), "weights do not match config.json"),
+    (lambda c: c["model"].update(primary="dense"), "model configuration: primary must be one of conv, gene, not 'dense'"),
+    (lambda c: c["model"]["gene_index"].pop(), "model configuration: gene_index gives the gene of"),
+])
+def test_a_gene_model_whose_config_does_not_match_is_one_error_line(edit, message, gene_run, cli, tmp_path):
+    d, m, _, _ = gene_run
+    shutil.copytree(m, tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    edit(config)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    res = cli("capsule-predict", tmp_path / "m", d / "pcs", "-o", tmp_path / "p.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "p.tsv").exists()
+    assert_one_error_line(res, message)
+
+
+def test_gene_primary_is_the_default_deterministic_and_refuses_conv_only_options(tmp_path, cli):
+    feats, pheno = write_cohort(tmp_path, *cohort(60, 4))
+    quick = [a for a in QUICK if a not in ("--primary", "conv")]
+    args = ["capsule-train", feats, "-p", pheno, *quick]
+    for name in ("a", "b"):
+        assert cli(*args, "-o", tmp_path / name).exit_code == 0
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["model"]["primary"] == "gene"
+    for path in (tmp_path / "a").iterdir():
+        assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
+    res = cli(*args, "--primary-capsule", 2, "-o", tmp_path / "c")
+    assert res.exit_code == 2 and "--primary-capsule picks a conv capsule" in res.stderr
+    res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--primary", "dense", "-o", tmp_path / "c")
+    assert res.exit_code == 2 and "expected one of conv, gene, got 'dense'" in res.stderr
+    assert not (tmp_path / "c").exists()

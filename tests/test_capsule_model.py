@@ -113,3 +113,114 @@ def test_split_is_balanced_stratified_disjoint_and_seeded():
     again = make_split(y, ["control", "case"], folds=4, test_fraction=0.2, seed=3)
     assert np.array_equal(s.test, again.test) and np.array_equal(s.fold_of, again.fold_of)
     assert not np.array_equal(s.test, make_split(y, ["control", "case"], 4, 0.2, seed=4).test)
+
+
+# ---- issue 18: one primary capsule per gene (--primary gene) ----------------------------------------
+
+# 4 genes with 1, 3, 2 and 4 PCs; G2's columns are not contiguous (a TSV may order them so)
+GENE_COLUMNS = ["chr1:G0:pc1", "chr1:G1:pc1", "chr1:G1:pc2", "chr1:G2:pc1", "chr1:G1:pc3",
+                "chr2:G3:pc1", "chr2:G3:pc2", "chr2:G3:pc3", "chr2:G3:pc4", "chr1:G2:pc2"]
+
+
+def gene_config(**kw) -> CapsuleConfig:
+    from genointerp.capsule.interpret import gene_index
+
+    return CapsuleConfig(n_features=len(GENE_COLUMNS), primary="gene", gene_index=gene_index(GENE_COLUMNS),
+                         primary_dim=4, class_dim=8, **kw)
+
+
+def test_gene_index_numbers_genes_in_first_appearance_order():
+    from genointerp.capsule.interpret import gene_index
+
+    assert gene_index(GENE_COLUMNS) == [0, 1, 1, 2, 1, 3, 3, 3, 3, 2]
+    c = gene_config()
+    assert (c.n_genes, c.max_pcs, c.n_primary) == (4, 4, 4)
+
+
+def test_gene_capsules_shapes_parameters_and_coupling_distribution(device):
+    c = gene_config()
+    torch.manual_seed(0)
+    model = CapsuleNet(c).to(device)
+    assert count_parameters(model) == parameter_count(c) == 4 * 4 * 4 + 4 * 4 + 4 * 2 * 8 * 4
+    # buffers rebuilt from gene_index are not weights: a saved model holds parameters only
+    assert sorted(model.state_dict()) == ["W", "gene_bias", "gene_weight"]
+    x = torch.randn(7, 10).to(device)
+    u = model.primary(x)
+    lengths, coupling = model(x, need_coupling=True)
+    assert u.shape == (7, 4, 4) and lengths.shape == (7, 2) and coupling.shape == (7, 4, 2)
+    assert ((lengths >= 0) & (lengths < 1)).all() and (u.norm(dim=-1) < 1).all()
+    assert torch.allclose(coupling.sum(-1).cpu(), torch.ones(7, 4))  # each gene's coupling sums to 1 over classes
+    # padding rows: G0 has 1 PC of 4 slots, G2 2, G1 3
+    pad = model.gene_weight.detach().cpu()
+    assert (pad[0, 1:] == 0).all() and (pad[2, 2:] == 0).all() and (pad[1, 3:] == 0).all() and (pad[3] != 0).all()
+
+
+def test_a_gene_capsule_depends_on_its_own_pcs_only():
+    from genointerp.capsule.interpret import gene_groups
+
+    torch.manual_seed(3)
+    model = CapsuleNet(gene_config()).eval()
+    x = torch.randn(5, 10)
+    base = model.primary(x)
+    for g, (_, idx) in enumerate(gene_groups(GENE_COLUMNS)):
+        moved = x.clone()
+        moved[:, idx] += 2.5 * torch.randn(5, len(idx))
+        u = model.primary(moved)
+        others = [h for h in range(4) if h != g]
+        assert torch.equal(u[:, others], base[:, others]), g  # bit for bit: no other gene's capsule moves
+        assert not torch.allclose(u[:, g], base[:, g]), g
+    # a capsule is squash(x_g A_g + b_g) by hand (G2: columns 3 and 9)
+    want = squash(x[:, [3, 9]] @ model.gene_weight[2, :2] + model.gene_bias[2])
+    assert torch.allclose(base[:, 2], want, atol=1e-6)
+
+
+def test_gene_capsules_train_deterministically_and_padding_stays_zero():
+    from genointerp.capsule.train import CapsuleSettings, fit_capsule
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 10)).astype(np.float32)
+    y = (x[:, 5] > 0).astype(np.int64)  # G3's pc1
+    s = CapsuleSettings(epochs=3, batch_size=8, weight_decay=1e-2)
+    a, b = (fit_capsule(x, y, gene_config(), s, seed=4) for _ in range(2))
+    for k, v in a.state_dict().items():
+        assert torch.equal(v, b.state_dict()[k]), k
+    trained = a.gene_weight.detach()
+    assert (trained[0, 1:] == 0).all() and (trained[2, 2:] == 0).all() and (trained[1, 3:] == 0).all()
+    assert not torch.equal(trained, CapsuleNet(gene_config()).gene_weight.detach())
+
+
+def test_gene_config_round_trip_and_refusals():
+    c = gene_config()
+    again = CapsuleConfig.from_dict(json_round_trip(c.to_dict()))
+    assert again == c and isinstance(again.gene_index, tuple)
+    old = {k: v for k, v in SMALL.to_dict().items() if k not in ("primary", "gene_index")}
+    assert CapsuleConfig.from_dict(old).primary == "conv"  # a config.json from before the option
+    fields = {k: v for k, v in c.to_dict().items() if k != "architecture"}
+    for bad, message in (({"primary": "dense"}, "primary must be one of conv, gene"),
+                         ({"gene_index": (0, 1)}, "gene_index gives the gene of 2 columns"),
+                         ({"gene_index": (0, 2) * 5}, "without gaps"),
+                         ({"gene_index": (0, -1) * 5}, "without gaps")):
+        with pytest.raises(ValueError, match=message):
+            CapsuleNet(CapsuleConfig(**{**fields, **bad}))
+
+
+def test_gene_scores_read_the_coupling_of_each_gene_capsule():
+    from genointerp.capsule.interpret import gene_scores, mean_coupling
+
+    torch.manual_seed(5)
+    model = CapsuleNet(gene_config()).eval()
+    x = np.random.default_rng(1).normal(size=(30, 10)).astype(np.float32)
+    y = np.arange(30) % 2
+    coupling = mean_coupling(model, x, y, 2, "cpu")
+    assert coupling.shape == (2, 4, 2)
+    rows = gene_scores(model, x, GENE_COLUMNS, None, coupling)
+    want = (coupling[0, :, 0] + coupling[1, :, 1]) / 2 - 0.5
+    assert {r["gene"]: r["score"] for r in rows} == pytest.approx({f"G{g}": want[g] for g in range(4)})
+    assert [r["n_pcs"] for r in sorted(rows, key=lambda r: r["gene"])] == [1, 3, 2, 4]
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4] and [r["score"] for r in rows] == sorted(want, reverse=True)
+
+
+def json_round_trip(d: dict) -> dict:
+    import json
+
+    return json.loads(json.dumps(d))

@@ -1,13 +1,23 @@
 """Read-outs of a trained capsule network: coupling coefficients per class and per-gene scores.
 
-coupling.tsv: one row per primary capsule (index i, convolution channel, position); column
-`c[j|t]` is the coupling c_ij to phenotype capsule j averaged over the samples of true class t.
+coupling.tsv: one row per primary capsule (index i, then its convolution channel and position, or
+its gene with `--primary gene`); column `c[j|t]` is the coupling c_ij to phenotype capsule j
+averaged over the samples of true class t.
 
-genes.tsv: DiseaseCapsule's gene read-out. For one primary capsule i (by default the one with the
-highest mean coupling to the case capsule over the case samples), every gene g gets the score
+genes.tsv, conv primary capsules: DiseaseCapsule's gene read-out. For one primary capsule i (by
+default the one with the highest mean coupling to the case capsule over the case samples), every
+gene g gets the score
     mean over samples | |u_i(x with only g's PCs kept)| - |u_i(all PCs zeroed)| |
-where "zeroed" means 0 after standardisation, i.e. the training mean. Genes are the `chrom:gene`
-part of the feature columns `chrom:gene:pcN`. The top 5 % by score are "decisive".
+where "zeroed" means 0 after standardisation, i.e. the training mean.
+
+genes.tsv, gene primary capsules: capsule g is gene g, so its coupling is the gene's relevance:
+    score_g = mean over classes t of c[t|t]_g - 1/C
+how much more than uniformly gene g routes a sample to its own class (class-balanced; for two
+classes it equals (c[case|case] - c[case|control]) / 2). 0: the gene routes the same whatever the
+class; no masked forward passes are needed.
+
+Genes are the `chrom:gene` part of the feature columns `chrom:gene:pcN`. The top 5 % by score are
+"decisive".
 """
 
 from __future__ import annotations
@@ -52,6 +62,15 @@ def gene_groups(columns: list[str]) -> list[tuple[str, np.ndarray]]:
     return [(g, np.asarray(idx)) for g, idx in groups.items()]
 
 
+def gene_index(columns: list[str]) -> list[int]:
+    """The gene number (position in gene_groups) of every column: CapsuleConfig.gene_index."""
+    index = [0] * len(columns)
+    for g, (_, idx) in enumerate(gene_groups(columns)):
+        for j in idx:
+            index[j] = g
+    return index
+
+
 @torch.inference_mode()
 def primary_length_per_gene(model: CapsuleNet, x: np.ndarray, groups, primary: int) -> np.ndarray:
     """|u_i| float64 (G, n) for each gene kept alone (others at 0), plus a last row (1, n) for all at 0.
@@ -73,11 +92,18 @@ def primary_length_per_gene(model: CapsuleNet, x: np.ndarray, groups, primary: i
     return squash(a).norm(dim=-1).numpy()
 
 
-def gene_scores(model: CapsuleNet, x: np.ndarray, columns: list[str], primary: int) -> list[dict]:
-    """Ranked [{chrom, gene, n_pcs, score, rank, decisive}] for standardised x (n, F)."""
+def gene_scores(model: CapsuleNet, x: np.ndarray, columns: list[str], primary: int | None,
+                coupling: np.ndarray | None = None) -> list[dict]:
+    """Ranked [{chrom, gene, n_pcs, score, rank, decisive}] for standardised x (n, F): conv primary
+    capsules read primary capsule `primary`; gene primary capsules read `coupling` (C true, G, C),
+    mean_coupling's output (see the module docstring)."""
     groups = gene_groups(columns)
-    lengths = primary_length_per_gene(model.cpu(), np.asarray(x, dtype=np.float64), groups, primary)
-    score = np.abs(lengths[:-1] - lengths[-1]).mean(1)
+    if model.config.primary == "gene":
+        n_classes = coupling.shape[0]
+        score = np.nanmean(coupling[np.arange(n_classes), :, np.arange(n_classes)], axis=0) - 1 / n_classes
+    else:
+        lengths = primary_length_per_gene(model.cpu(), np.asarray(x, dtype=np.float64), groups, primary)
+        score = np.abs(lengths[:-1] - lengths[-1]).mean(1)
     order = np.lexsort((np.arange(len(groups)), -score))  # ties keep input order: deterministic
     top = max(1, math.ceil(DECISIVE * len(groups)))
     rows = []
@@ -96,18 +122,29 @@ def genes_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def coupling_table(coupling: np.ndarray, classes: list[str], n_positions: int) -> str:
-    """coupling (C true, N, C capsules) -> TSV text, one row per primary capsule."""
+def primary_labels(model: CapsuleNet, columns: list[str]) -> tuple[list[str], list[tuple]]:
+    """(column names, one tuple per primary capsule) saying where each primary capsule sits: its
+    convolution channel and position, or its gene (chrom:gene)."""
+    c = model.config
+    if c.primary == "gene":
+        return ["gene"], [(name,) for name, _ in gene_groups(columns)]
+    return ["channel", "position"], [divmod(i, c.n_positions) for i in range(c.n_primary)]
+
+
+def coupling_table(coupling: np.ndarray, classes: list[str], label_names: list[str], labels: list[tuple]) -> str:
+    """coupling (C true, N, C capsules) -> TSV text, one row per primary capsule, labelled as
+    primary_labels gives."""
     pairs = [(t, j) for t in range(len(classes)) for j in range(len(classes))]
-    lines = ["primary\tchannel\tposition\t" + "\t".join(f"c[{classes[j]}|{classes[t]}]" for t, j in pairs)]
+    lines = ["\t".join(["primary", *label_names, *(f"c[{classes[j]}|{classes[t]}]" for t, j in pairs)])]
     for i in range(coupling.shape[1]):
-        ch, pos = divmod(i, n_positions)
-        lines.append(f"{i}\t{ch}\t{pos}\t" + "\t".join(f"{coupling[t, i, j]:.6f}" for t, j in pairs))
+        lines.append("\t".join([str(i), *map(str, labels[i]), *(f"{coupling[t, i, j]:.6f}" for t, j in pairs)]))
     return "\n".join(lines) + "\n"
 
 
-def plot_coupling(coupling: np.ndarray, classes: list[str], channels: int, path: Path) -> None:
-    """Heatmaps (capsule channel x convolution position) of c_ij, one per (true class, capsule)."""
+def plot_coupling(coupling: np.ndarray, classes: list[str], rows: int, path: Path,
+                  axes_labels: tuple[str, str] = ("position", "capsule channel")) -> None:
+    """Heatmaps of c_ij, one per (true class, capsule): the N primary capsules laid out as `rows`
+    rows (capsule channel x convolution position; one row of genes for gene capsules)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -120,11 +157,11 @@ def plot_coupling(coupling: np.ndarray, classes: list[str], channels: int, path:
     for t in range(n):
         for j in range(n):
             ax = axes[t][j]
-            im = ax.imshow(coupling[t, :, j].reshape(channels, -1), aspect="auto", cmap="RdBu_r",
+            im = ax.imshow(coupling[t, :, j].reshape(rows, -1), aspect="auto", cmap="RdBu_r",
                            vmin=1 / n - spread, vmax=1 / n + spread, interpolation="nearest")
             ax.set_title(f"c to capsule {classes[j]!r}, {classes[t]!r} samples", fontsize=8)
-            ax.set_xlabel("position", fontsize=7)
-            ax.set_ylabel("capsule channel", fontsize=7)
+            ax.set_xlabel(axes_labels[0], fontsize=7)
+            ax.set_ylabel(axes_labels[1], fontsize=7)
             ax.tick_params(labelsize=6)
     fig.colorbar(im, ax=axes, shrink=0.8)
     fig.savefig(path, dpi=110, metadata={"Software": None})

@@ -11,16 +11,20 @@ from typing import Callable
 
 import numpy as np
 
+from genointerp.capsule.interpret import gene_index
 from genointerp.errors import InputError
 from genointerp.io.features import Features
 from genointerp.io.jsonfile import is_name_list
+from genointerp.models.capsule import CapsuleConfig
 
 
-def model_fields(config: dict, model_dir: str, n_features: int, n_classes: int) -> tuple[list[str], dict, list[str]]:
+def model_fields(config: dict, model_dir: str, network: CapsuleConfig) -> tuple[list[str], dict, list[str]]:
     """(feature columns, scaler dict, class names) from a capsule model's config.json, checked
-    against the network it describes: a missing or malformed entry is one InputError, like the
-    other damage load_model_dir refuses, instead of a KeyError or NaN predictions later."""
+    against the network it describes (`network`, its 'model' entry as load_model_dir built it): a
+    missing or malformed entry is one InputError, like the other damage load_model_dir refuses,
+    instead of a KeyError or NaN predictions later."""
     where = f"{model_dir}/config.json"
+    n_features, n_classes = network.n_features, network.n_classes
     damaged = "the model directory is damaged or was not written by capsule-train"
 
     def entry(name: str, key: str) -> object:
@@ -33,6 +37,11 @@ def model_fields(config: dict, model_dir: str, n_features: int, n_classes: int) 
     if len(columns) != n_features or len(set(columns)) != len(columns):
         raise InputError(f"{where}: 'features' lists {len(columns)} columns ({len(set(columns))} distinct), "
                          f"the network takes {n_features}; {damaged}")
+    # gene capsules read columns by gene: a grouping that disagrees with the names would feed one
+    # gene's capsule another gene's PCs without any error
+    if network.primary == "gene" and tuple(gene_index(columns)) != network.gene_index:
+        raise InputError(f"{where}: the model's gene_index does not group its 'features' columns by gene "
+                         f"(chrom:gene of chrom:gene:pcN); {damaged}")
     try:
         mean, sd = (np.asarray(entry("scaler", key), dtype=np.float64) for key in ("mean", "sd"))
         ok = (mean.shape == sd.shape == (n_features,) and np.isfinite(mean).all() and np.isfinite(sd).all()

@@ -394,10 +394,10 @@ def settings_dict(s: CapsuleSettings) -> dict:
 
 def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, samples: list[str],
                     features: Features, features_path: str, pheno: Phenotypes, phenotypes_path: str,
-                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> tuple[int, list[dict]]:
+                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> tuple[int | None, list[dict]]:
     """Fill a capsule-train model directory: weights + config.json, the result tables, the test
     predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes.
-    Returns (primary capsule used for the gene scores, ranked gene rows)."""
+    Returns (primary capsule used for the gene scores, None for gene primary capsules; ranked gene rows)."""
     from genointerp.capsule import interpret as interp
     from genointerp.capsule.predict import predictions_table
     from genointerp.checkpoint import save_model_dir
@@ -405,8 +405,12 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
     # interpretation on the samples the final model was trained on, standardised as it saw them
     xs = r.scaler(x[r.split.train])
     coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
-    chosen = interp.default_primary(coupling, case=1) if primary_capsule is None else primary_capsule
-    genes = interp.gene_scores(r.model, xs, features.columns, chosen)
+    by_gene = config.primary == "gene"
+    chosen = None if by_gene else (interp.default_primary(coupling, case=1) if primary_capsule is None else primary_capsule)
+    genes = interp.gene_scores(r.model, xs, features.columns, chosen, coupling)
+    read_out = ({"gene_score": "mean over classes t of c[t|t] of the gene's capsule, less 1/C"} if by_gene else
+                {"primary_capsule": chosen, "primary_capsule_choice": "given" if primary_capsule is not None
+                 else "highest mean coupling to the case capsule"})
 
     test_samples = [samples[i] for i in r.split.test]
     info = {
@@ -421,8 +425,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
                      "final_model": "all non-test samples less the inner validation part"},
         "test_metrics": r.test_scores.get("capsule"),
         **({"prs": r.prs} if r.prs else {}),
-        "interpretation": {"primary_capsule": chosen,
-                           "primary_capsule_choice": "given" if primary_capsule is not None else "highest mean coupling to the case capsule"},
+        "interpretation": read_out,
     }
     save_model_dir(folder, r.model, info)
     (folder / "results.tsv").write_text(results_table(r))
@@ -435,7 +438,9 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
             [pheno.classes[y[i]] for i in r.split.test]))
     if s.train_fractions:
         (folder / "train_fraction.tsv").write_text(curve_table(r))
-    (folder / "coupling.tsv").write_text(interp.coupling_table(coupling, pheno.classes, config.n_positions))
-    interp.plot_coupling(coupling, pheno.classes, config.primary_channels, folder / "coupling.png")
+    (folder / "coupling.tsv").write_text(interp.coupling_table(coupling, pheno.classes,
+                                                               *interp.primary_labels(r.model, features.columns)))
+    interp.plot_coupling(coupling, pheno.classes, 1 if by_gene else config.primary_channels, folder / "coupling.png",
+                         ("gene", "") if by_gene else ("position", "capsule channel"))
     (folder / "genes.tsv").write_text(interp.genes_table(genes))
     return chosen, genes

@@ -61,6 +61,7 @@ def capsule_train(
     stride: int = typer.Option(2, "--stride", min=1, help="Convolution stride."),
     class_dim: int = typer.Option(16, "--class-dim", min=1, help="Phenotype capsule dimension."),
     routing: int = typer.Option(3, "--routing", min=1, help="Routing-by-agreement iterations."),
+    primary: str = typer.Option("gene", "--primary", metavar="gene|conv", help="Primary capsules: gene (one capsule per gene, fed only by that gene's PCs; its coupling is the gene's relevance, which genes.tsv ranks) or conv (the paper's: a convolution over a dense layer on all Gene-PCs). --hidden, --capsule-channels, --kernel-size, --stride, --dropout and --primary-capsule shape conv capsules only."),
     input_dropout: float = typer.Option(0.0, "--input-dropout", min=0, max=0.95, help="Dropout on the Gene-PC input while training."),
     dropout: float = typer.Option(0.0, "--dropout", min=0, max=0.95, help="Dropout on the dense layer's output while training."),
     baselines: bool = typer.Option(True, "--baselines/--no-baselines", help="Also score logistic regression, SVM, random forest, AdaBoost, an MLP and, when FEATURES holds SNP dosages (gene-pca --keep-dosages), a polygenic risk score on the same folds."),
@@ -86,12 +87,18 @@ def capsule_train(
     """
     from genointerp.capsule import enrichment as ce
     from genointerp.capsule import train as ct
-    from genointerp.capsule.interpret import gene_groups
+    from genointerp.capsule.interpret import gene_groups, gene_index
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.io.features import read_dosages, read_features, read_phenotypes
     from genointerp.models.capsule import CapsuleConfig
 
     fractions = _fractions(train_fraction)
+    if primary not in CapsuleConfig.PRIMARY_KINDS:
+        raise typer.BadParameter(f"expected one of {', '.join(CapsuleConfig.PRIMARY_KINDS)}, got {primary!r}",
+                                 param_hint="--primary")
+    if primary == "gene" and primary_capsule is not None:
+        raise typer.BadParameter("gene primary capsules are the genes, and genes.tsv reads their coupling; "
+                                 "--primary-capsule picks a conv capsule", param_hint="--primary-capsule")
     if min_set_size > max_set_size:
         raise typer.BadParameter(f"{min_set_size} is above --max-set-size {max_set_size}", param_hint="--min-set-size")
     one_stdin(("FEATURES", features_path), ("--phenotypes", phenotypes), ("--gene-sets", gene_sets))
@@ -113,7 +120,8 @@ def capsule_train(
         try:
             config = CapsuleConfig(n_features=x.shape[1], n_classes=2, hidden=hidden, primary_channels=capsule_channels,
                                    primary_dim=capsule_dim, kernel_size=kernel_size, stride=stride, class_dim=class_dim,
-                                   routing_iterations=routing, input_dropout=input_dropout, dropout=dropout)
+                                   routing_iterations=routing, input_dropout=input_dropout, dropout=dropout,
+                                   primary=primary, gene_index=gene_index(features.columns) if primary == "gene" else ())
             config.validate()
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--kernel-size/--hidden") from None
@@ -135,7 +143,8 @@ def capsule_train(
             log(f"enrichment.tsv: {len(enriched)} gene sets tested; lowest p {best['p_value']:.3g} "
                 f"(FDR {best['fdr']:.3g}): {best['set']}, {best['overlap']} of {best['set_size']} genes decisive")
     decisive = [g["gene"] for g in genes if g["decisive"]]
-    log(f"wrote {output}: primary capsule {chosen}; decisive genes: {', '.join(decisive[:10])}"
+    read_out = "gene capsules' coupling" if chosen is None else f"primary capsule {chosen}"
+    log(f"wrote {output}: {read_out}; decisive genes: {', '.join(decisive[:10])}"
         + (" ..." if len(decisive) > 10 else ""))
     for line in ct.results_table(r).splitlines():
         log(line)
@@ -166,7 +175,7 @@ def capsule_predict(
         target = outputs.file(output) if output != STDOUT else None
         dev = _torch_device(device, threads)
         model, config = load_model_dir(model_dir, expect="capsule")
-        columns, scaler, classes = model_fields(config, model_dir, model.config.n_features, model.config.n_classes)
+        columns, scaler, classes = model_fields(config, model_dir, model.config)
         features = read_features(features_path)
         x = model_matrix(features, columns, features_path, warn)
         lengths = capsule_lengths(model.to(dev), Scaler.from_dict(scaler)(x), dev)

@@ -1,13 +1,24 @@
 """DiseaseCapsule (Luo, Kang, Schönhuth, Nature Machine Intelligence): a capsule network over Gene-PCs.
 
-Gene-PC vector x (B, F) -> [dropout] -> dense layer + ReLU -> [dropout] -> hidden (B, H) -> 1-D convolution over the hidden
+Two kinds of primary capsules (`primary`):
+
+"conv" (the paper's): Gene-PC vector x (B, F) -> [dropout] -> dense layer + ReLU -> [dropout] -> hidden (B, H) -> 1-D convolution over the hidden
 vector (1 input channel, P*D_p output channels, kernel k, stride s) -> primary capsules u
 (B, N, D_p) with N = P * L, L = (H - k) // s + 1, squashed -> prediction vectors û_{j|i} = W_ij u_i
 (B, C, N, D_c) -> dynamic routing by agreement (r iterations) -> phenotype capsules v (B, C, D_c);
 the score of class j is the length |v_j| (in [0, 1)). Coupling coefficients c_ij (B, N, C) say how
 much primary capsule i sends to phenotype capsule j; they are the network's interpretation read-out.
-
 Trainable parameters: F*H + H (dense) + P*D_p*k + P*D_p (convolution) + N*C*D_c*D_p (W).
+
+"gene": one primary capsule per gene, N = G. Capsule g sees only its own gene's K_g PCs:
+u_g = squash(x_g A_g + b_g) with A_g (K_g, D_p), b_g (D_p,), weights not shared between genes (a
+gene's PC axes are its own LD structure: pc1 of one gene and pc1 of another have nothing in common
+that a shared map could exploit). The ragged genes are held zero-padded: A (G, K_max, D_p) whose
+rows past a gene's K_g are 0 at initialisation and get no gradient (their inputs are masked to 0),
+so they stay 0 under Adam with L2 weight decay. The rest (W, routing, lengths) is the conv path's,
+so c_gj is directly how much gene g sends to phenotype capsule j. The dense layer, the
+convolution and `dropout` are not used. `gene_index` (F,) gives each feature column's gene (0..G-1).
+Trainable parameters: G*K_max*D_p (A, of which G*K_max - F rows are padding) + G*D_p (b) + N*C*D_c*D_p (W).
 """
 
 from __future__ import annotations
@@ -40,30 +51,71 @@ class CapsuleConfig(ModelConfig):
     lambda_: float = 0.5
     input_dropout: float = 0.0  # dropout on the Gene-PC input (training only)
     dropout: float = 0.0  # dropout on the dense layer's output (training only)
+    # "conv" is the default here so that a config.json written before the option existed loads as
+    # what it is; capsule-train picks its own default (--primary)
+    primary: str = "conv"
+    gene_index: tuple[int, ...] = ()  # "gene": the gene (0..G-1) of every feature column, (F,)
+
+    PRIMARY_KINDS: ClassVar[tuple[str, ...]] = ("conv", "gene")
+
+    def __post_init__(self) -> None:
+        # config.json gives a list; a tuple keeps the frozen config hashable and == its round trip
+        object.__setattr__(self, "gene_index", tuple(self.gene_index))
 
     @property
     def n_positions(self) -> int:
         return (self.hidden - self.kernel_size) // self.stride + 1
 
     @property
+    def n_genes(self) -> int:
+        return max(self.gene_index) + 1 if self.gene_index else 0
+
+    @property
+    def max_pcs(self) -> int:
+        """K_max: the most PCs of any gene ("gene" primary capsules)."""
+        return max(gene_sizes(self.gene_index)) if self.gene_index else 0
+
+    @property
     def n_primary(self) -> int:
-        """Primary capsules N = channels x convolution positions, ordered channel-major."""
-        return self.primary_channels * self.n_positions
+        """Primary capsules N: one per gene ("gene"), or channels x convolution positions, ordered
+        channel-major ("conv")."""
+        return self.n_genes if self.primary == "gene" else self.primary_channels * self.n_positions
 
     def validate(self) -> None:
+        if self.primary not in self.PRIMARY_KINDS:
+            raise ValueError(f"primary must be one of {', '.join(self.PRIMARY_KINDS)}, not {self.primary!r}")
         for name in ("n_features", "hidden", "primary_channels", "primary_dim", "kernel_size", "stride",
                      "class_dim", "routing_iterations"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.n_classes < 2:
             raise ValueError("n_classes must be at least 2")
-        if self.kernel_size > self.hidden:
+        if self.primary == "conv" and self.kernel_size > self.hidden:
             raise ValueError(f"kernel_size {self.kernel_size} is larger than the hidden layer ({self.hidden})")
         for name in ("input_dropout", "dropout"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1)")
         if not 0 <= self.m_minus < self.m_plus <= 1:
             raise ValueError("margins need 0 <= m_minus < m_plus <= 1")
+        if self.primary == "gene":
+            self._validate_genes()
+
+    def _validate_genes(self) -> None:
+        index = self.gene_index
+        if len(index) != self.n_features:
+            raise ValueError(f"gene_index gives the gene of {len(index)} columns, the network takes {self.n_features}")
+        if any(not isinstance(g, int) or isinstance(g, bool) for g in index):
+            raise ValueError("gene_index must hold whole numbers")
+        if min(index) < 0 or set(index) != set(range(max(index) + 1)):
+            raise ValueError("gene_index must number the genes 0, 1, ... without gaps")
+
+
+def gene_sizes(gene_index) -> list[int]:
+    """PCs per gene: K_g for g in 0..G-1, from a (F,) sequence of gene numbers."""
+    counts = [0] * (max(gene_index) + 1)
+    for g in gene_index:
+        counts[g] += 1
+    return counts
 
 
 def squash(s: torch.Tensor, dim: int = -1, eps: float = 1e-8) -> torch.Tensor:
@@ -114,16 +166,42 @@ class CapsuleNet(nn.Module):
         self.config = config
         c = config
         self.input_drop = nn.Dropout(c.input_dropout)
-        self.dense = nn.Linear(c.n_features, c.hidden)
-        self.hidden_drop = nn.Dropout(c.dropout)
-        self.conv = nn.Conv1d(1, c.primary_channels * c.primary_dim, c.kernel_size, stride=c.stride)
+        if c.primary == "gene":
+            self._init_genes()
+        else:
+            self.dense = nn.Linear(c.n_features, c.hidden)
+            self.hidden_drop = nn.Dropout(c.dropout)
+            self.conv = nn.Conv1d(1, c.primary_channels * c.primary_dim, c.kernel_size, stride=c.stride)
         # one D_c x D_p matrix per (primary capsule, class); small init keeps early lengths well below 1
         self.W = nn.Parameter(0.01 * torch.randn(c.n_primary, c.n_classes, c.class_dim, c.primary_dim))
 
-    def primary(self, x: torch.Tensor) -> torch.Tensor:
-        """x float32 (B, F) standardised Gene-PCs -> squashed primary capsules u float32 (B, N, D_p),
-        channel-major."""
+    def _init_genes(self) -> None:
+        """A (G, K_max, D_p), b (G, D_p) and the padding layout: `gene_columns` int64 (G, K_max), the
+        feature column of each slot (column 0 in padding slots), and `gene_mask` float32 (G, K_max),
+        1 for real slots. Buffers, not saved: the config's gene_index rebuilds them."""
         c = self.config
+        sizes = gene_sizes(c.gene_index)
+        columns = torch.zeros(c.n_genes, c.max_pcs, dtype=torch.int64)
+        mask = torch.zeros(c.n_genes, c.max_pcs)
+        filled = [0] * c.n_genes
+        for j, g in enumerate(c.gene_index):
+            columns[g, filled[g]], mask[g, filled[g]] = j, 1.0
+            filled[g] += 1
+        self.register_buffer("gene_columns", columns, persistent=False)
+        self.register_buffer("gene_mask", mask, persistent=False)
+        # nn.Linear's default init per gene, U(-1/sqrt(K_g), 1/sqrt(K_g)): a gene's fan-in is its own PCs
+        bound = 1 / torch.tensor(sizes, dtype=torch.float32).sqrt()
+        self.gene_weight = nn.Parameter((2 * torch.rand(c.n_genes, c.max_pcs, c.primary_dim) - 1)
+                                        * bound[:, None, None] * mask[:, :, None])
+        self.gene_bias = nn.Parameter((2 * torch.rand(c.n_genes, c.primary_dim) - 1) * bound[:, None])
+
+    def primary(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, F) standardised Gene-PCs -> squashed primary capsules u float32 (B, N, D_p):
+        one per gene in gene_index order ("gene"), or channel-major ("conv")."""
+        c = self.config
+        if c.primary == "gene":
+            xg = self.input_drop(x)[:, self.gene_columns] * self.gene_mask  # (B, G, K_max), padding 0
+            return squash(torch.einsum("bgk,gkd->bgd", xg, self.gene_weight) + self.gene_bias)
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
         a = self.conv(h)  # (B, P*D_p, L)
         a = a.view(x.shape[0], c.primary_channels, c.primary_dim, c.n_positions)
@@ -147,5 +225,7 @@ class CapsuleNet(nn.Module):
 def parameter_count(config: CapsuleConfig) -> int:
     """The closed form of the module docstring (tests hold the module to it)."""
     c = config
-    return (c.n_features * c.hidden + c.hidden + c.primary_channels * c.primary_dim * (c.kernel_size + 1)
-            + c.n_primary * c.n_classes * c.class_dim * c.primary_dim)
+    routing = c.n_primary * c.n_classes * c.class_dim * c.primary_dim
+    if c.primary == "gene":
+        return c.n_genes * (c.max_pcs + 1) * c.primary_dim + routing
+    return c.n_features * c.hidden + c.hidden + c.primary_channels * c.primary_dim * (c.kernel_size + 1) + routing
