@@ -1,0 +1,344 @@
+"""capsule-search: a seeded genetic algorithm over gene subsets for interactions (issue 18).
+
+The fitness of a gene subset S is ACC_DC(S) - ACC_LR(S): the capsule network's cross-validated
+accuracy minus logistic regression's, both on the Gene-PCs of S only and on the same folds (the
+held-out fold of each split, never the rows a model was fit on). A subset where the capsule network
+beats a linear model is one whose genes act together rather than additively. Training accuracies
+are kept too (they reward memorising, so they are reported, not optimised).
+
+The folds, standardisation, capsule fit and logistic regression are capsule/train.py's
+(make_split with no test set, Scaler, fit_capsule with fold_seed, baseline_models); every subset is
+scored on the same split and with the same training seeds, so a subset's fitness is a pure function
+of the subset and the settings, which is what makes the cache, -t and --resume safe.
+
+GA: a population of subsets (sizes within [min_size, max_size]); each generation is evaluated, then
+the next is bred: the `elite` best are copied, every other child comes from two tournament-selected
+parents (uniform crossover on the gene sets, repaired to a size within the bounds) and a mutation
+that swaps genes in/out. Everything random comes from one numpy generator seeded with the seed; its
+state is part of the checkpoint written after every generation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.report import Reporter
+
+Subset = tuple[int, ...]  # sorted gene numbers
+
+
+@dataclass
+class SearchSettings:
+    population: int = 16
+    generations: int = 10
+    min_size: int = 2
+    max_size: int = 2
+    folds: int = 3
+    elite: int = 1
+    tournament: int = 2
+    mutation_rate: float = 0.5  # probability that a child gets one gene swap (then another with the same chance)
+    seed: int = 1
+
+
+# ---- GA operators (pure: a subset and a generator in, a subset out) ---------------------------------------
+
+def random_subset(n_genes: int, min_size: int, max_size: int, rng: np.random.Generator) -> Subset:
+    size = int(rng.integers(min_size, max_size + 1))
+    return tuple(sorted(int(g) for g in rng.choice(n_genes, size, replace=False)))
+
+
+def tournament(ranks: list[int], k: int, rng: np.random.Generator) -> int:
+    """Index of the winner of a k-way tournament (drawn with replacement) on `ranks` (0 = best)."""
+    drawn = rng.integers(0, len(ranks), size=k)
+    return int(min(drawn, key=lambda i: (ranks[i], i)))
+
+
+def crossover(a: Subset, b: Subset, n_genes: int, min_size: int, max_size: int, rng: np.random.Generator) -> Subset:
+    """Uniform crossover of gene sets: genes in both parents stay, each gene of only one parent is
+    taken with probability 1/2; then repaired to a size drawn between the parents' sizes (within
+    [min_size, max_size]): extra picks dropped at random (shared genes last), missing ones filled from
+    the parents' other genes, then from genes of neither."""
+    both = sorted(set(a) & set(b))
+    either = sorted(set(a) ^ set(b))
+    picked = [g for g in either if rng.random() < 0.5]
+    lo, hi = sorted((len(a), len(b)))
+    target = int(np.clip(rng.integers(lo, hi + 1), min_size, max_size))
+    child = both + picked
+    if len(child) > target:
+        order = list(rng.permutation(picked)) + list(rng.permutation(both))  # drop one-parent genes first
+        drop = set(int(g) for g in order[:len(child) - target])
+        child = [g for g in child if g not in drop]
+    if len(child) < target:
+        rest = [g for g in either if g not in picked]
+        fill = [int(g) for g in rng.permutation(rest)] if rest else []
+        outside = np.setdiff1d(np.arange(n_genes), np.asarray(both + either, dtype=np.int64))
+        fill += [int(g) for g in rng.permutation(outside)]
+        child += fill[:target - len(child)]
+    return tuple(sorted(int(g) for g in child))
+
+
+def mutate(subset: Subset, n_genes: int, swaps: int, rng: np.random.Generator) -> Subset:
+    """Swap exactly `swaps` genes: that many of the subset out, as many genes outside it in (the
+    size stays). Capped at what the subset and the genes outside it allow."""
+    outside = np.setdiff1d(np.arange(n_genes), np.asarray(subset, dtype=np.int64))
+    swaps = min(swaps, len(subset), len(outside))
+    if swaps == 0:
+        return tuple(subset)
+    out = set(int(g) for g in rng.choice(np.asarray(subset), swaps, replace=False))
+    new = [int(g) for g in rng.choice(outside, swaps, replace=False)]
+    return tuple(sorted([g for g in subset if g not in out] + new))
+
+
+def rank_key(subset: Subset, fitness: float) -> tuple:
+    """Sort key: higher fitness first, then the smaller subset, then gene order (a total order)."""
+    return (-fitness, len(subset), subset)
+
+
+def next_population(population: list[Subset], fitness: list[float], s: SearchSettings, n_genes: int,
+                    known, rng: np.random.Generator) -> list[Subset]:
+    """Elites, then children of tournament-selected parents (crossover, mutation). A child that is
+    already evaluated (or already in the new population) gets up to 10 further mutations to be new."""
+    order = sorted(range(len(population)), key=lambda i: rank_key(population[i], fitness[i]))
+    ranks = [0] * len(population)
+    for r, i in enumerate(order):
+        ranks[i] = r
+    new = [population[i] for i in order[:min(s.elite, len(population))]]
+    while len(new) < s.population:
+        a = population[tournament(ranks, s.tournament, rng)]
+        b = population[tournament(ranks, s.tournament, rng)]
+        child = crossover(a, b, n_genes, s.min_size, s.max_size, rng)
+        swaps = 0
+        while swaps < len(child) and rng.random() < s.mutation_rate:
+            swaps += 1
+        child = mutate(child, n_genes, swaps, rng)
+        for _ in range(10):
+            if child not in known and child not in new:
+                break
+            child = mutate(child, n_genes, 1, rng)
+        new.append(child)
+    return new
+
+
+# ---- fitness ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Problem:
+    """What a fitness evaluation needs (sent once to each worker process)."""
+
+    x: np.ndarray  # float64 (n, F) aligned features
+    y: np.ndarray  # int64 (n,)
+    gene_columns: list[np.ndarray]  # column indices of each gene
+    columns: list[str]
+    split: object  # capsule.train.Split (no test set)
+    settings: object  # capsule.train.CapsuleSettings
+    config: dict  # CapsuleConfig fields other than n_features/gene_index
+
+
+def evaluate(problem: Problem, subset: Subset) -> dict:
+    """Mean over the folds of the capsule network's and logistic regression's accuracy on the
+    held-out fold (cv_*) and on the rows they were fit on (train_*), on the Gene-PCs of `subset`."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from genointerp.capsule import train as ct
+    from genointerp.capsule.interpret import gene_index
+    from genointerp.models.capsule import CapsuleConfig
+
+    cols = np.concatenate([problem.gene_columns[g] for g in subset])
+    names = [problem.columns[j] for j in cols]
+    x, y, s = problem.x[:, cols], problem.y, problem.settings
+    config = CapsuleConfig(n_features=len(cols), **problem.config,
+                           gene_index=gene_index(names) if problem.config["primary"] == "gene" else ())
+    acc = {"cv_capsule": [], "cv_logistic": [], "train_capsule": [], "train_logistic": []}
+    for k in range(s.folds):
+        tr, ev = problem.split.fold(k)
+        scaler = ct.Scaler.fit(x[tr])
+        xt, xe = scaler(x[tr]), scaler(x[ev])
+        model = ct.fit_capsule(xt, y[tr], config, s, ct.fold_seed(s, k))
+        acc["cv_capsule"].append(np.mean(ct.capsule_lengths(model, xe, s.device).argmax(1) == y[ev]))
+        acc["train_capsule"].append(np.mean(ct.capsule_lengths(model, xt, s.device).argmax(1) == y[tr]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            lr = ct.baseline_models(ct.fold_seed(s, k), 1)["logistic_regression"]().fit(xt, y[tr])
+        acc["cv_logistic"].append(np.mean(lr.predict(xe) == y[ev]))
+        acc["train_logistic"].append(np.mean(lr.predict(xt) == y[tr]))
+    out = {k: round(float(np.mean(v)), 6) for k, v in acc.items()}
+    out["fitness"] = round(out["cv_capsule"] - out["cv_logistic"], 6)
+    return out
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(problem: Problem) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    _WORKER["problem"] = problem
+
+
+def _worker_evaluate(subset: Subset) -> dict:
+    return evaluate(_WORKER["problem"], subset)
+
+
+class Evaluator:
+    """Fitness of many subsets: in this process (threads 1) or a pool of `threads` processes, one
+    torch thread each; the results do not depend on which."""
+
+    def __init__(self, problem: Problem, threads: int) -> None:
+        self.problem, self.threads, self.pool = problem, threads, None
+
+    def __call__(self, subsets: list[Subset]) -> list[dict]:
+        if self.threads <= 1 or len(subsets) <= 1:
+            return [evaluate(self.problem, sub) for sub in subsets]
+        if self.pool is None:
+            import multiprocessing
+
+            self.pool = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_worker_init, initargs=(self.problem,))
+        return list(self.pool.map(_worker_evaluate, subsets))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+# ---- the search, with a checkpoint per generation -------------------------------------------------------
+
+@dataclass
+class SearchResult:
+    cache: dict  # subset -> evaluation
+    history: list[dict]  # per generation
+    stopped_by_budget: bool
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, fingerprint: dict) -> dict:
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable capsule-search checkpoint ({exc})") from None
+    if state.get("fingerprint") != fingerprint:
+        raise InputError(f"{path}: the checkpoint is of a search with other inputs or settings; "
+                         "rerun those, or remove it to start afresh")
+    return state
+
+
+def search(evaluator: Evaluator, n_genes: int, s: SearchSettings, fingerprint: dict, checkpoint: Path,
+           resume: bool, time_budget: float | None, report: Reporter, gene_names: list[str]) -> SearchResult:
+    """Run the GA; after every generation the state goes to `checkpoint` (--resume continues from it)."""
+    if resume and checkpoint.exists():
+        state = load_checkpoint(checkpoint, fingerprint)
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state["rng"]
+        population = [tuple(p) for p in state["population"]]
+        cache = {tuple(k): v for k, v in state["cache"]}
+        history, elapsed = state["history"], state["elapsed"]
+        report.log(f"resuming {checkpoint}: {len(history)} of {s.generations} generations done, "
+                   f"{len(cache)} subsets evaluated")
+    else:
+        if checkpoint.exists():
+            raise InputError(f"{checkpoint}: an interrupted search's checkpoint: --resume it, or remove it to start afresh")
+        rng = np.random.default_rng(s.seed)
+        population: list[Subset] = []
+        for _ in range(s.population):
+            sub = random_subset(n_genes, s.min_size, s.max_size, rng)
+            for _ in range(10):  # a distinct start where the genes allow
+                if sub not in population:
+                    break
+                sub = random_subset(n_genes, s.min_size, s.max_size, rng)
+            population.append(sub)
+        cache, history, elapsed = {}, [], 0.0
+    stopped = bool(history) and time_budget is not None and elapsed >= time_budget
+    while len(history) < s.generations and not stopped:
+        start = time.monotonic()
+        todo = list(dict.fromkeys(p for p in population if p not in cache))
+        cache.update(zip(todo, evaluator(todo)))
+        fitness = [cache[p]["fitness"] for p in population]
+        best = min(population, key=lambda p: rank_key(p, cache[p]["fitness"]))
+        generation = len(history) + 1
+        if generation < s.generations:
+            population_next = next_population(population, fitness, s, n_genes, cache, rng)
+        else:
+            population_next = population
+        seconds = time.monotonic() - start
+        elapsed += seconds
+        history.append({"generation": generation, "evaluated": len(todo), "best_fitness": cache[best]["fitness"],
+                        "mean_fitness": round(float(np.mean(fitness)), 6), "best_subset": list(best),
+                        "seconds": round(seconds, 3)})
+        stopped = time_budget is not None and elapsed >= time_budget and generation < s.generations
+        population = population_next
+        save_checkpoint(checkpoint, {"fingerprint": fingerprint, "rng": rng.bit_generator.state,
+                                     "population": [list(p) for p in population],
+                                     "cache": [[list(k), v] for k, v in cache.items()],
+                                     "history": history, "elapsed": elapsed})
+        report.log(f"generation {generation}/{s.generations}: best fitness {cache[best]['fitness']:+.4f} "
+                   f"({','.join(gene_names[g] for g in best)}), mean {np.mean(fitness):+.4f}, "
+                   f"{len(todo)} new subsets in {seconds:.1f} s"
+                   + ("; time budget reached" if stopped else ""))
+    return SearchResult(cache, history, stopped)
+
+
+def ranked(cache: dict) -> list[tuple[Subset, dict]]:
+    return sorted(cache.items(), key=lambda kv: rank_key(kv[0], kv[1]["fitness"]))
+
+
+BEST_COLUMNS = ("rank", "genes", "n_genes", "fitness", "cv_accuracy_capsule", "cv_accuracy_logistic",
+                "train_accuracy_capsule", "train_accuracy_logistic")
+
+
+def best_table(cache: dict, gene_names: list[str], top: int = 10) -> str:
+    """best.tsv: the `top` best subsets evaluated (rank 1 is the answer)."""
+    lines = ["\t".join(BEST_COLUMNS)]
+    for r, (sub, ev) in enumerate(ranked(cache)[:top], 1):
+        lines.append(f"{r}\t{','.join(gene_names[g] for g in sub)}\t{len(sub)}\t{ev['fitness']:.4f}\t"
+                     f"{ev['cv_capsule']:.4f}\t{ev['cv_logistic']:.4f}\t{ev['train_capsule']:.4f}\t{ev['train_logistic']:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+HISTORY_COLUMNS = ("generation", "evaluated", "best_fitness", "mean_fitness", "best_subset", "seconds")
+
+
+def history_table(history: list[dict], gene_names: list[str]) -> str:
+    lines = ["\t".join(HISTORY_COLUMNS)]
+    lines += [f"{h['generation']}\t{h['evaluated']}\t{h['best_fitness']:.4f}\t{h['mean_fitness']:.4f}\t"
+              f"{','.join(gene_names[g] for g in h['best_subset'])}\t{h['seconds']:.2f}" for h in history]
+    return "\n".join(lines) + "\n"
+
+
+def plot_history(history: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gen = [h["generation"] for h in history]
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(gen, [h["best_fitness"] for h in history], marker="o", label="best")
+    ax.plot(gen, [h["mean_fitness"] for h in history], marker=".", label="mean")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("ACC capsule - ACC logistic (CV)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def settings_dict(s: SearchSettings) -> dict:
+    return asdict(s)
