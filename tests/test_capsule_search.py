@@ -199,3 +199,15 @@ def test_bad_options_are_one_error_line_and_leave_nothing(searched, cli):
     res = cli(*base, "--subset-size", "3-2")
     assert res.exit_code == 2 and "expected 1 <= MIN <= MAX" in res.stderr
     assert not (d / "bad").exists() and not (d / "bad.checkpoint").exists()
+
+
+def test_conv_primary_capsules_search_too(searched, cli):
+    d, _ = searched
+    res = cli("capsule-search", d / "pcs", "-p", d / "pheno.tsv", *TINY, "--generations", "1", "--primary", "conv",
+              "-o", d / "conv")
+    assert res.exit_code == 0, res.output
+    info = json.loads((d / "conv" / "search.json").read_text())
+    assert info["capsule"]["primary"] == "conv" and len(tsv(d / "conv" / "best.tsv")) == 4
+    res = cli("capsule-search", d / "pcs", "-p", d / "pheno.tsv", *TINY, "--primary", "conv", "--hidden", "4",
+              "-o", d / "conv2")
+    assert res.exit_code == 2 and "--kernel-size/--hidden" in res.stderr and not (d / "conv2").exists()
