@@ -25,27 +25,29 @@ from genointerp.resources import BUILTIN_TRACKS, BUILTIN_XVIR, builtin_model_dir
 # below, copy the new numbers here, and update the README's `make run` numbers (XVir) with them.
 #
 # XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz`
-# (the README's `make run`): k-mer evidence or p_viral at the model's threshold 0.9943 calls 42 reads
-# viral, all 40 HPV reads and 2 of the 1,960 others (read names start with the truth: viral|,
-# human|, bacterial|); evidence both 15, k-mers alone 25, the model alone 2 (the two human reads).
-XVIR_THRESHOLD = 0.9943
-XVIR_CALLED = {"viral": 40, "other": 2}
-XVIR_EVIDENCE = {"both": 15, "model": 2, "kmer": 25, "none": 1958}
+# (the README's `make run`): k-mer evidence or p_viral at the model's threshold 0.99 calls 40 reads
+# viral, all 40 HPV reads and none of the 1,960 others (read names start with the truth: viral|,
+# human|, bacterial|); evidence both 8, k-mers alone 32, the model alone 0.
+XVIR_THRESHOLD = 0.99
+XVIR_CALLED = {"viral": 40, "other": 0}
+XVIR_EVIDENCE = {"both": 8, "model": 0, "kmer": 32, "none": 1960}
 # Logits (before the sigmoid) of reads chosen across the range: confident HPV, an HPV read the model
 # misses, confident human and E. coli, and reads near the threshold, whose logit is
-# log(0.9943 / 0.0057) = 5.1615: human reads below it and two above it (the false calls), HPV
-# reads below it (called on k-mers).
+# log(0.99 / 0.01) = 4.5951: the two human reads scored highest (below it), an HPV read just above
+# it (called on both) and one just below it (called on k-mers alone).
 XVIR_LOGITS = {
-    "viral|1785|HPV18|4475|4625|-|0": 9.135595,
-    "viral|1052|HPV6|4151|4301|-|3": -0.278514,
-    "human|1263|20|34527|34677|-|0": -14.801182,
-    "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": -11.801186,
-    "human|712|20|59189|59339|-|0": 3.052689,
-    "viral|651|HPV142|7328|7478|+|0": 3.077229,
-    "human|784|20|89525|89675|+|0": 3.149429,
-    "viral|1063|HPV16|896|1046|-|1": 3.396266,
-    "human|1987|20|17654|17804|+|0": 4.963347,
-    "human|444|20|15862|16012|-|1": 5.808804,
+    "viral|1785|HPV18|4475|4625|-|0": 6.766106,
+    "viral|1052|HPV6|4151|4301|-|3": -0.970766,
+    "human|1263|20|34527|34677|-|0": -17.025259,
+    "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": -11.885478,
+    "human|712|20|59189|59339|-|0": 2.138795,
+    "viral|651|HPV142|7328|7478|+|0": 2.138792,
+    "human|784|20|89525|89675|+|0": 2.283638,
+    "viral|1063|HPV16|896|1046|-|1": 1.599023,
+    "human|1987|20|17654|17804|+|0": 3.091867,
+    "human|444|20|15862|16012|-|1": 4.181906,
+    "viral|369|HPV18|1404|1554|-|0": 4.629229,
+    "viral|626|HPV6|4629|4779|-|0": 4.455694,
 }
 # k-mer hits of those reads: 130 is every 21-mer of a 150 bp read; the error-free HPV142 read has
 # them all, reads with sequencing errors (last field of the name) lose the 21 k-mers over each.
@@ -60,6 +62,8 @@ XVIR_KMER_HITS = {
     "viral|1063|HPV16|896|1046|-|1": 93,
     "human|1987|20|17654|17804|+|0": 0,
     "human|444|20|15862|16012|-|1": 0,
+    "viral|369|HPV18|1404|1554|-|0": 125,
+    "viral|626|HPV6|4629|4779|-|0": 130,
 }
 # Tracks (genointerp/resources/models/tracks_dream_chr20), `genointerp predict-tracks --fasta
 # test-data/chr20_slice.fa.gz --regions <20:40000-44096>`: predicted signal of four tracks at three
