@@ -173,13 +173,18 @@ def install_evidence(work: Path, model: Path) -> None:
     describe_index_sources(model)
 
 
-def describe_index_sources(model: Path) -> None:
-    """The index's sources named by what they are, not by paths on the machine that built it."""
+def describe_index_sources(model: Path, wide: bool = False) -> None:
+    """The index's sources named by what they are, not by paths on the machine that built it
+    (`wide`: the fresh stage's negatives of every kind)."""
     config = json.loads((model / "config.json").read_text())
+    negative = [f"human_train.fa: GRCh37 20:1-{HUMAN_SPLIT:,}",
+                "bacteria_train.fa: E. coli 536, K. pneumoniae Kp1084 and NTUH-K2044"]
+    if wide:
+        negative += ["bacteria_wide_train.fa: S. aureus JH1 and N315, H. pylori F32",
+                     "fungal_train.fa: Ustilago maydis", "protist_train.fa: Dictyostelium discoideum AX4, Plasmodium knowlesi"]
     config["kmer_index"]["sources"] = {
         "viral": ["hpv_train.fa: every HPV genome of ../shared/data/viral/hpv_genomes.fa but the held-out types"],
-        "negative": [f"human_train.fa: GRCh37 20:1-{HUMAN_SPLIT:,}",
-                     "bacteria_train.fa: E. coli 536, K. pneumoniae Kp1084 and NTUH-K2044"]}
+        "negative": negative}
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -317,7 +322,7 @@ def main() -> None:
         shutil.rmtree(target)
         shutil.copytree(candidate, target, ignore=shutil.ignore_patterns(".genointerp"))
         shutil.copy(work / "heldout_types.txt", target / "heldout_types.txt")
-        describe_index_sources(target)
+        describe_index_sources(target, wide=True)
         print(f"fresh-tuned model installed in {target}")
         return
     if args.stage == "all":
