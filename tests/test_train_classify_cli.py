@@ -273,8 +273,10 @@ def test_builtin_model_is_installed_and_is_the_papers_architecture():
 
     model, cfg = load_model_dir(builtin_model_dir(), expect="xvir")
     assert model.config == XVirConfig() and count_parameters(model) == 741_377
-    assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["bacterial", "human"]
-    assert 0.5 < cfg["calling"]["threshold"] < 1 and cfg["calling"]["fpr"] <= cfg["calling"]["target_fpr"]
+    assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["bacterial", "fungal", "human", "protist"]
+    calling = cfg["calling"]  # train-xvir --target-fpr: the rate of every negative kind within the target
+    assert 0.5 < calling["threshold"] < 1 and set(calling["fpr"]) == {"bacterial", "fungal", "human", "protist"}
+    assert max(calling["fpr"].values()) <= calling["target_fpr"] and cfg["kmer_index"]["n_kmers"] > 2_000_000
 
 
 def test_fine_tuning_from_a_model_and_refusing_another_architecture(model, dataset, cli, tmp_path):
