@@ -1,12 +1,38 @@
-"""classify-reads with the built-in model: accuracy on held-out data vs kraken2, and speed vs roofline.
+"""classify-reads with the built-in model: held-out genomes of every kind vs kraken2, and speed vs roofline.
 
-Held-out reads are simulated by ART (art_illumina -ss HS25 -l 150), not by genointerp, from
-what the built-in model never saw (scripts/build_default_model.py wrote these references):
-HPV types held out of training, human chr20 beyond 50 Mb, K. pneumoniae MGH 78578 and HS11286.
-kraken2 gets a custom database built from exactly the model's training genomes (HPV types in
-training, chr20 1-50 Mb, E. coli 536 and two K. pneumoniae), with a small hand-made taxonomy.
+Reads are simulated by ART (art_illumina -ss HS25 -l 150), not by genointerp, --per-class reads
+per read set, from references that scripts/build_default_model.py wrote into --work:
 
-    python benchmarks/classify_reads.py [--work build/default-model] [--per-class 3000]
+    known HPV genomes  hpv_train.fa: the HPV genomes the model and its k-mer index were built
+                       from (fresh ART reads, never trained on; the genomes are not held out)
+    unseen HPV types   hpv_heldout.fa: every 8th HPV type, held out of the model and the index
+    human              human_heldout.fa: GRCh37 chr20 beyond 50 Mb (training saw 1-50 Mb)
+    bacterial          bacteria_heldout.fa: K. pneumoniae MGH 78578 and HS11286 (training saw
+                       E. coli 536 and two other K. pneumoniae)
+    --contaminant LABEL=FASTA (repeatable, e.g. yeast=yeast.fa): more kinds of non-viral
+                       sequence, each its own column; FASTA may be gzipped
+
+One classify-reads run (default evidence: the model or the k-mer index) scores all of them, and
+the rows come from its columns:
+
+    genointerp (k-mers or model)  the default call (`call` column)
+    model alone                   p_viral >= the run summary's threshold
+    k-mers alone                  kmer_hits >= the summary's kmer_index.min_hits
+    kraken2 (same training genomes)  kraken2 with a custom database of exactly the model's
+                       training genomes (hpv_train, chr20 1-50 Mb, E. coli 536 and two
+                       K. pneumoniae) and a small hand-made taxonomy; viral = the HPV taxon
+
+Each cell is the share of a read set called viral: recall for the HPV sets, the false-positive
+rate for the others. AUROC (both HPV sets positive, all others negative) ranks reads by a score:
+for the default row (kmer_hits >= min_hits) + p_viral, so reads with k-mer evidence rank above
+all others and the rest by p_viral (at the threshold it gives exactly the default call); for
+the model row p_viral; for the k-mer row kmer_hits. The last column is the recall of unseen HPV
+types at a 0.1 % false-positive rate (over all non-viral reads) by the same score. Then the
+operating point's "done when" checks, and speed: end-to-end reads/s on 2 threads for the
+default evidence and --evidence model (best of 2, gzipped FASTQ), peak memory on 50,000 and
+200,000 reads (/usr/bin/time -v), and the FLOP roofline.
+
+    python benchmarks/classify_reads.py [--work build/default-model] [--per-class 3000] [--contaminant yeast=y.fa]
     python benchmarks/classify_reads.py --speed-only [--shared ../shared/data]   # speed alone
 """
 
@@ -15,9 +41,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,35 +54,93 @@ import pysam
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, read_calls, require, table, timed  # noqa: E402
 
-from genointerp.viral.classify import default_threshold  # noqa: E402
 from genointerp.resources import builtin_model_dir  # noqa: E402
 from genointerp.train.metrics import binary_metrics, recall_at_fpr  # noqa: E402
 
-THRESHOLDS = (0.5, 0.9, 0.99)  # --threshold values reported, with the built-in model's calibrated one
 TAXA = {"viral": 333760, "human": 9606, "bacterial": 2}  # HPV16's species taxid stands for all HPV
+UNSEEN_FPR = 0.001  # the false-positive rate at which unseen-type recall is reported
+MEMORY_READS = (50_000, 200_000)  # peak memory is measured on this many reads
+ROWS = {"default": "genointerp (k-mers or model)", "model": "model alone", "kmer": "k-mers alone",
+        "kraken2": "kraken2 (same training genomes)"}
+
+
+@dataclass
+class ReadSet:
+    key: str  # read-name prefix and result.json key
+    label: str  # table column
+    fasta: Path
+    seed: int
+    viral: bool
+
+
+def read_sets(work: Path, contaminants: list[str]) -> list[ReadSet]:
+    sets = [ReadSet("known", "known HPV genomes", work / "hpv_train.fa", 4, True),
+            ReadSet("unseen", "unseen HPV types", work / "hpv_heldout.fa", 1, True),
+            ReadSet("human", "human", work / "human_heldout.fa", 2, False),
+            ReadSet("bacterial", "bacterial", work / "bacteria_heldout.fa", 3, False)]
+    for i, spec in enumerate(contaminants):
+        label, sep, path = spec.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]+", label) or not path:
+            sys.exit(f"--contaminant {spec!r}: expected LABEL=FASTA, LABEL of letters, digits, _ . -")
+        if label in {s.key for s in sets}:
+            sys.exit(f"--contaminant {spec!r}: the label {label!r} is taken")
+        if not Path(path).is_file():
+            sys.exit(f"--contaminant {spec!r}: no file {path}")
+        sets.append(ReadSet(label, label, Path(path), 10 + i, False))
+    return sets
 
 
 def art_reads(ref: Path, prefix: Path, per_seq: int, seed: int) -> Path:
-    subprocess.run(["art_illumina", "-ss", "HS25", "-l", "150", "-c", str(per_seq), "-i", str(ref), "-o", str(prefix),
-                    "-na", "-rs", str(seed)], check=True, stdout=subprocess.DEVNULL)
+    # stderr kept for failures only: ART warns on every run that -na writes no alignment file
+    timed(["art_illumina", "-ss", "HS25", "-l", "150", "-c", str(per_seq), "-i", str(ref), "-o", str(prefix),
+           "-na", "-rs", str(seed)], stdout=subprocess.DEVNULL)
     return Path(f"{prefix}.fq")
 
 
-def heldout_fastq(work: Path, out: Path, per_class: int) -> tuple[Path, dict[str, str]]:
-    """One gzipped FASTQ of ART reads from the three held-out sets; returns it and read -> class."""
+def plain_fasta(ref: Path, out: Path, key: str) -> Path:
+    """ART reads plain FASTA only: a gzipped reference is unpacked into out."""
+    if ref.suffix != ".gz":
+        return ref
+    plain = out / f"ref_{key}.fa"
+    with gzip.open(ref, "rt") as src, open(plain, "w") as dst:
+        while block := src.read(1 << 20):
+            dst.write(block)
+    return plain
+
+
+def heldout_fastq(sets: list[ReadSet], out: Path, per_class: int) -> tuple[Path, dict[str, str]]:
+    """One gzipped FASTQ of ART reads, about per_class from each read set (the same number per
+    sequence of its FASTA; at most per_class, drawn at random when it has more sequences than
+    that); returns it and read -> read-set key."""
     truth: dict[str, str] = {}
     fq = out / "heldout.fq.gz"
     with gzip.open(fq, "wt", compresslevel=6) as dst:
-        for cls, ref, seed in (("viral", "hpv_heldout.fa", 1), ("human", "human_heldout.fa", 2),
-                               ("bacterial", "bacteria_heldout.fa", 3)):
-            n_seq = len(pysam.FastaFile(str(work / ref)).references) if (work / f"{ref}.fai").exists() else \
-                sum(1 for _ in pysam.FastxFile(str(work / ref)))
-            reads = art_reads(work / ref, out / f"art_{cls}", max(1, per_class // n_seq), seed)
-            for rec in pysam.FastxFile(str(reads)):
-                name = f"{cls}:{rec.name}"
-                truth[name] = cls
-                dst.write(f"@{name}\n{rec.sequence}\n+\n{rec.quality}\n")
+        for s in sets:
+            ref = plain_fasta(s.fasta, out, s.key)
+            n_seq = len(pysam.FastaFile(str(ref)).references) if Path(f"{ref}.fai").exists() else \
+                sum(1 for _ in pysam.FastxFile(str(ref)))
+            reads = art_reads(ref, out / f"art_{s.key}", max(1, per_class // n_seq), s.seed)
+            recs = [(rec.name, rec.sequence, rec.quality) for rec in pysam.FastxFile(str(reads))]
+            if len(recs) > per_class:
+                keep = np.sort(np.random.default_rng(s.seed).choice(len(recs), per_class, replace=False))
+                recs = [recs[i] for i in keep]
+            for name, seq, qual in recs:
+                name = f"{s.key}:{name}"
+                truth[name] = s.key
+                dst.write(f"@{name}\n{seq}\n+\n{qual}\n")
     return fq, truth
+
+
+def read_table(path: Path) -> dict[str, np.ndarray]:
+    """A classify-reads TSV as columns: read_id, call, evidence (str), p_viral (NaN for NA),
+    kmer_hits (int)."""
+    lines = path.read_text().splitlines()
+    head = lines[0].split("\t")
+    cols = list(zip(*(line.split("\t") for line in lines[1:])))
+    col = {h: np.array(c, dtype=object) for h, c in zip(head, cols)}
+    return {"read_id": col["read_id"], "call": col["call"], "evidence": col["evidence"],
+            "p_viral": np.array([np.nan if v == "NA" else float(v) for v in col["p_viral"]]),
+            "kmer_hits": np.array([int(v) for v in col["kmer_hits"]], dtype=np.int64)}
 
 
 def kraken_db(work: Path, out: Path) -> Path:
@@ -75,6 +161,60 @@ def kraken_db(work: Path, out: Path) -> Path:
                        stdout=subprocess.DEVNULL)
     subprocess.run(["kraken2-build", "--build", "--db", str(db), "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
     return db
+
+
+def kraken_calls(db: Path, fq: Path, ids: np.ndarray) -> tuple[np.ndarray, float]:
+    """Called viral (bool, per read of ids) by kraken2, and its reads/s (database load included)."""
+    t0 = time.perf_counter()
+    kr = subprocess.run(["kraken2", "--db", str(db), "--threads", "2", "--gzip-compressed", str(fq)],
+                        check=True, capture_output=True, text=True).stdout
+    secs = time.perf_counter() - t0
+    kcall = {}
+    for line in kr.splitlines():
+        f = line.split("\t")
+        kcall[f[1]] = int(f[2]) == TAXA["viral"]
+    return np.array([kcall[i] for i in ids], dtype=bool), len(ids) / secs
+
+
+def accuracy_table(sets: list[ReadSet], cls: np.ndarray, calls: dict[str, np.ndarray],
+                   scores: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
+    """Per row: share called viral per read set, AUROC (viral sets vs the rest) and unseen-type
+    recall at UNSEEN_FPR of the row's score (NaN for a row without one)."""
+    viral = np.isin(cls, [s.key for s in sets if s.viral])
+    unseen_or_neg = (cls == "unseen") | ~viral
+    result = {}
+    for row, call in calls.items():
+        r = {s.key: float(call[cls == s.key].mean()) for s in sets}
+        score = scores.get(row)
+        r["auroc"] = binary_metrics(viral.astype(float), score)["auroc"] if score is not None else float("nan")
+        r["recall_unseen_at_0.1pct_fpr"] = (recall_at_fpr(viral[unseen_or_neg].astype(float), score[unseen_or_neg],
+                                                          UNSEEN_FPR) if score is not None else float("nan"))
+        result[row] = r
+    return result
+
+
+def no_nan(x):
+    """x with NaN floats as None (null in JSON: strict parsers reject NaN)."""
+    if isinstance(x, dict):
+        return {k: no_nan(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [no_nan(v) for v in x]
+    return None if isinstance(x, float) and x != x else x
+
+
+def pct(x: float) -> str:
+    return "-" if x != x else f"{100 * x:.2f} %"
+
+
+def checks(sets: list[ReadSet], default: dict[str, float]) -> list[dict]:
+    """The operating point's "done when" checks, on the default row."""
+    out = [("known HPV genomes called viral", default["known"], ">=", 0.99),
+           ("unseen HPV types called viral", default["unseen"], ">=", 0.90),
+           ("human called viral", default["human"], "<=", 0.001)]
+    out += [(f"{s.label} called viral", default[s.key], "<=", 0.005) for s in sets if not s.viral and s.key != "human"]
+    out.append(("AUROC", default["auroc"], ">=", 0.995))
+    return [{"check": name, "value": v, "op": op, "target": t, "holds": bool(v >= t if op == ">=" else v <= t)}
+            for name, v, op, t in out]
 
 
 def gemm_gflops() -> float:
@@ -118,12 +258,33 @@ def forward_rates(windows: int = 4096) -> dict[str, float]:
     return {name: max(r) for name, r in rates.items()}
 
 
-def speed(out: Path, viral: Path, human: Path, n: int, kraken_rate: float | None, repeats: int = 2) -> None:
-    """classify-reads reads/s from a gzipped FASTQ of n reads against the FLOP roofline.
+def measured_run(cmd: list[str]) -> tuple[float, float]:
+    """Run a command under /usr/bin/time -v, fail loudly on error; wall-clock seconds and peak
+    resident memory (MB, "Maximum resident set size")."""
+    t0 = time.perf_counter()
+    res = subprocess.run(["/usr/bin/time", "-v", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    secs = time.perf_counter() - t0
+    if res.returncode:
+        sys.exit(f"failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr}")
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", res.stderr)
+    return secs, int(rss.group(1)) / 1024 if rss else float("nan")
 
-    A large file, so that start-up (importing torch, loading and folding the model, about 2 s)
-    counts little. bf16 runs only where the CPU has native bf16 (AVX512-BF16/AMX); elsewhere
-    torch emulates it at a fifth of fp32 speed.
+
+def head_fastq(src: Path, dst: Path, n: int) -> None:
+    with gzip.open(src, "rt") as fin, gzip.open(dst, "wt", compresslevel=6) as fout:
+        for i, line in enumerate(fin):
+            if i >= 4 * n:
+                break
+            fout.write(line)
+
+
+def speed(out: Path, viral: Path, human: Path, n: int, kraken_rate: float | None, repeats: int = 2) -> dict:
+    """classify-reads reads/s from a gzipped FASTQ of n reads against the FLOP roofline, for the
+    default evidence (k-mers or model) and --evidence model; peak memory on MEMORY_READS reads.
+
+    A large file, so that start-up (importing torch, loading and folding the model, reading the
+    k-mer index, a few s) counts little. bf16 (one run, --evidence model) runs only where the CPU
+    has native bf16 (AVX512-BF16/AMX); elsewhere torch emulates it at a fifth of fp32 speed.
     """
     from genointerp.runtime import cpu_has_bf16
 
@@ -131,39 +292,62 @@ def speed(out: Path, viral: Path, human: Path, n: int, kraken_rate: float | None
     timed(GENOINTERP + ["-q", "simulate-reads", "-s", f"viral={viral}", "--circular", "viral",
                         "-s", f"human={human}", "-n", str(n), "--balance", "--seed", "5",
                         "-o", str(speed_fq), "--force"])
-    precisions = ("32", "bf16") if cpu_has_bf16() else ("32",)
+    modes = {"both": ["--evidence", "both"], "model": ["--evidence", "model"]}
+    if cpu_has_bf16():
+        modes["bf16"] = ["--evidence", "model", "--precision", "bf16"]
     gflops = [gemm_gflops()]
-    runs: dict[str, list[float]] = {p: [] for p in precisions}
-    for _ in range(repeats):  # best of `repeats`: on a shared host the speed drifts by 10-20 % over minutes
-        for precision in precisions:
-            runs[precision].append(n / timed(GENOINTERP + ["-q", "classify-reads", str(speed_fq), "-o",
-                                                           str(out / f"speed_{precision}.tsv"), "--threads", "2",
-                                                           "--precision", precision, "--threshold", "0.5", "--force"]))
+    runs: dict[str, list[float]] = {m: [] for m in modes}
+    peak: dict[int, float] = {}
+    for rep in range(repeats):  # best of `repeats`: on a shared host the speed drifts by 10-20 % over minutes
+        for mode, extra in modes.items():
+            if mode == "bf16" and rep:  # a side note: one run
+                continue
+            secs, rss = measured_run(GENOINTERP + ["-q", "classify-reads", str(speed_fq), "-o", str(out / f"speed_{mode}.tsv"),
+                                                   "--threads", "2", *extra, "--force"])
+            runs[mode].append(n / secs)
+            if mode == "both":
+                peak[n] = max(peak.get(n, 0.0), rss)
         gflops.append(gemm_gflops())
-    rate = {p: max(r) for p, r in runs.items()}
+    for m in MEMORY_READS:
+        if m not in peak and m < n:
+            small = out / f"speed_{m}.fq.gz"
+            head_fastq(speed_fq, small, m)
+            peak[m] = measured_run(GENOINTERP + ["-q", "classify-reads", str(small), "-o", str(out / f"speed_{m}.tsv"),
+                                                 "--threads", "2", "--force"])[1]
+    rate = {m: max(r) for m, r in runs.items()}
     fwd = forward_rates()
     # The fastest GEMM measurement: the stricter roofline on a drifting host.
     roof = max(gflops) * 1e9 / xvir_flops_per_read()
-    peer = f"; kraken2 {kraken_rate:,.0f} reads/s" if kraken_rate else ""
-    print(f"\nspeed on {n:,} reads from gzipped FASTQ, 2 threads, end to end: genointerp fp32 {rate['32']:,.0f} reads/s "
-          f"(best of {', '.join(f'{r:,.0f}' for r in runs['32'])}){peer}")
+    peer = f"; kraken2 {kraken_rate:,.0f} reads/s (held-out reads, database load included)" if kraken_rate else ""
+    best = lambda m: f"{rate[m]:,.0f} reads/s (best of {', '.join(f'{r:,.0f}' for r in runs[m])})"  # noqa: E731
+    print(f"\nspeed on {n:,} reads from gzipped FASTQ, 2 threads, end to end, fp32: genointerp default (k-mers or "
+          f"model) {best('both')}; --evidence model {best('model')}{peer}")
     if "bf16" in rate:
-        p32, pbf = (read_calls(out / f"speed_{x}.tsv")[1] for x in ("32", "bf16"))
-        print(f"bf16 {rate['bf16']:,.0f} reads/s (max |p fp32 - p bf16| {np.abs(np.subtract(p32, pbf)).max():.4f})")
+        pm, pbf = (read_calls(out / f"speed_{x}.tsv")[1] for x in ("model", "bf16"))
+        print(f"bf16 (--evidence model, one run) {rate['bf16']:,.0f} reads/s "
+              f"(max |p fp32 - p bf16| {np.abs(np.subtract(pm, pbf)).max():.4f})")
     else:
         print("bf16 not run: this CPU has no native bf16")
+    print("peak memory (max RSS, /usr/bin/time -v) of classify-reads, default evidence, 2 threads: "
+          + ", ".join(f"{m:,} reads {peak[m]:,.0f} MB" for m in sorted(peak)))
     print(f"fp32 GEMM {' / '.join(f'{g:.0f}' for g in gflops)} GFLOP/s here (before and after each run); XVir "
           f"{xvir_flops_per_read() / 1e6:.1f} MFLOP/read -> roofline {roof:,.0f} reads/s; classify-reads reaches "
-          f"{100 * rate['32'] / roof:.0f} % of it end to end in fp32")
+          f"{100 * rate['both'] / roof:.0f} % of it end to end in fp32 with the default evidence, "
+          f"{100 * rate['model'] / roof:.0f} % with --evidence model")
     print(f"forward pass alone (4,096 windows, best of 3): module {fwd['module']:,.0f} windows/s "
           f"({100 * fwd['module'] / roof:.0f} % of roofline), folded inference form {fwd['folded']:,.0f} "
           f"({100 * fwd['folded'] / roof:.0f} %)")
+    return {"reads": n, "reads_per_s": rate, "runs": runs, "peak_rss_mb": {str(m): v for m, v in sorted(peak.items())},
+            "gemm_gflops": gflops, "roofline_reads_per_s": roof, "forward_windows_per_s": fwd,
+            "kraken2_reads_per_s": kraken_rate}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default="build/default-model")
     ap.add_argument("--per-class", type=int, default=3000)
+    ap.add_argument("--contaminant", action="append", default=[], metavar="LABEL=FASTA",
+                    help="another kind of non-viral reads, its own column (repeatable)")
     ap.add_argument("--speed-reads", type=int, default=200_000)
     ap.add_argument("--out", default="bench-output/classify_reads")
     ap.add_argument("--speed-only", action="store_true",
@@ -179,49 +363,62 @@ def main() -> None:
     work, out = Path(args.work), out_dir(args.out)
     if not (work / "hpv_heldout.fa").exists():
         sys.exit(f"{work}: run `make default-model` first (it writes the held-out references)")
-    fq, truth = heldout_fastq(work, out, args.per_class)
-    calls = out / "calls.tsv"
-    timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-o", str(calls), "--threads", "2", "--force"])
-    ids, p = read_calls(calls)
+    sets = read_sets(work, args.contaminant)
+    fq, truth = heldout_fastq(sets, out, args.per_class)
+    calls_tsv, summary_json = out / "calls.tsv", out / "summary.json"
+    timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-o", str(calls_tsv), "--summary", str(summary_json),
+                        "--threads", "2", "--force"])
+    summary = json.loads(summary_json.read_text())
+    threshold, min_hits = summary["threshold"], summary["kmer_index"]["min_hits"]
+    t = read_table(calls_tsv)
+    ids, p, hits = t["read_id"], t["p_viral"], t["kmer_hits"]
     cls = np.array([truth[i] for i in ids])
-    y = (cls == "viral").astype(float)
-    print(f"held-out ART reads: {len(ids):,} ({', '.join(f'{c} {int((cls == c).sum()):,}' for c in TAXA)})")
-    result = {}
-    auroc, recall_1pct = binary_metrics(y, p)["auroc"], recall_at_fpr(y, p)
-    thresholds = sorted({*THRESHOLDS, default_threshold(json.loads((builtin_model_dir() / "config.json").read_text()))})
-    for thr in thresholds:
-        result[f"genointerp@{thr}"] = {"accuracy": binary_metrics(y, p, thr)["accuracy"], "auroc": auroc,
-                                       "recall_at_1pct_fpr": recall_1pct}
-        for c in TAXA:
-            result[f"genointerp@{thr}"][f"called_viral_{c}"] = float((p[cls == c] >= thr).mean())
+    by_model, by_kmer = np.nan_to_num(p, nan=0.0) >= threshold, hits >= min_hits
+    default = t["call"] == "viral"
+    if not np.array_equal(default, by_model | by_kmer):
+        sys.exit("classify-reads' call is not (p_viral >= threshold) or (kmer_hits >= min_hits): the rows below "
+                 "would not add up")
+    kraken, kraken_rate = kraken_calls(kraken_db(work, out), fq, ids)
+    calls = {"default": default, "model": by_model, "kmer": by_kmer, "kraken2": kraken}
+    scores = {"default": by_kmer + np.nan_to_num(p, nan=0.0), "model": np.nan_to_num(p, nan=0.0),
+              "kmer": hits.astype(float)}
+    result = accuracy_table(sets, cls, calls, scores)
 
-    db = kraken_db(work, out)
-    t0 = time.perf_counter()
-    kr = subprocess.run(["kraken2", "--db", str(db), "--threads", "2", "--gzip-compressed", str(fq)],
-                        check=True, capture_output=True, text=True).stdout
-    t_kr = time.perf_counter() - t0
-    kcall = {}
-    for line in kr.splitlines():
-        f = line.split("\t")
-        kcall[f[1]] = int(f[2]) == TAXA["viral"]
-    kv = np.array([kcall[i] for i in ids], dtype=float)
-    result["kraken2"] = {"accuracy": float(((kv >= 0.5) == (y == 1)).mean()), "auroc": float("nan"),
-                         "recall_at_1pct_fpr": float("nan")}
-    for c in TAXA:
-        result["kraken2"][f"called_viral_{c}"] = float(kv[cls == c].mean())
-    table_rows = [{"tool": t, **{k: f"{v:.4f}" for k, v in r.items()}} for t, r in result.items()]
-    print(table(table_rows, ["tool", "accuracy", "auroc", "recall_at_1pct_fpr", "called_viral_viral",
-                             "called_viral_human", "called_viral_bacterial"]))
-    print("(called_viral_viral = recall on HPV types never trained on; _human/_bacterial = false-positive rates)")
+    print(f"ART HS25 150 bp reads: {len(ids):,} ("
+          + ", ".join(f"{s.label} {int((cls == s.key).sum()):,}" for s in sets)
+          + f"); threshold {threshold}, k-mer min_hits {min_hits} (k = {summary['kmer_index']['k']})")
+    print("share called viral per read set; AUROC: HPV sets vs all others; last column: unseen-type recall at "
+          f"{100 * UNSEEN_FPR:g} % false positives")
+    cols = ["row", *(s.label for s in sets), "AUROC", "unseen @0.1% FP"]
+    rows = [{"row": ROWS[row], **{s.label: pct(r[s.key]) for s in sets},
+             "AUROC": "-" if r["auroc"] != r["auroc"] else f"{r['auroc']:.4f}",
+             "unseen @0.1% FP": pct(r["recall_unseen_at_0.1pct_fpr"])} for row, r in result.items()]
+    print(table(rows, cols))
+    print("(rows: genointerp's default call, viral when the k-mer index (kmer_hits >= min_hits) or the model "
+          "(p_viral >= threshold) says so, AUROC of (k-mer evidence) + p_viral; model alone: p_viral >= threshold, "
+          "AUROC of p_viral; k-mers alone: kmer_hits >= min_hits, AUROC of kmer_hits; kraken2 with a database of the "
+          "same training genomes, a yes/no call. Known HPV genomes are the genomes the model and index were built "
+          "from (fresh reads); every other set is held out.)")
+    done = checks(sets, result["default"])
+    print("\ndone when (default call):")
+    for c in done:
+        v = f"{c['value']:.4f}" if c["check"] == "AUROC" else pct(c["value"])
+        tgt = f"{c['target']}" if c["check"] == "AUROC" else f"{100 * c['target']:g} %"
+        print(f"  {c['check']} {c['op']} {tgt}: {v} -> {'holds' if c['holds'] else 'does not hold'}")
 
-    speed(out, work / "hpv_heldout.fa", work / "human_heldout.fa", args.speed_reads, len(ids) / t_kr)
+    speed_result = speed(out, work / "hpv_heldout.fa", work / "human_heldout.fa", args.speed_reads, kraken_rate)
     # The built-in model's last training stage: its per-epoch seconds (validation included).
     mt, cfg = builtin_model_dir() / "metrics.tsv", builtin_model_dir() / "config.json"
     if mt.exists():
         secs = [float(line.split("\t")[-1]) for line in mt.read_text().splitlines()[1:]]
         n_train = 0.8 * sum(d.get("n_reads", 0) for d in json.loads(cfg.read_text())["training"]["data"])
         print(f"train-xvir: {np.median(secs) * 100_000 / n_train:,.0f} s per epoch per 100k training reads (CPU, 2 threads)")
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "result.json").write_text(json.dumps(no_nan({
+        "read_sets": {s.key: {"label": s.label, "fasta": str(s.fasta), "viral": s.viral,
+                              "reads": int((cls == s.key).sum())} for s in sets},
+        "threshold": threshold, "kmer_min_hits": min_hits,
+        "rows": {ROWS[row]: r for row, r in result.items()},
+        "checks": done, "speed": speed_result}), indent=2) + "\n")
 
 
 if __name__ == "__main__":
