@@ -9,7 +9,14 @@ per read set, from references that scripts/build_default_model.py wrote into --w
     human              human_heldout.fa: GRCh37 chr20 beyond 50 Mb (training saw 1-50 Mb)
     bacterial          bacteria_heldout.fa: K. pneumoniae MGH 78578 and HS11286 (training saw
                        E. coli 536 and two other K. pneumoniae)
-    --contaminant LABEL=FASTA (repeatable, e.g. yeast=yeast.fa): more kinds of non-viral
+  and, where `scripts/build_default_model.py --stage fresh` wrote them (its training negatives
+  then also hold S. aureus JH1 and N315, H. pylori F32, Ustilago maydis, Dictyostelium and
+  P. knowlesi contigs):
+    other bacteria     bacteria_wide_heldout.fa: S. aureus TW20 and MSSA476, H. pylori
+                       Gambia94/24, Streptococcus suis P1/7
+    yeast              yeast_heldout.fa: S. cerevisiae chrI and chrII (no yeast in training)
+    P. falciparum      pfal_heldout.fa: P. falciparum 3D7 (AT-rich; training saw P. knowlesi)
+    --contaminant LABEL=FASTA (repeatable, e.g. mouse=mm10_chr19.fa): more kinds of non-viral
                        sequence, each its own column; FASTA may be gzipped
 
 One classify-reads run (default evidence: the model or the k-mer index) scores all of them, and
@@ -19,8 +26,9 @@ the rows come from its columns:
     model alone                   p_viral >= the run summary's threshold
     k-mers alone                  kmer_hits >= the summary's kmer_index.min_hits
     kraken2 (same training genomes)  kraken2 with a custom database of exactly the model's
-                       training genomes (hpv_train, chr20 1-50 Mb, E. coli 536 and two
-                       K. pneumoniae) and a small hand-made taxonomy; viral = the HPV taxon
+                       training genomes in --work (hpv_train, chr20 1-50 Mb, E. coli 536 and two
+                       K. pneumoniae, and the wider negatives above where present; rebuilt when
+                       they change) and a flat hand-made taxonomy; viral = the HPV taxon
 
 Each cell is the share of a read set called viral: recall for the HPV sets, the false-positive
 rate for the others. AUROC (both HPV sets positive, all others negative) ranks reads by a score:
@@ -32,7 +40,7 @@ operating point's "done when" checks, and speed: end-to-end reads/s on 2 threads
 default evidence and --evidence model (best of 2, gzipped FASTQ), peak memory on 50,000 and
 200,000 reads (/usr/bin/time -v), and the FLOP roofline.
 
-    python benchmarks/classify_reads.py [--work build/default-model] [--per-class 3000] [--contaminant yeast=y.fa]
+    python benchmarks/classify_reads.py [--work build/default-model] [--per-class 3000] [--contaminant LABEL=FASTA]
     python benchmarks/classify_reads.py --speed-only [--shared ../shared/data]   # speed alone
 """
 
@@ -42,6 +50,7 @@ import argparse
 import gzip
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -57,7 +66,19 @@ from common import GENOINTERP, out_dir, read_calls, require, table, timed  # noq
 from genointerp.resources import builtin_model_dir  # noqa: E402
 from genointerp.train.metrics import binary_metrics, recall_at_fpr  # noqa: E402
 
-TAXA = {"viral": 333760, "human": 9606, "bacterial": 2}  # HPV16's species taxid stands for all HPV
+# A flat hand-made taxonomy for kraken2: every kind a child of the root. HPV16's species taxid stands
+# for all HPV; Eukaryota's for the protists (Dictyostelium, P. knowlesi).
+TAXA = {"viral": (333760, "species", "Human papillomavirus"), "human": (9606, "species", "Homo sapiens"),
+        "bacterial": (2, "superkingdom", "Bacteria"), "fungal": (4751, "kingdom", "Fungi"),
+        "protist": (2759, "superkingdom", "protists")}
+# The model's training genomes in --work, by kind: the kraken2 database holds those present
+# (the wider negatives only where scripts/build_default_model.py --stage fresh wrote them).
+TRAINING = [("viral", "hpv_train.fa"), ("human", "human_train.fa"), ("bacterial", "bacteria_train.fa"),
+            ("bacterial", "bacteria_wide_train.fa"), ("fungal", "fungal_train.fa"), ("protist", "protist_train.fa")]
+# Held-out contaminants of other kinds in --work, read sets of their own where present:
+# (key, column label, FASTA)
+WIDE_HELDOUT = [("other_bacteria", "other bacteria", "bacteria_wide_heldout.fa"), ("yeast", "yeast", "yeast_heldout.fa"),
+                ("pfal", "P. falciparum", "pfal_heldout.fa")]
 UNSEEN_FPR = 0.001  # the false-positive rate at which unseen-type recall is reported
 MEMORY_READS = (50_000, 200_000)  # peak memory is measured on this many reads
 ROWS = {"default": "genointerp (k-mers or model)", "model": "model alone", "kmer": "k-mers alone",
@@ -78,6 +99,8 @@ def read_sets(work: Path, contaminants: list[str]) -> list[ReadSet]:
             ReadSet("unseen", "unseen HPV types", work / "hpv_heldout.fa", 1, True),
             ReadSet("human", "human", work / "human_heldout.fa", 2, False),
             ReadSet("bacterial", "bacterial", work / "bacteria_heldout.fa", 3, False)]
+    sets += [ReadSet(key, label, work / ref, 5 + i, False) for i, (key, label, ref) in enumerate(WIDE_HELDOUT)
+             if (work / ref).exists()]
     for i, spec in enumerate(contaminants):
         label, sep, path = spec.partition("=")
         if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]+", label) or not path:
@@ -143,24 +166,31 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
             "kmer_hits": np.array([int(v) for v in col["kmer_hits"]], dtype=np.int64)}
 
 
-def kraken_db(work: Path, out: Path) -> Path:
+def kraken_db(work: Path, out: Path) -> tuple[Path, list[str]]:
+    """kraken2's database of the training genomes in work (built once; rebuilt when they change,
+    as when the model gains negatives of more kinds), and their file names."""
+    refs = [(cls, ref) for cls, ref in TRAINING if (work / ref).exists()]
     db = out / "kraken2_db"
-    if (db / "hash.k2d").exists():
-        return db
-    (db / "taxonomy").mkdir(parents=True, exist_ok=True)
-    nodes = [(1, 1, "no rank"), (TAXA["viral"], 1, "species"), (TAXA["human"], 1, "species"), (TAXA["bacterial"], 1, "superkingdom")]
+    built_from = "".join(f"{cls}\t{(work / ref).resolve()}\t{(work / ref).stat().st_size}\n" for cls, ref in refs)
+    if (db / "hash.k2d").exists() and (db / "built_from.tsv").exists() and (db / "built_from.tsv").read_text() == built_from:
+        return db, [ref for _, ref in refs]
+    if db.exists():
+        shutil.rmtree(db)
+    (db / "taxonomy").mkdir(parents=True)
+    nodes = [(1, 1, "no rank")] + [(t, 1, rank) for t, rank, _ in TAXA.values()]
     (db / "taxonomy" / "nodes.dmp").write_text("".join(f"{t}\t|\t{p}\t|\t{r}\t|\n" for t, p, r in nodes))
-    names = {1: "root", TAXA["viral"]: "Human papillomavirus", TAXA["human"]: "Homo sapiens", TAXA["bacterial"]: "Bacteria"}
-    (db / "taxonomy" / "names.dmp").write_text("".join(f"{t}\t|\t{n}\t|\t\t|\tscientific name\t|\n" for t, n in names.items()))
-    for cls, ref in (("viral", "hpv_train.fa"), ("human", "human_train.fa"), ("bacterial", "bacteria_train.fa")):
-        tagged = out / f"kraken_{cls}.fa"
+    names = [(1, "root")] + [(t, name) for t, _, name in TAXA.values()]
+    (db / "taxonomy" / "names.dmp").write_text("".join(f"{t}\t|\t{n}\t|\t\t|\tscientific name\t|\n" for t, n in names))
+    for j, (cls, ref) in enumerate(refs):
+        tagged = out / f"kraken_{j}_{cls}.fa"
         with open(tagged, "w") as fh:
             for i, rec in enumerate(pysam.FastxFile(str(work / ref))):
-                fh.write(f">{cls}{i}|kraken:taxid|{TAXA[cls]}\n{rec.sequence}\n")
-        subprocess.run(["kraken2-build", "--add-to-library", str(tagged), "--db", str(db), "--no-masking"], check=True,
-                       stdout=subprocess.DEVNULL)
-    subprocess.run(["kraken2-build", "--build", "--db", str(db), "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
-    return db
+                fh.write(f">{cls}{j}_{i}|kraken:taxid|{TAXA[cls][0]}\n{rec.sequence}\n")
+        timed(["kraken2-build", "--add-to-library", str(tagged), "--db", str(db), "--no-masking"], stdout=subprocess.DEVNULL)
+        tagged.unlink()  # the library keeps its own copy
+    timed(["kraken2-build", "--build", "--db", str(db), "--threads", "2"], stdout=subprocess.DEVNULL)
+    (db / "built_from.tsv").write_text(built_from)
+    return db, [ref for _, ref in refs]
 
 
 def kraken_calls(db: Path, fq: Path, ids: np.ndarray) -> tuple[np.ndarray, float]:
@@ -172,7 +202,7 @@ def kraken_calls(db: Path, fq: Path, ids: np.ndarray) -> tuple[np.ndarray, float
     kcall = {}
     for line in kr.splitlines():
         f = line.split("\t")
-        kcall[f[1]] = int(f[2]) == TAXA["viral"]
+        kcall[f[1]] = int(f[2]) == TAXA["viral"][0]
     return np.array([kcall[i] for i in ids], dtype=bool), len(ids) / secs
 
 
@@ -378,7 +408,8 @@ def main() -> None:
     if not np.array_equal(default, by_model | by_kmer):
         sys.exit("classify-reads' call is not (p_viral >= threshold) or (kmer_hits >= min_hits): the rows below "
                  "would not add up")
-    kraken, kraken_rate = kraken_calls(kraken_db(work, out), fq, ids)
+    db, kraken_refs = kraken_db(work, out)
+    kraken, kraken_rate = kraken_calls(db, fq, ids)
     calls = {"default": default, "model": by_model, "kmer": by_kmer, "kraken2": kraken}
     scores = {"default": by_kmer + np.nan_to_num(p, nan=0.0), "model": np.nan_to_num(p, nan=0.0),
               "kmer": hits.astype(float)}
@@ -397,7 +428,7 @@ def main() -> None:
     print("(rows: genointerp's default call, viral when the k-mer index (kmer_hits >= min_hits) or the model "
           "(p_viral >= threshold) says so, AUROC of (k-mer evidence) + p_viral; model alone: p_viral >= threshold, "
           "AUROC of p_viral; k-mers alone: kmer_hits >= min_hits, AUROC of kmer_hits; kraken2 with a database of the "
-          "same training genomes, a yes/no call. Known HPV genomes are the genomes the model and index were built "
+          f"same training genomes ({', '.join(kraken_refs)}), a yes/no call. Known HPV genomes are the genomes the model and index were built "
           "from (fresh reads); every other set is held out.)")
     done = checks(sets, result["default"])
     print("\ndone when (default call):")
@@ -411,12 +442,16 @@ def main() -> None:
     mt, cfg = builtin_model_dir() / "metrics.tsv", builtin_model_dir() / "config.json"
     if mt.exists():
         secs = [float(line.split("\t")[-1]) for line in mt.read_text().splitlines()[1:]]
-        n_train = 0.8 * sum(d.get("n_reads", 0) for d in json.loads(cfg.read_text())["training"]["data"])
-        print(f"train-xvir: {np.median(secs) * 100_000 / n_train:,.0f} s per epoch per 100k training reads (CPU, 2 threads)")
+        data = json.loads(cfg.read_text())["training"]["data"]
+        # reads trained on per epoch: 80 % of a fixed read set, or a fresh-reads stage's reads_per_epoch
+        n_train = sum(0.8 * d.get("n_reads", 0) + d.get("fresh_reads", {}).get("reads_per_epoch", 0) for d in data)
+        if n_train:
+            print(f"train-xvir: {np.median(secs) * 100_000 / n_train:,.0f} s per epoch per 100k training reads "
+                  "(CPU, 2 threads)")
     (out / "result.json").write_text(json.dumps(no_nan({
         "read_sets": {s.key: {"label": s.label, "fasta": str(s.fasta), "viral": s.viral,
                               "reads": int((cls == s.key).sum())} for s in sets},
-        "threshold": threshold, "kmer_min_hits": min_hits,
+        "threshold": threshold, "kmer_min_hits": min_hits, "kraken2_database": kraken_refs,
         "rows": {ROWS[row]: r for row, r in result.items()},
         "checks": done, "speed": speed_result}), indent=2) + "\n")
 
