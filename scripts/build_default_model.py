@@ -195,6 +195,7 @@ def calibrate(work: Path, model: Path) -> dict:
     are usable; the paper's 0.5 is far too permissive here.
     """
     from genointerp.train.metrics import threshold_at_fpr
+    from genointerp.viral.evidence import combined_score
 
     fq, calls = work / "calibration2.fq.gz", work / "calibration2.tsv"
     simulate_mix(work, {"viral": 10_000, "human": 100_000, "bacterial": 50_000}, 99, fq)
@@ -205,7 +206,7 @@ def calibrate(work: Path, model: Path) -> dict:
     y = np.array([r[0].split("|")[0] == "viral" for r in rows], dtype=int)
     p = np.array([float(r[2]) for r in rows])
     by_kmer = np.array([r[6] in ("kmer", "both") for r in rows])
-    t = threshold_at_fpr(y, np.where(by_kmer, 2.0, p), CALIBRATION_FPR)
+    t = threshold_at_fpr(y, combined_score(p, by_kmer), CALIBRATION_FPR)
     called = by_kmer | (p >= t)
     return {"threshold": t, "target_fpr": CALIBRATION_FPR, "fpr": float(called[y == 0].mean()),
             "tpr": float(called[y == 1].mean()), "model_fpr": float((p[y == 0] >= t).mean()),

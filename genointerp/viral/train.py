@@ -12,7 +12,7 @@ from genointerp.io.kmer_dataset import open_kmer_dataset
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import N_CODE
 from genointerp.train.driver import TrainingJob, run_training
-from genointerp.viral.evidence import CONFIG_KEY, KmerIndex, KmerSettings, build_index, load_index
+from genointerp.viral.evidence import CONFIG_KEY, KmerIndex, KmerSettings, build_index, combined_score, load_index
 from genointerp.viral.fresh import FreshReads, FreshReadTask, ReadSimulator
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
                                    split_indices)
@@ -231,7 +231,7 @@ class FreshXVirTraining(XVirTraining):
             flat = np.concatenate([codes, np.full((m, 1), N_CODE, np.uint8)], axis=1).ravel()
             hits, _ = self.index.hits(flat, np.arange(m, dtype=np.int64) * (L + 1), np.full(m, L, np.int64))
             by_kmer = hits >= self.index.settings.min_hits
-        score = np.where(by_kmer, 2.0, p)
+        score = combined_score(p, by_kmer)
         t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), score[label == i], target) for i in range(1, len(labels)))
         called = by_kmer | (p >= t)
         return {"threshold": t, "target_fpr": target,
