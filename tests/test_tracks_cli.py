@@ -583,3 +583,70 @@ def test_soft_clip_compresses_only_the_excess():
     y = np.array([10.0, 32.0, 36.0, 132.0], dtype=np.float32)
     np.testing.assert_array_equal(soft_clip(y, 32.0), [10.0, 32.0, 34.0, 42.0])  # 32 + sqrt(4), 32 + sqrt(100)
     assert soft_clip(y, None) is y
+
+
+def string_cpg_feature(fa, chrom: str, start: int, smooth: int = 9) -> np.ndarray:
+    """(16,) CpG count per 32 bp bin of the 1,024 bp window at `start`, from the FASTA text (a CpG
+    counts in its C's bin), averaged over the 9 bins centred on each (those inside the window), the
+    central 16 bins: what the cpg control computes, by string counting."""
+    n = fa.get_reference_length(chrom)
+    seq = ("N" * max(0, -start) + fa.fetch(chrom, max(start, 0), min(start + 1024, n)).upper()).ljust(1024, "N")
+    counts = np.array([sum(seq[i : i + 2] == "CG" for i in range(b * 32, b * 32 + 32)) for b in range(32)], float)
+    half = smooth // 2
+    smoothed = np.array([counts[max(0, b - half) : b + half + 1].mean() for b in range(32)])
+    return smoothed[8:24]
+
+
+def test_cpg_control_is_smoothed_cpg_density_fitted_on_the_training_regions(model, cli, tmp_path):
+    import pysam
+
+    from genointerp.io.reference import Reference
+    from genointerp.io.regions import read_regions
+    from genointerp.io.tracks import read_targets
+    from genointerp.tracks.data import WindowGeometry, build_windows
+
+    (tmp_path / "test.bed").write_text("chr2\t10000\t20000\n")
+    (tmp_path / "fit.bed").write_text("chr1\t0\t40000\n")
+    res = cli("evaluate-tracks", "-m", model, "--controls", "--fit-regions", tmp_path / "fit.bed", "--fasta", FASTA,
+              "--targets", TARGETS, "--regions", tmp_path / "test.bed", "-o", tmp_path / "e.tsv", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    assert "over the cpg control" in res.stderr
+    rows = [r.split("\t") for r in (tmp_path / "e.tsv").read_text().splitlines()]
+    assert rows[0] == ["track", "group", "pearson", "pearson_cpg", "pearson_gc"]
+    got = np.array([float(r[3]) for r in rows[1:5]])
+
+    ref, fa = Reference(str(FASTA)), pysam.FastaFile(str(FASTA))
+
+    def windows(bed):
+        w = build_windows(ref, read_targets(str(TARGETS)), read_regions(str(bed), ref), WindowGeometry(1024, 32, 16),
+                          "mean", None, 0.5, lambda m: None, lambda m: None, 32.0)
+        f = np.stack([string_cpg_feature(fa, w.coordinates(i)[0], int(w.starts[i])) for i in range(len(w))])
+        return f.ravel(), w.batch(np.arange(len(w)))[1].reshape(-1, 4)
+
+    # r of a line fitted on chr1 = the feature's r on chr2 with the sign of the chr1 slope
+    f_fit, y_fit = windows(tmp_path / "fit.bed")
+    f_test, y_test = windows(tmp_path / "test.bed")
+    sign = np.sign([np.polyfit(f_fit, y_fit[:, t], 1)[0] for t in range(4)])
+    want = sign * [np.corrcoef(f_test, y_test[:, t])[0, 1] for t in range(4)]
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+    # -m cpg first: the same control, its column first, on the windows and tracks of the model after it
+    res = cli("evaluate-tracks", "-m", "cpg", "-m", model, "--fit-regions", tmp_path / "fit.bed", "--fasta", FASTA,
+              "--targets", TARGETS, "--regions", tmp_path / "test.bed", "-o", tmp_path / "e2.tsv", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    rows2 = [r.split("\t") for r in (tmp_path / "e2.tsv").read_text().splitlines()]
+    assert rows2[0] == ["track", "group", "pearson", "pearson_2"]
+    assert [r[2] for r in rows2[1:]] == [r[3] for r in rows[1:]] and [r[3] for r in rows2[1:]] == [r[2] for r in rows[1:]]
+
+
+def test_controls_without_training_regions_are_a_usage_error(model, cli, tmp_path):
+    res = cli("evaluate-tracks", "-m", model, "--controls", "--fasta", FASTA, "--targets", TARGETS, "--chroms", "chr2",
+              "-o", tmp_path / "e.tsv")
+    assert res.exit_code == 2
+    assert_one_error_line(res, "--fit-regions")
+    (tmp_path / "fit.bed").write_text("chr2\t0\t20000\n")
+    res = cli("evaluate-tracks", "-m", model, "-m", "gc", "--fit-regions", tmp_path / "fit.bed", "--fasta", FASTA,
+              "--targets", TARGETS, "--chroms", "chr2", "-o", tmp_path / "e.tsv")
+    assert res.exit_code == 1
+    assert_one_error_line(res, "no windows to fit the controls on")
+    assert not (tmp_path / "e.tsv").exists()

@@ -135,3 +135,49 @@ def assert_region_plot(path, n_tracks: int) -> None:
     px = png_rgb(path, 8.0, 1.0 + 1.3 * n_tracks)
     assert (px == 191).all(-1).sum() > 0.01 * px.shape[0] * px.shape[1]
     assert (px[..., 2] - px[..., 0] > 50).sum() > 500 * n_tracks  # blue over red: the line and its antialiasing
+
+
+# --- controls that need no training (tracks.controls) ---
+
+def _one_hot(seq: str) -> np.ndarray:
+    from genointerp.seq.alphabet import encode
+    from genointerp.seq.onehot import one_hot
+
+    return one_hot(encode(seq.encode()))[None]
+
+
+def test_control_features_count_cpg_and_gc_per_bin_and_smooth():
+    import torch
+
+    from genointerp.tracks.controls import bin_feature
+
+    # bins of 4 bp; the CpG across the border of bins 3 and 4 counts in bin 3 (its C); N is no base
+    x = torch.from_numpy(_one_hot("CGCG" "AAAA" "ACGT" "GGCC" "GANN"))
+    np.testing.assert_array_equal(bin_feature(x, "cpg", 4, 1)[0].numpy(), [2, 0, 1, 1, 0])
+    np.testing.assert_allclose(bin_feature(x, "gc", 4, 1)[0].numpy(), [1, 0, 0.5, 1, 0.25])
+    # a centred mean over 3 bins, over the 2 bins there are at each edge
+    np.testing.assert_allclose(bin_feature(x, "cpg", 4, 3)[0].numpy(), [1, 1, 2 / 3, 2 / 3, 0.5], rtol=1e-6)
+
+
+def test_controls_fit_a_line_per_track_on_the_training_windows():
+    import torch
+
+    from genointerp.tracks.controls import ControlConfig, ControlModel, fit_controls
+    from genointerp.tracks.data import ArrayWindows
+    from genointerp.tracks.task import evaluate
+
+    rng = np.random.default_rng(0)
+    seqs = np.eye(4, dtype=np.uint8)[rng.integers(0, 4, (12, 64))]  # 12 windows of 64 bp, one-hot
+    model = ControlModel(ControlConfig("cpg", 64, 8, 4, 2, smooth=3))
+    f = model.feature(torch.from_numpy(seqs.astype(np.float32))).numpy()  # (12, 4) central bins
+    y = np.stack([2 * f + 1, 3 - f], -1).astype(np.float32)  # track 0 follows CpG, track 1 avoids it
+    fit_controls([model], ArrayWindows(seqs, y), batch_size=5)
+    np.testing.assert_allclose(model.slope.numpy(), [2, -1], atol=1e-5)
+    np.testing.assert_allclose(model.intercept.numpy(), [1, 3], atol=1e-5)
+    r, _ = evaluate(model, ArrayWindows(seqs, y), "cpu")
+    np.testing.assert_allclose(r, [1, 1], atol=1e-6)  # the fitted sign makes an avoided feature positive
+    # a feature constant over the training windows: slope 0, the prediction is each track's mean
+    flat = ControlModel(ControlConfig("gc", 64, 8, 4, 2))
+    fit_controls([flat], ArrayWindows(np.zeros_like(seqs), y))
+    np.testing.assert_array_equal(flat.slope.numpy(), [0, 0])
+    np.testing.assert_allclose(flat.intercept.numpy(), y.reshape(-1, 2).mean(0), rtol=1e-6)

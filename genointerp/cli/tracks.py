@@ -175,7 +175,8 @@ def predict_tracks(
 )
 def evaluate_tracks(
     output: str = typer.Option(..., "-o", "--output", help="TSV: track, group, pearson per model; then group and overall means."),
-    models: List[str] = typer.Option([], "-m", "--model", help="Model directory; give two to compare (default: the built-in model)."),
+    models: List[str] = typer.Option([], "-m", "--model", help="Model directory; give two to compare (default: the built-in model). "
+                                     "`cpg` or `gc` names a control that needs no training (a folder of that name: ./cpg)."),
     fasta: Optional[str] = typer.Option(None, "--fasta", help="Reference FASTA with a .fai index."),
     targets: Optional[str] = typer.Option(None, "--targets", help="Tracks TSV holding every track the model predicts (matched by id)."),
     regions: Optional[str] = typer.Option(None, "--regions", help="BED of held-out regions to evaluate on."),
@@ -185,6 +186,12 @@ def evaluate_tracks(
     scatter: Optional[str] = typer.Option(None, "--scatter", help="PNG: per-track Pearson r of model 1 vs model 2 (needs two -m)."),
     plot_region: Optional[str] = typer.Option(None, "--plot-region", help="chr:start-end to plot prediction vs truth (with --plot)."),
     plot: Optional[str] = typer.Option(None, "--plot", help="PNG of --plot-region (first model)."),
+    controls: bool = typer.Option(False, "--controls", help="Also score the cpg and gc controls (columns pearson_cpg, "
+                                  "pearson_gc): CpG count or GC fraction per bin, smoothed over 9 bins, fitted per track by a "
+                                  "linear map on --fit-regions/--fit-chroms."),
+    fit_regions: Optional[str] = typer.Option(None, "--fit-regions", help="BED of training regions the controls are fitted on."),
+    fit_chroms: Optional[str] = typer.Option(None, "--fit-chroms", help="Training chromosomes the controls are fitted on "
+                                             "(with --basenji: its train split)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
     device: str = typer.Option("auto", "--device"),
     precision: Precision = typer.Option(Precision.fp32, "--precision"),
@@ -194,8 +201,12 @@ def evaluate_tracks(
     """Pearson r per track of one or two models against measured tracks on held-out windows.
 
     r is taken over every bin of every window (the Genomic Interpreter paper's metric) and
-    summarised by track group and overall."""
+    summarised by track group and overall. The cpg and gc controls (-m cpg, --controls) predict the
+    first model's tracks on its windows from sequence composition alone: a model is judged by its
+    margin over them."""
     import numpy as np
+
+    from genointerp.tracks.controls import CONTROLS
 
     from genointerp.tracks.evaluate import EvaluateRequest, region_truth_and_prediction, run
     from genointerp.io.atomic import AtomicOutputs
@@ -206,6 +217,12 @@ def evaluate_tracks(
         raise typer.BadParameter("give at most two models", param_hint="--model")
     if scatter and len(models) != 2:
         raise typer.BadParameter("--scatter compares two models: give -m twice", param_hint="--scatter")
+    wants_controls = controls or any(m in CONTROLS for m in models)
+    if fit_regions and fit_chroms:
+        raise typer.BadParameter("give --fit-regions or --fit-chroms, not both", param_hint="--fit-regions")
+    if wants_controls and not (basenji or fit_regions or fit_chroms):
+        raise typer.BadParameter("the cpg/gc controls are fitted per track on training data: give --fit-regions BED "
+                                 "or --fit-chroms (the model's training regions)", param_hint="--fit-regions")
     if bool(plot_region) != bool(plot):
         raise typer.BadParameter("give --plot-region and --plot together", param_hint="--plot")
     if plot and not (fasta and targets):
@@ -213,14 +230,18 @@ def evaluate_tracks(
     where = parse_region(plot_region, "--plot-region") if plot_region else None
     use_threads(threads)
     req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
-                          batch_size=batch_size,
-                          device=device_for(device, precision), precision=precision.value)
-    with AtomicOutputs(force, inputs=[*models, fasta, targets, regions, basenji]) as outputs:
+                          batch_size=batch_size, device=device_for(device, precision), precision=precision.value,
+                          controls=list(CONTROLS) if controls else [], fit_regions=fit_regions,
+                          fit_chroms=_chroms(fit_chroms) or None)
+    model_paths = [m for m in models if m not in CONTROLS]
+    with AtomicOutputs(force, inputs=[*model_paths, fasta, targets, regions, basenji, fit_regions]) as outputs:
         tsv = outputs.file(output)
         fig2 = outputs.file(scatter) if scatter else None
         fig3 = outputs.file(plot) if plot else None
         res = run(req, REPORTER)
-        extra = {f"pearson_{i + 1}": r for i, r in enumerate(res["pearson"][1:], start=1)}
+        # the i-th -m is column pearson_i (the first: pearson); controls added by --controls are pearson_<name>
+        extra = {(f"pearson_{i + 1}" if i < len(req.models) else f"pearson_{name}"): r
+                 for i, (name, r) in enumerate(zip(res["names"][1:], res["pearson"][1:]), start=1)}
         write_evaluation_tsv(tsv, res["tracks"], res["groups"], res["pearson"][0], extra or None)
         if fig2:
             plot_pearson_scatter(res["pearson"][0], res["pearson"][1], res["groups"], res["labels"][0],

@@ -4,7 +4,7 @@ over the windows that tile a region set (the paper's metric), plus the paper's f
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ from genointerp.report import Reporter
 
 @dataclass
 class EvaluateRequest:
-    models: list[str | None]  # one or two model directories (None = built-in)
+    models: list[str | None]  # one or two model directories (None = built-in) or control names (cpg, gc)
     fasta: str | None = None
     targets: str | None = None
     regions: str | None = None
@@ -27,6 +27,9 @@ class EvaluateRequest:
     batch_size: int = 8
     device: str = "cpu"
     precision: str = "32"
+    controls: list[str] = field(default_factory=list)  # controls scored after the models (tracks.controls)
+    fit_regions: str | None = None  # training regions the controls are fitted on (BED) ...
+    fit_chroms: list[str] | None = None  # ... or training chromosomes; a Basenji set's train split
 
 
 def match_tracks(config: dict, specs: list, source: str) -> list:
@@ -40,11 +43,11 @@ def match_tracks(config: dict, specs: list, source: str) -> list:
     return [by_id[i] for i in ids]
 
 
-def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
+def _genome_inputs(req: EvaluateRequest, config: dict, warn):
+    """(reference, target specs in the model's track order, evaluated regions) of a genome evaluation."""
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
     from genointerp.io.tracks import read_targets
-    from genointerp.tracks.data import WindowGeometry, build_windows
 
     if not req.fasta or not req.targets:
         raise InputError("give --fasta and --targets (or --basenji DIR)")
@@ -54,13 +57,51 @@ def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
     specs = match_tracks(config, read_targets(req.targets), req.targets)
     regions = (read_regions(req.regions, ref, warn) if req.regions
                else whole_chromosomes(ref, [ref.resolve(c, "--chroms") for c in req.chroms]))
+    return ref, specs, regions
+
+
+def _build(req: EvaluateRequest, config: dict, ref, specs, regions, log, warn):
+    from genointerp.tracks.data import WindowGeometry, build_windows
+
     w = config["window"]
     g = WindowGeometry(w["seq_len"], w["bin_size"], w["target_bins"])
-    return build_windows(ref, specs, regions, g, req.stat or w.get("stat", "mean"), None, req.max_n_fraction, log, warn,
-                         w.get("clip"))
+    return build_windows(ref, specs, regions, g, req.stat or w.get("stat", "mean"), None, req.max_n_fraction, log,
+                         warn, w.get("clip"))
 
 
-def _basenji_windows(req: EvaluateRequest, config: dict):
+def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
+    return _build(req, config, *_genome_inputs(req, config, warn), log, warn)
+
+
+def _fit_windows(req: EvaluateRequest, config: dict, log, warn):
+    """The training windows the controls are fitted on, in the model's geometry: the Basenji set's
+    train split, or the windows tiling --fit-regions/--fit-chroms less every window whose sequence
+    reaches into an evaluated target span (train-tracks' rule), so no evaluated bin is fitted on."""
+    from genointerp.io.regions import read_regions, whole_chromosomes
+    from genointerp.tracks.data import SplitRule, assign_splits
+
+    if req.basenji:
+        return _basenji_windows(req, config, "train")
+    if not req.fit_regions and not req.fit_chroms:
+        raise InputError(FIT_HINT)
+    ref, specs, held = _genome_inputs(req, config, warn)
+    regions = (read_regions(req.fit_regions, ref, warn) if req.fit_regions
+               else whole_chromosomes(ref, [ref.resolve(c, "--fit-chroms") for c in req.fit_chroms]))
+    windows = _build(req, config, ref, specs, regions, lambda m: None, warn)
+    keep = assign_splits(windows, SplitRule(test_regions=tuple(held))) == 0
+    if not keep.any():
+        raise InputError("no windows to fit the controls on: the fit regions lie inside (or within a window of) "
+                         "the evaluated regions")
+    log(f"controls fitted on {int(keep.sum()):,} training windows ({int((~keep).sum()):,} dropped: they reach "
+        "into the evaluated regions)" if not keep.all() else f"controls fitted on {len(keep):,} training windows")
+    return windows.subset(np.flatnonzero(keep))
+
+
+FIT_HINT = ("the cpg/gc controls are fitted per track on training data: give --fit-regions BED or --fit-chroms "
+            "(the model's training regions)")
+
+
+def _basenji_windows(req: EvaluateRequest, config: dict, split: str | None = None):
     """The split's records with their target columns in the model's track order (train-tracks
     regroups a Basenji set's targets by group, so column i of the set need not be track i)."""
     from genointerp.io.tfrecord import read_statistics
@@ -72,41 +113,75 @@ def _basenji_windows(req: EvaluateRequest, config: dict):
                          f"bins, but the model takes {w['seq_len']} bp -> {w['target_bins']} bins")
     in_set = basenji_tracks(req.basenji, stats["num_targets"])
     columns = [in_set.index(s) for s in match_tracks(config, in_set, req.basenji)]
-    src, _ = basenji_windows(req.basenji, req.basenji_split, columns)
+    src, _ = basenji_windows(req.basenji, split or req.basenji_split, columns)
     return src
+
+
+def _control(kind: str, reference: dict) -> tuple:
+    """(unfitted ControlModel, config) predicting the reference model's tracks on its windows."""
+    from genointerp.tracks.controls import ControlConfig, ControlModel
+
+    w = reference["window"]
+    c = ControlConfig(kind, w["seq_len"], w["bin_size"], w["target_bins"], len(reference["tracks"]))
+    return ControlModel(c), {**reference, "model": {"architecture": kind, **vars(c)}, "control": True}
 
 
 def run(req: EvaluateRequest, report: Reporter) -> dict:
     """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model],
-    "models": [(model, config) per model]}."""
+    "models": [(model, config) per model], "names": [model path, None or control name per model]}.
+    Models are req.models, then the req.controls not among them; a control takes its tracks and
+    windows from the first real model (the built-in one when there is none) and is fitted first."""
+    from genointerp.tracks.controls import CONTROLS, fit_controls
     from genointerp.tracks.predict import load_track_model
     from genointerp.tracks.task import evaluate
 
+    names = list(req.models) + [c for c in req.controls if c not in req.models]
+    real = {path: load_track_model(path) for path in names if path not in CONTROLS}
+    if len(real) < len(names):
+        if not req.basenji and not req.fit_regions and not req.fit_chroms:
+            raise InputError(FIT_HINT)
+        reference = next(iter(real.values()), None) or load_track_model(None)
     results, labels, sources, models, tracks, loaded = [], [], [], [], None, {}
-    for path in req.models:
-        model, config = load_track_model(path)
+    for path in names:
+        if path in CONTROLS:
+            model, config = _control(path, reference[1])
+        else:
+            model, config = real[path]
         model.to(req.device)
         ids = [t["id"] for t in config["tracks"]]
         if tracks is None:
             tracks, groups = ids, [t["group"] for t in config["tracks"]]
         elif ids != tracks:
             raise InputError(f"{path}: its tracks differ from the first model's; the two models must predict the same tracks")
-        # two models with the same window geometry are scored on one set of windows, read once
+        # models with the same window geometry are scored on one set of windows, read once
         key = json.dumps(config["window"], sort_keys=True)
         if key not in loaded:
             loaded[key] = (_basenji_windows(req, config) if req.basenji
                            else _genome_windows(req, config, report.log, report.warn))
         source = loaded[key]
+        if path in CONTROLS:
+            fit_key = "fit " + key
+            if fit_key not in loaded:
+                loaded[fit_key] = _fit_windows(req, config, report.log, report.warn)
+            fit_controls([model], loaded[fit_key])
+            label = f"{path} (control)"
+        else:
+            # the folder name, not the path: labels go into plot titles and legends
+            label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
         r, _ = evaluate(model, source, req.device, req.precision, req.batch_size)
-        # the folder name, not the path: labels go into plot titles and legends
-        label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
         report.log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
         results.append(r)
         labels.append(label)
         sources.append(source)
         models.append((model, config))
+    if "cpg" in names:
+        base = np.nanmean(results[names.index("cpg")])
+        for path, label, r in zip(names, labels, results):
+            if path not in CONTROLS:
+                ratio = f" ({np.nanmean(r) / base:.2f}x)" if base > 0 else ""
+                report.log(f"{label}: {np.nanmean(r) - base:+.4f} over the cpg control{ratio}")
     return {"tracks": tracks, "groups": groups, "pearson": results, "labels": labels, "windows": sources,
-            "models": models}
+            "models": models, "names": names}
 
 
 def region_truth_and_prediction(model, config: dict, req: EvaluateRequest, chrom: str, start: int, end: int,
