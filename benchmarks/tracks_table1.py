@@ -22,7 +22,11 @@ most peaks).
 
 Table (stdout and table1.tsv): arch, parameters, training seconds (sum of the epochs, validation
 included) and wall seconds of the whole train-tracks run, best epoch, validation Pearson, test
-Pearson (mean over tracks = the ChIP group = overall), and test Pearson / swin1d's.
+Pearson (mean over tracks = the ChIP group = overall), test Pearson / swin1d's and test Pearson
+minus the cpg control's. Two rows need no training: the cpg and gc controls of evaluate-tracks
+--controls (CpG count / GC fraction per bin, smoothed over 9 bins, a line per track fitted on the
+training region only), scored on the same validation and test windows; every model is judged by
+its margin over them.
 
     python benchmarks/tracks_table1.py --shared ../shared/data [--epochs 2] [--train-region 20:0-25000000]
         [--archs swin1d,maxpool-cnn,attpool-cnn,attpool-dilated,enformer-like] [--threads 1]
@@ -98,6 +102,28 @@ def densest_test_window(peaks: Path, names: set[str], size: int = 100_000) -> tu
     return TEST[0] + best * size, TEST[0] + (best + 1) * size
 
 
+def control_rows(model: Path, fasta: Path, targets: Path, train_bed: Path, valid_bed: Path, test_bed: Path,
+                 logs: Path, threads: int) -> list[dict]:
+    """Table rows of the cpg and gc controls (evaluate-tracks --controls, fitted on the training region)
+    on the validation and test windows of `model` (a trained model: its tracks and window geometry)."""
+    scores, wall = {}, 0.0
+    for split, bed in (("valid", valid_bed), ("test", test_bed)):
+        tsv = logs.parent / f"controls_{split}.tsv"
+        if not tsv.exists():
+            wall += run_logged(GENOINTERP + ["evaluate-tracks", "-m", str(model), "--controls", "--fit-regions",
+                                             str(train_bed), "--fasta", str(fasta), "--targets", str(targets),
+                                             "--regions", str(bed), "-o", str(tsv), "-t", str(threads), "--device",
+                                             "cpu"], logs / "controls.log")
+        with open(tsv) as fh:
+            overall = [r for r in csv.DictReader(fh, delimiter="\t") if r["track"] == "(mean)" and r["group"] == "ALL"][0]
+        scores[split] = overall
+    n_tracks = len(json.loads((model / "config.json").read_text())["tracks"])
+    return [{"arch": f"{kind} (control)", "parameters": 2 * n_tracks, "train_s": 0.0, "wall_s": wall / 2,
+             "epochs": "-", "best_epoch": "-", "valid_pearson": float(scores["valid"][f"pearson_{kind}"]),
+             "test_pearson": float(scores["test"][f"pearson_{kind}"]),
+             "test_by_group": {"ChIP": float(scores["test"][f"pearson_{kind}"])}} for kind in ("cpg", "gc")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shared", default="../shared/data")
@@ -162,27 +188,33 @@ def main() -> None:
                      "windows": tr["windows"]})
         print(f"{arch}: valid r {tr['valid_pearson']:.4f}, test r {test['pearson_mean']:.4f}", file=sys.stderr, flush=True)
 
+    if rows:
+        rows += control_rows(models / archs[0], fasta, targets, train_bed, valid_bed, test_bed, logs, args.threads)
     ref = next((r["test_pearson"] for r in rows if r["arch"] == "swin1d"), None)
+    cpg = next(r["test_pearson"] for r in rows if r["arch"] == "cpg (control)")
     for r in rows:
         r["ratio"] = f"{r['test_pearson'] / ref:.3f}" if ref else "NA"
-    cols = ["arch", "parameters", "train_s", "wall_s", "epochs", "best_epoch", "valid_pearson", "test_pearson", "ratio"]
+        r["minus_cpg"] = f"{r['test_pearson'] - cpg:+.4f}"
+    cols = ["arch", "parameters", "train_s", "wall_s", "epochs", "best_epoch", "valid_pearson", "test_pearson", "ratio",
+            "minus_cpg"]
     shown = [{**r, "parameters": f"{r['parameters']:,}", "train_s": f"{r['train_s']:.0f}", "wall_s": f"{r['wall_s']:.0f}",
               "valid_pearson": f"{r['valid_pearson']:.4f}", "test_pearson": f"{r['test_pearson']:.4f}"} for r in rows]
     w = rows[0]["windows"]
     print(f"\nTable 1 (real data): {n_tracks} ENCODE-DREAM TF ChIP-seq tracks, all in group ChIP (by group = overall); "
           f"windows train {w['train']:,} / valid {w['valid']:,} / test {w['test']:,}; {args.epochs} epoch(s) each, "
           f"{args.seq_len} bp -> {args.target_bins} x 128 bp, width {args.width}, patch {args.patch}, -t {args.threads}")
-    print("ratio = test Pearson / swin1d's; train_s = sum of epoch seconds (validation included), wall_s = whole train-tracks run")
+    print("ratio = test Pearson / swin1d's; minus_cpg = test Pearson - the cpg control's; train_s = sum of epoch seconds "
+          "(validation included), wall_s = whole train-tracks run (controls: the evaluate-tracks fit and scoring)")
     print(table(shown, cols))
     with open(out / "table1.tsv", "w") as fh:
         fh.write("\t".join(cols + ["test_pearson_ChIP"]) + "\n")
         for r in rows:
             fh.write("\t".join([r["arch"], str(r["parameters"]), f"{r['train_s']:.1f}", f"{r['wall_s']:.1f}",
                                 str(r["epochs"]), str(r["best_epoch"]), f"{r['valid_pearson']:.6g}",
-                                f"{r['test_pearson']:.6g}", r["ratio"],
+                                f"{r['test_pearson']:.6g}", r["ratio"], r["minus_cpg"],
                                 f"{r['test_by_group'].get('ChIP', float('nan')):.6g}"]) + "\n")
 
-    baselines = [r for r in rows if r["arch"] != "swin1d"]
+    baselines = [r for r in rows if r["arch"] in ARCHS and r["arch"] != "swin1d"]
     if ref is None or not baselines:
         print(f"\n{out / 'table1.tsv'} (figures need swin1d and a baseline)")
         return

@@ -650,3 +650,36 @@ def test_controls_without_training_regions_are_a_usage_error(model, cli, tmp_pat
     assert res.exit_code == 1
     assert_one_error_line(res, "no windows to fit the controls on")
     assert not (tmp_path / "e.tsv").exists()
+
+
+def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, cli):
+    """motif_a is the AP-1 site TGACTCA, JUND's motif: named as a JUND track, its JASPAR profile
+    becomes the stem's first filter, the other filters come from the broad set, and a filter frozen
+    for the only epoch leaves training exactly as it started."""
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.tracks.motifs import RELEASE, _profiles, motif_filter, stem_conv
+
+    rows = TARGETS.read_text().splitlines()
+    rows[1] = rows[1].replace("motif_a\t", "cellX.JUND\t")
+    (tmp_path / "t.tsv").write_text("\n".join(r.replace("\tmotif_", f"\t{TRACKS}/motif_").replace("\tpeaks.", f"\t{TRACKS}/peaks.")
+                                              for r in rows) + "\n")
+    args = ["train-tracks", "--fasta", FASTA, "--targets", tmp_path / "t.tsv", *SMALL, "--epochs", 1, "--motif-init",
+            "jaspar"]
+    assert cli(*args, "--motif-freeze-epochs", 1, "-o", tmp_path / "frozen").exit_code == 0
+    info = json.loads((tmp_path / "frozen" / "config.json").read_text())["training"]["motif_init"]
+    assert info["source"].startswith(RELEASE) and info["freeze_epochs"] == 1
+    assert len(info["filters"]) == 8 and info["filters"][0].endswith(" JUND (factor)")  # width 16: 8 stem filters
+    assert all(f.endswith("(broad)") for f in info["filters"][1:])
+    jund = next(m for m in _profiles(RELEASE) if m.matrix_id == info["filters"][0].split()[0])
+    weight, bias = motif_filter(jund.counts, 15)
+    conv = stem_conv(load_model_dir(tmp_path / "frozen")[0])
+    np.testing.assert_array_equal(conv.weight[0].detach().numpy(), weight)
+    assert conv.bias[0].item() == np.float32(bias)
+    # without freezing, the same run moves the filter
+    assert cli(*args, "-o", tmp_path / "free").exit_code == 0
+    moved = stem_conv(load_model_dir(tmp_path / "free")[0]).weight[0].detach().numpy()
+    assert not np.array_equal(moved, weight)
+
+    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-freeze-epochs", 1, "-o", tmp_path / "x")
+    assert res.exit_code == 2
+    assert_one_error_line(res, "--motif-init jaspar")

@@ -181,3 +181,26 @@ def test_controls_fit_a_line_per_track_on_the_training_windows():
     fit_controls([flat], ArrayWindows(np.zeros_like(seqs), y))
     np.testing.assert_array_equal(flat.slope.numpy(), [0, 0])
     np.testing.assert_allclose(flat.intercept.numpy(), y.reshape(-1, 2).mean(0), rtol=1e-6)
+
+
+def test_a_motif_filter_scores_its_consensus_one_above_zero_and_random_dna_below():
+    import torch
+
+    from genointerp.tracks.motifs import motif_filter
+
+    counts = {"A": [0, 9, 0, 0, 1], "C": [0, 0, 10, 0, 0], "G": [10, 0, 0, 0, 9], "T": [0, 1, 0, 10, 0]}  # GACTG
+    w, b = motif_filter(counts, 7)  # shorter than the kernel: centred, a zero column each side
+    assert w.shape == (4, 7) and not w[:, 0].any() and not w[:, -1].any()
+    conv = torch.nn.Conv1d(4, 1, 7, padding="same")
+    with torch.no_grad():
+        conv.weight[0], conv.bias[0] = torch.from_numpy(w), b
+        score = conv(torch.from_numpy(_one_hot("AAAAAGACTGAAAAA")).transpose(1, 2))[0, 0].numpy()
+        rng = np.random.default_rng(1)
+        random = conv(torch.from_numpy(_one_hot("".join(rng.choice(list("ACGT"), 400)))).transpose(1, 2))
+    assert score.argmax() == 7 and score[7] == pytest.approx(1.0, abs=1e-5)  # the consensus, at its centre
+    assert float(random.mean()) < -2
+    # longer than the kernel: the most informative run of columns is kept
+    long = {k: [2, 3, 2, 3] + v for k, v in counts.items()}
+    long["A"][:4] = [2, 2, 3, 2]
+    w2, _ = motif_filter(long, 5)
+    np.testing.assert_allclose(w2 / w2.max(), w[:, 1:6] / w[:, 1:6].max(), rtol=1e-6)

@@ -23,6 +23,11 @@ class Arch(str, Enum):
     enformer_like = "enformer-like"
 
 
+class MotifInit(str, Enum):
+    none = "none"
+    jaspar = "jaspar"
+
+
 class BinStat(str, Enum):
     mean = "mean"
     sum = "sum"
@@ -61,6 +66,9 @@ def train_tracks(
     width: int = typer.Option(64, "--width", min=8, help="Model width (channels of the first stage); baselines are matched to it."),
     patch: int = typer.Option(1, "--patch", min=1, help="bp per token after the stem: 1 = single-nucleotide tokens (the paper); "
                               "4 or 8 trains several times faster on CPU."),
+    motif_init: MotifInit = typer.Option(MotifInit.none, "--motif-init", help="jaspar: start the stem's filters as JASPAR "
+                                         "motifs, the tracked factors' first, then one per TF family (needs pyjaspar)."),
+    motif_freeze: int = typer.Option(0, "--motif-freeze-epochs", min=0, help="Keep the --motif-init filters fixed for this many first epochs."),
     dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9, help="Dropout rate inside the model."),
     seq_len: int = typer.Option(4096, "--seq-len", min=64, help="bp of DNA per window."),
     bin_size: int = typer.Option(128, "--bin-size", min=1, help="bp per target bin."),
@@ -101,9 +109,12 @@ def train_tracks(
                             valid_chroms=_chroms(valid_chroms), test_chroms=_chroms(test_chroms),
                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
-                            stat=stat.value, clip=clip or None, max_n_fraction=max_n)
+                            stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
+                            motif_freeze_epochs=motif_freeze)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
+    if motif_freeze and motif_init == MotifInit.none:
+        raise typer.BadParameter("freezes the --motif-init filters: give --motif-init jaspar", param_hint="--motif-freeze-epochs")
     if not basenji and not (fasta and targets):
         raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
     with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji], resume,

@@ -18,10 +18,20 @@ class TrackTask:
     score_name = "pearson"
 
     def __init__(self, train, valid, rc_augment: bool, max_shift: int, device: str = "cpu",
-                 precision: str = "32", eval_batch: int = 32) -> None:
+                 precision: str = "32", eval_batch: int = 32, frozen: list | None = None,
+                 freeze_epochs: int = 0) -> None:
         self.train, self.valid = train, valid
         self.rc_augment, self.max_shift = rc_augment, max_shift
         self.device, self.precision, self.eval_batch = device, precision, eval_batch
+        # parameters kept fixed in the first freeze_epochs epochs: their gradients are zeroed (a hook,
+        # so DDP and the optimiser see the same parameters throughout; Adam moves nothing on zero
+        # gradients from a fresh start)
+        self.freeze_epochs, self.frozen_now = freeze_epochs, False
+        for p in frozen or []:
+            p.register_hook(lambda g: torch.zeros_like(g) if self.frozen_now else g)
+
+    def begin_epoch(self, epoch: int) -> None:
+        self.frozen_now = epoch < self.freeze_epochs
 
     def n_train(self) -> int:
         return len(self.train)

@@ -36,6 +36,8 @@ class TrackTrainRequest:
     stat: str = "mean"
     clip: float | None = 32.0  # soft-clip targets above this (Basenji's clip_soft); None: as measured
     max_n_fraction: float = 0.5
+    motif_init: str = "none"  # "jaspar": the stem's filters start as JASPAR motifs (tracks.motifs)
+    motif_freeze_epochs: int = 0  # keep those filters fixed for this many first epochs
 
 
 def _group_order(specs) -> list:
@@ -114,6 +116,7 @@ class TrackTraining(TrainingJob):
             self.train, self.valid, self.test_set = (windows.subset(np.flatnonzero(split == k)) for k in range(3))
             self.data_info = {"fasta": self.reference["path"], "targets": str(Path(req.targets).resolve()),
                               "regions": req.regions, "split": rule.describe(), "stat": req.stat}
+        self.log = report.log
         for name, src in zip(SPLITS, (self.train, self.valid, self.test_set)):
             if len(src) == 0:
                 raise InputError(f"no {name} windows: check the held-out chromosomes/regions and --regions")
@@ -133,7 +136,19 @@ class TrackTraining(TrainingJob):
     def build(self, config):
         from genointerp.checkpoint import build_model
 
-        return build_model(config.to_dict())
+        self.model = build_model(config.to_dict())
+        self.motifs = []
+        if self.req.motif_init == "jaspar":
+            from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, stem_conv
+
+            conv = stem_conv(self.model)
+            tracks = [{"id": s.id, "name": s.name} for s in self.specs]
+            self.motifs = jaspar_filters(tracks, conv.out_channels, conv.kernel_size[0])
+            apply_motif_filters(self.model, self.motifs)
+            factors = [f.name for f in self.motifs if f.why == "factor"]
+            self.log(f"stem: {len(self.motifs)} of {conv.out_channels} filters from {RELEASE} "
+                     f"({len(factors)} for the tracked factors: {', '.join(factors[:8])}{' ...' if len(factors) > 8 else ''})")
+        return self.model
 
     def describe(self, model) -> str:
         g = self.g
@@ -145,8 +160,13 @@ class TrackTraining(TrainingJob):
     def task(self, settings):
         from genointerp.tracks.task import TrackTask
 
+        frozen = []
+        if self.req.motif_freeze_epochs and self.motifs:
+            from genointerp.tracks.motifs import stem_conv
+
+            frozen = list(stem_conv(self.model).parameters())
         return TrackTask(self.train, self.valid, settings.rc_augment, settings.shift_augment, settings.device,
-                         settings.precision)
+                         settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs)
 
     def test(self, model, settings) -> dict:
         from genointerp.tracks.pearson import group_means
@@ -165,11 +185,20 @@ class TrackTraining(TrainingJob):
                        "stat": req.stat, "clip": None if req.basenji else req.clip},
             "reference": {"chroms": self.reference["chroms"]} if not req.basenji else None,
             "training": {**asdict(settings), "arch": req.arch, "width": req.width, "data": self.data_info,
+                         "motif_init": self.motif_info(),
                          "windows": {"train": len(self.train), "valid": len(self.valid), "test": len(self.test_set)},
                          "epochs_run": len(history), "best_epoch": int(best_row["epoch"]),
                          "valid_pearson": float(best_row["valid_pearson"])},
             "test_metrics": test_metrics,
         }
+
+    def motif_info(self) -> dict | None:
+        from genointerp.tracks.motifs import RELEASE
+
+        if not self.motifs:
+            return None
+        return {"source": f"{RELEASE} CORE vertebrates (pyjaspar)", "freeze_epochs": self.req.motif_freeze_epochs,
+                "filters": [f"{f.matrix_id} {f.name} ({f.why})" for f in self.motifs]}
 
     def write_extra(self, folder: Path) -> None:
         from genointerp.tracks.pearson import write_evaluation_tsv
