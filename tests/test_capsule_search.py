@@ -65,6 +65,64 @@ def test_next_population_keeps_the_elite_and_breeds_new_subsets():
     assert new == cs.next_population(pop, fitness, s, 10, set(pop), np.random.default_rng(0))
 
 
+def test_fitness_credits_only_what_beats_logistic_regression_and_the_chance_gate():
+    y = np.array([0, 1] * 500)
+    chance, gate = cs.chance_threshold(y, 2.0)
+    assert chance == 0.5 and gate == pytest.approx(0.5 + 2 * np.sqrt(0.25 / 1000))
+    # logistic regression below chance by noise: the capsule near chance gets no credit from it
+    assert cs.fitness_of(0.50, 0.45, gate, 2, 2, 0.0) == pytest.approx(0.50 - gate) and 0.50 - gate < 0
+    assert cs.fitness_of(0.70, 0.65, gate, 2, 2, 0.0) == pytest.approx(0.05)  # above both: the gain over LR
+    assert cs.fitness_of(0.70, 0.65, gate, 4, 2, 0.01) == pytest.approx(0.03)  # two genes beyond the smallest size
+
+
+def test_repeats_are_different_stratified_splits_and_seeded():
+    y = np.array([0] * 40 + [1] * 20)
+    splits = cs.make_splits(y, ["a", "b"], 3, 3, seed=5)
+    again = cs.make_splits(y, ["a", "b"], 3, 3, seed=5)
+    assert all(np.array_equal(a.fold_of, b.fold_of) for a, b in zip(splits, again))
+    assert not np.array_equal(splits[0].fold_of, splits[1].fold_of)
+    for s in splits:
+        assert len(s.train) == 60 and not len(s.test)
+        for k in range(3):
+            _, ev = s.fold(k)
+            assert 6 <= (y[ev] == 1).sum() <= 7
+    seeds = {cs.repeat_fold_seed(5, 3, r, k) for r in range(3) for k in range(3)}
+    assert len(seeds) == 9
+
+
+def xor_problem(n=600, seed=0):
+    """Five genes of 2 PCs each; the phenotype is the XOR of the signs of gene 1's and gene 3's first PC."""
+    from genointerp.capsule import train as ct
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 10))
+    y = ((x[:, 2] > 0) ^ (x[:, 6] > 0)).astype(np.int64)
+    y = np.where(rng.random(n) < 0.1, 1 - y, y)  # 10 % label noise
+    columns = [f"1:G{g}:pc{k}" for g in range(5) for k in (1, 2)]
+    splits = cs.make_splits(y, ["a", "b"], 3, 1, 1)
+    return cs.Problem(x, y, [np.array([2 * g, 2 * g + 1]) for g in range(5)], columns, splits,
+                      ct.CapsuleSettings(folds=3, test_fraction=0.0), {}, 2.0, 0.0, 2)
+
+
+def test_the_pair_screen_puts_an_xor_pair_first_and_is_deterministic():
+    problem = xor_problem()
+    screened = cs.screen_pairs(problem)
+    assert len(screened) == 10 and screened[0][0] == (1, 3)
+    pair, score, products, additive = screened[0]
+    assert products > 0.7 and additive < 0.6 and score > 0.15  # the products see what the additive model cannot
+    assert all(r[1] < 0.05 for r in screened[1:])
+    assert screened == cs.screen_pairs(problem)
+
+
+def test_the_first_generation_starts_from_the_screen():
+    screened = [((1, 3), 0.3, 0.9, 0.5), ((0, 2), 0.01, 0.5, 0.5), ((0, 1), 0.0, 0.5, 0.5)]
+    s = cs.SearchSettings(population=5, min_size=2, max_size=3)
+    pop = cs.first_generation(6, s, np.random.default_rng(0), screened)
+    assert len(pop) == 5 and len(set(pop)) == 5 and all(2 <= len(p) <= 3 for p in pop)
+    assert {1, 3} <= set(pop[0]) and {0, 2} <= set(pop[1]) and {0, 1} <= set(pop[2])
+    assert pop == cs.first_generation(6, s, np.random.default_rng(0), screened)
+
+
 # ---- the command ----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -112,23 +170,29 @@ def test_search_writes_best_history_plot_and_settings(searched):
     d, res = searched
     out = d / "a"
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [".genointerp", "best.tsv", "history.tsv", "history.png", "search.json"])
+        [".genointerp", "best.tsv", "screen.tsv", "history.tsv", "history.png", "search.json"])
+    screen = tsv(out / "screen.tsv")
+    genes = json.loads((out / "search.json").read_text())["inputs"]["genes"]
+    assert list(screen[0]) == list(cs.SCREEN_COLUMNS) and len(screen) == min(100, genes * (genes - 1) // 2)
+    assert [float(r["score"]) for r in screen] == sorted((float(r["score"]) for r in screen), reverse=True)
     assert not (d / "a.checkpoint").exists()
     best = tsv(out / "best.tsv")
     assert list(best[0]) == list(cs.BEST_COLUMNS) and best[0]["rank"] == "1"
     assert all(r["n_genes"] == "2" and len(r["genes"].split(",")) == 2 for r in best)
-    for r in best:
-        assert float(r["fitness"]) == pytest.approx(float(r["cv_accuracy_capsule"]) - float(r["cv_accuracy_logistic"]),
-                                                    abs=2e-4)
+    info = json.loads((out / "search.json").read_text())
+    assert info["chance"] == pytest.approx(0.5, abs=0.1) and info["chance_threshold"] > info["chance"]
+    for r in best:  # credit only above both logistic regression and the chance gate
+        floor = max(float(r["cv_accuracy_logistic"]), info["chance_threshold"])
+        assert float(r["fitness"]) == pytest.approx(float(r["cv_accuracy_capsule"]) - floor, abs=2e-4)
         for k in ("cv_accuracy_capsule", "cv_accuracy_logistic", "train_accuracy_capsule", "train_accuracy_logistic"):
             assert 0 <= float(r[k]) <= 1
+        assert float(r["cv_difference_sd"]) >= 0
     assert [float(r["fitness"]) for r in best] == sorted((float(r["fitness"]) for r in best), reverse=True)
     history = tsv(out / "history.tsv")
     assert list(history[0]) == list(cs.HISTORY_COLUMNS) and [h["generation"] for h in history] == ["1", "2"]
     assert history[0]["evaluated"] == "4"
     assert max(float(h["best_fitness"]) for h in history) == float(best[0]["fitness"])
     assert (out / "history.png").read_bytes()[:4] == b"\x89PNG"
-    info = json.loads((out / "search.json").read_text())
     assert info["settings"]["population"] == 4 and info["settings"]["seed"] == 3 and info["generations_run"] == 2
     assert info["inputs"]["phenotype"] == "status" and info["inputs"]["n_samples"] == 60
     assert info["best"]["genes"] == best[0]["genes"].split(",")

@@ -1,16 +1,28 @@
 """capsule-search: a seeded genetic algorithm over gene subsets for interactions (issue 18).
 
-The fitness of a gene subset S is ACC_DC(S) - ACC_LR(S): the capsule network's cross-validated
-accuracy minus logistic regression's, both on the Gene-PCs of S only and on the same folds (the
-held-out fold of each split, never the rows a model was fit on). A subset where the capsule network
-beats a linear model is one whose genes act together rather than additively. Training accuracies
-are kept too (they reward memorising, so they are reported, not optimised).
+The fitness of a gene subset S rewards only what a sum of per-gene effects does not explain:
+
+    fitness(S) = ACC_DC(S) - max(ACC_LR(S), chance + gate * SE) - size_penalty * (|S| - min_size)
+
+ACC_DC and ACC_LR are the capsule network's and logistic regression's cross-validated accuracy on
+the Gene-PCs of S only, averaged over `repeats` different fold splits (each sample is held out once
+per repeat; a model never scores rows it was fit on). chance is the majority-class share, SE =
+sqrt(chance (1 - chance) / n) the sd of a no-signal model's accuracy over n held-out samples. So a
+subset earns credit only where the capsule network beats both the additive model and what a
+no-signal subset reaches by luck: a difference of two accuracies alone rewarded logistic regression
+falling below chance (cross-validation on noise is biased below chance), and one fold split
+rewarded a lucky split. Training accuracies are kept too (they reward memorising, so they are
+reported, not optimised).
 
 The folds, standardisation, capsule fit and logistic regression are capsule/train.py's
-(make_split with no test set, Scaler, fit_capsule with fold_seed, baseline_models); every subset is
-scored on the same split and with the same training seeds, so a subset's fitness is a pure function
-of the subset and the settings, which is what makes the cache, -t and --resume safe.
+(make_split with no test set, Scaler, fit_capsule, baseline_models); every subset is scored on the
+same splits and with the same training seeds, so a subset's fitness is a pure function of the
+subset and the settings, which is what makes the cache, -t and --resume safe.
 
+Generation 1 comes from a pair screen (screen_pairs: every gene pair in seconds, a least-squares
+classifier with and without the products of the two genes' PCs): with ~100 genes there are ~5,000
+pairs and a GA of ~100 capsule evaluations started at random almost never meets a pair without
+marginal effects (XOR); the screen's best pairs are where the capsule fitness is spent first.
 GA: a population of subsets (sizes within [min_size, max_size]); each generation is evaluated, then
 the next is bred: the `elite` best are copied, every other child comes from two tournament-selected
 parents (uniform crossover on the gene sets, repaired to a size within the bounds) and a mutation
@@ -42,6 +54,10 @@ class SearchSettings:
     min_size: int = 2
     max_size: int = 2
     folds: int = 3
+    repeats: int = 2  # fold splits averaged over (each a different stratified split of the samples)
+    gate: float = 2.0  # SEs above chance the capsule's CV accuracy must exceed to earn credit
+    size_penalty: float = 0.005  # fitness cost of each gene beyond min_size
+    screen: bool = True  # first generation from the pair screen's best pairs (else random)
     elite: int = 1
     tournament: int = 2
     mutation_rate: float = 0.5  # probability that a child gets one gene swap (then another with the same chance)
@@ -137,14 +153,42 @@ class Problem:
     y: np.ndarray  # int64 (n,)
     gene_columns: list[np.ndarray]  # column indices of each gene
     columns: list[str]
-    split: object  # capsule.train.Split (no test set)
+    splits: list  # capsule.train.Split (no test set), one per repeat
     settings: object  # capsule.train.CapsuleSettings
     config: dict  # CapsuleConfig fields other than n_features/gene_index
+    gate: float = 2.0
+    size_penalty: float = 0.0
+    min_size: int = 1
+
+
+def make_splits(y: np.ndarray, classes: list[str], folds: int, repeats: int, seed: int) -> list:
+    """`repeats` stratified fold splits (no test set); repeat r is seeded with (seed, r)."""
+    from genointerp.capsule import train as ct
+
+    return [ct.make_split(y, classes, folds, 0.0, [seed, r]) for r in range(repeats)]
+
+
+def repeat_fold_seed(seed: int, folds: int, repeat: int, fold: int) -> int:
+    """The capsule training seed of fold `fold` of repeat `repeat` (repeat 0 = capsule-train's fold_seed)."""
+    return seed + repeat * folds + fold + 1
+
+
+def chance_threshold(y: np.ndarray, gate: float) -> tuple[float, float]:
+    """(chance, chance + gate * SE): the majority-class share, and what a no-signal model's
+    held-out accuracy over len(y) samples exceeds with probability ~ Phi(-gate)."""
+    chance = float(max(y.mean(), 1 - y.mean()))
+    return chance, chance + gate * float(np.sqrt(chance * (1 - chance) / len(y)))
+
+
+def fitness_of(cv_capsule: float, cv_logistic: float, threshold: float, size: int, min_size: int,
+               size_penalty: float) -> float:
+    return cv_capsule - max(cv_logistic, threshold) - size_penalty * (size - min_size)
 
 
 def evaluate(problem: Problem, subset: Subset) -> dict:
-    """Mean over the folds of the capsule network's and logistic regression's accuracy on the
-    held-out fold (cv_*) and on the rows they were fit on (train_*), on the Gene-PCs of `subset`."""
+    """Mean over repeats x folds of the capsule network's and logistic regression's accuracy on the
+    held-out fold (cv_*) and on the rows they were fit on (train_*), on the Gene-PCs of `subset`;
+    cv_diff_sd is the sd over repeats of (capsule - logistic), and fitness the module's formula."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -159,21 +203,106 @@ def evaluate(problem: Problem, subset: Subset) -> dict:
     config = CapsuleConfig(n_features=len(cols), **problem.config,
                            gene_index=gene_index(names) if problem.config["primary"] == "gene" else ())
     acc = {"cv_capsule": [], "cv_logistic": [], "train_capsule": [], "train_logistic": []}
-    for k in range(s.folds):
-        tr, ev = problem.split.fold(k)
-        scaler = ct.Scaler.fit(x[tr])
-        xt, xe = scaler(x[tr]), scaler(x[ev])
-        model = ct.fit_capsule(xt, y[tr], config, s, ct.fold_seed(s, k))
-        acc["cv_capsule"].append(np.mean(ct.capsule_lengths(model, xe, s.device).argmax(1) == y[ev]))
-        acc["train_capsule"].append(np.mean(ct.capsule_lengths(model, xt, s.device).argmax(1) == y[tr]))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            lr = ct.baseline_models(ct.fold_seed(s, k), 1)["logistic_regression"]().fit(xt, y[tr])
-        acc["cv_logistic"].append(np.mean(lr.predict(xe) == y[ev]))
-        acc["train_logistic"].append(np.mean(lr.predict(xt) == y[tr]))
+    diff = []
+    for r, split in enumerate(problem.splits):
+        correct = {"cv_capsule": 0, "cv_logistic": 0}
+        for k in range(s.folds):
+            tr, ev = split.fold(k)
+            scaler = ct.Scaler.fit(x[tr])
+            xt, xe = scaler(x[tr]), scaler(x[ev])
+            model = ct.fit_capsule(xt, y[tr], config, s, repeat_fold_seed(s.seed, s.folds, r, k))
+            hit = ct.capsule_lengths(model, xe, s.device).argmax(1) == y[ev]
+            correct["cv_capsule"] += int(hit.sum())
+            acc["train_capsule"].append(np.mean(ct.capsule_lengths(model, xt, s.device).argmax(1) == y[tr]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                lr = ct.baseline_models(repeat_fold_seed(s.seed, s.folds, r, k), 1)["logistic_regression"]().fit(xt, y[tr])
+            correct["cv_logistic"] += int((lr.predict(xe) == y[ev]).sum())
+            acc["train_logistic"].append(np.mean(lr.predict(xt) == y[tr]))
+        n = len(split.train)  # every sample held out once per repeat: accuracy over all of them
+        acc["cv_capsule"].append(correct["cv_capsule"] / n)
+        acc["cv_logistic"].append(correct["cv_logistic"] / n)
+        diff.append(acc["cv_capsule"][-1] - acc["cv_logistic"][-1])
     out = {k: round(float(np.mean(v)), 6) for k, v in acc.items()}
-    out["fitness"] = round(out["cv_capsule"] - out["cv_logistic"], 6)
+    out["cv_diff_sd"] = round(float(np.std(diff, ddof=1)) if len(diff) > 1 else 0.0, 6)
+    _, threshold = chance_threshold(y, problem.gate)
+    out["fitness"] = round(fitness_of(out["cv_capsule"], out["cv_logistic"], threshold, len(subset),
+                                      problem.min_size, problem.size_penalty), 6)
     return out
+
+
+# ---- the pair screen: a fast start for the GA ----------------------------------------------------------
+
+SCREEN_RIDGE = 1.0
+
+
+def screen_pairs(problem: Problem) -> list[tuple[Subset, float, float, float]]:
+    """Every gene pair (a, b), scored in seconds: a ridge least-squares classifier (labels -1/+1, ridge
+    SCREEN_RIDGE, sign of the fit as the call) on [1, PCs of a, PCs of b, every product PC_a x PC_b]
+    against the same without the products, cross-validated on the first repeat's folds (standardised
+    on each training fold). Returns (pair, score, cv_accuracy_products, cv_accuracy_additive), best
+    first, score = products - max(additive, chance gate) as the fitness has it: the products are
+    what an additive model lacks, and the gate keeps pure noise at the bottom."""
+    from genointerp.capsule import train as ct
+
+    x, y, split = problem.x, problem.y, problem.splits[0]
+    t = 2.0 * y - 1
+    genes = problem.gene_columns
+    n_genes = len(genes)
+    correct = np.zeros((2, n_genes, n_genes))
+    for k in range(problem.settings.folds):
+        tr, ev = split.fold(k)
+        xs = ct.Scaler.fit(x[tr])(x).astype(np.float64)
+        hit_tr, hit_ev = t[tr], y[ev] == 1
+        for a in range(n_genes):
+            xa = xs[:, genes[a]]
+            for b in range(a + 1, n_genes):
+                xb = xs[:, genes[b]]
+                main = np.hstack([np.ones((len(y), 1)), xa, xb])
+                full = np.hstack([main, (xa[:, :, None] * xb[:, None, :]).reshape(len(y), -1)])
+                for m, design in enumerate((full, main)):
+                    d = design[tr]
+                    w = np.linalg.solve(d.T @ d + SCREEN_RIDGE * np.eye(d.shape[1]), d.T @ hit_tr)
+                    correct[m, a, b] += np.sum((design[ev] @ w > 0) == hit_ev)
+    _, threshold = chance_threshold(y, problem.gate)
+    out = []
+    for a in range(n_genes):
+        for b in range(a + 1, n_genes):
+            products, additive = correct[0, a, b] / len(y), correct[1, a, b] / len(y)
+            out.append(((a, b), round(products - max(additive, threshold), 6), round(products, 6), round(additive, 6)))
+    return sorted(out, key=lambda r: (-r[1], r[0]))
+
+
+SCREEN_COLUMNS = ("rank", "genes", "score", "cv_accuracy_products", "cv_accuracy_additive")
+
+
+def screen_table(screened: list, gene_names: list[str], top: int = 100) -> str:
+    """screen.tsv: the `top` pairs of the screen, best first."""
+    lines = ["\t".join(SCREEN_COLUMNS)]
+    lines += [f"{r}\t{gene_names[a]},{gene_names[b]}\t{score:.4f}\t{products:.4f}\t{additive:.4f}"
+              for r, ((a, b), score, products, additive) in enumerate(screened[:top], 1)]
+    return "\n".join(lines) + "\n"
+
+
+def first_generation(n_genes: int, s: SearchSettings, rng: np.random.Generator,
+                     screened: list | None) -> list[Subset]:
+    """Generation 1: the screen's best pairs (each grown with random genes to a size drawn within
+    [min_size, max_size]) where a screen ran, else random subsets; distinct where the genes allow."""
+    population: list[Subset] = []
+    pairs = [pair for pair, *_ in screened] if screened else []
+    for i in range(s.population):
+        if i < len(pairs):
+            size = int(rng.integers(s.min_size, s.max_size + 1))
+            rest = np.setdiff1d(np.arange(n_genes), np.asarray(pairs[i]))
+            sub = tuple(sorted([*pairs[i], *(int(g) for g in rng.choice(rest, max(size - 2, 0), replace=False))]))
+        else:
+            sub = random_subset(n_genes, s.min_size, s.max_size, rng)
+        for _ in range(10):
+            if sub not in population:
+                break
+            sub = random_subset(n_genes, s.min_size, s.max_size, rng)
+        population.append(sub)
+    return population
 
 
 _WORKER: dict = {}
@@ -240,8 +369,10 @@ def load_checkpoint(path: Path, fingerprint: dict) -> dict:
 
 
 def search(evaluator: Evaluator, n_genes: int, s: SearchSettings, fingerprint: dict, checkpoint: Path,
-           resume: bool, time_budget: float | None, report: Reporter, gene_names: list[str]) -> SearchResult:
-    """Run the GA; after every generation the state goes to `checkpoint` (--resume continues from it)."""
+           resume: bool, time_budget: float | None, report: Reporter, gene_names: list[str],
+           screened: list | None = None) -> SearchResult:
+    """Run the GA (generation 1 from `screened`, screen_pairs' answer, where given); after every
+    generation the state goes to `checkpoint` (--resume continues from it)."""
     if resume and checkpoint.exists():
         state = load_checkpoint(checkpoint, fingerprint)
         rng = np.random.default_rng()
@@ -255,14 +386,7 @@ def search(evaluator: Evaluator, n_genes: int, s: SearchSettings, fingerprint: d
         if checkpoint.exists():
             raise InputError(f"{checkpoint}: an interrupted search's checkpoint: --resume it, or remove it to start afresh")
         rng = np.random.default_rng(s.seed)
-        population: list[Subset] = []
-        for _ in range(s.population):
-            sub = random_subset(n_genes, s.min_size, s.max_size, rng)
-            for _ in range(10):  # a distinct start where the genes allow
-                if sub not in population:
-                    break
-                sub = random_subset(n_genes, s.min_size, s.max_size, rng)
-            population.append(sub)
+        population = first_generation(n_genes, s, rng, screened)
         cache, history, elapsed = {}, [], 0.0
     stopped = bool(history) and time_budget is not None and elapsed >= time_budget
     while len(history) < s.generations and not stopped:
@@ -299,7 +423,7 @@ def ranked(cache: dict) -> list[tuple[Subset, dict]]:
 
 
 BEST_COLUMNS = ("rank", "genes", "n_genes", "fitness", "cv_accuracy_capsule", "cv_accuracy_logistic",
-                "train_accuracy_capsule", "train_accuracy_logistic")
+                "cv_difference_sd", "train_accuracy_capsule", "train_accuracy_logistic")
 
 
 def best_table(cache: dict, gene_names: list[str], top: int = 10) -> str:
@@ -307,7 +431,7 @@ def best_table(cache: dict, gene_names: list[str], top: int = 10) -> str:
     lines = ["\t".join(BEST_COLUMNS)]
     for r, (sub, ev) in enumerate(ranked(cache)[:top], 1):
         lines.append(f"{r}\t{','.join(gene_names[g] for g in sub)}\t{len(sub)}\t{ev['fitness']:.4f}\t"
-                     f"{ev['cv_capsule']:.4f}\t{ev['cv_logistic']:.4f}\t{ev['train_capsule']:.4f}\t{ev['train_logistic']:.4f}")
+                     f"{ev['cv_capsule']:.4f}\t{ev['cv_logistic']:.4f}\t{ev['cv_diff_sd']:.4f}\t{ev['train_capsule']:.4f}\t{ev['train_logistic']:.4f}")
     return "\n".join(lines) + "\n"
 
 
@@ -333,7 +457,7 @@ def plot_history(history: list[dict], path: Path) -> None:
     ax.plot(gen, [h["mean_fitness"] for h in history], marker=".", label="mean")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("generation")
-    ax.set_ylabel("ACC capsule - ACC logistic (CV)")
+    ax.set_ylabel("fitness: ACC capsule - max(ACC logistic, chance gate)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})

@@ -211,11 +211,15 @@ def capsule_search(
     phenotypes: str = typer.Option(..., "-p", "--phenotypes", help="Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing)."),
     phenotype: Optional[str] = typer.Option(None, "--phenotype", help="Phenotype column (default: the first one); binary."),
     case: Optional[str] = typer.Option(None, "--case", help="The value that marks cases (as capsule-train)."),
-    output: str = typer.Option(..., "-o", "--output", help="Folder to write: best.tsv, history.tsv, history.png, search.json."),
+    output: str = typer.Option(..., "-o", "--output", help="Folder to write: best.tsv, screen.tsv, history.tsv, history.png, search.json."),
     population: int = typer.Option(16, "--population", min=2, help="Gene subsets per generation."),
     generations: int = typer.Option(10, "--generations", min=1, help="Generations (the first is random)."),
     subset_size: str = typer.Option("2", "--subset-size", metavar="N|MIN-MAX", help="Genes per subset."),
     folds: int = typer.Option(3, "--folds", min=2, help="Stratified cross-validation folds; every subset is scored on the same ones."),
+    repeats: int = typer.Option(2, "--repeats", min=1, help="Fold splits (each a different stratified split) the accuracies are averaged over: more repeats, less noise, proportionally more time."),
+    gate: float = typer.Option(2.0, "--gate", min=0, metavar="SE", help="A subset earns credit only where the capsule's CV accuracy exceeds chance (the majority-class share) by this many standard errors of a no-signal model's accuracy (sqrt(p(1-p)/n))."),
+    screen: bool = typer.Option(True, "--screen/--no-screen", help="Start from the best pairs of a pair screen (seconds: every gene pair, a least-squares classifier with and without the products of the two genes' PCs; screen.tsv) instead of random subsets; needs --subset-size of at least 2."),
+    size_penalty: float = typer.Option(0.005, "--size-penalty", min=0, help="Fitness cost of every gene beyond the smallest --subset-size (ties go to the smaller subset anyway)."),
     elite: int = typer.Option(1, "--elite", min=0, help="Best subsets copied unchanged into the next generation."),
     mutation_rate: float = typer.Option(0.5, "--mutation-rate", min=0, max=0.99, help="Chance that a child gets a gene swapped in/out (then another, with the same chance)."),
     time_budget: Optional[float] = typer.Option(None, "--time-budget", min=0, metavar="SECONDS", help="Stop after the generation that crosses this many seconds (of search, summed over resumed runs), keeping the best so far."),
@@ -228,22 +232,27 @@ def capsule_search(
     valid_fraction: float = typer.Option(0.15, "--valid-fraction", min=0.01, max=0.5, help="Inner validation part of each training set, for early stopping."),
     hidden: int = typer.Option(32, "--hidden", min=2, help="Dense layer width (conv primary capsules only)."),
     kernel_size: int = typer.Option(5, "--kernel-size", min=1, help="Convolution kernel (conv primary capsules only)."),
-    class_dim: int = typer.Option(8, "--class-dim", min=1, help="Phenotype capsule dimension."),
+    capsule_dim: int = typer.Option(8, "--capsule-dim", min=1, help="Primary capsule dimension (with 4, gene capsules fit a strong gene worse than logistic regression does)."),
+    class_dim: int = typer.Option(16, "--class-dim", min=1, help="Phenotype capsule dimension."),
     routing: int = typer.Option(3, "--routing", min=1, help="Routing-by-agreement iterations."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="Fitness evaluations of a generation run in parallel in this many processes (one torch thread each); results do not depend on it."),
     seed: int = typer.Option(1, "--seed", help="Seeds the folds, the GA and every training: same inputs and seed, same result."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
 ) -> None:
-    """Search for gene subsets whose genes act together: a genetic algorithm maximising the capsule
-    network's cross-validated accuracy minus logistic regression's, both on the subset's Gene-PCs.
+    """Search for gene subsets whose genes act together: a genetic algorithm maximising how far the
+    capsule network's cross-validated accuracy exceeds logistic regression's, both on the subset's Gene-PCs.
 
-    Fitness = ACC_capsule - ACC_logistic on the held-out folds (same folds for every subset;
-    training accuracies are reported, not optimised). GA: tournament selection, uniform crossover
+    Fitness = ACC_capsule - max(ACC_logistic, chance + --gate SE) - --size-penalty per extra gene,
+    accuracies on the held-out folds averaged over --repeats fold splits (the same for every
+    subset): credit only for what an additive model misses, and only where the capsule network is
+    above what a subset without signal reaches by luck. Training accuracies are reported, not optimised. GA: tournament selection, uniform crossover
     of gene sets repaired to --subset-size, gene-swap mutation, elitism; each subset is scored once.
-    OUTPUT gets best.tsv (the best subsets, rank 1 first), history.tsv and history.png (fitness by
-    generation) and search.json (settings and inputs). The state after each generation is kept in
+    Generation 1 is the best pairs of a pair screen (--screen; screen.tsv), the capsule fitness is
+    then spent where interactions are likely. OUTPUT gets best.tsv (the best subsets, rank 1
+    first), screen.tsv, history.tsv and history.png (fitness by generation) and search.json
+    (settings and inputs). The state after each generation is kept in
     OUTPUT.checkpoint until the search finishes (--resume continues it). Costly: every new subset is
-    --folds capsule trainings.
+    --folds x --repeats capsule trainings.
     """
     import hashlib
     import json as jsonlib
@@ -278,7 +287,7 @@ def capsule_search(
         x, y, samples = ct.align(features, pheno, phenotypes)
         log(f"{len(samples)} samples ({', '.join(f'{c}: {int((y == i).sum())}' for i, c in enumerate(pheno.classes))}), "
             f"{len(groups)} genes, {x.shape[1]} features")
-        config = {"n_classes": 2, "hidden": hidden, "kernel_size": kernel_size, "primary_channels": 4, "primary_dim": 4,
+        config = {"n_classes": 2, "hidden": hidden, "kernel_size": kernel_size, "primary_channels": 4, "primary_dim": capsule_dim,
                   "stride": 2, "class_dim": class_dim, "routing_iterations": routing, "primary": primary}
         smallest = min(len(idx) for _, idx in groups) * min_size
         try:
@@ -288,23 +297,37 @@ def capsule_search(
         s = ct.CapsuleSettings(folds=folds, test_fraction=0.0, valid_fraction=valid_fraction, epochs=epochs,
                                patience=patience, batch_size=batch_size, lr=lr, seed=seed, device="cpu", threads=1,
                                baselines=False)
-        split = ct.make_split(y, pheno.classes, folds, 0.0, seed)
+        splits = cs.make_splits(y, pheno.classes, folds, repeats, seed)
+        screen = screen and max_size >= 2
         gs = cs.SearchSettings(population=population, generations=generations, min_size=min_size, max_size=max_size,
-                               folds=folds, elite=elite, mutation_rate=mutation_rate, seed=seed)
+                               folds=folds, repeats=repeats, gate=gate, size_penalty=size_penalty, screen=screen,
+                               elite=elite, mutation_rate=mutation_rate, seed=seed)
+        chance, threshold = cs.chance_threshold(y, gate)
         inputs = {"features": str(features_path), "columns": len(features.columns), "genes": len(groups),
                   "phenotypes": str(phenotypes), "phenotype": pheno.column, "classes": pheno.classes,
                   "case": pheno.classes[1], "n_samples": len(samples)}
         fingerprint = {"search": cs.settings_dict(gs), "training": ct.settings_dict(s), "capsule": config,
                        "inputs": inputs,
                        "data": hashlib.sha256(np.ascontiguousarray(x).tobytes() + y.astype(np.int64).tobytes()).hexdigest()}
-        problem = cs.Problem(x, y, [idx for _, idx in groups], features.columns, split, s, config)
+        problem = cs.Problem(x, y, [idx for _, idx in groups], features.columns, splits, s, config, gate, size_penalty,
+                             min_size)
+        import time
+
         import torch
 
         torch.set_num_threads(1)
+        screened = None
+        if screen:
+            start = time.monotonic()
+            screened = cs.screen_pairs(problem)
+            (a, b), score, products, additive = screened[0]
+            log(f"pair screen: {len(screened)} pairs in {time.monotonic() - start:.1f} s; best {gene_names[a]},"
+                f"{gene_names[b]} (with products {products:.3f} vs additive {additive:.3f} CV accuracy)")
+            (folder / "screen.tsv").write_text(cs.screen_table(screened, gene_names))
         evaluator = cs.Evaluator(problem, usable_threads(threads))
         try:
             result = cs.search(evaluator, len(groups), gs, fingerprint, checkpoint, resume, time_budget, REPORTER,
-                               gene_names)
+                               gene_names, screened)
         finally:
             evaluator.close()
         (folder / "best.tsv").write_text(cs.best_table(result.cache, gene_names))
@@ -312,13 +335,15 @@ def capsule_search(
         cs.plot_history(result.history, folder / "history.png")
         best, ev = cs.ranked(result.cache)[0]
         (folder / "search.json").write_text(jsonlib.dumps({
-            "task": "gene subsets maximising capsule minus logistic-regression CV accuracy (capsule-search)",
-            "fitness": "mean over folds of held-out accuracy: capsule network - logistic regression, on the subset's Gene-PCs",
+            "task": "gene subsets where the capsule network beats logistic regression and chance (capsule-search)",
+            "fitness": "ACC_capsule - max(ACC_logistic, chance + gate * SE) - size_penalty * (genes - min size): "
+                       "held-out accuracy over repeats x folds on the subset's Gene-PCs",
+            "chance": round(chance, 6), "chance_threshold": round(threshold, 6),
             "settings": {**cs.settings_dict(gs), "time_budget": time_budget}, "training": ct.settings_dict(s),
             "capsule": config, "inputs": inputs, "generations_run": len(result.history),
             "stopped_by_time_budget": result.stopped_by_budget, "subsets_evaluated": len(result.cache),
             "best": {"genes": [gene_names[g] for g in best], **ev}}, indent=2) + "\n")
     checkpoint.unlink(missing_ok=True)
     log(f"wrote {output}: best subset {','.join(gene_names[g] for g in best)}: capsule {ev['cv_capsule']:.3f} vs "
-        f"logistic {ev['cv_logistic']:.3f} CV accuracy (fitness {ev['fitness']:+.4f}); "
+        f"logistic {ev['cv_logistic']:.3f} CV accuracy, chance gate {threshold:.3f} (fitness {ev['fitness']:+.4f}); "
         f"{len(result.cache)} subsets evaluated")
