@@ -13,13 +13,19 @@ stem (5 Swin stages) so it trains on two CPU cores in under an hour.
 
 Resumable: rerun the same command after an interruption and it continues from the checkpoint.
 
-    python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model]
+Stage `finetune` (issue 17) goes on from the installed model (`train-tracks --init-from`) for
+--finetune-epochs more epochs at lr 1e-4 on the same data and split, and installs the result only
+when its validation Pearson r beats the installed model's (the test split is reported, never used
+to choose).
+
+    python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model] [--stage finetune]
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import shutil
 import subprocess
 import sys
@@ -57,18 +63,32 @@ def main() -> None:
     ap.add_argument("--work", default=str(ROOT / "build" / "tracks-model"))
     ap.add_argument("--min-peaks", type=int, default=400)
     ap.add_argument("--threads", default="1")
+    ap.add_argument("--stage", choices=("scratch", "finetune"), default="scratch")
+    ap.add_argument("--finetune-epochs", type=int, default=2)
     args = ap.parse_args()
     shared, work = Path(args.shared), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     n = write_targets(shared / PEAKS, work / "targets.tsv", args.min_peaks)
     print(f"{n} tracks", file=sys.stderr)
-    model = work / "model"
-    cmd = [sys.executable, "-m", "genointerp", "train-tracks", "--fasta", str(shared / FASTA),
-           "--targets", str(work / "targets.tsv"), "--chroms", "20", *TRAIN_ARGS, "-t", args.threads, "-o", str(model)]
-    if (work / "model.checkpoint" / "last.pt").exists():
+    data = ["--fasta", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--chroms", "20"]
+    if args.stage == "finetune":
+        model = work / "finetune"
+        train = [*data, *TRAIN_ARGS, "--init-from", str(DEST), "--epochs", str(args.finetune_epochs), "--lr", "1e-4"]
+    else:
+        model = work / "model"
+        train = [*data, *TRAIN_ARGS]
+    cmd = [sys.executable, "-m", "genointerp", "train-tracks", *train, "-t", args.threads, "-o", str(model)]
+    if Path(f"{model}.checkpoint", "last.pt").exists():
         cmd.append("--resume")
     if not model.exists():
         subprocess.run(cmd, check=True)
+    if args.stage == "finetune":
+        new, old = (json.loads((d / "config.json").read_text())["training"]["valid_pearson"] for d in (model, DEST))
+        test = json.loads((model / "test_metrics.json").read_text())["pearson_mean"]
+        print(f"fine-tuned: validation r {new:.4f} (installed {old:.4f}), test r {test:.4f}", file=sys.stderr)
+        if new <= old:
+            print("not installed: validation r did not improve", file=sys.stderr)
+            return
     DEST.mkdir(parents=True, exist_ok=True)
     for name in ("model.safetensors", "config.json", "metrics.tsv", "test_pearson.tsv", "test_metrics.json"):
         shutil.copy(model / name, DEST / name)

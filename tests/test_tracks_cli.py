@@ -683,3 +683,19 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-freeze-epochs", 1, "-o", tmp_path / "x")
     assert res.exit_code == 2
     assert_one_error_line(res, "--motif-init jaspar")
+
+
+def test_init_from_fine_tunes_a_trained_model(model, cli, tmp_path):
+    """--init-from starts from the model's weights and architecture: with lr 0 nothing moves, so
+    the fine-tuned model is the starting one; other windows or tracks are one error line."""
+    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--lr", 0, "--epochs", 1, "--width", 32,
+              "--init-from", model, "-o", tmp_path / "ft")
+    assert res.exit_code == 0, res.output
+    a, b = load_file(str(model / "model.safetensors")), load_file(str(tmp_path / "ft" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)  # --width 32 was not used
+    cfg = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert cfg["training"]["init_from"]["path"] == str(model.resolve()) and cfg["training"]["width"] == 16
+    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, "--seq-len", 1024, "--bin-size", 32,
+              "--target-bins", 8, "--epochs", 1, "--device", "cpu", "--init-from", model, "-o", tmp_path / "bad")
+    assert_one_error_line(res, "--init-from")
+    assert not (tmp_path / "bad").exists()

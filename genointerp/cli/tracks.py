@@ -69,6 +69,8 @@ def train_tracks(
     motif_init: MotifInit = typer.Option(MotifInit.none, "--motif-init", help="jaspar: start the stem's filters as JASPAR "
                                          "motifs, the tracked factors' first, then one per TF family (needs pyjaspar)."),
     motif_freeze: int = typer.Option(0, "--motif-freeze-epochs", min=0, help="Keep the --motif-init filters fixed for this many first epochs."),
+    init_from: Optional[str] = typer.Option(None, "--init-from", help="Fine-tune: start from this track model's weights "
+                                            "(its architecture; same tracks and window geometry)."),
     dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9, help="Dropout rate inside the model."),
     seq_len: int = typer.Option(4096, "--seq-len", min=64, help="bp of DNA per window."),
     bin_size: int = typer.Option(128, "--bin-size", min=1, help="bp per target bin."),
@@ -110,14 +112,16 @@ def train_tracks(
                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
-                            motif_freeze_epochs=motif_freeze)
+                            motif_freeze_epochs=motif_freeze, init_from=init_from)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
+    if init_from and motif_init != MotifInit.none:
+        raise typer.BadParameter("--init-from starts from trained filters: leave out --motif-init", param_hint="--init-from")
     if motif_freeze and motif_init == MotifInit.none:
         raise typer.BadParameter("freezes the --motif-init filters: give --motif-init jaspar", param_hint="--motif-freeze-epochs")
     if not basenji and not (fasta and targets):
         raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
-    with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji], resume,
+    with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji, init_from], resume,
                           force) as folder:
         metrics = run(req, settings, folder, output, resume, REPORTER)
     groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())

@@ -38,6 +38,7 @@ class TrackTrainRequest:
     max_n_fraction: float = 0.5
     motif_init: str = "none"  # "jaspar": the stem's filters start as JASPAR motifs (tracks.motifs)
     motif_freeze_epochs: int = 0  # keep those filters fixed for this many first epochs
+    init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
 
 
 def _group_order(specs) -> list:
@@ -127,18 +128,44 @@ class TrackTraining(TrainingJob):
         from genointerp.models.track_configs import default_track_config
 
         req, g = self.req, self.g
+        if req.init_from:
+            return self._init_config()
         stages = (g.bin_size // req.patch).bit_length() - 1
         if req.patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
         return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.specs), self.sizes,
                                     req.width, dropout=req.dropout, max_stages=stages)
 
+    def _init_config(self):
+        """The --init-from model's architecture, once its windows and tracks are checked against the data."""
+        from genointerp.tracks.predict import load_track_model
+
+        src = self.req.init_from
+        self.init_model, cfg = load_track_model(src)
+        w, g = cfg["window"], self.g
+        if (w["seq_len"], w["bin_size"], w["target_bins"]) != (g.seq_len, g.bin_size, g.target_bins):
+            raise InputError(f"--init-from {src}: windows of {w['seq_len']} bp -> {w['target_bins']} x {w['bin_size']} bp, "
+                             f"but these data have {g.seq_len} bp -> {g.target_bins} x {g.bin_size} bp "
+                             "(give the same --seq-len, --bin-size, --target-bins)")
+        ids = [t["id"] for t in cfg["tracks"]]
+        if ids != [s.id for s in self.specs]:
+            raise InputError(f"--init-from {src}: its {len(ids)} tracks are not these {len(self.specs)} tracks in the same "
+                             "order (match the targets file's ids and groups)")
+        self.init_info = {"path": str(Path(src).resolve()), "valid_pearson": cfg["training"].get("valid_pearson"),
+                          "test_pearson": cfg.get("test_metrics", {}).get("pearson_mean"),
+                          "arch": cfg["training"].get("arch"), "width": cfg["training"].get("width")}
+        return self.init_model.config
+
     def build(self, config):
         from genointerp.checkpoint import build_model
 
         self.model = build_model(config.to_dict())
+        if self.req.init_from:
+            self.model.load_state_dict(self.init_model.state_dict())
+            self.log(f"weights from --init-from {self.req.init_from} (its --arch/--width/--patch; the options given "
+                     "here are not used)")
         self.motifs = []
-        if self.req.motif_init == "jaspar":
+        if self.req.motif_init == "jaspar" and not self.req.init_from:
             from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, stem_conv
 
             conv = stem_conv(self.model)
@@ -153,7 +180,7 @@ class TrackTraining(TrainingJob):
     def describe(self, model) -> str:
         g = self.g
         n_params = sum(p.numel() for p in model.parameters())
-        return (f"{self.req.arch}: {n_params:,} parameters; {len(self.specs)} tracks in {len(self.sizes)} group(s); "
+        return (f"{self._arch_info()['arch']}: {n_params:,} parameters; {len(self.specs)} tracks in {len(self.sizes)} group(s); "
                 f"windows of {g.seq_len:,} bp -> {g.target_bins} x {g.bin_size} bp bins; train {len(self.train):,}, "
                 f"valid {len(self.valid):,}, test {len(self.test_set):,}")
 
@@ -184,13 +211,18 @@ class TrackTraining(TrainingJob):
             "window": {"seq_len": g.seq_len, "bin_size": g.bin_size, "target_bins": g.target_bins,
                        "stat": req.stat, "clip": None if req.basenji else req.clip},
             "reference": {"chroms": self.reference["chroms"]} if not req.basenji else None,
-            "training": {**asdict(settings), "arch": req.arch, "width": req.width, "data": self.data_info,
-                         "motif_init": self.motif_info(),
+            "training": {**asdict(settings), **self._arch_info(), "data": self.data_info,
+                         "motif_init": self.motif_info(), "init_from": getattr(self, "init_info", None),
                          "windows": {"train": len(self.train), "valid": len(self.valid), "test": len(self.test_set)},
                          "epochs_run": len(history), "best_epoch": int(best_row["epoch"]),
                          "valid_pearson": float(best_row["valid_pearson"])},
             "test_metrics": test_metrics,
         }
+
+    def _arch_info(self) -> dict:
+        if self.req.init_from:
+            return {"arch": self.init_info["arch"], "width": self.init_info["width"]}
+        return {"arch": self.req.arch, "width": self.req.width}
 
     def motif_info(self) -> dict | None:
         from genointerp.tracks.motifs import RELEASE
