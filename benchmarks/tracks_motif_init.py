@@ -6,8 +6,10 @@ tracks on GRCh37 chr20; valid 50.4-56.7 Mb, test 56.7-63.0 Mb), trained on --tra
 lr 3e-4 cosine, seed 1. Variants (--variants, comma-separated):
 
     <arch>-p<patch>-<init>   arch: swin1d or a Table 1 baseline; patch: bp per token after the stem;
-                             init: random, jaspar (--motif-init jaspar) or jaspar-freeze
-                             (--motif-init jaspar --motif-freeze-epochs 1)
+                             init: random, jaspar (--motif-init jaspar: every stem filter),
+                             jaspar-freeze (--motif-init jaspar --motif-freeze-epochs 1) or
+                             jaspar-half (--motif-init jaspar --motif-filters 16: half of them),
+                             centred, centred-half (the same with --motif-init jaspar-centred)
 
 Table: test Pearson r (mean over tracks), its margin over the cpg control on the same test windows
 (evaluate-tracks --controls, fitted on the training region), validation r, seconds. Then, for
@@ -37,7 +39,10 @@ from build_tracks_model import FASTA, PEAKS, write_targets  # noqa: E402
 DEFAULT = ("maxpool-cnn-p4-random,maxpool-cnn-p4-jaspar,maxpool-cnn-p4-jaspar-freeze,maxpool-cnn-p1-random,"
            "maxpool-cnn-p1-jaspar,swin1d-p4-random,swin1d-p4-jaspar")
 INIT = {"random": [], "jaspar": ["--motif-init", "jaspar"],
-        "jaspar-freeze": ["--motif-init", "jaspar", "--motif-freeze-epochs", "1"]}
+        "jaspar-freeze": ["--motif-init", "jaspar", "--motif-freeze-epochs", "1"],
+        "jaspar-half": ["--motif-init", "jaspar", "--motif-filters", "16"],
+        "centred": ["--motif-init", "jaspar-centred"],
+        "centred-half": ["--motif-init", "jaspar-centred", "--motif-filters", "16"]}
 
 
 def parse_variant(name: str) -> tuple[str, int, str]:
@@ -119,7 +124,7 @@ def main() -> None:
     for name in variants:
         arch, patch, init = parse_variant(name)
         base = f"{arch}-p{patch}-random"
-        if init == "random" or base not in tracks:
+        if init == "random" or base not in tracks:  # motif variants against random init
             continue
         gain = {f: v - by_factor(tracks[base])[f] for f, v in by_factor(tracks[name]).items()}
         order = sorted(gain, key=gain.get, reverse=True)

@@ -675,10 +675,12 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     conv = stem_conv(load_model_dir(tmp_path / "frozen")[0])
     np.testing.assert_array_equal(conv.weight[0].detach().numpy(), weight)
     assert conv.bias[0].item() == np.float32(bias)
-    # without freezing, the same run moves the filter
-    assert cli(*args, "-o", tmp_path / "free").exit_code == 0
+    # without freezing, the same run moves the filter; --motif-filters 3 leaves the other 5 random
+    assert cli(*args, "--motif-filters", 3, "-o", tmp_path / "free").exit_code == 0
     moved = stem_conv(load_model_dir(tmp_path / "free")[0]).weight[0].detach().numpy()
     assert not np.array_equal(moved, weight)
+    free = json.loads((tmp_path / "free" / "config.json").read_text())["training"]["motif_init"]["filters"]
+    assert free == info["filters"][:3]
 
     res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-freeze-epochs", 1, "-o", tmp_path / "x")
     assert res.exit_code == 2

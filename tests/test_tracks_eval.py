@@ -204,3 +204,15 @@ def test_a_motif_filter_scores_its_consensus_one_above_zero_and_random_dna_below
     long["A"][:4] = [2, 2, 3, 2]
     w2, _ = motif_filter(long, 5)
     np.testing.assert_allclose(w2 / w2.max(), w[:, 1:6] / w[:, 1:6].max(), rtol=1e-6)
+
+
+def test_a_centred_motif_filter_scores_a_quarter_at_its_consensus_and_zero_on_average():
+    from genointerp.tracks.motifs import motif_filter
+
+    counts = {"A": [0, 9, 0, 0, 1], "C": [0, 0, 10, 0, 0], "G": [10, 0, 0, 0, 9], "T": [0, 1, 0, 10, 0]}  # GACTG
+    w, b = motif_filter(counts, 5, "centred")
+    assert b == 0
+    np.testing.assert_allclose(w.mean(0), 0, atol=1e-7)  # every column: a uniform base scores 0 on average
+    assert w.max(0).sum() == pytest.approx(0.25, abs=1e-6)  # the consensus
+    with pytest.raises(ValueError, match="unknown motif scale"):
+        motif_filter(counts, 5, "other")

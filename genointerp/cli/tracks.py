@@ -26,6 +26,7 @@ class Arch(str, Enum):
 class MotifInit(str, Enum):
     none = "none"
     jaspar = "jaspar"
+    jaspar_centred = "jaspar-centred"
 
 
 class BinStat(str, Enum):
@@ -67,8 +68,11 @@ def train_tracks(
     patch: int = typer.Option(1, "--patch", min=1, help="bp per token after the stem: 1 = single-nucleotide tokens (the paper); "
                               "4 or 8 trains several times faster on CPU."),
     motif_init: MotifInit = typer.Option(MotifInit.none, "--motif-init", help="jaspar: start the stem's filters as JASPAR "
-                                         "motifs, the tracked factors' first, then one per TF family (needs pyjaspar)."),
+                                         "motifs, the tracked factors' first, then one per TF family (needs pyjaspar), each firing "
+                                         "near its matches; jaspar-centred: the same motifs, mean-centred and scaled like random filters."),
     motif_freeze: int = typer.Option(0, "--motif-freeze-epochs", min=0, help="Keep the --motif-init filters fixed for this many first epochs."),
+    motif_filters: int = typer.Option(0, "--motif-filters", min=0, help="How many stem filters --motif-init sets (0: all; "
+                                      "the rest keep their random start)."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Fine-tune: start from this track model's weights "
                                             "(its architecture; same tracks and window geometry)."),
     dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9, help="Dropout rate inside the model."),
@@ -112,13 +116,15 @@ def train_tracks(
                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
-                            motif_freeze_epochs=motif_freeze, init_from=init_from)
+                            motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if init_from and motif_init != MotifInit.none:
         raise typer.BadParameter("--init-from starts from trained filters: leave out --motif-init", param_hint="--init-from")
     if motif_freeze and motif_init == MotifInit.none:
         raise typer.BadParameter("freezes the --motif-init filters: give --motif-init jaspar", param_hint="--motif-freeze-epochs")
+    if motif_filters and motif_init == MotifInit.none:
+        raise typer.BadParameter("sets how many --motif-init filters: give --motif-init jaspar", param_hint="--motif-filters")
     if not basenji and not (fasta and targets):
         raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
     with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji, init_from], resume,

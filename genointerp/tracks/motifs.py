@@ -10,8 +10,14 @@ motifs keep their random initialisation.
 
 A motif becomes a filter as its log-odds against a uniform background (bits, pseudocount 0.5 per
 base), the `kernel` columns of highest information content (centred and zero-padded when the
-motif is shorter), scaled so a perfect match scores +1 above the bias and the bias sitting at 75 %
-of the perfect score: the filter fires on near-matches and is strongly negative elsewhere.
+motif is shorter), in one of two scales:
+
+- `threshold` (`--motif-init jaspar`): scaled so a perfect match scores +1, with the bias at 75 %
+  of the perfect score: the filter fires on near-matches and is strongly negative elsewhere;
+- `centred` (`--motif-init jaspar-centred`): each column's mean subtracted, so random DNA scores 0
+  on average, no bias, and scaled so a perfect match scores 1/4, about the spread of a randomly
+  initialised filter's output: motif channels look like the random ones to the LayerNorms after
+  the stem, which a mix of threshold filters and random ones does not.
 
 JASPAR comes from pyjaspar (an offline SQLite copy of the database; the release is fixed, so the
 same command gives the same filters).
@@ -58,7 +64,11 @@ def track_factors(tracks: list[dict]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
-def motif_filter(counts: dict, kernel: int) -> tuple[np.ndarray, float]:
+SCALES = ("threshold", "centred")
+CENTRED_PEAK = 0.25  # a perfect match's score under the centred scale
+
+
+def motif_filter(counts: dict, kernel: int, scale: str = "threshold") -> tuple[np.ndarray, float]:
     """(float32 (4, kernel) weights, bias) of one JASPAR count matrix ({base: counts per position})."""
     c = np.array([counts[b] for b in "ACGT"], dtype=np.float64)  # (4, length)
     p = (c + PSEUDOCOUNT) / (c.sum(0) + 4 * PSEUDOCOUNT)
@@ -71,12 +81,18 @@ def motif_filter(counts: dict, kernel: int) -> tuple[np.ndarray, float]:
     else:
         left = (kernel - length) // 2
         log_odds = np.pad(log_odds, ((0, 0), (left, kernel - length - left)))
+    if scale == "centred":
+        log_odds = log_odds - log_odds.mean(0)
+        return (log_odds * CENTRED_PEAK / log_odds.max(0).sum()).astype(np.float32), 0.0
+    if scale != "threshold":
+        raise ValueError(f"unknown motif scale {scale!r} (known: {', '.join(SCALES)})")
     best = float(log_odds.max(0).sum())
-    scale = 1.0 / (best * (1 - THRESHOLD))
-    return (log_odds * scale).astype(np.float32), -THRESHOLD * best * scale
+    factor = 1.0 / (best * (1 - THRESHOLD))
+    return (log_odds * factor).astype(np.float32), -THRESHOLD * best * factor
 
 
-def jaspar_filters(tracks: list[dict], n: int, kernel: int, release: str = RELEASE) -> list[MotifFilter]:
+def jaspar_filters(tracks: list[dict], n: int, kernel: int, release: str = RELEASE,
+                   scale: str = "threshold") -> list[MotifFilter]:
     """Up to n filters: the tracked factors' motifs, then one per TF family (largest first)."""
     profiles = _profiles(release)
     by_name: dict[str, object] = {}
@@ -101,7 +117,7 @@ def jaspar_filters(tracks: list[dict], n: int, kernel: int, release: str = RELEA
             chosen.append((families[fam][0], "broad"))
     out = []
     for m, why in chosen[:n]:
-        w, b = motif_filter(m.counts, kernel)
+        w, b = motif_filter(m.counts, kernel, scale)
         out.append(MotifFilter(m.matrix_id, m.name, why, w, b))
     return out
 

@@ -36,8 +36,9 @@ class TrackTrainRequest:
     stat: str = "mean"
     clip: float | None = 32.0  # soft-clip targets above this (Basenji's clip_soft); None: as measured
     max_n_fraction: float = 0.5
-    motif_init: str = "none"  # "jaspar": the stem's filters start as JASPAR motifs (tracks.motifs)
+    motif_init: str = "none"  # "jaspar" / "jaspar-centred": the stem's filters start as JASPAR motifs (tracks.motifs)
     motif_freeze_epochs: int = 0  # keep those filters fixed for this many first epochs
+    motif_filters: int = 0  # how many stem filters start as motifs (0: all); the rest stay random
     init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
 
 
@@ -165,12 +166,14 @@ class TrackTraining(TrainingJob):
             self.log(f"weights from --init-from {self.req.init_from} (its --arch/--width/--patch; the options given "
                      "here are not used)")
         self.motifs = []
-        if self.req.motif_init == "jaspar" and not self.req.init_from:
+        if self.req.motif_init != "none" and not self.req.init_from:
             from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, stem_conv
 
             conv = stem_conv(self.model)
             tracks = [{"id": s.id, "name": s.name} for s in self.specs]
-            self.motifs = jaspar_filters(tracks, conv.out_channels, conv.kernel_size[0])
+            n = min(self.req.motif_filters or conv.out_channels, conv.out_channels)
+            scale = "centred" if self.req.motif_init == "jaspar-centred" else "threshold"
+            self.motifs = jaspar_filters(tracks, n, conv.kernel_size[0], scale=scale)
             apply_motif_filters(self.model, self.motifs)
             factors = [f.name for f in self.motifs if f.why == "factor"]
             self.log(f"stem: {len(self.motifs)} of {conv.out_channels} filters from {RELEASE} "
@@ -229,7 +232,8 @@ class TrackTraining(TrainingJob):
 
         if not self.motifs:
             return None
-        return {"source": f"{RELEASE} CORE vertebrates (pyjaspar)", "freeze_epochs": self.req.motif_freeze_epochs,
+        return {"source": f"{RELEASE} CORE vertebrates (pyjaspar)", "init": self.req.motif_init,
+                "freeze_epochs": self.req.motif_freeze_epochs,
                 "filters": [f"{f.matrix_id} {f.name} ({f.why})" for f in self.motifs]}
 
     def write_extra(self, folder: Path) -> None:
