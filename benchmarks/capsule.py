@@ -1,27 +1,41 @@
-"""capsule-train on simulated phenotypes over real haplotypes: capsule vs baselines, causal-gene recovery.
+"""capsule-train on simulated phenotypes over real haplotypes: capsule vs baselines, causal-gene recovery,
+and capsule-search on the interaction scenarios (issue 18's done-when).
 
 Cohort: a mosaic of the real phased 1000 Genomes EUR chr21 haplotypes (genointerp.genotypes.cohort;
 real allele frequencies and LD, more samples than the 379 of the panel), with the GENCODE genes of
 the region; Gene-PCs from `genointerp gene-pca`. Phenotypes are simulated from one causal SNP in each
-of four causal genes (each SNP inside exactly one gene, minor allele frequency 0.22-0.36), on a
+of six causal genes (each SNP inside exactly one gene, minor allele frequency 0.22-0.36), on a
 liability scale with heritability h2, cases = liability above the median (balanced):
 
-- additive:  liability = sum of the four standardised dosages;
+- additive:  liability = sum of the standardised dosages of genes 1-4;
 - cooccur:   liability = 1 where a sample carries the minor allele of both genes 1 and 2 (risk only
   when the two risk alleles co-occur; each gene alone has a marginal effect);
 - xor:       liability = 1 where it carries exactly one of the two (XOR epistasis; with carrier
-  frequencies near 0.5, MAF 0.22-0.36, neither gene alone says anything: a linear model is blind).
+  frequencies near 0.5, MAF 0.22-0.36, neither gene alone says anything: a linear model is blind);
+- mixed:     the additive sum of genes 1-4 plus an XOR pair of genes 5 and 6, each part standardised
+  (the pair carries half the genetic variance, each additive gene an eighth).
 
-Each scenario runs `genointerp capsule-train` once (5-fold CV + balanced 20 % test set, all
-baselines on the same folds, the PRS among them: gene-pca keeps the SNP dosages); the table shows CV accuracy mean ± sd and test accuracy per method,
-then how many of the scenario's causal genes are among the decisive genes (top 5 % of genes.tsv), next to
-the same count for logistic regression's per-gene |coefficient| sums (a linear reference).
+Genes 5 and 6 and the mixed scenario's noise come from generators of their own, so genes 1-4 and
+the other scenarios' phenotypes are what they were before the mixed scenario existed.
 
-    python benchmarks/capsule.py --shared ../shared/data [--samples 1000] [--seed 1] [--h2 0.8] [--threads 1] [--scenarios additive,cooccur,xor] [--primary conv]
+For every seed (--seeds 1,2,3: each seed its own cohort, causal genes and splits) each scenario runs
+`genointerp capsule-train` (5-fold CV + balanced 20 % test set; --primary gene with every baseline on
+the same folds: logistic regression, SVM, random forest, AdaBoost, MLP and the PRS, gene-pca keeps
+the SNP dosages; a second kind, --primary gene,conv, with --no-baselines on the same folds;
+--primary conv --scenarios additive,cooccur,xor is the README's first capsule-train table). Printed: CV
+accuracy per seed, mean ± sd over the seeds of each seed's 5-fold mean, capsule minus logistic
+regression and the best baseline, and how many causal genes are among the decisive genes (top 5 %
+of genes.tsv; logistic regression's per-gene |coefficient| sums as a linear reference). With
+--search, capsule-search runs on those scenarios' cohorts: its top subset, and the planted pair's
+rank in best.tsv and in the pair screen.
 
---primary is capsule-train's; conv (the paper's primary capsules) by default here, as in the
-README's table, which was measured before gene capsules became capsule-train's default
-(benchmarks/capsule_primary.py compares the two).
+    python benchmarks/capsule.py --shared ../shared/data [--samples 1000] [--seeds 1,2,3] [--h2 0.8] \
+        [--scenarios additive,cooccur,xor,mixed] [--primary gene[,conv]] [--search cooccur,xor,mixed] \
+        [--search-args "--population 8 --generations 4"] [--jobs 2] [--reuse]
+
+--jobs runs that many genointerp processes at once (1 thread each); results do not depend on it.
+--reuse keeps model and search folders a run before finished (their seconds are kept beside them),
+so seeds or searches run apart can be tabulated together.
 """
 
 from __future__ import annotations
@@ -30,7 +44,7 @@ import argparse
 import json
 import math
 import sys
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +68,9 @@ def dosages(vcf: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     return reader.samples, np.array([s.pos for s in sites]), np.stack([s.dosage for s in sites], axis=1)
 
 
-def causal_snps(genes, pos, dose, feature_genes: set[str], rng) -> list[tuple[str, int]]:
-    """(gene, SNP column) for N_CAUSAL genes with Gene-PCs: a common SNP inside that gene only."""
+def causal_snps(genes, pos, dose, feature_genes: set[str], rng, seed: int) -> list[tuple[str, int]]:
+    """(gene, SNP column) for N_CAUSAL genes with Gene-PCs (a common SNP inside that gene only), then
+    two more (the mixed scenario's pair)."""
     maf = dose.mean(0) / 2
     maf = np.minimum(maf, 1 - maf)
     candidates = []
@@ -68,22 +83,36 @@ def causal_snps(genes, pos, dose, feature_genes: set[str], rng) -> list[tuple[st
         if alone:
             candidates.append((g.name, int(rng.choice(alone))))
     picks = rng.choice(len(candidates), size=N_CAUSAL, replace=False)
-    return [candidates[i] for i in sorted(picks)]
+    # the mixed scenario's interacting pair: two more genes, from a generator of their own so that the
+    # four above (and every other draw of `rng`) are what they were before the mixed scenario existed
+    rest = np.setdiff1d(np.arange(len(candidates)), picks)
+    pair = np.random.default_rng([seed, 6]).choice(rest, size=2, replace=False)
+    return [candidates[i] for i in sorted(picks)] + [candidates[i] for i in sorted(pair)]
 
 
-SCENARIOS = {"additive": 4, "cooccur": 2, "xor": 2}  # scenario -> how many causal genes it uses
+SCENARIOS = {"additive": 4, "cooccur": 2, "xor": 2, "mixed": 6}  # scenario -> how many causal genes it uses
+PAIR = {"cooccur": (0, 1), "xor": (0, 1), "mixed": (4, 5)}  # scenario -> its interacting pair (causal indices)
+
+
+def minor_carrier(dose: np.ndarray, j: int) -> np.ndarray:
+    d = dose[:, j]
+    return (d if d.mean() <= 1 else 2 - d) > 0
+
+
+def standardised(g: np.ndarray) -> np.ndarray:
+    g = g.astype(float)
+    return (g - g.mean()) / g.std()
 
 
 def liability(kind: str, dose: np.ndarray, causal, h2: float, rng) -> np.ndarray:
     cols = [j for _, j in causal[:SCENARIOS[kind]]]
-    if kind == "additive":
-        g = sum((dose[:, j] - dose[:, j].mean()) / dose[:, j].std() for j in cols)
+    if kind in ("additive", "mixed"):
+        g = standardised(sum(standardised(dose[:, j]) for j in cols[:4]))
+        if kind == "mixed":  # + an XOR pair (genes 5 and 6) with as much variance as the four additive genes
+            g = standardised(g + standardised(minor_carrier(dose, cols[4]) ^ minor_carrier(dose, cols[5])))
     else:
-        minor = [dose[:, j] if dose[:, j].mean() <= 1 else 2 - dose[:, j] for j in cols]
-        a, b = (m > 0 for m in minor)
-        g = (a & b) if kind == "cooccur" else (a ^ b)
-        g = g.astype(float)
-    g = (g - g.mean()) / g.std()
+        a, b = (minor_carrier(dose, j) for j in cols)
+        g = standardised((a & b) if kind == "cooccur" else (a ^ b))
     return math.sqrt(h2) * g + math.sqrt(1 - h2) * rng.normal(size=len(g))
 
 
@@ -116,14 +145,15 @@ def planted_cohort(shared: str, n_samples: int, seed: int, h2: float, kinds: tup
     feature_genes = {c.split(":")[1] for c in features.columns}
     samples, pos, dose = dosages(vcf)
     assert samples == features.samples
-    causal = causal_snps(genes, pos, dose, feature_genes, rng)
+    causal = causal_snps(genes, pos, dose, feature_genes, rng, seed)
     about = (f"cohort: {n_samples} mosaic samples x {len(pos)} SNPs (real EUR chr21 haplotypes), {len(feature_genes)} "
              f"genes with Gene-PCs, {len(features.columns)} features (gene-pca {t_pca:.1f} s); causal genes: "
              f"{', '.join(f'{g} (MAF {min(dose[:, j].mean() / 2, 1 - dose[:, j].mean() / 2):.2f})' for g, j in causal)}; "
              f"h2 {h2}")
     labels = {}
     for kind in kinds:
-        li = liability(kind, dose, causal, h2, rng)
+        # mixed draws its noise from a generator of its own: the other scenarios' stay as they were
+        li = liability(kind, dose, causal, h2, np.random.default_rng([seed, 7]) if kind == "mixed" else rng)
         labels[kind] = (li > np.median(li)).astype(int)
     (out / "pheno.tsv").write_text("sample\t" + "\t".join(kinds) + "\n" + "".join(
         f"{s}\t" + "\t".join(str(labels[k][i] + 1) for k in kinds) + "\n" for i, s in enumerate(samples)))
@@ -136,54 +166,156 @@ def decisive_genes(model: Path) -> tuple[list[str], list[str]]:
     return [r[1] for r in ranked if r[5] == "yes"], [r[1] for r in ranked]
 
 
+METHODS = {"capsule_gene": "capsule (gene)", "capsule_conv": "capsule (conv)", "logistic_regression": "LR",
+           "svm": "SVM", "random_forest": "RF", "adaboost": "AdaBoost", "mlp": "MLP", "prs": "PRS"}
+BASELINES = ("logistic_regression", "svm", "random_forest", "adaboost", "mlp", "prs")
+
+
+def fold_accuracy(model: Path) -> dict[str, list[float]]:
+    """method -> CV accuracy of each fold, from a capsule-train model folder's folds.tsv."""
+    acc: dict[str, list[float]] = {}
+    for line in (model / "folds.tsv").read_text().splitlines()[1:]:
+        f = line.split("\t")
+        acc.setdefault(f[0], []).append(float(f[2]))
+    return acc
+
+
+def mean_sd(values) -> str:
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}" if len(values) > 1 else f"{values[0]:.3f}"
+
+
+def search_outcome(folder: Path, pair: set[str]) -> dict:
+    """What capsule-search returned: rank 1, and the planted pair's rank in best.tsv (top 10) or '>10'."""
+    rows = [line.split("\t") for line in (folder / "best.tsv").read_text().splitlines()[1:]]
+    genes = [{g.rpartition(":")[2] for g in r[1].split(",")} for r in rows]
+    rank = next((i + 1 for i, g in enumerate(genes) if g == pair), None)
+    holds = next((i + 1 for i, g in enumerate(genes) if pair <= g), None)
+    info = json.loads((folder / "search.json").read_text())
+    screened = [{g.rpartition(":")[2] for g in line.split("\t")[1].split(",")}
+                for line in (folder / "screen.tsv").read_text().splitlines()[1:]] if (folder / "screen.tsv").exists() else []
+    return {"top": ",".join(sorted(genes[0])), "top_fitness": rows[0][3], "top_cv_capsule": rows[0][4],
+            "top_cv_logistic": rows[0][5], "pair_rank": rank or ">10", "pair_in_subset_rank": holds or ">10",
+            "pair_fitness": rows[rank - 1][3] if rank else "",
+            "pair_screen_rank": next((i + 1 for i, g in enumerate(screened) if g == pair), ">100"),
+            "evaluated": info["subsets_evaluated"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default="../shared/data")
     ap.add_argument("--samples", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", default="1", help="comma-separated; each seed makes its own cohort, causal genes and splits")
     ap.add_argument("--h2", type=float, default=0.8, help="heritability on the liability scale")
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated subset of " + ", ".join(SCENARIOS))
-    ap.add_argument("--primary", default="conv", choices=("conv", "gene"), help="capsule-train --primary")
+    ap.add_argument("--primary", default="gene", help="capsule-train --primary kinds to run: gene, conv, gene,conv or "
+                    "conv,gene (the first runs with every baseline, the other with --no-baselines on the same folds)")
+    ap.add_argument("--search", default="", help="scenarios to run capsule-search on (e.g. cooccur,xor,mixed): "
+                    "is the planted pair the top subset?")
+    ap.add_argument("--search-args", default="--population 16 --generations 8",
+                    help="capsule-search options (besides -o, --phenotype, --seed, -t 1)")
+    ap.add_argument("--jobs", type=int, default=1, help="capsule-train/-search processes at once (1 thread each)")
+    ap.add_argument("--reuse", action="store_true", help="keep finished model/search folders of an earlier run")
     ap.add_argument("--out", default="bench-output/capsule")
     args = ap.parse_args()
-    out = out_dir(args.out)
     kinds = tuple(args.scenarios.split(","))
-    if not set(kinds) <= set(SCENARIOS):
-        sys.exit(f"--scenarios: choose from {', '.join(SCENARIOS)}")
-    features, causal, labels, about = planted_cohort(args.shared, args.samples, args.seed, args.h2, kinds, out)
-    feats = out / "genepcs"
-    print(about)
+    searched = tuple(k for k in args.search.split(",") if k)
+    primaries = tuple(args.primary.split(","))
+    if not set(kinds) <= set(SCENARIOS) or not set(searched) <= set(PAIR) & set(kinds):
+        sys.exit(f"--scenarios: choose from {', '.join(SCENARIOS)}; --search from the interaction ones of those")
+    if not set(primaries) <= {"gene", "conv"}:
+        sys.exit("--primary: gene, conv or gene,conv")
+    seeds = [int(s) for s in args.seeds.split(",")]
 
-    rows, recovery = [], []
+    cohorts, runs = {}, []  # runs: (seed, scenario, what) with what = gene | conv | search
+    for seed in seeds:
+        out = out_dir(f"{args.out}/seed{seed}")
+        cohorts[seed] = planted_cohort(args.shared, args.samples, seed, args.h2, kinds, out)
+        print(f"seed {seed}: {cohorts[seed][3]}", flush=True)
+        runs += [(seed, kind, what) for kind in kinds for what in primaries + (("search",) if kind in searched else ())]
+
+    def run(job) -> float:
+        seed, kind, what = job
+        out = Path(f"{args.out}/seed{seed}")
+        folder, stamp = out / f"{kind}_{what}", out / f"{kind}_{what}.seconds"
+        done = folder / ("best.tsv" if what == "search" else "genes.tsv")
+        if args.reuse and done.exists() and stamp.exists():
+            return float(stamp.read_text())
+        common = ["--phenotype", kind, "-o", str(folder), "-t", "1", "--seed", str(seed), "--force"]
+        if what == "search":
+            cmd = ["capsule-search", str(out / "genepcs"), "-p", str(out / "pheno.tsv"), *common,
+                   *args.search_args.split()]
+        else:
+            cmd = ["capsule-train", str(out / "genepcs"), "-p", str(out / "pheno.tsv"), *common, "--primary", what,
+                   "--epochs", str(args.epochs)] + (["--no-baselines"] if what != primaries[0] else [])
+        secs = timed(GENOINTERP + ["-q"] + cmd)
+        stamp.write_text(f"{secs:.1f}\n")
+        print(f"seed {seed} {kind} {what}: {secs:.0f} s", flush=True)
+        return secs
+
+    with ThreadPoolExecutor(args.jobs) as pool:  # threads only wait on the genointerp processes
+        seconds = dict(zip(runs, pool.map(run, runs)))
+
+    acc: dict = {}  # (scenario, method) -> per-seed CV mean
+    per_seed, recovery, searches = [], [], []
+    for seed in seeds:
+        features, causal, labels, _ = cohorts[seed]
+        out = Path(f"{args.out}/seed{seed}")
+        for kind in kinds:
+            causal_names = {g for g, _ in causal[:SCENARIOS[kind]]}
+            row = {"seed": seed, "scenario": kind}
+            for what in primaries:
+                for method, folds in fold_accuracy(out / f"{kind}_{what}").items():
+                    method = f"capsule_{what}" if method == "capsule" else method
+                    acc.setdefault((kind, method), []).append(float(np.mean(folds)))
+                    row[METHODS[method]] = f"{np.mean(folds):.3f}"
+            per_seed.append(row)
+            model = out / f"{kind}_{primaries[0]}"
+            decisive, ranked = decisive_genes(model)
+            split = [line.split("\t") for line in (model / "split.tsv").read_text().splitlines()[1:]]
+            train_idx = [i for i, r in enumerate(split) if r[2] != "test"]
+            lr_top = lr_gene_ranking(features, labels[kind][train_idx], train_idx)[:len(decisive)]
+            recovery.append({"seed": seed, "scenario": kind, "decisive": len(decisive),
+                             f"causal in decisive ({primaries[0]})": f"{len(causal_names & set(decisive))}/{len(causal_names)}",
+                             "causal in LR top": f"{len(causal_names & set(lr_top))}/{len(causal_names)}",
+                             "causal ranks": ",".join(str(i + 1) for i, g in enumerate(ranked) if g in causal_names),
+                             "train_s": "/".join(f"{seconds[(seed, kind, w)]:.0f}" for w in primaries)})
+            if kind in searched:
+                pair = {causal[i][0] for i in PAIR[kind]}
+                searches.append({"seed": seed, "scenario": kind, "planted pair": ",".join(sorted(pair)),
+                                 **search_outcome(out / f"{kind}_search", pair),
+                                 "search_s": f"{seconds[(seed, kind, 'search')]:.0f}"})
+    methods = [m for m in METHODS if any((k, m) in acc for k in kinds)]
+    summary = []
     for kind in kinds:
-        causal_names = {g for g, _ in causal[:SCENARIOS[kind]]}
-        model = out / f"model_{kind}"
-        t0 = time.perf_counter()
-        timed(GENOINTERP + ["-q", "capsule-train", str(feats), "-p", str(out / "pheno.tsv"), "--phenotype", kind,
-                            "-o", str(model), "--threads", str(args.threads), "--seed", str(args.seed),
-                            "--epochs", str(args.epochs), "--primary", args.primary, "--force"])
-        secs = time.perf_counter() - t0
-        for line in (model / "results.tsv").read_text().splitlines()[1:]:
-            f = line.split("\t")
-            rows.append({"scenario": kind, "method": f[0], "cv_accuracy": f"{f[1]} ± {f[2]}", "test_accuracy": f[9]})
-        decisive, ranked = decisive_genes(model)
-        split = [line.split("\t") for line in (model / "split.tsv").read_text().splitlines()[1:]]
-        train_idx = [i for i, r in enumerate(split) if r[2] != "test"]
-        lr_top = lr_gene_ranking(features, labels[kind][train_idx], train_idx)[:len(decisive)]
-        cfg = json.loads((model / "config.json").read_text())
-        recovery.append({"scenario": kind, "decisive_genes": len(decisive),
-                         "capsule_causal_in_top": f"{len(causal_names & set(decisive))}/{len(causal_names)}",
-                         "lr_causal_in_top": f"{len(causal_names & set(lr_top))}/{len(causal_names)}",
-                         "capsule_causal_ranks": ",".join(str(i + 1) for i, g in enumerate(ranked) if g in causal_names),
-                         "primary_capsule": cfg["interpretation"].get("primary_capsule", "genes"), "train_s": f"{secs:.0f}"})
-    print(table(rows, ["scenario", "method", "cv_accuracy", "test_accuracy"]))
+        row = {"scenario": kind, **{METHODS[m]: mean_sd(acc[(kind, m)]) for m in methods if (kind, m) in acc}}
+        found = [r for r in recovery if r["scenario"] == kind]
+        key = f"causal in decisive ({primaries[0]})"
+        row["causal in decisive"] = (f"{sum(int(r[key].split('/')[0]) for r in found)}/"
+                                     f"{sum(int(r[key].split('/')[1]) for r in found)}")
+        row["LR top"] = (f"{sum(int(r['causal in LR top'].split('/')[0]) for r in found)}/"
+                         f"{sum(int(r['causal in LR top'].split('/')[1]) for r in found)}")
+        cap = acc.get((kind, f"capsule_{primaries[0]}"))
+        if cap and (kind, "logistic_regression") in acc:
+            lr = acc[(kind, "logistic_regression")]
+            best = max((m for m in BASELINES if (kind, m) in acc), key=lambda m: np.mean(acc[(kind, m)]))
+            row["capsule - LR"] = f"{np.mean(cap) - np.mean(lr):+.3f} (sd {np.std(lr, ddof=1) if len(lr) > 1 else 0:.3f})"
+            row["best baseline"] = f"{METHODS[best]} {np.mean(acc[(kind, best)]):.3f}"
+        summary.append(row)
+    print(table(per_seed, ["seed", "scenario"] + [METHODS[m] for m in methods]))
     print()
-    print(table(recovery, ["scenario", "decisive_genes", "capsule_causal_in_top", "lr_causal_in_top",
-                           "capsule_causal_ranks", "primary_capsule", "train_s"]))
-    (out / "result.json").write_text(json.dumps({"accuracy": rows, "recovery": recovery,
-                                                 "causal": [g for g, _ in causal]}, indent=2) + "\n")
+    print(table(recovery, list(recovery[0])))
+    print()
+    cols = ["scenario"] + [METHODS[m] for m in methods] + ["causal in decisive", "LR top"]
+    cols += [c for c in ("capsule - LR", "best baseline") if any(c in r for r in summary)]
+    print(f"mean ± sd over seeds {','.join(map(str, seeds))} of each seed's {args.samples}-sample 5-fold CV accuracy")
+    print(table([{c: r.get(c, "") for c in cols} for r in summary], cols))
+    if searches:
+        print()
+        print(table(searches, list(searches[0])))
+    Path(f"{args.out}/result.json").write_text(json.dumps(
+        {"per_seed": per_seed, "recovery": recovery, "summary": summary, "search": searches, "samples": args.samples,
+         "seeds": seeds, "causal": {seed: [g for g, _ in cohorts[seed][1]] for seed in seeds}}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
