@@ -214,31 +214,35 @@ class FreshXVirTraining(XVirTraining):
                              settings.rc_augment, settings.device, settings.precision)
 
     def calibrate(self, model, settings) -> dict:
-        """The calling threshold at req.target_fpr for every negative kind: fresh calibration reads
-        of each negative label, and the highest of their thresholds. With a k-mer index the rule
-        is the combined one (k-mer evidence, or p_viral >= threshold), as classify-reads calls."""
-        from genointerp.runtime import predict_proba
-        from genointerp.train.metrics import threshold_at_fpr
+        return calibrate_on_fresh_reads(model, self.sim, self.index, self.req.target_fpr, settings.device, settings.precision)
 
-        target, labels = self.req.target_fpr, self.sim.labels()
-        per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
-        shares = {label: 1.0 for label in labels}
-        codes, tokens, label = self.sim.draw(per_label * len(labels), "calibration", shares=shares)
-        p = predict_proba(model, tokens, settings.device, settings.precision)
-        by_kmer = np.zeros(len(p), bool)
-        if self.index is not None:  # the rows joined by an N, as KmerIndex.hits takes reads
-            m, L = codes.shape
-            flat = np.concatenate([codes, np.full((m, 1), N_CODE, np.uint8)], axis=1).ravel()
-            hits, _ = self.index.hits(flat, np.arange(m, dtype=np.int64) * (L + 1), np.full(m, L, np.int64))
-            by_kmer = hits >= self.index.settings.min_hits
-        score = combined_score(p, by_kmer)
-        t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), score[label == i], target) for i in range(1, len(labels)))
-        called = by_kmer | (p >= t)
-        return {"threshold": t, "target_fpr": target,
-                "fpr": {labels[i]: float(called[label == i].mean()) for i in range(1, len(labels))},
-                "tpr": float(called[label == 0].mean()), "n_reads": int(len(p)),
-                "set_on": f"fresh reads drawn from the training references, about {per_label:,} per label",
-                "rule": "k-mer evidence or p_viral >= threshold" if self.index is not None else "p_viral >= threshold"}
+
+def calibrate_on_fresh_reads(model, sim: ReadSimulator, index: KmerIndex | None, target: float, device: str,
+                             precision: str) -> dict:
+    """The calling threshold at `target` for every negative kind: fresh calibration reads of each
+    negative label of `sim`, and the highest of their thresholds. With a k-mer index the rule is
+    the combined one (k-mer evidence, or p_viral >= threshold), as classify-reads calls."""
+    from genointerp.runtime import predict_proba
+    from genointerp.train.metrics import threshold_at_fpr
+
+    labels = sim.labels()
+    per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
+    codes, tokens, label = sim.draw(per_label * len(labels), "calibration", shares={lab: 1.0 for lab in labels})
+    p = predict_proba(model, tokens, device, precision)
+    by_kmer = np.zeros(len(p), bool)
+    if index is not None:  # the rows joined by an N, as KmerIndex.hits takes reads
+        m, L = codes.shape
+        flat = np.concatenate([codes, np.full((m, 1), N_CODE, np.uint8)], axis=1).ravel()
+        hits, _ = index.hits(flat, np.arange(m, dtype=np.int64) * (L + 1), np.full(m, L, np.int64))
+        by_kmer = hits >= index.settings.min_hits
+    score = combined_score(p, by_kmer)
+    t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), score[label == i], target) for i in range(1, len(labels)))
+    called = by_kmer | (p >= t)
+    return {"threshold": t, "target_fpr": target,
+            "fpr": {labels[i]: float(called[label == i].mean()) for i in range(1, len(labels))},
+            "tpr": float(called[label == 0].mean()), "n_reads": int(len(p)),
+            "set_on": f"fresh reads drawn from the training references, about {per_label:,} per label",
+            "rule": "k-mer evidence or p_viral >= threshold" if index is not None else "p_viral >= threshold"}
 
 
 def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
