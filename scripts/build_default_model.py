@@ -11,12 +11,13 @@ Training reads: 150 bp HiSeq 2500-like (simulate-reads), half viral (a third of 
 genomes mutated with 5 % substitutions, as XVir augments), 30 % human, 20 % bacterial; then
 fine-tuning stages (FINETUNE) on fresh reads with a larger human share at lower learning rates:
 the first model still called too many human reads viral. Last, the model folder gets its k-mer
-index (the training HPV genomes minus k-mers of the human and bacterial training references;
+index (codon seeds of the training HPV genomes minus those of every training negative;
 genointerp.viral.evidence), and the model's threshold is set so that the combined caller
-(k-mer evidence or the model) calls at most 0.1 % of fresh non-viral reads viral (calibrate()).
+(k-mer evidence or the model) calls at most CALIBRATION_FPR of fresh reads of each non-viral
+kind viral (calibrate()).
 
     python scripts/build_default_model.py [--shared ../shared/data] [--reads 60000] [--epochs 8] [--device cuda]
-    python scripts/build_default_model.py --stage calling   # only the installed model's index and threshold
+    python scripts/build_default_model.py --stage calling   # only the installed model's index and threshold (installed if better)
     python scripts/build_default_model.py --stage fresh     # fine-tune the installed model on fresh reads
 
 The fresh stage fine-tunes the installed model with train-xvir on reads simulated anew every epoch

@@ -25,16 +25,17 @@ from genointerp.resources import BUILTIN_TRACKS, BUILTIN_XVIR, builtin_model_dir
 # below, copy the new numbers here, and update the README's `make run` numbers (XVir) with them.
 #
 # XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz`
-# (the README's `make run`): k-mer evidence or p_viral at the model's threshold 0.99 calls 40 reads
-# viral, all 40 HPV reads and none of the 1,960 others (read names start with the truth: viral|,
-# human|, bacterial|); evidence both 8, k-mers alone 32, the model alone 0.
-XVIR_THRESHOLD = 0.99
+# (the README's `make run`): k-mer evidence (3 seed hits) or p_viral at the model's threshold 0.9969
+# calls 40 reads viral, all 40 HPV reads and none of the 1,960 others (read names start with the
+# truth: viral|, human|, bacterial|); evidence both 3, k-mers alone 37, the model alone 0.
+XVIR_THRESHOLD = 0.9969
+XVIR_MIN_HITS = 3
 XVIR_CALLED = {"viral": 40, "other": 0}
-XVIR_EVIDENCE = {"both": 8, "model": 0, "kmer": 32, "none": 1960}
+XVIR_EVIDENCE = {"both": 3, "model": 0, "kmer": 37, "none": 1960}
 # Logits (before the sigmoid) of reads chosen across the range: confident HPV, an HPV read the model
 # misses, confident human and E. coli, and reads near the threshold, whose logit is
-# log(0.99 / 0.01) = 4.5951: the two human reads scored highest (below it), an HPV read just above
-# it (called on both) and one just below it (called on k-mers alone).
+# log(0.9969 / 0.0031) = 5.7732: the two human reads scored highest (below it), an HPV read above
+# it (called on both) and HPV reads below it (called on k-mers alone).
 XVIR_LOGITS = {
     "viral|1785|HPV18|4475|4625|-|0": 6.766106,
     "viral|1052|HPV6|4151|4301|-|3": -0.970766,
@@ -49,21 +50,23 @@ XVIR_LOGITS = {
     "viral|369|HPV18|1404|1554|-|0": 4.629229,
     "viral|626|HPV6|4629|4779|-|0": 4.455694,
 }
-# k-mer hits of those reads: 130 is every 21-mer of a 150 bp read; the error-free HPV142 read has
-# them all, reads with sequencing errors (last field of the name) lose the 21 k-mers over each.
+# Seed hits of those reads: a 150 bp read has 125 windows of 26 bases; the error-free reads have
+# 119-124 of them in the index (the rest are low-complexity windows or seeds the negatives share),
+# reads with sequencing errors (last field of the name) lose the windows that compare an erroneous
+# base (18 of the 26 over each).
 XVIR_KMER_HITS = {
-    "viral|1785|HPV18|4475|4625|-|0": 130,
-    "viral|1052|HPV6|4151|4301|-|3": 64,
+    "viral|1785|HPV18|4475|4625|-|0": 124,
+    "viral|1052|HPV6|4151|4301|-|3": 75,
     "human|1263|20|34527|34677|-|0": 0,
     "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": 0,
     "human|712|20|59189|59339|-|0": 0,
-    "viral|651|HPV142|7328|7478|+|0": 130,
+    "viral|651|HPV142|7328|7478|+|0": 124,
     "human|784|20|89525|89675|+|0": 0,
-    "viral|1063|HPV16|896|1046|-|1": 93,
+    "viral|1063|HPV16|896|1046|-|1": 99,
     "human|1987|20|17654|17804|+|0": 0,
     "human|444|20|15862|16012|-|1": 0,
-    "viral|369|HPV18|1404|1554|-|0": 125,
-    "viral|626|HPV6|4629|4779|-|0": 130,
+    "viral|369|HPV18|1404|1554|-|0": 119,
+    "viral|626|HPV6|4629|4779|-|0": 121,
 }
 # Tracks (genointerp/resources/models/tracks_dream_chr20), `genointerp predict-tracks --fasta
 # test-data/chr20_slice.fa.gz --regions <20:40000-44096>`: predicted signal of four tracks at three
@@ -116,7 +119,7 @@ def xvir_call_misses(tsv: str, summary: dict) -> list[str]:
             misses.append(f"{rid}: p_viral {p}, pinned {sigmoid(z):.6f}")
         if rows[rid][5] != str(XVIR_KMER_HITS[rid]):
             misses.append(f"{rid}: kmer_hits {rows[rid][5]}")
-        by_model, by_kmer = sigmoid(z) >= XVIR_THRESHOLD, XVIR_KMER_HITS[rid] >= 2
+        by_model, by_kmer = sigmoid(z) >= XVIR_THRESHOLD, XVIR_KMER_HITS[rid] >= XVIR_MIN_HITS
         if rows[rid][3:] != ["viral" if by_model or by_kmer else "not_viral", "scored", str(XVIR_KMER_HITS[rid]),
                              {(1, 1): "both", (1, 0): "model", (0, 1): "kmer", (0, 0): "none"}[by_model, by_kmer]]:
             misses.append(f"{rid}: call {rows[rid][3:]}")
@@ -153,6 +156,7 @@ def test_make_run_calls_the_pinned_reads(cli, tmp_path):
     """The README's `make run`: the default model and threshold on tumor_small.fq.gz."""
     tsv, summary = classify(cli, tmp_path)
     assert summary["threshold"] == XVIR_THRESHOLD and summary["reads_scored"] == 2000
+    assert summary["kmer_index"]["min_hits"] == XVIR_MIN_HITS
     assert xvir_call_misses(tsv, summary) == []
 
 

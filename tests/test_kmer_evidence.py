@@ -12,8 +12,8 @@ from genointerp.errors import InputError
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
-from genointerp.viral.evidence import (CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids, complex_enough,
-                                       load_index, reference_kmers)
+from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids,
+                                       complex_enough, kmer_text, load_index, reference_kmers)
 
 COMPLEMENT = str.maketrans("ACGT", "TGCA")
 
@@ -30,13 +30,13 @@ def test_canonical_ids_are_the_smaller_strand_like_jellyfish_C():
     rng = np.random.default_rng(1)
     seq = "".join(rng.choice(list("ACGT"), 80)) + "N" + "ACGTT" * 4
     k = 11
-    ids, valid = canonical_ids(encode(seq), k)
+    ids, valid = canonical_ids(encode(seq), "1" * k)
     for i in range(len(seq) - k + 1):
         window = seq[i : i + k]
         assert valid[i] == ("N" not in window)
         if valid[i]:
             assert ids[i] == min(kmer_id(window), kmer_id(revcomp(window)))
-    rc_ids, _ = canonical_ids(encode(revcomp(seq)), k)
+    rc_ids, _ = canonical_ids(encode(revcomp(seq)), "1" * k)
     assert sorted(rc_ids[_]) == sorted(ids[valid])  # both strands give one set
 
 
@@ -54,8 +54,8 @@ def test_complex_enough_is_the_entropy_of_base_composition():
 def test_circular_references_count_kmers_across_the_origin():
     seq = "ACGGTCATTGACCATGGTACCAGT"
     k = 11
-    linear = reference_kmers([("v", seq)], k, False, 0)
-    circular = reference_kmers([("v", seq)], k, True, 0)
+    linear = reference_kmers([("v", seq)], KmerSettings.contiguous(k, 2, 0), False)
+    circular = reference_kmers([("v", seq)], KmerSettings.contiguous(k, 2, 0), True)
     across = seq[-5:] + seq[:6]
     wanted = min(kmer_id(across), kmer_id(revcomp(across)))
     assert wanted in circular and wanted not in linear
@@ -64,7 +64,8 @@ def test_circular_references_count_kmers_across_the_origin():
 
 def test_hits_count_kmer_positions_per_read_on_either_strand():
     ref = "".join(np.random.default_rng(2).choice(list("ACGT"), 500))
-    index = KmerIndex(reference_kmers([("v", ref)], 21, False, 0), KmerSettings(21, 2, 0))
+    settings = KmerSettings.contiguous(21, 2, 0)
+    index = KmerIndex(reference_kmers([("v", ref)], settings, False), settings)
     reads = [ref[100:160], revcomp(ref[200:260]), ref[300:330] + "N" + ref[331:360], "ACGT" * 5, ""]
     hits, clean = index.hits(*encode_joined(reads))
     assert hits.tolist() == [40, 40, 10 + 9, 0, 0]  # 60-21+1; an N kills the 21 windows over it
@@ -108,8 +109,10 @@ def test_a_damaged_index_is_one_error(indexed, tmp_path):
     (tmp_path / entry["excluded"]).unlink()
     with pytest.raises(InputError, match="missing"):
         load_index(tmp_path, {CONFIG_KEY: entry})
-    with pytest.raises(InputError, match="k must be 11"):
-        build_index(tmp_path, [str(DATA / "hpv4.fa")], [], KmerSettings(k=7), True, SILENT)
+    for bad, why in (("1" * 7, "at least 11"), ("1" * 32, "at most 31"), ("1101101101101", "backwards"),
+                     ("0111111111110", "start with 1"), ("11211111111111211", "pattern of 1")):
+        with pytest.raises(InputError, match=why):
+            build_index(tmp_path, [str(DATA / "hpv4.fa")], [], KmerSettings(bad), True, SILENT)
     assert load_index(tmp_path, {}) is None  # a model without an index
 
 
@@ -121,7 +124,7 @@ def test_builtin_model_index_is_small():
     folder = builtin_model_dir()
     config = json.loads((folder / CONFIG).read_text())
     index = load_index(folder, config)
-    assert index is not None and index.settings == KmerSettings(21, 2, 1.5)
+    assert index is not None and index.settings == KmerSettings(CODON_SEED, 3, 1.5)
     assert index.ids.size == config[CONFIG_KEY]["n_kmers"] and index.ids.nbytes < 100e6
     assert sum(p.stat().st_size for p in folder.iterdir()) < 10e6
 
@@ -133,3 +136,45 @@ def test_the_filter_in_front_of_the_index_never_loses_a_kmer():
     queries = np.concatenate([ids[::3], rng.integers(0, 4**21, 100_000, dtype=np.uint64)])
     want = np.isin(queries, ids)
     assert np.array_equal(index.contains(queries), want) and want.sum() >= ids[::3].size
+
+
+def test_a_spaced_seed_ignores_the_skipped_bases_on_both_strands():
+    seed = "11011"
+    rng = np.random.default_rng(5)
+    seq = "".join(rng.choice(list("ACGT"), 40))
+    ids, valid = canonical_ids(encode(seq), seed)
+    for i in range(len(seq) - 4):
+        window, rc = seq[i : i + 5], revcomp(seq[i : i + 5])
+        masked = lambda w: kmer_id(w[:2] + "A" + w[3:])  # noqa: E731  (the skipped base as A: id bits 0)
+        assert ids[i] == min(masked(window), masked(rc))
+        mutated = window[:2] + "ACGT"["ACGT".index(window[2]) - 1] + window[3:]  # another base where the seed skips
+        assert canonical_ids(encode(mutated), seed)[0][0] == ids[i]
+        assert canonical_ids(encode(rc), seed)[0][0] == ids[i]
+    assert valid.all()
+
+
+def test_codon_seeds_find_a_read_whose_third_codon_bases_changed():
+    """A read of a related type that differs at every third base: plain 18-mers (the seed's weight)
+    find nothing, the codon seed finds the windows in frame with the changes."""
+    ref = "".join(np.random.default_rng(6).choice(list("ACGT"), 600))
+    read = list(ref[90:240])
+    for i in range(2, len(read), 3):  # a synonymous-like change at each third base
+        read[i] = "ACGT"["ACGT".index(read[i]) - 1]
+    read = "".join(read)
+    plain, codon = KmerSettings.contiguous(18, 1, 0), KmerSettings(CODON_SEED, 1, 0)
+    plain_hits, _ = KmerIndex(reference_kmers([("v", ref)], plain, False), plain).hits(*encode_joined([read, revcomp(read)]))
+    codon_hits, _ = KmerIndex(reference_kmers([("v", ref)], codon, False), codon).hits(*encode_joined([read, revcomp(read)]))
+    assert plain_hits.tolist() == [0, 0]
+    # windows starting where the seed's skipped bases (positions 2, 5, ...) meet the changes: every third of 125
+    assert codon_hits.tolist() == [42, 42]
+
+
+def test_excluded_seeds_are_written_with_n_where_skipped_and_read_back(tmp_path):
+    settings = KmerSettings("11011011011011", 1, 0)
+    ids = reference_kmers([("v", "".join(np.random.default_rng(7).choice(list("ACGT"), 300)))], settings, False)
+    lines = kmer_text(ids, settings.seed)
+    assert all(line[2:3] == b"N" and line[5:6] == b"N" and line.count(b"N") == 4 for line in lines)
+    (tmp_path / "x.txt.gz").write_bytes(gzip.compress(b"".join(lines)))
+    from genointerp.viral.evidence import _read_kmers
+
+    assert np.array_equal(_read_kmers(tmp_path / "x.txt.gz", settings.seed), ids)

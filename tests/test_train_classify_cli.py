@@ -444,8 +444,8 @@ def _rows(path):
 def test_train_xvir_with_viral_references_ships_a_kmer_index(indexed_model):
     cfg = json.loads((indexed_model / "config.json").read_text())
     entry = cfg["kmer_index"]
-    assert {k: entry[k] for k in ("k", "min_hits", "min_entropy", "circular", "n_contigs")} == \
-        {"k": 21, "min_hits": 2, "min_entropy": 1.5, "circular": True, "n_contigs": 4}
+    assert {k: entry[k] for k in ("k", "seed", "min_hits", "min_entropy", "circular", "n_contigs")} == \
+        {"k": 26, "seed": "11011011011011011011011011", "min_hits": 3, "min_entropy": 1.5, "circular": True, "n_contigs": 4}
     assert (indexed_model / "kmer_refs.fa.gz").exists() and (indexed_model / "kmer_excluded.txt.gz").exists()
 
 
@@ -460,7 +460,7 @@ def test_evidence_modes_call_on_kmers_the_model_or_either(indexed_model, dataset
         out[mode] = _rows(tmp_path / f"{mode}.tsv")
     threshold = json.loads((tmp_path / "both.json").read_text())["threshold"]
     for rb, rm, rk in zip(out["both"], out["model"], out["kmer"]):
-        by_model, by_kmer = float(rb[2]) >= threshold, int(rb[5]) >= 2
+        by_model, by_kmer = float(rb[2]) >= threshold, int(rb[5]) >= 3
         assert rb[3] == ("viral" if by_model or by_kmer else "not_viral")
         assert rm[:3] == rb[:3] and rm[5:] == rb[5:] and rm[3] == ("viral" if by_model else "not_viral")
         assert rk[2] == "NA" and rk[3] == ("viral" if by_kmer else "not_viral") and rk[5] == rb[5]
@@ -469,7 +469,7 @@ def test_evidence_modes_call_on_kmers_the_model_or_either(indexed_model, dataset
     viral = [r for r in out["kmer"] if r[0].startswith("viral|")]
     assert sum(r[3] == "viral" for r in viral) == len(viral) > 100  # reads from the indexed genomes
     res = cli("-q", "classify-reads", fq, "-m", indexed_model, "--evidence", "kmer", "--kmer-min-hits", 200, "-o", tmp_path / "none.tsv")
-    assert res.exit_code == 0 and all(r[3] == "not_viral" for r in _rows(tmp_path / "none.tsv"))  # 150 bp: at most 130 k-mers
+    assert res.exit_code == 0 and all(r[3] == "not_viral" for r in _rows(tmp_path / "none.tsv"))  # 150 bp: at most 125 seeds
 
 
 def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset, cli, tmp_path):
@@ -480,6 +480,12 @@ def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset
     assert res.exit_code == 2
     res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", f"human={dataset / 'r.fq'}", "--epochs", 1)
     assert res.exit_code == 2 and "give --viral" in res.stderr and not (tmp_path / "m").exists()
+    from conftest import DATA
+
+    for bad, why in ((["--kmer-seed", "1101101101101"], "backwards"), (["--kmer-seed", "1" * 9], "at least 11"),
+                     (["--kmer-k", 21, "--kmer-seed", "1" * 21], "not both")):
+        res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--viral", DATA / "hpv4.fa", *bad, "--epochs", 1, *SMALL)
+        assert res.exit_code in (1, 2) and why in res.stderr and not (tmp_path / "m").exists(), res.stderr
 
 
 def test_a_bad_viral_reference_fails_before_training(dataset, cli, tmp_path):

@@ -68,9 +68,10 @@ def train_xvir(
     viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated from it."),
     negative_refs: List[str] = typer.Option([], "--negative", metavar="LABEL=REF", help="Negative reference (repeatable; with --viral), e.g. human=chr20.fa.gz: its k-mers are left out of the index; without DATASET, negative training reads are simulated from it."),
     circular: bool = typer.Option(False, "--circular", help="The --viral references are circular genomes (k-mers across the origin count)."),
-    kmer_k: int = typer.Option(21, "--kmer-k", min=11, max=31, help="k of the k-mer index."),
-    kmer_min_hits: int = typer.Option(2, "--kmer-min-hits", min=1, help="Index k-mers a read needs to count as k-mer evidence."),
-    kmer_min_entropy: float = typer.Option(1.5, "--kmer-min-entropy", min=0, max=2, help="Leave out k-mers whose base composition has less Shannon entropy (bits): low-complexity stretches match other genomes by chance."),
+    kmer_seed: Optional[str] = typer.Option(None, "--kmer-seed", metavar="PATTERN", help="Seed of the index: 1 = compared base, 0 = skipped (a palindrome, at least 11 compared bases, at most 31 long). Default 11011011011011011011011011: every third base skipped, which tolerates the synonymous codon changes between related viral types."),
+    kmer_k: Optional[int] = typer.Option(None, "--kmer-k", min=11, max=31, help="Plain k-mers of this k instead of --kmer-seed."),
+    kmer_min_hits: int = typer.Option(3, "--kmer-min-hits", min=1, help="Index seeds a read needs to count as k-mer evidence."),
+    kmer_min_entropy: float = typer.Option(1.5, "--kmer-min-entropy", min=0, max=2, help="Leave out windows whose base composition has less Shannon entropy (bits): low-complexity stretches match other genomes by chance."),
     reads_per_epoch: Optional[int] = typer.Option(None, "--reads-per-epoch", min=100, help="Fresh reads only: reads simulated for each epoch (default 200,000; validation and test sets a tenth each)."),
     mix: List[str] = typer.Option([], "--mix", metavar="LABEL=W", help="Fresh reads only: weight of each label (viral and every --negative label), e.g. --mix viral=0.4 --mix human=0.4 --mix bacterial=0.2 (default: half viral, the rest split evenly)."),
     viral_sub_rate: float = typer.Option(0.0, "--viral-sub-rate", min=0, max=0.3, help="Fresh reads only: half the viral reads come from genomes mutated anew each epoch with this substitution rate (unseen strains)."),
@@ -93,7 +94,9 @@ def train_xvir(
 
     from genointerp.train.driver import checkpoint_dir
     from genointerp.train.loop import TrainSettings
-    from genointerp.viral.evidence import KmerSettings
+    from dataclasses import replace
+
+    from genointerp.viral.evidence import CODON_SEED, KmerSettings
     from genointerp.viral.fresh import FreshReads
     from genointerp.viral.train import IndexRequest, TrainRequest, run, tokenize_read_files
 
@@ -106,8 +109,11 @@ def train_xvir(
         "position": position.value, "norm_first": pre_norm})
     negatives = parse_pairs(negative_refs, "--negative", "LABEL=REF (e.g. human=chr20.fa.gz)")
     if viral_refs:
+        if kmer_k is not None and kmer_seed is not None:
+            raise typer.BadParameter("give --kmer-seed or --kmer-k, not both", param_hint="--kmer-k")
+        shape = KmerSettings.contiguous(kmer_k) if kmer_k is not None else KmerSettings(kmer_seed or CODON_SEED)
         req.index = IndexRequest(viral_refs, [path for _, path in negatives],
-                                 KmerSettings(kmer_k, kmer_min_hits, kmer_min_entropy), circular)
+                                 replace(shape, min_hits=kmer_min_hits, min_entropy=kmer_min_entropy), circular)
     elif negative_refs or circular:
         raise typer.BadParameter("--negative and --circular describe --viral references; give --viral", param_hint="--viral")
     fresh_options = [name for name, given in (("--reads-per-epoch", reads_per_epoch is not None), ("--mix", mix),
@@ -166,7 +172,7 @@ def classify_reads(
     model_dir: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-xvir (default: the built-in HPV model)."),
     threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="Model evidence when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
     evidence: Optional[Evidence] = typer.Option(None, "--evidence", help="What calls a read viral: both (the model or the model folder's viral k-mer index, whichever says so), model, or kmer (the model is not run). Default: both when the model has a k-mer index, else model."),
-    kmer_min_hits: Optional[int] = typer.Option(None, "--kmer-min-hits", min=1, help="k-mer evidence when a read has at least this many k-mers in the index (default: the index's own, 2 for the built-in model)."),
+    kmer_min_hits: Optional[int] = typer.Option(None, "--kmer-min-hits", min=1, help="k-mer evidence when a read has at least this many k-mers in the index (default: the index's own, 3 for the built-in model)."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),

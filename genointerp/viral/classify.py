@@ -240,7 +240,7 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
         "evidence": clf.evidence,
         "threshold": clf.threshold,
         "kmer_index": None if clf.index is None else {
-            "k": clf.index.settings.k, "min_hits": clf.index.settings.min_hits,
+            "k": clf.index.settings.k, "seed": clf.index.settings.seed, "min_hits": clf.index.settings.min_hits,
             "min_entropy": clf.index.settings.min_entropy, "n_kmers": int(clf.index.ids.size)},
         "inputs": list(req.inputs),
         "model": clf.path,

@@ -1,16 +1,25 @@
-"""Exact k-mer evidence beside the model: an index of the viral references' k-mers.
+"""Exact-match evidence beside the model: an index of the viral references' spaced seeds.
 
 A model folder may carry the viral references its model was trained on (`kmer_refs.fa.gz`), the
-list of their k-mers that also occur in the negative references (`kmer_excluded.txt.gz`), and the
+list of their seeds that also occur in the negative references (`kmer_excluded.txt.gz`), and the
 settings in config.json's "kmer_index". The index is built from these at load: the canonical
-k-mers (k-mer or reverse complement, whichever id is smaller) of the references, circular ones
-wrapped, minus the excluded ones, minus low-complexity k-mers (Shannon entropy of their base
+seeds (forward or reverse complement, whichever id is smaller) of the references, circular ones
+wrapped, minus the excluded ones, minus low-complexity windows (Shannon entropy of their base
 composition below `min_entropy` bits: AT-rich stretches and short repeats, which other genomes
 share by chance). Shipping references rather than the index keeps a model small (the 463 HPV
-genomes of the built-in model are 1.1 MB gzipped against 19 MB of k-mer ids) and readable.
+genomes of the built-in model are 1.1 MB gzipped against tens of MB of ids) and readable.
 
-A read's `kmer_hits` is the number of its k-mer positions found in the index; `min_hits` of them
-are k-mer evidence that the read is viral.
+A seed is a pattern over a window of k bases: '1' positions must match, '0' positions may differ
+("11011011..." for the built-in index). A pattern of only '1's is a plain k-mer. The built-in
+pattern skips every third base because most of an HPV genome codes for protein and related types
+differ mostly at the third codon position (synonymous changes): whichever of its three offsets
+falls in frame with a read's codons tolerates those differences. At the same weight (compared
+bases, hence the same chance of a random match), it finds reads of unseen HPV types that plain
+k-mers miss (README "Exact-match evidence"). Patterns are palindromes, so one pattern serves both
+strands and canonical ids work as for k-mers.
+
+A read's `kmer_hits` is the number of its window positions whose seed is in the index; `min_hits`
+of them are evidence that the read is viral.
 """
 
 from __future__ import annotations
@@ -28,32 +37,67 @@ from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
 from genointerp.seq.kmers import MAX_COUNT_K, kmer_ids, reverse_complement_ids
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
-# Chosen on held-out genomes (README "Exact k-mer evidence"): at k = 21, entropy >= 1.5 and two
-# hits, 73 % of reads from unseen HPV types and 0.01 % of held-out human reads have evidence.
-DEFAULT_K, DEFAULT_MIN_HITS, DEFAULT_MIN_ENTROPY = 21, 2, 1.5
+# Chosen on held-out genomes (README "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
+# over 26 bases, every third base skipped, entropy >= 1.5 and three hits.
+CODON_SEED = "11" + "011" * 8
+DEFAULT_SEED, DEFAULT_MIN_HITS, DEFAULT_MIN_ENTROPY = CODON_SEED, 3, 1.5
+MIN_WEIGHT = 11  # fewer compared bases match any genome by chance
 _NEGATIVE_BLOCK = 8_000_000  # bases of a negative reference scanned at once (~0.5 GB of temporaries)
 
 
 @dataclass(frozen=True)
 class KmerSettings:
-    k: int = DEFAULT_K
+    seed: str = DEFAULT_SEED  # '1': compared base, '0': skipped; "1" * k for plain k-mers
     min_hits: int = DEFAULT_MIN_HITS
     min_entropy: float = DEFAULT_MIN_ENTROPY
 
+    @classmethod
+    def contiguous(cls, k: int, min_hits: int = DEFAULT_MIN_HITS, min_entropy: float = DEFAULT_MIN_ENTROPY) -> "KmerSettings":
+        return cls("1" * k, min_hits, min_entropy)
+
+    @property
+    def k(self) -> int:
+        """The window a seed spans (bases)."""
+        return len(self.seed)
+
+    @property
+    def weight(self) -> int:
+        """Bases a seed compares."""
+        return self.seed.count("1")
+
+    def describe(self) -> str:
+        return f"{self.k}-mers" if self.weight == self.k else f"seeds {self.seed} (weight {self.weight})"
+
     def check(self) -> None:
-        if not 11 <= self.k <= MAX_COUNT_K:
-            raise InputError(f"k-mer index: k must be 11..{MAX_COUNT_K} (shorter k-mers match any genome by chance), not {self.k}")
+        if not self.seed or set(self.seed) - {"0", "1"}:
+            raise InputError(f"k-mer index: a seed is a pattern of 1 (compared) and 0 (skipped), not {self.seed!r}")
+        if self.seed[0] != "1" or self.seed != self.seed[::-1]:
+            raise InputError(f"k-mer index: seed {self.seed} must start with 1 and read the same backwards "
+                             "(one pattern for both strands)")
+        if self.weight < MIN_WEIGHT or self.k > MAX_COUNT_K:
+            raise InputError(f"k-mer index: a seed must compare at least {MIN_WEIGHT} bases (fewer match any genome by "
+                             f"chance) and span at most {MAX_COUNT_K}; {self.seed} compares {self.weight} over {self.k}")
         if self.min_hits < 1:
             raise InputError(f"k-mer index: min_hits must be at least 1, not {self.min_hits}")
         if not 0 <= self.min_entropy <= 2:
             raise InputError(f"k-mer index: min_entropy must be 0..2 bits, not {self.min_entropy}")
 
 
-def canonical_ids(codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Canonical k-mer ids uint64 (..., L-k+1) of every window of codes uint8 (..., L), and valid
+def seed_mask(seed: str) -> np.uint64:
+    """The bits of a window's 2-bit id (first base highest) that a seed compares."""
+    return np.uint64(int("".join("11" if c == "1" else "00" for c in seed), 2))
+
+
+def canonical_ids(codes: np.ndarray, seed: str) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical seed ids uint64 (..., L-k+1) of every k-window of codes uint8 (..., L), k =
+    len(seed): the window's id with skipped bases zeroed, the smaller of both strands; and valid
     bool (..., L-k+1): False where the window holds an N (or any code >= 4), whose id is meaningless."""
-    fwd, valid = kmer_ids(codes, k)
-    return np.minimum(fwd, reverse_complement_ids(codes, k)), valid
+    k = len(seed)
+    (fwd, valid), rev = kmer_ids(codes, k), reverse_complement_ids(codes, k)
+    if "0" in seed:  # a palindromic seed compares the same bases on the reverse strand
+        fwd &= seed_mask(seed)
+        rev &= seed_mask(seed)
+    return np.minimum(fwd, rev), valid
 
 
 def complex_enough(codes: np.ndarray, k: int, min_entropy: float) -> np.ndarray:
@@ -81,20 +125,20 @@ def _codes(name: str, seq: str, path: str) -> np.ndarray:
     return encode(raw)
 
 
-def reference_kmers(records: list[tuple[str, str]], k: int, circular: bool, min_entropy: float,
+def reference_kmers(records: list[tuple[str, str]], settings: KmerSettings, circular: bool,
                     path: str = "references") -> np.ndarray:
-    """Sorted unique canonical k-mer ids uint64 (n,) of the contigs, complex enough, each circular
-    contig wrapped by k-1 bases so k-mers across its origin count. Contigs are joined by an N so no
-    k-mer spans two of them."""
-    parts = []
+    """Sorted unique canonical seed ids uint64 (n,) of the contigs' windows, complex enough, each
+    circular contig wrapped by k-1 bases so windows across its origin count. Contigs are joined by
+    an N so no window spans two of them."""
+    parts, k = [], settings.k
     for name, seq in records:
         codes = _codes(name, seq, path)
         parts += [np.concatenate([codes, codes[: k - 1]]) if circular else codes, np.array([N_CODE], np.uint8)]
     codes = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
     if codes.size < k:
         return np.zeros(0, np.uint64)
-    ids, valid = canonical_ids(codes, k)
-    return sorted_unique(ids[valid & complex_enough(codes, k, min_entropy)])
+    ids, valid = canonical_ids(codes, settings.seed)
+    return sorted_unique(ids[valid & complex_enough(codes, k, settings.min_entropy)])
 
 
 def sorted_unique(ids: np.ndarray) -> np.ndarray:
@@ -104,7 +148,7 @@ def sorted_unique(ids: np.ndarray) -> np.ndarray:
 
 
 def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
-    """Sorted ids uint64 (m,) of the index's k-mers that occur, either strand, in the reference at
+    """Sorted ids uint64 (m,) of the index's seeds that occur, either strand, in the reference at
     `path`; scanned in blocks so a whole genome needs no more memory than one block."""
     found, k = [], index.settings.k
     records = read_reference(path)
@@ -114,7 +158,7 @@ def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
             for start in range(0, max(len(seq) - k + 1, 1), _NEGATIVE_BLOCK):
                 codes = _codes(name, seq[start : start + _NEGATIVE_BLOCK + k - 1], path)
                 if codes.size >= k:
-                    ids, valid = canonical_ids(codes, k)
+                    ids, valid = canonical_ids(codes, index.settings.seed)
                     found.append(ids[valid][index.contains(ids[valid])])
                 advance(min(_NEGATIVE_BLOCK, len(seq) - start))
     return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
@@ -140,11 +184,11 @@ def _bucket(ids: np.ndarray) -> np.ndarray:
 
 @dataclass
 class KmerIndex:
-    """Sorted canonical k-mer ids, with a one-bit-per-bucket filter in front: nearly every k-mer
+    """Sorted canonical seed ids, with a one-bit-per-bucket filter in front: nearly every window
     of a read is not in the index, and one lookup in 16 MB tells most of them so, where a
     binary search over the ids takes some 20 cache misses (six times slower end to end)."""
 
-    ids: np.ndarray  # sorted unique canonical k-mer ids, uint64 (n,)
+    ids: np.ndarray  # sorted unique canonical seed ids, uint64 (n,)
     settings: KmerSettings
 
     def __post_init__(self) -> None:
@@ -165,11 +209,11 @@ class KmerIndex:
     def hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(hits int64 (n,), clean k-mers int64 (n,)) per read, from reads codes joined by N
         (flat uint8 (M,), starts and lengths int64 (n,), as reads.kmerize.encode_joined gives):
-        the number of k-mer positions found in the index and the number free of N."""
+        the number of window positions found in the index and the number free of N."""
         k, n = self.settings.k, len(starts)
         if flat.size < k:
             return np.zeros(n, np.int64), np.zeros(n, np.int64)
-        ids, valid = canonical_ids(np.where(flat == INVALID, N_CODE, flat), k)
+        ids, valid = canonical_ids(np.where(flat == INVALID, N_CODE, flat), self.settings.seed)
         pos = np.flatnonzero(valid)
         owner = np.searchsorted(starts, pos, side="right") - 1  # the separators keep windows inside a read
         found = self.contains(ids[pos])
@@ -187,30 +231,31 @@ def build_index(folder: str | Path, viral: list[str], negatives: list[str], sett
     """Write a model folder's k-mer evidence files from viral reference paths (FASTA/GenBank) and
     negative reference paths; returns the config.json "kmer_index" entry to record."""
     settings.check()
-    folder, k = Path(folder), settings.k
+    folder = Path(folder)
     records = [(name, seq) for path in viral for name, seq in read_reference(path)]
     if (dup := _first_duplicate_name(records)) is not None:
         raise InputError(f"viral references: contig name {dup!r} appears twice")
-    index = KmerIndex(reference_kmers(records, k, circular, settings.min_entropy), settings)
-    report.log(f"k-mer index: {index.ids.size:,} canonical {k}-mers from {len(records):,} viral contigs")
+    index = KmerIndex(reference_kmers(records, settings, circular), settings)
+    report.log(f"k-mer index: {index.ids.size:,} canonical {settings.describe()} from {len(records):,} viral contigs")
     excluded = np.zeros(0, np.uint64)
     for path in negatives:
         excluded = np.union1d(excluded, shared_kmers(index, path, report))
     report.log(f"k-mer index: {excluded.size:,} of them also occur in the negative references and are excluded")
     refs_text = "".join(f">{name}\n{seq}\n" for name, seq in records).encode()
     _write_gzip(folder / REFS_FILE, refs_text)
-    _write_gzip(folder / EXCLUDED_FILE, b"".join(kmer_text(excluded, k)))
-    return {"k": k, "min_hits": settings.min_hits, "min_entropy": settings.min_entropy, "circular": circular,
+    _write_gzip(folder / EXCLUDED_FILE, b"".join(kmer_text(excluded, settings.seed)))
+    return {"k": settings.k, "seed": settings.seed, "min_hits": settings.min_hits, "min_entropy": settings.min_entropy, "circular": circular,
             "references": REFS_FILE, "excluded": EXCLUDED_FILE, "n_contigs": len(records),
             "n_excluded": int(excluded.size), "n_kmers": int(index.ids.size - excluded.size),
             "sources": {"viral": [str(p) for p in viral], "negative": [str(p) for p in negatives]}}
 
 
-def kmer_text(ids: np.ndarray, k: int) -> list[bytes]:
-    """One line b'ACGT...\\n' per k-mer id of ids uint64 (n,)."""
+def kmer_text(ids: np.ndarray, seed: str) -> list[bytes]:
+    """One line b'ACNT...\\n' per seed id of ids uint64 (n,), N at the bases the seed skips."""
     from genointerp.seq.kmers import decode_kmers
 
-    letters = decode_kmers(ids, k)
+    letters = decode_kmers(ids, len(seed))
+    letters[:, [i for i, c in enumerate(seed) if c == "0"]] = ord("N")
     return [row.tobytes() + b"\n" for row in letters]
 
 
@@ -234,8 +279,8 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
         return None
     folder, where = Path(folder), f"{folder}/config.json"
     try:
-        settings = KmerSettings(int(entry["k"]), int(entry["min_hits"] if min_hits is None else min_hits),
-                                float(entry["min_entropy"]))
+        settings = KmerSettings(str(entry.get("seed", "1" * int(entry["k"]))),  # k alone: plain k-mers
+                                int(entry["min_hits"] if min_hits is None else min_hits), float(entry["min_entropy"]))
         circular, expected = bool(entry["circular"]), int(entry["n_kmers"])
         refs, excluded_file = folder / str(entry["references"]), folder / str(entry["excluded"])
     except (KeyError, TypeError, ValueError) as exc:
@@ -244,8 +289,8 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
     for path in (refs, excluded_file):
         if not path.is_file():
             raise InputError(f"{folder}: config.json names a k-mer index file {path.name} that is missing")
-    index = reference_kmers(read_reference(str(refs)), settings.k, circular, settings.min_entropy, str(refs))
-    excluded = _read_kmers(excluded_file, settings.k)
+    index = reference_kmers(read_reference(str(refs)), settings, circular, str(refs))
+    excluded = _read_kmers(excluded_file, settings.seed)
     ids = np.setdiff1d(index, excluded, assume_unique=True)
     if ids.size != expected:
         raise InputError(f"{folder}: the k-mer index holds {ids.size:,} k-mers, config.json says {expected:,}; "
@@ -253,8 +298,9 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
     return KmerIndex(ids, settings)
 
 
-def _read_kmers(path: Path, k: int) -> np.ndarray:
-    """Sorted unique canonical ids uint64 (n,) of a file of one k-mer per line (gzip)."""
+def _read_kmers(path: Path, seed: str) -> np.ndarray:
+    """Sorted unique canonical ids uint64 (n,) of a file of one seed per line (gzip; N where the
+    seed skips a base, as kmer_text writes)."""
     try:
         with gzip.open(path, "rb") as fh:
             data = fh.read()
@@ -262,13 +308,15 @@ def _read_kmers(path: Path, k: int) -> np.ndarray:
         raise InputError(f"{path}: damaged k-mer list ({exc})") from None
     if not data:
         return np.zeros(0, np.uint64)
+    k, compared = len(seed), np.frombuffer(seed.encode(), np.uint8) == ord("1")
     rows = np.frombuffer(data, np.uint8)
     if rows.size % (k + 1) or (rows.reshape(-1, k + 1)[:, k] != ord("\n")).any():
-        raise InputError(f"{path}: damaged k-mer list (expected one {k}-mer per line)")
+        raise InputError(f"{path}: damaged k-mer list (expected one {k}-base seed per line)")
     codes = encode(rows.reshape(-1, k + 1)[:, :k])
-    if (codes >= N_CODE).any():
+    if (codes[:, compared] >= N_CODE).any():
         raise InputError(f"{path}: damaged k-mer list (letters other than A, C, G, T)")
-    ids, _ = canonical_ids(codes, k)  # rows (n, k) -> (n, 1)
+    codes[:, ~compared] = 0  # skipped bases: any letter gives the same id
+    ids, _ = canonical_ids(codes, seed)  # rows (n, k) -> (n, 1)
     return np.unique(ids[:, 0])
 
 
