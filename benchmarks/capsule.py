@@ -31,7 +31,8 @@ rank in best.tsv and in the pair screen.
 
     python benchmarks/capsule.py --shared ../shared/data [--samples 1000] [--seeds 1,2,3] [--h2 0.8] \
         [--scenarios additive,cooccur,xor,mixed] [--primary gene[,conv]] [--search cooccur,xor,mixed] \
-        [--search-args "--population 8 --generations 4"] [--jobs 2] [--reuse]
+        [--search-args "--population 8 --generations 4"] [--gene-pca-args "--pcs-rule 4:2,20:8,inf:16"] \
+        [--jobs 2] [--reuse]
 
 --jobs runs that many genointerp processes at once (1 thread each); results do not depend on it.
 --reuse keeps model and search folders a run before finished (their seconds are kept beside them),
@@ -127,7 +128,8 @@ def lr_gene_ranking(features, pheno_labels: np.ndarray, samples_idx) -> list[str
     return sorted(score, key=lambda g: -score[g])
 
 
-def planted_cohort(shared: str, n_samples: int, seed: int, h2: float, kinds: tuple[str, ...], out: Path):
+def planted_cohort(shared: str, n_samples: int, seed: int, h2: float, kinds: tuple[str, ...], out: Path,
+                   gene_pca_args: tuple[str, ...] = ()):
     """The mosaic cohort, its Gene-PCs (out/genepcs, with SNP dosages), causal SNPs and one
     phenotype column per scenario in out/pheno.tsv (2 = case). Returns (features, causal
     [(gene, SNP column)], labels {scenario: 0/1 (n,)}, a one-line description). One generator
@@ -140,7 +142,7 @@ def planted_cohort(shared: str, n_samples: int, seed: int, h2: float, kinds: tup
     genes = tile_genes(panel, read_genes(str(geno / "gencode_v28.hg19.protein_coding_genes.bed")), layout)
     bed.write_text("".join(f"{g.chrom}\t{g.start}\t{g.end}\t{g.name}\n" for g in genes))
     t_pca = timed(GENOINTERP + ["-q", "gene-pca", str(vcf), "-g", str(bed), "-o", str(feats), "--keep-dosages",
-                                "--force"])
+                                "--force", *gene_pca_args])
     features = read_features(feats)
     feature_genes = {c.split(":")[1] for c in features.columns}
     samples, pos, dose = dosages(vcf)
@@ -214,6 +216,7 @@ def main() -> None:
                     "is the planted pair the top subset?")
     ap.add_argument("--search-args", default="--population 16 --generations 8",
                     help="capsule-search options (besides -o, --phenotype, --seed, -t 1)")
+    ap.add_argument("--gene-pca-args", default="", help="extra gene-pca options (e.g. \"--pcs-rule 4:2,20:8,inf:16\"); give each setting its own --out")
     ap.add_argument("--jobs", type=int, default=1, help="capsule-train/-search processes at once (1 thread each)")
     ap.add_argument("--reuse", action="store_true", help="keep finished model/search folders of an earlier run")
     ap.add_argument("--out", default="bench-output/capsule")
@@ -230,7 +233,8 @@ def main() -> None:
     cohorts, runs = {}, []  # runs: (seed, scenario, what) with what = gene | conv | search
     for seed in seeds:
         out = out_dir(f"{args.out}/seed{seed}")
-        cohorts[seed] = planted_cohort(args.shared, args.samples, seed, args.h2, kinds, out)
+        cohorts[seed] = planted_cohort(args.shared, args.samples, seed, args.h2, kinds, out,
+                                       tuple(args.gene_pca_args.split()))
         print(f"seed {seed}: {cohorts[seed][3]}", flush=True)
         runs += [(seed, kind, what) for kind in kinds for what in primaries + (("search",) if kind in searched else ())]
 
