@@ -49,8 +49,9 @@ HUMAN_SPLIT = 50_000_000
 # Share of fresh non-viral reads (per kind) the built-in caller may call viral. The goal is 0.1 %
 # on real reads (in a tumour nearly every read is human, and 0.1 % is still a thousand false viral
 # reads per million), but the model calls reads with ART's empirical HiSeq errors viral about six
-# times as often as simulate-reads' reads at the same threshold (held-out human at 0.99: 0.17 %
-# against 0.028 %), so the threshold is set at a fifth of it.
+# times as often as simulate-reads' reads at the same threshold (at 0.99: 0.17 % of held-out human
+# ART reads, 0.028 % of fresh simulate-reads reads of the training chromosome), so the threshold
+# is set at a fifth of it.
 CALIBRATION_FPR = 0.0002
 # Fine-tuning stages after the first model: (reads, viral share, epochs, learning rate, seed); the
 # non-viral rest is two thirds human, one third bacterial.

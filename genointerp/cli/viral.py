@@ -91,11 +91,10 @@ def train_xvir(
     a read twice.
     """
     import os
+    from dataclasses import replace
 
     from genointerp.train.driver import checkpoint_dir
     from genointerp.train.loop import TrainSettings
-    from dataclasses import replace
-
     from genointerp.viral.evidence import CODON_SEED, KmerSettings
     from genointerp.viral.fresh import FreshReads
     from genointerp.viral.train import IndexRequest, TrainRequest, run, tokenize_read_files
