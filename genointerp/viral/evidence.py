@@ -95,8 +95,9 @@ def canonical_ids(codes: np.ndarray, seed: str) -> tuple[np.ndarray, np.ndarray]
     k = len(seed)
     (fwd, valid), rev = kmer_ids(codes, k), reverse_complement_ids(codes, k)
     if "0" in seed:  # a palindromic seed compares the same bases on the reverse strand
-        fwd &= seed_mask(seed)
-        rev &= seed_mask(seed)
+        mask = seed_mask(seed)
+        fwd &= mask
+        rev &= mask
     return np.minimum(fwd, rev), valid
 
 
