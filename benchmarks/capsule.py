@@ -208,7 +208,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--seeds", default="1", help="comma-separated; each seed makes its own cohort, causal genes and splits")
     ap.add_argument("--h2", type=float, default=0.8, help="heritability on the liability scale")
-    ap.add_argument("--epochs", type=int, default=100)
+    ap.add_argument("--epochs", type=int, default=None, help="capsule-train --epochs (default: capsule-train's own)")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated subset of " + ", ".join(SCENARIOS))
     ap.add_argument("--primary", default="gene", help="capsule-train --primary kinds to run: gene, conv, gene,conv or "
                     "conv,gene (the first runs with every baseline, the other with --no-baselines on the same folds)")
@@ -216,6 +216,8 @@ def main() -> None:
                     "is the planted pair the top subset?")
     ap.add_argument("--search-args", default="--population 16 --generations 8",
                     help="capsule-search options (besides -o, --phenotype, --seed, -t 1)")
+    ap.add_argument("--train-args", default="", help="extra capsule-train options, e.g. \"--gene-penalty 0\" for the "
+                    "unpenalised gene capsules")
     ap.add_argument("--gene-pca-args", default="", help="extra gene-pca options (e.g. \"--pcs-rule 4:2,20:8,inf:16\"); give each setting its own --out")
     ap.add_argument("--jobs", type=int, default=1, help="capsule-train/-search processes at once (1 thread each)")
     ap.add_argument("--reuse", action="store_true", help="keep finished model/search folders of an earlier run")
@@ -251,7 +253,8 @@ def main() -> None:
                    *args.search_args.split()]
         else:
             cmd = ["capsule-train", str(out / "genepcs"), "-p", str(out / "pheno.tsv"), *common, "--primary", what,
-                   "--epochs", str(args.epochs)] + (["--no-baselines"] if what != primaries[0] else [])
+                   *(["--epochs", str(args.epochs)] if args.epochs else []), *args.train_args.split()]
+            cmd += ["--no-baselines"] if what != primaries[0] else []
         secs = timed(GENOINTERP + ["-q"] + cmd)
         stamp.write_text(f"{secs:.1f}\n")
         print(f"seed {seed} {kind} {what}: {secs:.0f} s", flush=True)

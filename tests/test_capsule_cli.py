@@ -609,3 +609,22 @@ def test_gene_primary_is_the_default_deterministic_and_refuses_conv_only_options
     res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--primary", "dense", "-o", tmp_path / "c")
     assert res.exit_code == 2 and "expected one of conv, gene, got 'dense'" in res.stderr
     assert not (tmp_path / "c").exists()
+
+
+def test_training_defaults_follow_the_primary_kind_and_the_gene_penalty_needs_gene_capsules(tmp_path, cli):
+    feats, pheno = write_cohort(tmp_path, *cohort(60, 4))
+    base = ["capsule-train", feats, "-p", pheno, "--folds", "2", "--no-baselines", "--test-fraction", "0"]
+    assert cli(*base, "--epochs", "2", "-o", tmp_path / "g").exit_code == 0
+    assert cli(*base, "--epochs", "2", "--primary", "conv", "--hidden", "16", "--kernel-size", "5",
+               "-o", tmp_path / "c").exit_code == 0
+    training = {k: json.loads((tmp_path / k / "config.json").read_text())["training"] for k in "gc"}
+    # gene capsules: the group penalty and the longer schedule it needs; conv: the paper's settings, no penalty
+    assert {k: training["g"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.003, "lr": 3e-3, "patience": 20}
+    assert {k: training["c"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.0, "lr": 1e-3, "patience": 10}
+    assert training["g"]["epochs"] == 2  # a given value wins over the kind's default
+    res = cli(*base, "--primary", "conv", "--gene-penalty", "0.01", "-o", tmp_path / "x")
+    assert res.exit_code == 2 and "--gene-penalty" in res.stderr and "use --primary gene" in res.stderr
+    assert not (tmp_path / "x").exists()
+    # an explicit 0 turns the penalty off for gene capsules
+    assert cli(*base, "--epochs", "2", "--gene-penalty", "0", "-o", tmp_path / "z").exit_code == 0
+    assert json.loads((tmp_path / "z" / "config.json").read_text())["training"]["gene_penalty"] == 0.0

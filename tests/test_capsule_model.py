@@ -224,3 +224,37 @@ def json_round_trip(d: dict) -> dict:
     import json
 
     return json.loads(json.dumps(d))
+
+
+# ---- the group penalty on gene capsules (--gene-penalty) ------------------
+
+def test_group_penalty_is_the_size_weighted_sum_of_gene_map_norms():
+    torch.manual_seed(5)
+    model = CapsuleNet(gene_config())
+    a = model.gene_weight.detach()
+    # genes with 1, 3, 2 and 4 PCs: weights sqrt(K_g); padding rows are 0 and add nothing
+    want = sum(np.sqrt(k) * float(a[g].norm()) for g, k in enumerate((1, 3, 2, 4)))
+    assert model.group_penalty().item() == pytest.approx(want, rel=1e-6)
+    assert torch.allclose(model.gene_norms(), a.flatten(1).norm(dim=1), atol=1e-6)
+    with pytest.raises(ValueError, match="gene primary capsules"):
+        CapsuleNet(SMALL).group_penalty()
+
+
+def test_the_group_penalty_switches_off_genes_that_do_not_help():
+    from genointerp.capsule.train import CapsuleSettings, fit_capsule
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 10)).astype(np.float32)
+    y = (x[:, 1] + 0.3 * rng.normal(size=200) > 0).astype(np.int64)  # G1's pc1 decides; G0, G2, G3 are noise
+    plain = CapsuleSettings(epochs=40, patience=40, lr=3e-3, batch_size=16)
+    penalised = CapsuleSettings(epochs=40, patience=40, lr=3e-3, batch_size=16, gene_penalty=0.02)
+    free = fit_capsule(x, y, gene_config(), plain, seed=2).gene_norms().detach()
+    lasso = fit_capsule(x, y, gene_config(), penalised, seed=2).gene_norms().detach()
+    noise = [0, 2, 3]
+    # with the penalty the noise genes' maps shrink towards 0 while the signal gene keeps a map
+    assert (lasso[noise] < 0.5 * free[noise]).all(), (free, lasso)
+    assert lasso[1] > 5 * lasso[noise].max(), lasso
+    with pytest.raises(ValueError, match="gene primary capsules"):
+        fit_capsule(rng.normal(size=(40, 12)).astype(np.float32), y[:40], SMALL,
+                    CapsuleSettings(epochs=1, gene_penalty=0.01), seed=1)
+

@@ -41,6 +41,7 @@ class CapsuleSettings:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     lr_decay: float = 0.97  # exponential: lr * lr_decay ** epoch
+    gene_penalty: float = 0.0  # group lasso on gene capsules' maps (CapsuleNet.group_penalty); 0: none
     seed: int = 1
     device: str = "cpu"
     threads: int = 1
@@ -150,11 +151,16 @@ def inner_split(y: np.ndarray, fraction: float, rng: np.random.Generator) -> tup
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
                 history: list | None = None) -> CapsuleNet:
     """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
-    the inner validation margin loss; returns the best epoch's model (eval mode, on s.device)."""
+    the inner validation margin loss; returns the best epoch's model (eval mode, on s.device). With
+    s.gene_penalty > 0 (gene primary capsules only) the group penalty joins the training loss; the
+    validation loss that stops training is the margin loss alone."""
     rng = np.random.default_rng(seed)
     tr, va = inner_split(y, s.valid_fraction, rng)
     torch.manual_seed(seed)
     model = CapsuleNet(config).to(s.device)
+    penalise = s.gene_penalty > 0
+    if penalise and config.primary != "gene":
+        raise ValueError("gene_penalty needs gene primary capsules")
     opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=s.lr_decay)
     xt, yt = torch.from_numpy(x[tr]).to(s.device), torch.from_numpy(y[tr]).to(s.device)
@@ -167,10 +173,12 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
         for idx in torch.randperm(len(tr), generator=gen).split(s.batch_size):
             idx = idx.to(s.device)
             loss = model.loss(model(xt[idx]), yt[idx])
+            total += float(loss.detach()) * len(idx)
+            if penalise:  # per batch, so its weight against the margin loss does not depend on the batch count
+                loss = loss + s.gene_penalty * model.group_penalty()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += float(loss.detach()) * len(idx)
         sched.step()
         model.eval()
         with torch.inference_mode():

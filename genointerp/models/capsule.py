@@ -19,6 +19,9 @@ so they stay 0 under Adam with L2 weight decay. The rest (W, routing, lengths) i
 so c_gj is directly how much gene g sends to phenotype capsule j. The dense layer, the
 convolution and `dropout` are not used. `gene_index` (F,) gives each feature column's gene (0..G-1).
 Trainable parameters: G*K_max*D_p (A, of which G*K_max - F rows are padding) + G*D_p (b) + N*C*D_c*D_p (W).
+`group_penalty()` is the group lasso sum_g sqrt(K_g) |A_g|_F that capsule-train adds to the training
+loss (--gene-penalty): it drives whole genes' maps to 0, so most of ~100 genes stop feeding noise
+into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for every sample).
 """
 
 from __future__ import annotations
@@ -189,6 +192,8 @@ class CapsuleNet(nn.Module):
             filled[g] += 1
         self.register_buffer("gene_columns", columns, persistent=False)
         self.register_buffer("gene_mask", mask, persistent=False)
+        # group lasso weights sqrt(K_g): a gene is not penalised for having more PCs than another
+        self.register_buffer("gene_penalty_weight", torch.tensor(sizes, dtype=torch.float32).sqrt(), persistent=False)
         # nn.Linear's default init per gene, U(-1/sqrt(K_g), 1/sqrt(K_g)): a gene's fan-in is its own PCs
         bound = 1 / torch.tensor(sizes, dtype=torch.float32).sqrt()
         self.gene_weight = nn.Parameter((2 * torch.rand(c.n_genes, c.max_pcs, c.primary_dim) - 1)
@@ -206,6 +211,17 @@ class CapsuleNet(nn.Module):
         a = self.conv(h)  # (B, P*D_p, L)
         a = a.view(x.shape[0], c.primary_channels, c.primary_dim, c.n_positions)
         return squash(a.permute(0, 1, 3, 2).reshape(x.shape[0], c.n_primary, c.primary_dim))
+
+    def gene_norms(self) -> torch.Tensor:
+        """|A_g|_F float32 (G,): how strongly each gene's PCs move its capsule ("gene" only)."""
+        # the eps keeps the gradient of a gene driven to exactly 0 finite
+        return (self.gene_weight.pow(2).sum((1, 2)) + 1e-12).sqrt()
+
+    def group_penalty(self) -> torch.Tensor:
+        """Group lasso sum_g sqrt(K_g) |A_g|_F, a 0-d float32 tensor ("gene" primary capsules only)."""
+        if self.config.primary != "gene":
+            raise ValueError("the gene group penalty needs gene primary capsules")
+        return (self.gene_penalty_weight * self.gene_norms()).sum()
 
     def forward(self, x: torch.Tensor, need_coupling: bool = False):
         """x float32 (B, F) -> lengths float32 (B, C) = class scores in [0, 1); with need_coupling
