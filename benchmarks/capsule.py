@@ -32,7 +32,10 @@ rank in best.tsv and in the pair screen.
     python benchmarks/capsule.py --shared ../shared/data [--samples 1000] [--seeds 1,2,3] [--h2 0.8] \
         [--scenarios additive,cooccur,xor,mixed] [--primary gene[,conv]] [--search cooccur,xor,mixed] \
         [--search-args "--population 8 --generations 4"] [--gene-pca-args "--pcs-rule 4:2,20:8,inf:16"] \
-        [--jobs 2] [--reuse]
+        [--train-args "--gene-penalty 0 --lr 1e-3 --patience 10 --epochs 100"] [--jobs 2] [--reuse]
+
+--train-args passes capsule-train options to every training (the example gives the gene capsules as
+they were before the group penalty).
 
 --jobs runs that many genointerp processes at once (1 thread each); results do not depend on it.
 --reuse keeps model and search folders a run before finished (their seconds are kept beside them),

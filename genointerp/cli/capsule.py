@@ -107,7 +107,7 @@ def capsule_train(
         raise typer.BadParameter("the group penalty switches genes off, and conv capsules mix all genes in a "
                                  "dense layer: use --primary gene", param_hint="--gene-penalty")
     # gene capsules under the group penalty learn more slowly than the paper's conv capsules overfit
-    # (benchmarks/capsule.py: best epochs 30-150 against 3-27), hence their longer schedule
+    # (benchmarks/capsule.py: best epochs 8-104 against 2-27), hence their longer schedule
     defaults = GENE_DEFAULTS if primary == "gene" else CONV_DEFAULTS
     epochs = defaults["epochs"] if epochs is None else epochs
     patience = defaults["patience"] if patience is None else patience
