@@ -619,7 +619,7 @@ def test_training_defaults_follow_the_primary_kind_and_the_gene_penalty_needs_ge
                "-o", tmp_path / "c").exit_code == 0
     training = {k: json.loads((tmp_path / k / "config.json").read_text())["training"] for k in "gc"}
     # gene capsules: the group penalty and the longer schedule it needs; conv: the paper's settings, no penalty
-    assert {k: training["g"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.003, "lr": 3e-3, "patience": 20}
+    assert {k: training["g"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.0012, "lr": 3e-3, "patience": 20}
     assert {k: training["c"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.0, "lr": 1e-3, "patience": 10}
     assert training["g"]["epochs"] == 2  # a given value wins over the kind's default
     res = cli(*base, "--primary", "conv", "--gene-penalty", "0.01", "-o", tmp_path / "x")

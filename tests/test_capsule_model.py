@@ -247,7 +247,7 @@ def test_the_group_penalty_switches_off_genes_that_do_not_help():
     x = rng.normal(size=(200, 10)).astype(np.float32)
     y = (x[:, 1] + 0.3 * rng.normal(size=200) > 0).astype(np.int64)  # G1's pc1 decides; G0, G2, G3 are noise
     plain = CapsuleSettings(epochs=40, patience=40, lr=3e-3, batch_size=16)
-    penalised = CapsuleSettings(epochs=40, patience=40, lr=3e-3, batch_size=16, gene_penalty=0.02)
+    penalised = CapsuleSettings(epochs=40, patience=40, lr=3e-3, batch_size=16, gene_penalty=0.005)
     free = fit_capsule(x, y, gene_config(), plain, seed=2).gene_norms().detach()
     lasso = fit_capsule(x, y, gene_config(), penalised, seed=2).gene_norms().detach()
     noise = [0, 2, 3]
@@ -258,3 +258,16 @@ def test_the_group_penalty_switches_off_genes_that_do_not_help():
         fit_capsule(rng.normal(size=(40, 12)).astype(np.float32), y[:40], SMALL,
                     CapsuleSettings(epochs=1, gene_penalty=0.01), seed=1)
 
+
+
+def test_the_penalty_weight_falls_with_the_training_rows():
+    from genointerp.capsule.train import CapsuleSettings, penalty_weight
+
+    s = CapsuleSettings(gene_penalty=0.0012)
+    assert penalty_weight(s, 1000) == pytest.approx(0.0012)
+    assert penalty_weight(s, 4000) == pytest.approx(0.0012 / 8)  # 4x the rows: (1/4)^1.5
+    # capsule-train's default at 1,000 samples (544 rows in a fold's inner training part) and 3,000 (1,632)
+    assert penalty_weight(s, 544) == pytest.approx(0.003, rel=0.01)
+    assert penalty_weight(s, 1632) == pytest.approx(0.000576, rel=0.01)
+    # a small cohort keeps the weight of 500 rows rather than one that switches every gene off
+    assert penalty_weight(s, 40) == penalty_weight(s, 500) == pytest.approx(0.0012 * 2 ** 1.5)
