@@ -567,6 +567,8 @@ def test_gene_primary_trains_predicts_and_reads_out_genes(gene_run, cli, tmp_pat
     # the phenotype is carrier status of one SNP: its gene's capsule routes by class the most
     causal_genes = tsv(d / "pcs" / "snps.tsv")[causal]["genes"].split(",")
     assert ranked[0]["gene"] in causal_genes and ranked[0]["decisive"] == "yes", (ranked[:3], causal_genes)
+    # gene capsules also report the norm of each gene's PC -> capsule map (test_capsule_model checks its value)
+    assert all(float(r["map_norm"]) >= 0 for r in ranked)
     # capsule-predict rebuilds the gene capsules from config.json and reproduces the test predictions
     out = tmp_path / "pred.tsv"
     assert cli("capsule-predict", m, d / "pcs", "-o", out).exit_code == 0

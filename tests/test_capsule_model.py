@@ -218,6 +218,13 @@ def test_gene_scores_read_the_coupling_of_each_gene_capsule():
     assert {r["gene"]: r["score"] for r in rows} == pytest.approx({f"G{g}": want[g] for g in range(4)})
     assert [r["n_pcs"] for r in sorted(rows, key=lambda r: r["gene"])] == [1, 3, 2, 4]
     assert [r["rank"] for r in rows] == [1, 2, 3, 4] and [r["score"] for r in rows] == sorted(want, reverse=True)
+    # map_norm is each gene's |A_g|_F (G2's two PCs sit in padded rows 0-1 of its slot)
+    norms = model.gene_weight.detach().flatten(1).norm(dim=1).numpy()
+    assert {r["gene"]: r["map_norm"] for r in rows} == pytest.approx({f"G{g}": norms[g] for g in range(4)}, rel=1e-5)
+    from genointerp.capsule.interpret import genes_table
+
+    table = genes_table(rows).splitlines()
+    assert table[0].split("\t")[-1] == "map_norm" and len(table[1].split("\t")) == 7
 
 
 def json_round_trip(d: dict) -> dict:

@@ -14,7 +14,9 @@ genes.tsv, gene primary capsules: capsule g is gene g, so its coupling is the ge
     score_g = mean over classes t of c[t|t]_g - 1/C
 how much more than uniformly gene g routes a sample to its own class (class-balanced; for two
 classes it equals (c[case|case] - c[case|control]) / 2). 0: the gene routes the same whatever the
-class; no masked forward passes are needed.
+class; no masked forward passes are needed. A `map_norm` column gives |A_g|_F, the norm of the
+gene's PC -> capsule map: near 0 where capsule-train's group penalty switched the gene off (its
+capsule is then the same for every sample, whatever its coupling).
 
 Genes are the `chrom:gene` part of the feature columns `chrom:gene:pcN`. The top 5 % by score are
 "decisive".
@@ -98,9 +100,12 @@ def gene_scores(model: CapsuleNet, x: np.ndarray, columns: list[str], primary: i
     capsules read primary capsule `primary`; gene primary capsules read `coupling` (C true, G, C),
     mean_coupling's output (see the module docstring)."""
     groups = gene_groups(columns)
+    norms = None
     if model.config.primary == "gene":
         n_classes = coupling.shape[0]
         score = np.nanmean(coupling[np.arange(n_classes), :, np.arange(n_classes)], axis=0) - 1 / n_classes
+        with torch.no_grad():
+            norms = model.gene_norms().cpu().double().numpy()  # gene g of the model is groups[g]
     else:
         lengths = primary_length_per_gene(model.cpu(), np.asarray(x, dtype=np.float64), groups, primary)
         score = np.abs(lengths[:-1] - lengths[-1]).mean(1)
@@ -111,14 +116,17 @@ def gene_scores(model: CapsuleNet, x: np.ndarray, columns: list[str], primary: i
         name, idx = groups[g]
         chrom, _, gene = name.rpartition(":")
         rows.append({"chrom": chrom or ".", "gene": gene, "n_pcs": len(idx), "score": float(score[g]),
-                     "rank": rank, "decisive": rank <= top})
+                     "rank": rank, "decisive": rank <= top,
+                     **({"map_norm": float(norms[g])} if norms is not None else {})})
     return rows
 
 
 def genes_table(rows: list[dict]) -> str:
-    lines = ["chrom\tgene\tn_pcs\tscore\trank\tdecisive"]
+    """genes.tsv: chrom, gene, n_pcs, score, rank, decisive, and map_norm for gene primary capsules."""
+    norm = bool(rows) and "map_norm" in rows[0]
+    lines = ["chrom\tgene\tn_pcs\tscore\trank\tdecisive" + ("\tmap_norm" if norm else "")]
     lines += [f"{r['chrom']}\t{r['gene']}\t{r['n_pcs']}\t{r['score']:.6g}\t{r['rank']}\t{'yes' if r['decisive'] else 'no'}"
-              for r in rows]
+              + (f"\t{r['map_norm']:.6g}" if norm else "") for r in rows]
     return "\n".join(lines) + "\n"
 
 
