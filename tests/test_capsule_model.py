@@ -278,3 +278,20 @@ def test_the_penalty_weight_falls_with_the_training_rows():
     assert penalty_weight(s, 1632) == pytest.approx(0.000576, rel=0.01)
     # a small cohort keeps the weight of 500 rows rather than one that switches every gene off
     assert penalty_weight(s, 40) == penalty_weight(s, 500) == pytest.approx(0.0012 * 2 ** 1.5)
+
+
+def test_the_pair_screen_finds_an_xor_pair_and_the_penalty_spares_it():
+    from genointerp.capsule.train import screened_pair
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(300, 10)).astype(np.float32)
+    # XOR of G0's pc1 (column 0) and G2's pc1 (column 3): no marginal effect, only their product
+    y = ((x[:, 0] > 0) ^ (x[:, 3] > 0)).astype(np.int64)
+    assert screened_pair(x, y, gene_config(), seed=1) == (0, 2)
+    noise = rng.integers(0, 2, size=300)
+    assert screened_pair(x, noise, gene_config(), seed=1) == ()  # nothing beats the chance gate
+    torch.manual_seed(5)
+    model = CapsuleNet(gene_config())
+    with torch.no_grad():
+        terms = model.gene_penalty_weight * model.gene_norms()
+        assert model.group_penalty((0, 2)).item() == pytest.approx(float(terms[1] + terms[3]), rel=1e-6)

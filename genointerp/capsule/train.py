@@ -42,6 +42,7 @@ class CapsuleSettings:
     weight_decay: float = 1e-4
     lr_decay: float = 0.97  # exponential: lr * lr_decay ** epoch
     gene_penalty: float = 0.0  # group lasso weight at PENALTY_ROWS training rows (penalty_weight); 0: none
+    pair_screen: bool = False  # exempt the pair screen's best gene pair from the group penalty
     seed: int = 1
     device: str = "cpu"
     threads: int = 1
@@ -163,12 +164,28 @@ def penalty_weight(s: CapsuleSettings, n_rows: int) -> float:
     return s.gene_penalty * (PENALTY_ROWS / max(n_rows, PENALTY_MIN_ROWS)) ** PENALTY_EXPONENT
 
 
+def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int) -> tuple[int, ...]:
+    """The best gene pair (gene numbers of config.gene_index) of capsule-search's pair screen on
+    standardised x (n, F), y (n,) — 3 folds of these rows only — or () where no pair's products beat
+    an additive fit and the chance gate. Why: the group penalty gives a gene without a marginal
+    effect no reason to keep its map, so an XOR pair stays switched off unless it is exempted."""
+    from genointerp.capsule import search as cs
+
+    index = np.asarray(config.gene_index)
+    problem = cs.Problem(x=x.astype(np.float64), y=y, gene_columns=[np.flatnonzero(index == g) for g in range(config.n_genes)],
+                         columns=[], splits=cs.make_splits(y, ["0", "1"], 3, 1, seed),
+                         settings=CapsuleSettings(folds=3, test_fraction=0.0), config={})
+    pair, score, _, _ = cs.screen_pairs(problem)[0]
+    return tuple(pair) if score > 0 else ()
+
+
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
                 history: list | None = None) -> CapsuleNet:
     """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
     the inner validation margin loss; returns the best epoch's model (eval mode, on s.device). With
     s.gene_penalty > 0 (gene primary capsules only) the group penalty, weighted by penalty_weight,
-    joins the training loss; the validation loss that stops training is the margin loss alone."""
+    joins the training loss (with s.pair_screen, sparing screened_pair's genes, which the model's
+    `screened_pair` attribute records); the validation loss that stops training is the margin loss alone."""
     rng = np.random.default_rng(seed)
     tr, va = inner_split(y, s.valid_fraction, rng)
     torch.manual_seed(seed)
@@ -177,6 +194,8 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     if penalise and config.primary != "gene":
         raise ValueError("gene_penalty needs gene primary capsules")
     weight = penalty_weight(s, len(tr))
+    exempt = screened_pair(x, y, config, seed) if penalise and s.pair_screen else ()
+    model.screened_pair = exempt  # the final model's is reported in config.json
     opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=s.lr_decay)
     xt, yt = torch.from_numpy(x[tr]).to(s.device), torch.from_numpy(y[tr]).to(s.device)
@@ -191,7 +210,7 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
             loss = model.loss(model(xt[idx]), yt[idx])
             total += float(loss.detach()) * len(idx)
             if penalise:  # per batch, so its weight against the margin loss does not depend on the batch count
-                loss = loss + weight * model.group_penalty()
+                loss = loss + weight * model.group_penalty(exempt)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -446,7 +465,10 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
                       "case": pheno.classes[1], "n_samples": len(samples)},
         "scaler": r.scaler.to_dict(),
         "training": {**settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
-                     "final_model": "all non-test samples less the inner validation part"},
+                     "final_model": "all non-test samples less the inner validation part",
+                     # the genes the final model's group penalty spared (--pair-screen)
+                     **({"screened_pair": [interp.gene_groups(features.columns)[g][0]
+                                           for g in getattr(r.model, "screened_pair", ())]} if s.pair_screen else {})},
         "test_metrics": r.test_scores.get("capsule"),
         **({"prs": r.prs} if r.prs else {}),
         "interpretation": read_out,

@@ -59,6 +59,7 @@ def capsule_train(
     batch_size: int = typer.Option(32, "--batch-size", min=1),
     lr: Optional[float] = typer.Option(None, "--lr", min=0, help="Adam learning rate [default: 3e-3 gene capsules, 1e-3 conv]."),
     weight_decay: float = typer.Option(1e-4, "--weight-decay", min=0, help="Adam weight decay."),
+    pair_screen: bool = typer.Option(False, "--pair-screen/--no-pair-screen", help="Spare one gene pair from the group penalty: the best pair of capsule-search's pair screen (least squares with and without the products of the two genes' PCs), run on each training set's rows only; recorded as training.screened_pair in config.json. Without it an interacting pair with no marginal effect (XOR) stays switched off at ~1,000 samples. Costs the screen per training (about 8 s at 1,000 samples x 92 genes)."),
     gene_penalty: Optional[float] = typer.Option(None, "--gene-penalty", min=0, help="Group lasso on gene capsules: sum over genes of sqrt(PCs) x the norm of the gene's map, weighted by this x (1000 / training rows)^1.5 (rows below 500 count as 500), is added to the training loss, so genes that do not help are switched off (0: none) [default: 0.0012, i.e. 0.003 at 1,000 samples and 0.0006 at 3,000; gene capsules only]."),
     lr_decay: float = typer.Option(0.97, "--lr-decay", min=0.01, max=1, help="Exponential learning-rate decay per epoch."),
     hidden: int = typer.Option(256, "--hidden", min=2, help="Dense layer width."),
@@ -103,6 +104,9 @@ def capsule_train(
     if primary not in CapsuleConfig.PRIMARY_KINDS:
         raise typer.BadParameter(f"expected one of {', '.join(CapsuleConfig.PRIMARY_KINDS)}, got {primary!r}",
                                  param_hint="--primary")
+    if primary == "conv" and pair_screen:
+        raise typer.BadParameter("the pair screen spares genes from the gene capsules' group penalty: use --primary gene",
+                                 param_hint="--pair-screen")
     if primary == "conv" and gene_penalty:
         raise typer.BadParameter("the group penalty switches genes off, and conv capsules mix all genes in a "
                                  "dense layer: use --primary gene", param_hint="--gene-penalty")
@@ -146,7 +150,7 @@ def capsule_train(
             raise typer.BadParameter(f"the network has {config.n_primary} primary capsules", param_hint="--primary-capsule")
         s = ct.CapsuleSettings(folds=folds, test_fraction=test_fraction, valid_fraction=valid_fraction, epochs=epochs,
                                patience=patience, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                               lr_decay=lr_decay, gene_penalty=gene_penalty, seed=seed,
+                               lr_decay=lr_decay, gene_penalty=gene_penalty, pair_screen=pair_screen, seed=seed,
                                device=_torch_device(device, threads),
                                threads=usable_threads(threads), baselines=baselines, train_fractions=fractions)
         r = ct.train(x, y, pheno.classes, config, s, REPORTER,

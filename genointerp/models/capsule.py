@@ -217,11 +217,17 @@ class CapsuleNet(nn.Module):
         # the eps keeps the gradient of a gene driven to exactly 0 finite
         return (self.gene_weight.pow(2).sum((1, 2)) + 1e-12).sqrt()
 
-    def group_penalty(self) -> torch.Tensor:
-        """Group lasso sum_g sqrt(K_g) |A_g|_F, a 0-d float32 tensor ("gene" primary capsules only)."""
+    def group_penalty(self, exempt: tuple[int, ...] = ()) -> torch.Tensor:
+        """Group lasso sum_g sqrt(K_g) |A_g|_F over the genes not in `exempt` (gene numbers), a 0-d
+        float32 tensor ("gene" primary capsules only)."""
         if self.config.primary != "gene":
             raise ValueError("the gene group penalty needs gene primary capsules")
-        return (self.gene_penalty_weight * self.gene_norms()).sum()
+        terms = self.gene_penalty_weight * self.gene_norms()
+        if exempt:
+            keep = torch.ones_like(terms)
+            keep[list(exempt)] = 0
+            terms = terms * keep
+        return terms.sum()
 
     def forward(self, x: torch.Tensor, need_coupling: bool = False):
         """x float32 (B, F) -> lengths float32 (B, C) = class scores in [0, 1); with need_coupling
