@@ -646,3 +646,5 @@ def test_pair_screen_records_the_spared_pair_and_needs_gene_capsules(tmp_path, c
     assert "screened_pair" not in json.loads((tmp_path / "n" / "config.json").read_text())["training"]
     res = cli(*base, "--pair-screen", "--primary", "conv", "-o", tmp_path / "x")
     assert res.exit_code == 2 and "--pair-screen" in res.stderr and not (tmp_path / "x").exists()
+    res = cli(*base, "--pair-screen", "--gene-penalty", "0", "-o", tmp_path / "x")
+    assert res.exit_code == 2 and "turns the penalty off" in res.stderr and not (tmp_path / "x").exists()

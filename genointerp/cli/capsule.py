@@ -117,6 +117,9 @@ def capsule_train(
     patience = defaults["patience"] if patience is None else patience
     lr = defaults["lr"] if lr is None else lr
     gene_penalty = defaults["gene_penalty"] if gene_penalty is None else gene_penalty
+    if pair_screen and not gene_penalty:
+        raise typer.BadParameter("the pair screen spares a pair from the group penalty, and --gene-penalty 0 turns "
+                                 "the penalty off", param_hint="--pair-screen")
     if primary == "gene" and primary_capsule is not None:
         raise typer.BadParameter("gene primary capsules are the genes, and genes.tsv reads their coupling; "
                                  "--primary-capsule picks a conv capsule", param_hint="--primary-capsule")
