@@ -237,20 +237,27 @@ SCREEN_RIDGE = 1.0
 
 
 def screen_pairs(problem: Problem) -> list[tuple[Subset, float, float, float]]:
-    """Every gene pair (a, b), scored in seconds: a ridge least-squares classifier (labels -1/+1, ridge
-    SCREEN_RIDGE, sign of the fit as the call) on [1, PCs of a, PCs of b, every product PC_a x PC_b]
-    against the same without the products, cross-validated on the first repeat's folds (standardised
-    on each training fold). Returns (pair, score, cv_accuracy_products, cv_accuracy_additive), best
-    first, score = products - max(additive, chance gate) as the fitness has it: the products are
-    what an additive model lacks, and the gate keeps pure noise at the bottom."""
+    """screen_gene_pairs on the problem's genes, cross-validated on its first repeat's folds."""
+    return screen_gene_pairs(problem.x, problem.y, problem.gene_columns, problem.splits[0],
+                             problem.settings.folds, problem.gate)
+
+
+def screen_gene_pairs(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], split, folds: int,
+                      gate: float) -> list[tuple[Subset, float, float, float]]:
+    """Every gene pair (a, b) of x (n, F) float64, y (n,) int64, `genes` the column indices of each
+    gene, scored in seconds: a ridge least-squares classifier (labels -1/+1, ridge SCREEN_RIDGE,
+    sign of the fit as the call) on [1, PCs of a, PCs of b, every product PC_a x PC_b] against the
+    same without the products, cross-validated on `split`'s `folds` folds (a capsule.train.Split,
+    standardised on each training fold). Returns (pair, score, cv_accuracy_products,
+    cv_accuracy_additive), best first, score = products - max(additive, chance + `gate` SE) as the
+    fitness has it: the products are what an additive model lacks, and the gate keeps pure noise
+    at the bottom."""
     from genointerp.capsule import train as ct
 
-    x, y, split = problem.x, problem.y, problem.splits[0]
     t = 2.0 * y - 1
-    genes = problem.gene_columns
     n_genes = len(genes)
     correct = np.zeros((2, n_genes, n_genes))
-    for k in range(problem.settings.folds):
+    for k in range(folds):
         tr, ev = split.fold(k)
         xs = ct.Scaler.fit(x[tr])(x).astype(np.float64)
         hit_tr, hit_ev = t[tr], y[ev] == 1
@@ -264,7 +271,7 @@ def screen_pairs(problem: Problem) -> list[tuple[Subset, float, float, float]]:
                     d = design[tr]
                     w = np.linalg.solve(d.T @ d + SCREEN_RIDGE * np.eye(d.shape[1]), d.T @ hit_tr)
                     correct[m, a, b] += np.sum((design[ev] @ w > 0) == hit_ev)
-    _, threshold = chance_threshold(y, problem.gate)
+    _, threshold = chance_threshold(y, gate)
     out = []
     for a in range(n_genes):
         for b in range(a + 1, n_genes):

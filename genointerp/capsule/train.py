@@ -172,10 +172,10 @@ def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int
     from genointerp.capsule import search as cs
 
     index = np.asarray(config.gene_index)
-    problem = cs.Problem(x=x.astype(np.float64), y=y, gene_columns=[np.flatnonzero(index == g) for g in range(config.n_genes)],
-                         columns=[], splits=cs.make_splits(y, ["0", "1"], 3, 1, seed),
-                         settings=CapsuleSettings(folds=3, test_fraction=0.0), config={})
-    pair, score, _, _ = cs.screen_pairs(problem)[0]
+    genes = [np.flatnonzero(index == g) for g in range(config.n_genes)]
+    split = cs.make_splits(y, ["0", "1"], 3, 1, seed)[0]
+    # gate 2 SE: capsule-search's default --gate
+    pair, score, _, _ = cs.screen_gene_pairs(x.astype(np.float64), y, genes, split, 3, 2.0)[0]
     return tuple(pair) if score > 0 else ()
 
 
@@ -456,6 +456,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
                  else "highest mean coupling to the case capsule"})
 
     test_samples = [samples[i] for i in r.split.test]
+    gene_names = [name for name, _ in interp.gene_groups(features.columns)]
     info = {
         "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
         "features": {"columns": features.columns, "source": str(features_path),
@@ -467,8 +468,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
         "training": {**settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
                      "final_model": "all non-test samples less the inner validation part",
                      # the genes the final model's group penalty spared (--pair-screen)
-                     **({"screened_pair": [interp.gene_groups(features.columns)[g][0]
-                                           for g in getattr(r.model, "screened_pair", ())]} if s.pair_screen else {})},
+                     **({"screened_pair": [gene_names[g] for g in r.model.screened_pair]} if s.pair_screen else {})},
         "test_metrics": r.test_scores.get("capsule"),
         **({"prs": r.prs} if r.prs else {}),
         "interpretation": read_out,
