@@ -621,28 +621,30 @@ def test_training_defaults_follow_the_primary_kind_and_the_gene_penalty_needs_ge
                "-o", tmp_path / "c").exit_code == 0
     training = {k: json.loads((tmp_path / k / "config.json").read_text())["training"] for k in "gc"}
     # gene capsules: the group penalty and the longer schedule it needs; conv: the paper's settings, no penalty
-    assert {k: training["g"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.0012, "lr": 3e-3, "patience": 20}
-    assert {k: training["c"][k] for k in ("gene_penalty", "lr", "patience")} == {"gene_penalty": 0.0, "lr": 1e-3, "patience": 10}
+    keys = ("gene_penalty", "lr", "patience", "pair_screen")
+    assert {k: training["g"][k] for k in keys} == {"gene_penalty": 0.0012, "lr": 3e-3, "patience": 20, "pair_screen": True}
+    assert {k: training["c"][k] for k in keys} == {"gene_penalty": 0.0, "lr": 1e-3, "patience": 10, "pair_screen": False}
     assert training["g"]["epochs"] == 2  # a given value wins over the kind's default
     res = cli(*base, "--primary", "conv", "--gene-penalty", "0.01", "-o", tmp_path / "x")
     assert res.exit_code == 2 and "--gene-penalty" in res.stderr and "use --primary gene" in res.stderr
     assert not (tmp_path / "x").exists()
-    # an explicit 0 turns the penalty off for gene capsules
+    # an explicit 0 turns the penalty off for gene capsules, and with it the pair screen it would spare a pair from
     assert cli(*base, "--epochs", "2", "--gene-penalty", "0", "-o", tmp_path / "z").exit_code == 0
-    assert json.loads((tmp_path / "z" / "config.json").read_text())["training"]["gene_penalty"] == 0.0
+    training = json.loads((tmp_path / "z" / "config.json").read_text())["training"]
+    assert (training["gene_penalty"], training["pair_screen"]) == (0.0, False)
 
 
-def test_pair_screen_records_the_spared_pair_and_needs_gene_capsules(tmp_path, cli):
+def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_capsules(tmp_path, cli):
     features, y = cohort(120, 4)
     # XOR of G0's and G2's pc1 on top of the cohort's G1 signal: the screen's best pair is G0, G2
     x = features.matrix
     y = ((x[:, 0] > 0) ^ (x[:, 4] > 0)).astype(int)
     feats, pheno = write_cohort(tmp_path, features, y)
     base = ["capsule-train", feats, "-p", pheno, "--folds", "2", "--no-baselines", "--test-fraction", "0", "--epochs", "2"]
-    assert cli(*base, "--pair-screen", "-o", tmp_path / "m").exit_code == 0
+    assert cli(*base, "-o", tmp_path / "m").exit_code == 0
     training = json.loads((tmp_path / "m" / "config.json").read_text())["training"]
     assert training["pair_screen"] is True and training["screened_pair"] == ["chr1:G0", "chr1:G2"]
-    assert cli(*base, "-o", tmp_path / "n").exit_code == 0
+    assert cli(*base, "--no-pair-screen", "-o", tmp_path / "n").exit_code == 0
     assert "screened_pair" not in json.loads((tmp_path / "n" / "config.json").read_text())["training"]
     res = cli(*base, "--pair-screen", "--primary", "conv", "-o", tmp_path / "x")
     assert res.exit_code == 2 and "--pair-screen" in res.stderr and not (tmp_path / "x").exists()

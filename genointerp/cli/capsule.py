@@ -26,8 +26,8 @@ def _fractions(value: Optional[str]) -> list[float]:
 
 # capsule-train's training defaults per kind of primary capsule (chosen on the planted cohorts of
 # benchmarks/capsule.py, tuning seeds 11 and 12, not the seeds the README reports)
-GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012}
-CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0}
+GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True}
+CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False}
 
 
 def _torch_device(requested: str, threads: int) -> str:
@@ -59,7 +59,7 @@ def capsule_train(
     batch_size: int = typer.Option(32, "--batch-size", min=1),
     lr: Optional[float] = typer.Option(None, "--lr", min=0, help="Adam learning rate [default: 3e-3 gene capsules, 1e-3 conv]."),
     weight_decay: float = typer.Option(1e-4, "--weight-decay", min=0, help="Adam weight decay."),
-    pair_screen: bool = typer.Option(False, "--pair-screen/--no-pair-screen", help="Spare one gene pair from the group penalty: the best pair of capsule-search's pair screen (least squares with and without the products of the two genes' PCs), run on each training set's rows only; recorded as training.screened_pair in config.json. Without it an interacting pair with no marginal effect (XOR) stays switched off at ~1,000 samples. Costs the screen per training (about 8 s at 1,000 samples x 92 genes)."),
+    pair_screen: Optional[bool] = typer.Option(None, "--pair-screen/--no-pair-screen", help="Spare one gene pair from the group penalty: the best pair of capsule-search's pair screen (least squares with and without the products of the two genes' PCs), run on each training set's rows only, if it passes the screen's chance gate; recorded as training.screened_pair in config.json. Without it an interacting pair with no marginal effect (XOR) stays switched off at ~1,000 samples. Costs the screen per training (about 8 s at 1,000 samples x 92 genes) [default: on for gene capsules under the group penalty]."),
     gene_penalty: Optional[float] = typer.Option(None, "--gene-penalty", min=0, help="Group lasso on gene capsules: sum over genes of sqrt(PCs) x the norm of the gene's map, weighted by this x (1000 / training rows)^1.5 (rows below 500 count as 500), is added to the training loss, so genes that do not help are switched off (0: none) [default: 0.0012, i.e. 0.003 at 1,000 samples and 0.0006 at 3,000; gene capsules only]."),
     lr_decay: float = typer.Option(0.97, "--lr-decay", min=0.01, max=1, help="Exponential learning-rate decay per epoch."),
     hidden: int = typer.Option(256, "--hidden", min=2, help="Dense layer width."),
@@ -104,7 +104,7 @@ def capsule_train(
     if primary not in CapsuleConfig.PRIMARY_KINDS:
         raise typer.BadParameter(f"expected one of {', '.join(CapsuleConfig.PRIMARY_KINDS)}, got {primary!r}",
                                  param_hint="--primary")
-    if primary == "conv" and pair_screen:
+    if primary == "conv" and pair_screen:  # only an explicit --pair-screen: None is the default
         raise typer.BadParameter("the pair screen spares genes from the gene capsules' group penalty: use --primary gene",
                                  param_hint="--pair-screen")
     if primary == "conv" and gene_penalty:
@@ -117,7 +117,9 @@ def capsule_train(
     patience = defaults["patience"] if patience is None else patience
     lr = defaults["lr"] if lr is None else lr
     gene_penalty = defaults["gene_penalty"] if gene_penalty is None else gene_penalty
-    if pair_screen and not gene_penalty:
+    if pair_screen is None:  # with no penalty there is nothing to spare
+        pair_screen = defaults["pair_screen"] and gene_penalty > 0
+    elif pair_screen and not gene_penalty:
         raise typer.BadParameter("the pair screen spares a pair from the group penalty, and --gene-penalty 0 turns "
                                  "the penalty off", param_hint="--pair-screen")
     if primary == "gene" and primary_capsule is not None:
