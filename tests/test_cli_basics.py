@@ -76,3 +76,20 @@ def test_debug_shows_the_traceback_of_a_data_error(tmp_path):
     assert debug.returncode == 1
     assert debug.stderr.startswith("Traceback (most recent call last):") and message in debug.stderr.splitlines()[-1]
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_help_texts_carry_no_unescaped_rich_markup():
+    """Help is rendered as rich markup, where "[default: 200 ...]" is a tag and vanishes from --help:
+    a bracket that should show must be written "\\[" in the help string."""
+    import re
+
+    import typer.main
+
+    from genointerp.cli import app
+
+    tag = re.compile(r"(?<!\\)\[[a-z@#/][^\]]*\]")
+    group = typer.main.get_command(app)
+    bad = [f"{name} {param.name}: {tag.search(param.help).group()}"
+           for name, command in group.commands.items() for param in command.params
+           if getattr(param, "help", None) and tag.search(param.help)]
+    assert not bad, bad
