@@ -641,7 +641,8 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
     y = ((x[:, 0] > 0) ^ (x[:, 4] > 0)).astype(int)
     feats, pheno = write_cohort(tmp_path, features, y)
     base = ["capsule-train", feats, "-p", pheno, "--folds", "2", "--no-baselines", "--test-fraction", "0", "--epochs", "2"]
-    assert cli(*base, "-o", tmp_path / "m").exit_code == 0
+    res = cli(*base, "-o", tmp_path / "m")
+    assert res.exit_code == 0 and "pair screen: the final model spared chr1:G0 and chr1:G2" in res.stderr
     training = json.loads((tmp_path / "m" / "config.json").read_text())["training"]
     assert training["pair_screen"] is True and training["screened_pair"] == ["chr1:G0", "chr1:G2"]
     assert cli(*base, "--no-pair-screen", "-o", tmp_path / "n").exit_code == 0

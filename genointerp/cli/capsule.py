@@ -169,6 +169,11 @@ def capsule_train(
             best = enriched[0]
             log(f"enrichment.tsv: {len(enriched)} gene sets tested; lowest p {best['p_value']:.3g} "
                 f"(FDR {best['fdr']:.3g}): {best['set']}, {best['overlap']} of {best['set_size']} genes decisive")
+    if pair_screen:
+        names = [name for name, _ in gene_groups(features.columns)]
+        spared = [names[g] for g in r.model.screened_pair]
+        log(f"pair screen: the final model spared {' and '.join(spared)} from the group penalty" if spared else
+            "pair screen: no gene pair passed the chance gate; every gene was penalised")
     decisive = [g["gene"] for g in genes if g["decisive"]]
     read_out = "gene capsules' coupling" if chosen is None else f"primary capsule {chosen}"
     log(f"wrote {output}: {read_out}; decisive genes: {', '.join(decisive[:10])}"
