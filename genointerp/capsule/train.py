@@ -179,6 +179,15 @@ def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int
     return tuple(pair) if score > 0 else ()
 
 
+def spared_genes(model: CapsuleNet, columns: list[str]) -> list[str]:
+    """Names (chrom:gene, as gene_groups spells them) of the genes the model's group penalty spared
+    (its `screened_pair`, set by fit_capsule); [] where it spared none."""
+    from genointerp.capsule.interpret import gene_groups
+
+    names = [name for name, _ in gene_groups(columns)]
+    return [names[g] for g in model.screened_pair]
+
+
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
                 history: list | None = None) -> CapsuleNet:
     """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
@@ -456,7 +465,6 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
                  else "highest mean coupling to the case capsule"})
 
     test_samples = [samples[i] for i in r.split.test]
-    gene_names = [name for name, _ in interp.gene_groups(features.columns)]
     info = {
         "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
         "features": {"columns": features.columns, "source": str(features_path),
@@ -468,7 +476,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
         "training": {**settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
                      "final_model": "all non-test samples less the inner validation part",
                      # the genes the final model's group penalty spared (--pair-screen)
-                     **({"screened_pair": [gene_names[g] for g in r.model.screened_pair]} if s.pair_screen else {})},
+                     **({"screened_pair": spared_genes(r.model, features.columns)} if s.pair_screen else {})},
         "test_metrics": r.test_scores.get("capsule"),
         **({"prs": r.prs} if r.prs else {}),
         "interpretation": read_out,

@@ -171,8 +171,7 @@ def capsule_train(
             log(f"enrichment.tsv: {len(enriched)} gene sets tested; lowest p {best['p_value']:.3g} "
                 f"(FDR {best['fdr']:.3g}): {best['set']}, {best['overlap']} of {best['set_size']} genes decisive")
     if pair_screen:
-        names = [name for name, _ in gene_groups(features.columns)]
-        spared = [names[g] for g in r.model.screened_pair]
+        spared = ct.spared_genes(r.model, features.columns)
         log(f"pair screen: the final model spared {' and '.join(spared)} from the group penalty" if spared else
             "pair screen: no gene pair's products beat both the additive fit and the chance gate; "
             "every gene was penalised")
