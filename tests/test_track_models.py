@@ -205,3 +205,53 @@ def test_enformer_like_layout_is_full_attention_before_crop(device):
     # the defaults are valid and consistent: 4096 bp in, 24 bins of the one track out
     with torch.inference_mode():
         assert GenomicInterpreter(Swin1DConfig()).eval().to(device)(one_hot(1, 4096).to(device)).shape == (1, 24, 1)
+
+
+def test_stem_filters_widen_only_the_stem_and_old_configs_load_unchanged(tmp_path):
+    """stem_filters adds conv filters and a projection to d_model; a config saved before the field
+    existed (no stem_filters key) builds the same modules, so its weights load as they were saved."""
+    base = tiny("swin1d")
+    wide = build_model(replace(base, stem_filters=40).to_dict())
+    assert wide.stem.conv.out_channels == 40
+    assert (wide.stem_proj.in_features, wide.stem_proj.out_features) == (40, base.d_model)
+    y = wide(one_hot())
+    assert y.shape == (2, TARGET, TRACKS)
+    y.sum().backward()
+    assert all(p.grad is not None for p in wide.parameters())
+    old = {k: v for k, v in base.to_dict().items() if k != "stem_filters"}
+    model = build_model(old)
+    assert model.stem_proj is None and set(model.state_dict()) == set(build_model(base.to_dict()).state_dict())
+    assert default_track_config("swin1d", SEQ, BIN, TARGET, TRACKS, GROUPS, width=16, stem_filters=40).stem_filters == 40
+    with pytest.raises(ValueError, match="swin1d stem"):
+        default_track_config("maxpool-cnn", SEQ, BIN, TARGET, TRACKS, GROUPS, width=16, stem_filters=40)
+    with pytest.raises(ValueError, match="stem_filters"):
+        replace(base, stem_filters=-1).validate()
+
+
+def test_attention_pool_is_the_softmax_weighted_mean_of_each_group():
+    """The pooled value is sum_i x_i softmax(W x)_i over each group of `pool` positions, per channel
+    (written out here with the 1x1 conv, the form the channels-last forward computes)."""
+    pool = AttentionPool(6, 4)
+    with torch.no_grad():
+        pool.logits.weight.normal_()
+    x = torch.randn(3, 6, 20)
+    w = pool.logits(x).view(3, 6, 5, 4).softmax(-1)
+    torch.testing.assert_close(pool(x), (x.view(3, 6, 5, 4) * w).sum(-1))
+
+
+def test_widen_stem_keeps_the_function_and_lets_the_new_filters_learn():
+    from genointerp.models.swin1d import widen_stem
+
+    config = default_track_config("swin1d", SEQ, 4, 64, TRACKS, GROUPS, width=16, dropout=0.0, max_stages=1)
+    assert config.patch == 2  # attention pooling in the stem, so its logits are widened too
+    model = build_model(config.to_dict()).eval()
+    wide = widen_stem(model, 20).eval()
+    x = one_hot()
+    with torch.no_grad():
+        torch.testing.assert_close(wide(x), model(x))
+    assert wide.config.stem_filters == 20 and wide.stem.conv.out_channels == 20
+    wide.train()
+    wide(x).sum().backward()
+    assert wide.stem_proj.weight.grad[:, 8:].abs().sum() > 0  # the zero-read filters get a gradient at once
+    with pytest.raises(ValueError, match="widening needs more"):
+        widen_stem(wide, 20)

@@ -701,3 +701,74 @@ def test_init_from_fine_tunes_a_trained_model(model, cli, tmp_path):
               "--target-bins", 8, "--epochs", 1, "--device", "cpu", "--init-from", model, "-o", tmp_path / "bad")
     assert_one_error_line(res, "--init-from")
     assert not (tmp_path / "bad").exists()
+
+
+def test_balanced_track_weights_rescale_each_track_to_the_common_mean():
+    """Track means 2, 0.5 and 0 over the training windows: weights 1.25/2, 1.25/0.5 and 1 (no signal);
+    the weighted loss has the gradient of the plain loss on rates and targets scaled by the weights."""
+    import torch
+
+    from genointerp.tracks.data import ArrayWindows
+    from genointerp.tracks.task import TrackTask, balanced_weights
+
+    y = np.zeros((6, 4, 3), np.float32)
+    y[:, :, 0], y[:3, :, 1] = 2.0, 1.0
+    src = ArrayWindows(np.zeros((6, 8, 4), np.uint8), y)
+    w = balanced_weights(src, batch_size=4)  # batches that do not divide the windows
+    np.testing.assert_allclose(w, [0.625, 2.5, 1.0])
+
+    rng = np.random.default_rng(0)
+    rate = torch.tensor(rng.uniform(0.1, 3, (5, 4, 3)), dtype=torch.float32, requires_grad=True)
+    target = torch.tensor(rng.poisson(1.0, (5, 4, 3)), dtype=torch.float32)
+    TrackTask(src, src, False, 0, weights=w).loss(rate, target).backward()
+    weighted = rate.grad.clone()
+    rate.grad = None
+    scale = torch.from_numpy(w)
+    TrackTask(src, src, False, 0).loss(rate * scale, target * scale).backward()
+    torch.testing.assert_close(weighted, rate.grad)
+    rate.grad = None
+    TrackTask(src, src, False, 0, weights=np.ones(3, np.float32)).loss(rate, target).backward()
+    weights_one = rate.grad.clone()
+    rate.grad = None
+    TrackTask(src, src, False, 0).loss(rate, target).backward()
+    torch.testing.assert_close(weights_one, rate.grad)
+
+
+def test_track_weights_balanced_trains_another_model_and_is_recorded(model, cli, tmp_path):
+    res = cli(*train_args(tmp_path / "bal", "--epochs", 2, "--track-weights", "balanced"))
+    assert res.exit_code == 0, res.output
+    assert "track loss weights" in res.output
+    cfg = json.loads((tmp_path / "bal" / "config.json").read_text())
+    assert cfg["training"]["track_weights"] == "balanced"
+    assert json.loads((model / "config.json").read_text())["training"]["track_weights"] == "none"
+    a, b = load_file(str(model / "model.safetensors")), load_file(str(tmp_path / "bal" / "model.safetensors"))
+    assert not all(a[k].equal(b[k]) for k in a)  # same seed and data: only the loss differs
+
+
+def test_stem_filters_sets_the_swin1d_stem_and_is_refused_where_it_cannot_apply(model, cli, tmp_path):
+    res = cli(*train_args(tmp_path / "wide", "--epochs", 1, "--stem-filters", 24))
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((tmp_path / "wide" / "config.json").read_text())
+    assert cfg["model"]["stem_filters"] == 24 and cfg["model"]["d_model"] == 8  # width 16: d_model 8
+    assert load_file(str(tmp_path / "wide" / "model.safetensors"))["stem.conv.weight"].shape[0] == 24
+    res = cli(*train_args(tmp_path / "cnn", "--epochs", 1, "--stem-filters", 24, "--arch", "maxpool-cnn"))
+    assert_one_error_line(res, "swin1d stem")
+    res = cli(*train_args(tmp_path / "narrow", "--epochs", 1, "--stem-filters", 8, "--init-from", model))
+    assert_one_error_line(res, "can only add filters")
+    assert not (tmp_path / "cnn").exists() and not (tmp_path / "narrow").exists()
+
+
+def test_init_from_with_stem_filters_widens_the_stem_and_predicts_as_before(model, cli, tmp_path):
+    """With lr 0 nothing moves, so the widened model is the starting one plus filters read with weight 0."""
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+
+    res = cli(*train_args(tmp_path / "ft", "--epochs", 1, "--lr", 0, "--stem-filters", 20, "--init-from", model))
+    assert res.exit_code == 0, res.output
+    assert "stem widened from 8 to 20 filters" in res.output
+    (a, _), (b, cfg) = load_model_dir(model), load_model_dir(tmp_path / "ft")
+    assert cfg["model"]["stem_filters"] == 20 and b.stem.conv.out_channels == 20
+    x = torch.nn.functional.one_hot(torch.randint(0, 4, (3, 1024), generator=torch.Generator().manual_seed(0)), 4)
+    with torch.inference_mode():
+        torch.testing.assert_close(b.eval()(x.float()), a.eval()(x.float()))

@@ -29,6 +29,11 @@ class MotifInit(str, Enum):
     jaspar_centred = "jaspar-centred"
 
 
+class TrackWeights(str, Enum):
+    none = "none"
+    balanced = "balanced"
+
+
 class BinStat(str, Enum):
     mean = "mean"
     sum = "sum"
@@ -67,6 +72,10 @@ def train_tracks(
     width: int = typer.Option(64, "--width", min=8, help="Model width (channels of the first stage); baselines are matched to it."),
     patch: int = typer.Option(1, "--patch", min=1, help="bp per token after the stem: 1 = single-nucleotide tokens (the paper); "
                               "4 or 8 trains several times faster on CPU."),
+    stem_filters: int = typer.Option(0, "--stem-filters", min=0, help="swin1d: motif detectors in the stem's "
+                                     "convolution, pooled and projected to width/2 per token (0: width/2 of them). "
+                                     "More lets the first layer hold more motifs; it is most of the cost per bp. With --init-from: widen that "
+                                     "model's stem to this many (it starts predicting as before)."),
     motif_init: MotifInit = typer.Option(MotifInit.none, "--motif-init", help="jaspar: start the stem's filters as JASPAR "
                                          "motifs, the tracked factors' first, then one per TF family (needs pyjaspar), each firing "
                                          "near its matches; jaspar-centred: the same motifs, mean-centred and scaled like random filters."),
@@ -75,6 +84,10 @@ def train_tracks(
                                       "the rest keep their random start)."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Fine-tune: start from this track model's weights "
                                             "(its architecture; same tracks and window geometry)."),
+    track_weights: TrackWeights = typer.Option(TrackWeights.none, "--track-weights", help="none: every bin of every "
+                                               "track weighs the same in the Poisson loss, so high-signal tracks steer "
+                                               "training; balanced: each track's loss is rescaled as if its mean "
+                                               "training signal were the tracks' common mean."),
     dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9, help="Dropout rate inside the model."),
     seq_len: int = typer.Option(4096, "--seq-len", min=64, help="bp of DNA per window."),
     bin_size: int = typer.Option(128, "--bin-size", min=1, help="bp per target bin."),
@@ -116,7 +129,8 @@ def train_tracks(
                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
-                            motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from)
+                            motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from,
+                            track_weights=track_weights.value, stem_filters=stem_filters)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if init_from and motif_init != MotifInit.none:

@@ -13,7 +13,7 @@ choice for small batches and multi-GPU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import torch
@@ -33,6 +33,9 @@ class Swin1DConfig(TrackConfig):
 
     d_model: int = 32  # token width after the stem (d_0)
     stem_kernel: int = 15
+    # motif detectors in the stem conv; 0: d_model of them. More than d_model are pooled by `patch`,
+    # then projected to d_model per token, so only the bp-resolution conv and pooling grow
+    stem_filters: int = 0
     patch: int = 1  # bp per token after the stem; 1 = single-nucleotide tokens
     windows: tuple[int, ...] = (16, 16, 16, 16, 16, 16, 16)
     heads: tuple[int, ...] = (2, 2, 2, 2, 3, 3, 2)
@@ -82,6 +85,8 @@ class Swin1DConfig(TrackConfig):
         check_heads(widths[-1], self.transformer_heads, "transformer")
         if self.ff_mult < 1 or self.stem_kernel < 1:
             raise ValueError("ff_mult and stem_kernel must be at least 1")
+        if self.stem_filters < 0:
+            raise ValueError(f"stem_filters must be 0 (d_model) or positive (got {self.stem_filters})")
 
 
 class FeedForward(nn.Sequential):
@@ -128,7 +133,10 @@ class GenomicInterpreter(nn.Module):
         config.validate()
         self.config = config
         c, widths = config, config.widths
-        self.stem = Stem(c.d_model, c.stem_kernel, c.patch, pool="attention")
+        filters = c.stem_filters or c.d_model
+        self.stem = Stem(filters, c.stem_kernel, c.patch, pool="attention")
+        # absent when the stem has d_model filters, so models saved before stem_filters load unchanged
+        self.stem_proj = nn.Linear(filters, c.d_model) if filters != c.d_model else None
         self.blocks = nn.ModuleList(
             Swin1DBlock(widths[k], widths[k + 1], c.heads[k], c.windows[k], c.ff_mult, c.dropout)
             for k in range(len(c.windows)))
@@ -140,7 +148,9 @@ class GenomicInterpreter(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) rates >= 0."""
-        h = self.stem(x).transpose(1, 2)  # (B, seq_len/patch, d_0)
+        h = self.stem(x).transpose(1, 2)  # (B, seq_len/patch, stem_filters)
+        if self.stem_proj is not None:
+            h = self.stem_proj(h)  # (B, seq_len/patch, d_0)
         for block in self.blocks:
             h = block(h)
         h = crop_tokens(h, self.config.crop_bins)  # (B, target_bins, d_K)
@@ -175,3 +185,37 @@ class GenomicInterpreter(nn.Module):
                            "stage": len(self.blocks), "resolution_bp": c.bin_size, "window": c.target_bins,
                            "shift": 0, "tokens": c.target_bins, "offset_bp": c.crop_bins * c.bin_size})
         return layout
+
+
+def widen_stem(model: GenomicInterpreter, filters: int) -> GenomicInterpreter:
+    """A copy of `model` whose stem conv has `filters` (> its current count) filters, computing the
+    same function: the old filters keep their weights, the new ones start random like a fresh conv,
+    the pooling logits are block-diagonal (old channels' pooling sees old channels only; new ones
+    start at 2 x identity like a fresh pool) and the projection to d_model reads the old channels
+    as before and the new ones with weight 0, so fine-tuning grows the first layer from the trained
+    model instead of starting again."""
+    c = model.config
+    old = c.stem_filters or c.d_model
+    if filters <= old:
+        raise ValueError(f"the stem has {old} filters already; widening needs more (got {filters})")
+    wide = GenomicInterpreter(replace(c, stem_filters=filters))
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith(("stem.", "stem_proj."))}
+    wide.load_state_dict(state, strict=False)
+    with torch.no_grad():
+        conv, new_conv = model.stem.conv, wide.stem.conv
+        fresh = nn.Conv1d(4, filters - old, conv.kernel_size[0])  # from torch's RNG, seeded by the caller
+        new_conv.weight.copy_(torch.cat([conv.weight, fresh.weight]))
+        new_conv.bias.copy_(torch.cat([conv.bias, fresh.bias]))
+        if hasattr(model.stem.pool, "logits"):
+            w = 2 * torch.eye(filters)
+            w[:old, :old] = model.stem.pool.logits.weight[:, :, 0]
+            wide.stem.pool.logits.weight.copy_(w[:, :, None])
+        proj = torch.zeros(c.d_model, filters)
+        bias = torch.zeros(c.d_model)
+        if model.stem_proj is None:
+            proj[:, :old] = torch.eye(old)
+        else:
+            proj[:, :old], bias = model.stem_proj.weight, model.stem_proj.bias
+        wide.stem_proj.weight.copy_(proj)
+        wide.stem_proj.bias.copy_(bias)
+    return wide

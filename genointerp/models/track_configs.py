@@ -46,12 +46,13 @@ def largest_divisor(n: int, at_most: int) -> int:
 def default_track_config(arch: str, seq_len: int, bin_size: int, target_bins: int, n_tracks: int,
                          track_groups: tuple[int, ...] | None = None, width: int = 64, *, dropout: float = 0.1,
                          transformer_layers: int = 1, window: int = 16, dilated_layers: int = 4,
-                         max_stages: int = 7) -> TrackConfig:
+                         max_stages: int = 7, stem_filters: int = 0) -> TrackConfig:
     """A validated config for `arch` with `width` channels at bin resolution.
 
     Downsampling: K = min(max_stages, number of factors 2 in bin_size) halvings after a stem that
     pools by patch = bin_size / 2^K (1 for 128-bp bins: single-nucleotide tokens as in the paper).
-    swin1d windows: the largest divisor of each stage's token count up to `window`.
+    swin1d windows: the largest divisor of each stage's token count up to `window`; `stem_filters`
+    (swin1d only; 0: width/2) sets how many motif detectors its stem conv has.
     Raises ValueError when the sizes cannot fit (e.g. seq_len not a multiple of bin_size).
     """
     if arch not in TRACK_ARCHITECTURES:
@@ -62,6 +63,8 @@ def default_track_config(arch: str, seq_len: int, bin_size: int, target_bins: in
         raise ValueError(f"bin_size {bin_size} must be even: the models halve the token count at least once")
     if seq_len % bin_size:
         raise ValueError(f"seq_len {seq_len} is not a multiple of bin_size {bin_size}")
+    if stem_filters and arch != "swin1d":
+        raise ValueError(f"stem_filters sets the swin1d stem; {arch} has width/2 stem filters")
     k = 0
     while k < max_stages and bin_size % 2 ** (k + 1) == 0:
         k += 1
@@ -73,7 +76,7 @@ def default_track_config(arch: str, seq_len: int, bin_size: int, target_bins: in
         d = [half] + exponential_widths(half, width, k)
         tokens = [seq_len // (patch * 2 ** s) for s in range(k)]
         config: TrackConfig = Swin1DConfig(
-            **common, d_model=half, patch=patch, windows=tuple(largest_divisor(n, window) for n in tokens),
+            **common, d_model=half, stem_filters=stem_filters, patch=patch, windows=tuple(largest_divisor(n, window) for n in tokens),
             heads=tuple(heads_for(w) for w in d[:-1]), alphas=tuple(2 * a / b for a, b in zip(d[:-1], d[1:])),
             transformer_layers=transformer_layers, transformer_heads=heads_for(width))
         assert config.widths == d, (config.widths, d)  # round(2 d / (2 d / d')) == d' in floating point

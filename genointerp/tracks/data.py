@@ -89,6 +89,10 @@ class GenomeWindows:
         b0 = (self.starts[i] + self.g.crop) // self.g.bin_size
         return soft_clip(self.targets[self.chrom_index[i]][b0 : b0 + self.g.target_bins], self.clip)
 
+    def targets_of(self, idx: np.ndarray) -> np.ndarray:
+        """float32 (B, target_bins, n_tracks) of windows idx, as batch() gives them unaugmented."""
+        return np.stack([self.target(i) for i in idx])
+
     def batch(self, idx: np.ndarray, shifts: np.ndarray | None = None,
               flips: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One-hot float32 (B, seq_len, 4) and targets float32 (B, target_bins, n_tracks).
@@ -97,7 +101,7 @@ class GenomeWindows:
         only (by less than a bin, so the targets stay those of the unshifted window).
         """
         codes = np.stack([self.sequence_codes(i, int(shifts[i]) if shifts is not None else 0) for i in idx])
-        y = np.stack([self.target(i) for i in idx])
+        y = self.targets_of(idx)
         x = one_hot(codes)
         if flips is not None:
             f = flips[idx]
@@ -119,6 +123,10 @@ class ArrayWindows:
 
     def __len__(self) -> int:
         return len(self.seqs)
+
+    def targets_of(self, idx: np.ndarray) -> np.ndarray:
+        """float32 (B, target_bins, n_tracks) of windows idx."""
+        return np.asarray(self.targets[idx], dtype=np.float32)
 
     def batch(self, idx: np.ndarray, shifts: np.ndarray | None = None,
               flips: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

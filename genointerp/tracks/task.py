@@ -19,8 +19,10 @@ class TrackTask:
 
     def __init__(self, train, valid, rc_augment: bool, max_shift: int, device: str = "cpu",
                  precision: str = "32", eval_batch: int = 32, frozen: list | None = None,
-                 freeze_epochs: int = 0) -> None:
+                 freeze_epochs: int = 0, weights: np.ndarray | None = None) -> None:
         self.train, self.valid = train, valid
+        # per-track loss weights (T,), or None for the plain mean over every bin and track
+        self.weights = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)
         self.rc_augment, self.max_shift = rc_augment, max_shift
         self.device, self.precision, self.eval_batch = device, precision, eval_batch
         # parameters kept fixed in the first freeze_epochs epochs: their gradients are zeroed (a hook,
@@ -48,11 +50,36 @@ class TrackTask:
         return torch.from_numpy(x).to(device), torch.from_numpy(np.ascontiguousarray(y)).to(device)
 
     def loss(self, rate: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.poisson_nll_loss(rate, target, log_input=False)
+        """Mean Poisson NLL of rates and targets (B, bins, T), each track's terms times its weight."""
+        if self.weights is None:
+            return torch.nn.functional.poisson_nll_loss(rate, target, log_input=False)
+        nll = torch.nn.functional.poisson_nll_loss(rate, target, log_input=False, reduction="none")
+        return (nll * self.weights.to(nll.device)).mean()
 
     def validate(self, model) -> dict:
         r, loss = evaluate(model, self.valid, self.device, self.precision, self.eval_batch)
         return {"loss": loss, "pearson": float(np.nanmean(r)) if np.isfinite(r).any() else float("nan")}
+
+
+def balanced_weights(source, batch_size: int = 256) -> np.ndarray:
+    """Per-track loss weights float32 (T,): the mean over tracks of each track's mean training signal,
+    divided by the track's own.
+
+    The Poisson NLL's gradient scales with a track's signal, so under a plain mean the tracks with
+    the highest signal values steer a shared trunk; weighted this way each track's loss is that of
+    its signal rescaled to a common mean (the NLL is linear in a joint scale of rate and target up
+    to a constant), which Pearson r, a per-track score, does not see. A track with no signal in
+    training keeps weight 1."""
+    total = None
+    for a in range(0, len(source), batch_size):
+        y = source.targets_of(np.arange(a, min(a + batch_size, len(source))))
+        s = y.sum(axis=(0, 1), dtype=np.float64)
+        total = s if total is None else total + s
+    mean = total / max(len(source), 1)
+    live = mean > 0
+    w = np.ones_like(mean)
+    w[live] = mean[live].mean() / mean[live]
+    return w.astype(np.float32)
 
 
 @torch.inference_mode()

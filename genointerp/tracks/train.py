@@ -40,6 +40,8 @@ class TrackTrainRequest:
     motif_freeze_epochs: int = 0  # keep those filters fixed for this many first epochs
     motif_filters: int = 0  # how many stem filters start as motifs (0: all); the rest stay random
     init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
+    stem_filters: int = 0  # swin1d stem conv filters (0: width/2)
+    track_weights: str = "none"  # "balanced": each track's loss rescaled to a common mean signal (tracks.task)
 
 
 def _group_order(specs) -> list:
@@ -135,7 +137,7 @@ class TrackTraining(TrainingJob):
         if req.patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
         return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.specs), self.sizes,
-                                    req.width, dropout=req.dropout, max_stages=stages)
+                                    req.width, dropout=req.dropout, max_stages=stages, stem_filters=req.stem_filters)
 
     def _init_config(self):
         """The --init-from model's architecture, once its windows and tracks are checked against the data."""
@@ -155,13 +157,33 @@ class TrackTraining(TrainingJob):
         self.init_info = {"path": str(Path(src).resolve()), "valid_pearson": cfg["training"].get("valid_pearson"),
                           "test_pearson": cfg.get("test_metrics", {}).get("pearson_mean"),
                           "arch": cfg["training"].get("arch"), "width": cfg["training"].get("width")}
-        return self.init_model.config
+        config = self.init_model.config
+        if self.req.stem_filters:
+            from dataclasses import replace
+
+            have = getattr(config, "stem_filters", None)
+            if have is None or self.req.stem_filters <= (have or config.d_model):
+                raise InputError(f"--stem-filters {self.req.stem_filters}: --init-from {src} is "
+                                 + ("not a swin1d" if have is None else f"a swin1d with {have or config.d_model} stem "
+                                    "filters; fine-tuning can only add filters"))
+            config = replace(config, stem_filters=self.req.stem_filters)
+        return config
 
     def build(self, config):
         from genointerp.checkpoint import build_model
 
-        self.model = build_model(config.to_dict())
-        if self.req.init_from:
+        if self.req.init_from and self.req.stem_filters:
+            from genointerp.models.swin1d import widen_stem
+
+            before = self.init_model.config.stem_filters or self.init_model.config.d_model
+            self.model = widen_stem(self.init_model, self.req.stem_filters)
+            assert self.model.config == config
+            self.log(f"weights from --init-from {self.req.init_from}, its stem widened from {before} to "
+                     f"{self.req.stem_filters} filters (the new ones start random and are read with weight 0, so "
+                     "training starts from the same predictions)")
+        else:
+            self.model = build_model(config.to_dict())
+        if self.req.init_from and not self.req.stem_filters:
             self.model.load_state_dict(self.init_model.state_dict())
             self.log(f"weights from --init-from {self.req.init_from} (its --arch/--width/--patch; the options given "
                      "here are not used)")
@@ -195,8 +217,16 @@ class TrackTraining(TrainingJob):
             from genointerp.tracks.motifs import stem_conv
 
             frozen = list(stem_conv(self.model).parameters())
+        weights = None
+        if self.req.track_weights == "balanced":
+            from genointerp.tracks.task import balanced_weights
+
+            weights = balanced_weights(self.train)
+            order = np.argsort(weights)
+            self.log(f"track loss weights {weights.min():.2f}-{weights.max():.2f} (lowest {self.specs[order[0]].id}, "
+                     f"highest {self.specs[order[-1]].id})")
         return TrackTask(self.train, self.valid, settings.rc_augment, settings.shift_augment, settings.device,
-                         settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs)
+                         settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs, weights=weights)
 
     def test(self, model, settings) -> dict:
         from genointerp.tracks.pearson import group_means
@@ -216,6 +246,7 @@ class TrackTraining(TrainingJob):
             "reference": {"chroms": self.reference["chroms"]} if not req.basenji else None,
             "training": {**asdict(settings), **self._arch_info(), "data": self.data_info,
                          "motif_init": self.motif_info(), "init_from": getattr(self, "init_info", None),
+                         "track_weights": req.track_weights,
                          "windows": {"train": len(self.train), "valid": len(self.valid), "test": len(self.test_set)},
                          "epochs_run": len(history), "best_epoch": int(best_row["epoch"]),
                          "valid_pearson": float(best_row["valid_pearson"])},
