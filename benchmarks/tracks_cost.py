@@ -19,6 +19,12 @@ transformer depth, its tower down-sampling by 2^7 like ours; its heads are the m
 which width/heads is a multiple of 6 (its relative-position features need that), key size width/heads.
 
     python benchmarks/tracks_cost.py [--lengths 4096,...,131072] [--width 96] [--repeats 3]
+
+--model-dirs builtin,DIR,... instead times trained track models (builtin: the installed one) as
+predict-tracks runs them: batches of --batch 8 windows of the model's own length, one thread,
+inference mode; bp/s counts the predicted (target) bp, the speed issue 17 asks to keep. To
+compare with an older checkout, run this script with PYTHONPATH=<that checkout> so the workers
+import its genointerp.
 """
 
 from __future__ import annotations
@@ -96,6 +102,46 @@ def worker(model: str, length: int, mode: str, args) -> dict:
             "params": sum(p.numel() for p in net.parameters())}
 
 
+def model_worker(folder: str, args) -> dict:
+    """Predicted bp/s of a trained track model (one thread, batches of args.batch windows)."""
+    import torch
+
+    from genointerp.tracks.predict import load_track_model
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    net, cfg = load_track_model(None if folder == "builtin" else folder)
+    net.eval()
+    w = cfg["window"]
+    x = torch.nn.functional.one_hot(torch.randint(0, 4, (args.batch, w["seq_len"])), 4).float()
+    with torch.inference_mode():
+        for _ in range(args.warmup):
+            net(x)
+        times = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            net(x)
+            times.append(time.perf_counter() - t0)
+    sec = sorted(times)[len(times) // 2]
+    return {"model": folder, "params": sum(p.numel() for p in net.parameters()), "window_bp": w["seq_len"],
+            "seconds_per_batch": f"{sec:.4f}", "predicted_bp_per_s": f"{args.batch * w['target_bins'] * w['bin_size'] / sec:.0f}"}
+
+
+def time_models(args) -> None:
+    rows = []
+    for folder in args.model_dirs.split(","):
+        cmd = [sys.executable, __file__, "--model-worker", folder, "--batch", str(args.batch),
+               "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        if res.returncode:
+            sys.exit(f"{folder} failed:\n{res.stderr[-3000:]}")
+        rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        ref = float(rows[0]["predicted_bp_per_s"])
+        rows[-1]["vs_first"] = f"{float(rows[-1]['predicted_bp_per_s']) / ref:.2f}"
+    print(f"batches of {args.batch} windows, 1 thread, inference mode, median of {args.repeats} after {args.warmup} warm-up")
+    print(table(rows, list(rows[0])))
+
+
 def reset_peak_rss() -> float:
     """Reset this process's RSS high-water mark where Linux allows it; return the RSS now (MiB).
     Elsewhere returns the high-water mark so far, so extra MiB is a lower bound."""
@@ -129,8 +175,17 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per (model, length, mode) subprocess")
     ap.add_argument("--out", default="bench-output/tracks_cost")
+    ap.add_argument("--model-dirs", help="time these trained track models instead (builtin = the installed one)")
+    ap.add_argument("--batch", type=int, default=8, help="windows per batch with --model-dirs (predict-tracks' default)")
     ap.add_argument("--worker", nargs=3, metavar=("MODEL", "LENGTH", "MODE"), help=argparse.SUPPRESS)
+    ap.add_argument("--model-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.model_worker:
+        print(json.dumps(model_worker(args.model_worker, args)))
+        return
+    if args.model_dirs:
+        time_models(args)
+        return
     if args.worker:
         print(json.dumps(worker(args.worker[0], int(args.worker[1]), args.worker[2], args)))
         return

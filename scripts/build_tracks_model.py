@@ -14,11 +14,14 @@ stem (5 Swin stages) so it trains on two CPU cores in under an hour.
 Resumable: rerun the same command after an interruption and it continues from the checkpoint.
 
 Stage `finetune` (issue 17) goes on from the installed model (`train-tracks --init-from`) for
---finetune-epochs more epochs at lr 1e-4 on the same data and split, and installs the result only
-when its validation Pearson r beats the installed model's (the test split is reported, never used
-to choose).
+--finetune-epochs more epochs at --lr (1e-4) on the same data and split, with --track-weights and,
+to grow the first layer, --stem-filters; it installs the result only when its validation Pearson r
+beats the installed model's (the test split is reported, never used to choose). Each stage is
+one such run: rerun it (with --work elsewhere, or after deleting WORK/finetune) to go on from what
+it installed.
 
     python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model] [--stage finetune]
+        [--finetune-epochs 3 --lr 3e-4 --track-weights balanced]
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ def main() -> None:
     ap.add_argument("--threads", default="1")
     ap.add_argument("--stage", choices=("scratch", "finetune"), default="scratch")
     ap.add_argument("--finetune-epochs", type=int, default=2)
+    ap.add_argument("--lr", default="1e-4", help="finetune stage: learning rate (cosine-annealed over its epochs)")
+    ap.add_argument("--track-weights", choices=("none", "balanced"), default="none", help="finetune stage: train-tracks --track-weights")
+    ap.add_argument("--stem-filters", type=int, default=0, help="finetune stage: widen the installed model's stem to this many filters")
     args = ap.parse_args()
     shared, work = Path(args.shared), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -73,7 +79,10 @@ def main() -> None:
     data = ["--fasta", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--chroms", "20"]
     if args.stage == "finetune":
         model = work / "finetune"
-        train = [*data, *TRAIN_ARGS, "--init-from", str(DEST), "--epochs", str(args.finetune_epochs), "--lr", "1e-4"]
+        train = [*data, *TRAIN_ARGS, "--init-from", str(DEST), "--epochs", str(args.finetune_epochs), "--lr", args.lr,
+                 "--patience", str(args.finetune_epochs), "--track-weights", args.track_weights]
+        if args.stem_filters:
+            train += ["--stem-filters", str(args.stem_filters)]
     else:
         model = work / "model"
         train = [*data, *TRAIN_ARGS]
