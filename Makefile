@@ -60,8 +60,9 @@ default-model: install
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED)
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED) --stage fresh
 
-# Rebuild the built-in tracks model (GRCh37 chr20 + ENCODE-DREAM peaks from ../shared/data; about
-# 45 minutes on 2 CPUs; rerun to resume after an interruption).
+# Rebuild the built-in tracks model (GRCh37 chr20 + ENCODE-DREAM peaks from ../shared/data): a
+# scratch run, then the recorded fine-tuning stages (scripts/build_tracks_model.py STAGES), about
+# 2 hours on 2 CPUs; rerun to resume after an interruption.
 tracks-model: install
 	$(BIN)/python scripts/build_tracks_model.py --shared $(SHARED)
 

@@ -13,15 +13,16 @@ stem (5 Swin stages) so it trains on two CPU cores in under an hour.
 
 Resumable: rerun the same command after an interruption and it continues from the checkpoint.
 
-Stage `finetune` (issue 17) goes on from the installed model (`train-tracks --init-from`) for
---finetune-epochs more epochs at --lr (1e-4) on the same data and split, with --track-weights and,
-to grow the first layer, --stem-filters; it installs the result only when its validation Pearson r
-beats the installed model's (the test split is reported, never used to choose). Each stage is
-one such run: rerun it (with --work elsewhere, or after deleting WORK/finetune) to go on from what
-it installed.
+The installed model is a scratch run and then the fine-tuning stages in STAGES (issue 17), each
+going on from the model installed before it (`train-tracks --init-from`) on the same data and
+split and installed only when its validation Pearson r beats that model's (the test split is
+reported, never used to choose). `--stage all` (the default, `make tracks-model`) replays them
+all. `--stage finetune` tries a new stage from the installed model: --finetune-epochs at --lr,
+with --track-weights and, to grow the first layer, --stem-filters; record it in STAGES when it is
+installed and committed, so the next session goes on from it.
 
-    python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model] [--stage finetune]
-        [--finetune-epochs 3 --lr 3e-4 --track-weights balanced]
+    python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model]
+        [--stage finetune --finetune-epochs 3 --lr 3e-4 [--stem-filters 48]]
 """
 
 from __future__ import annotations
@@ -60,13 +61,53 @@ def write_targets(peaks: Path, out: Path, min_peaks: int) -> int:
     return len(names)
 
 
+# The fine-tuning stages the installed model went through, in order; each started from the model
+# installed before it and was installed because its validation r beat that model's.
+STAGES = {
+    "finetune1": {"epochs": 2, "lr": "1e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.108 -> 0.112
+    "finetune2": {"epochs": 3, "lr": "3e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.112 -> 0.133
+    "finetune3": {"epochs": 4, "lr": "3e-4", "track_weights": "none", "stem_filters": 48},  # valid 0.133 -> 0.150
+}
+
+
+def train_stage(model: Path, train: list[str], threads: str) -> None:
+    """Run train-tracks into `model` unless it is there already; resume an interrupted run."""
+    cmd = [sys.executable, "-m", "genointerp", "train-tracks", *train, "-t", threads, "-o", str(model)]
+    if Path(f"{model}.checkpoint", "last.pt").exists():
+        cmd.append("--resume")
+    if not model.exists():
+        subprocess.run(cmd, check=True)
+
+
+def finetune_args(epochs: int, lr: str, track_weights: str, stem_filters: int) -> list[str]:
+    args = ["--init-from", str(DEST), "--epochs", str(epochs), "--lr", lr, "--patience", str(epochs),
+            "--track-weights", track_weights]
+    return args + (["--stem-filters", str(stem_filters)] if stem_filters else [])
+
+
+def install(model: Path, only_if_better: bool) -> None:
+    if only_if_better:
+        new, old = (json.loads((d / "config.json").read_text())["training"]["valid_pearson"] for d in (model, DEST))
+        test = json.loads((model / "test_metrics.json").read_text())["pearson_mean"]
+        print(f"{model.name}: validation r {new:.4f} (installed {old:.4f}), test r {test:.4f}", file=sys.stderr)
+        if new <= old:
+            print("not installed: validation r did not improve", file=sys.stderr)
+            return
+    DEST.mkdir(parents=True, exist_ok=True)
+    for name in ("model.safetensors", "config.json", "metrics.tsv", "test_pearson.tsv", "test_metrics.json"):
+        shutil.copy(model / name, DEST / name)
+    print(f"installed {model} in {DEST}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--work", default=str(ROOT / "build" / "tracks-model"))
     ap.add_argument("--min-peaks", type=int, default=400)
     ap.add_argument("--threads", default="1")
-    ap.add_argument("--stage", choices=("scratch", "finetune"), default="scratch")
+    ap.add_argument("--stage", choices=("all", "scratch", *STAGES, "finetune"), default="all",
+                    help="all: scratch, then every recorded stage in order (the installed model's recipe); "
+                         "finetune: a new stage with the options below, in WORK/finetune (delete it to try another)")
     ap.add_argument("--finetune-epochs", type=int, default=2)
     ap.add_argument("--lr", default="1e-4", help="finetune stage: learning rate (cosine-annealed over its epochs)")
     ap.add_argument("--track-weights", choices=("none", "balanced"), default="none", help="finetune stage: train-tracks --track-weights")
@@ -76,32 +117,17 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     n = write_targets(shared / PEAKS, work / "targets.tsv", args.min_peaks)
     print(f"{n} tracks", file=sys.stderr)
-    data = ["--fasta", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--chroms", "20"]
+    data = ["--fasta", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--chroms", "20", *TRAIN_ARGS]
+    if args.stage in ("all", "scratch"):
+        train_stage(work / "model", data, args.threads)
+        install(work / "model", only_if_better=False)
+    stages = dict(STAGES) if args.stage == "all" else {args.stage: STAGES[args.stage]} if args.stage in STAGES else {}
     if args.stage == "finetune":
-        model = work / "finetune"
-        train = [*data, *TRAIN_ARGS, "--init-from", str(DEST), "--epochs", str(args.finetune_epochs), "--lr", args.lr,
-                 "--patience", str(args.finetune_epochs), "--track-weights", args.track_weights]
-        if args.stem_filters:
-            train += ["--stem-filters", str(args.stem_filters)]
-    else:
-        model = work / "model"
-        train = [*data, *TRAIN_ARGS]
-    cmd = [sys.executable, "-m", "genointerp", "train-tracks", *train, "-t", args.threads, "-o", str(model)]
-    if Path(f"{model}.checkpoint", "last.pt").exists():
-        cmd.append("--resume")
-    if not model.exists():
-        subprocess.run(cmd, check=True)
-    if args.stage == "finetune":
-        new, old = (json.loads((d / "config.json").read_text())["training"]["valid_pearson"] for d in (model, DEST))
-        test = json.loads((model / "test_metrics.json").read_text())["pearson_mean"]
-        print(f"fine-tuned: validation r {new:.4f} (installed {old:.4f}), test r {test:.4f}", file=sys.stderr)
-        if new <= old:
-            print("not installed: validation r did not improve", file=sys.stderr)
-            return
-    DEST.mkdir(parents=True, exist_ok=True)
-    for name in ("model.safetensors", "config.json", "metrics.tsv", "test_pearson.tsv", "test_metrics.json"):
-        shutil.copy(model / name, DEST / name)
-    print(f"installed in {DEST}", file=sys.stderr)
+        stages = {"finetune": {"epochs": args.finetune_epochs, "lr": args.lr, "track_weights": args.track_weights,
+                               "stem_filters": args.stem_filters}}
+    for name, opts in stages.items():
+        train_stage(work / name, [*data, *finetune_args(**opts)], args.threads)
+        install(work / name, only_if_better=True)
 
 
 if __name__ == "__main__":
