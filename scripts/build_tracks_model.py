@@ -67,6 +67,7 @@ STAGES = {
     "finetune1": {"epochs": 2, "lr": "1e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.108 -> 0.112
     "finetune2": {"epochs": 3, "lr": "3e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.112 -> 0.133
     "finetune3": {"epochs": 4, "lr": "3e-4", "track_weights": "none", "stem_filters": 48},  # valid 0.133 -> 0.150
+    "finetune4": {"epochs": 4, "lr": "3e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.150 -> 0.168
 }
 
 
