@@ -12,7 +12,7 @@ test span's 128 bp bins (soft-clipped at 32, as the model's targets): how far a 
 only sequence, and so predicts what the cell lines share, could go for that factor. It is a guide,
 not a bound: per-track heads can learn a cell line's own preferences.
 
-    python benchmarks/tracks_factors.py --shared ../shared/data [--cnn MODEL_DIR] [--threads 1]
+    python benchmarks/tracks_factors.py --shared ../shared/data [--cnn MODEL_DIR] [--threads 1] [--reuse]
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--out", default="bench-output/tracks_factors")
     ap.add_argument("--cnn", default=None, help="a trained CNN model folder (same 87 tracks and geometry)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--reuse", action="store_true", help="reuse the evaluation TSV of an earlier run (it is of the "
+                    "model installed then: without this flag every run evaluates the installed model afresh)")
     args = ap.parse_args()
     shared, out = Path(args.shared), out_dir(args.out)
     targets = out / "targets.tsv"
@@ -76,7 +78,7 @@ def main() -> None:
                         "--controls", "--fit-regions", str(fit_bed), "--fasta", str(shared / FASTA), "--targets",
                         str(targets), "--regions", str(test_bed), "-o", str(tsv), "-t", str(args.threads),
                         "--device", "cpu", "--force"]
-    if not tsv.exists():
+    if not (args.reuse and tsv.exists()):
         run_logged(cmd, out / "evaluate.log")
     with open(tsv) as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["track"] != "(mean)"]

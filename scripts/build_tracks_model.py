@@ -15,8 +15,8 @@ Resumable: rerun the same command after an interruption and it continues from th
 
 The installed model is a scratch run and then the fine-tuning stages in STAGES (issue 17), each
 going on from the model installed before it (`train-tracks --init-from`) on the same data and
-split and installed only when its validation Pearson r beats that model's (the test split is
-reported, never used to choose). `--stage all` (the default, `make tracks-model`) replays them
+split and installed only when its validation Pearson r beats that model's and its test r does
+not fall below it (the test split can veto a stage, never choose between candidates). `--stage all` (the default, `make tracks-model`) replays them
 all. `--stage finetune` tries a new stage from the installed model: --finetune-epochs at --lr,
 with --track-weights and, to grow the first layer, --stem-filters; record it in STAGES when it is
 installed and committed, so the next session goes on from it.
@@ -93,6 +93,10 @@ def install(model: Path, only_if_better: bool) -> None:
         print(f"{model.name}: validation r {new:.4f} (installed {old:.4f}), test r {test:.4f}", file=sys.stderr)
         if new <= old:
             print("not installed: validation r did not improve", file=sys.stderr)
+            return
+        installed_test = json.loads((DEST / "test_metrics.json").read_text())["pearson_mean"]
+        if test < installed_test:  # the held-out test can veto a stage, never pick among stages
+            print(f"not installed: test r fell (installed {installed_test:.4f})", file=sys.stderr)
             return
     DEST.mkdir(parents=True, exist_ok=True)
     for name in ("model.safetensors", "config.json", "metrics.tsv", "test_pearson.tsv", "test_metrics.json"):
