@@ -15,11 +15,12 @@ Resumable: rerun the same command after an interruption and it continues from th
 
 The installed model is a scratch run and then the fine-tuning stages in STAGES (issue 17), each
 going on from the model installed before it (`train-tracks --init-from`) on the same data and
-split and installed only when its validation Pearson r beats that model's and its test r does
-not fall below it (the test split can veto a stage, never choose between candidates). `--stage all` (the default, `make tracks-model`) replays them
-all. `--stage finetune` tries a new stage from the installed model: --finetune-epochs at --lr,
-with --track-weights and, to grow the first layer, --stem-filters; record it in STAGES when it is
-installed and committed, so the next session goes on from it.
+split, and installed only when its validation Pearson r beats that model's and its test r does
+not fall below it (the test split can veto a stage, never choose between candidates).
+`--stage all` (the default, `make tracks-model`) replays them all. `--stage finetune` tries a new
+stage from the installed model: --finetune-epochs at --lr, with --track-weights and, to grow the
+first layer, --stem-filters; record it in STAGES when it is installed and committed, so the next
+session goes on from it.
 
     python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model]
         [--stage finetune --finetune-epochs 3 --lr 3e-4 [--stem-filters 48]]
@@ -62,7 +63,7 @@ def write_targets(peaks: Path, out: Path, min_peaks: int) -> int:
 
 
 # The fine-tuning stages the installed model went through, in order; each started from the model
-# installed before it and was installed because its validation r beat that model's.
+# installed before it and was installed because its validation r beat that model's (test r rose too).
 STAGES = {
     "finetune1": {"epochs": 2, "lr": "1e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.108 -> 0.112
     "finetune2": {"epochs": 3, "lr": "3e-4", "track_weights": "none", "stem_filters": 0},  # valid 0.112 -> 0.133
