@@ -335,9 +335,10 @@ def test_evaluate_tracks_compares_two_models(model, cli, tmp_path):
     assert_region_plot(tmp_path / "fig3.png", n_tracks=4)
 
 
-def numpy_pearson(model_dir, bed, batch_size: int | None = None) -> np.ndarray:
+def numpy_pearson(model_dir, bed, batch_size: int | None = None, rc_average: bool = False) -> np.ndarray:
     """(4,) Pearson r of each track over the windows of `bed`, from the model's output (run on
-    batch_size windows at a time; None: all at once) and the targets, by numpy: what
+    batch_size windows at a time; None: all at once; rc_average: the mean of the output and of the
+    reverse-complemented windows' output with its bins reversed) and the targets, by numpy: what
     evaluate-tracks should report."""
     import torch
 
@@ -355,6 +356,10 @@ def numpy_pearson(model_dir, bed, batch_size: int | None = None) -> np.ndarray:
     step = batch_size or len(x)
     with torch.no_grad():
         p = np.concatenate([net(torch.from_numpy(x[a : a + step])).numpy() for a in range(0, len(x), step)])
+        if rc_average:  # A C G T one-hot columns reversed = complement; positions reversed = other strand
+            rc = x[:, ::-1, ::-1].copy()
+            q = np.concatenate([net(torch.from_numpy(rc[a : a + step])).numpy() for a in range(0, len(x), step)])
+            p = (p + q[:, ::-1]) / 2
     return np.array([np.corrcoef(p[..., t].ravel(), y[..., t].ravel())[0, 1] for t in range(4)])
 
 
@@ -367,6 +372,24 @@ def test_evaluate_equals_numpy_pearson_over_the_windows(model, cli, tmp_path):
     # bits by batch size, which moves r of nearly flat predictions by up to ~1e-5); what is left
     # is the TSV's 6 significant digits (<= 5e-7) and float64 reordering
     np.testing.assert_allclose(got, numpy_pearson(model, tmp_path / "test.bed", batch_size=8), atol=1e-6)
+
+
+def test_evaluate_rc_average_scores_the_mean_of_both_strands(model, cli, tmp_path):
+    """--rc-average: the models' r is of the two strands' mean prediction; the controls' is unchanged."""
+    (tmp_path / "test.bed").write_text("chr1\t30000\t40000\n")
+    (tmp_path / "fit.bed").write_text("chr1\t0\t25000\n")
+    rows = {}
+    for name, extra in (("plain", []), ("rc", ["--rc-average"])):
+        res = cli("evaluate-tracks", "-m", model, "--fasta", FASTA, "--targets", TARGETS, "--regions", tmp_path / "test.bed",
+                  "--controls", "--fit-regions", tmp_path / "fit.bed", "-o", tmp_path / f"{name}.tsv", "--device", "cpu",
+                  "--batch-size", 8, *extra)
+        assert res.exit_code == 0, res.output
+        table = [r.split("\t") for r in (tmp_path / f"{name}.tsv").read_text().splitlines()]
+        rows[name] = {c: [float(r[table[0].index(c)]) for r in table[1:5]] for c in ("pearson", "pearson_cpg")}
+    np.testing.assert_allclose(rows["rc"]["pearson"], numpy_pearson(model, tmp_path / "test.bed", 8, rc_average=True),
+                               atol=1e-6)
+    assert not np.allclose(rows["rc"]["pearson"], rows["plain"]["pearson"], atol=1e-4)
+    assert rows["rc"]["pearson_cpg"] == rows["plain"]["pearson_cpg"]
 
 
 def test_train_on_a_basenji_tfrecord_set(tmp_path, cli):
@@ -701,6 +724,71 @@ def test_init_from_fine_tunes_a_trained_model(model, cli, tmp_path):
               "--target-bins", 8, "--epochs", 1, "--device", "cpu", "--init-from", model, "-o", tmp_path / "bad")
     assert_one_error_line(res, "--init-from")
     assert not (tmp_path / "bad").exists()
+
+
+def test_aux_targets_are_trained_on_and_dropped_from_the_saved_model(model, cli, tmp_path):
+    """Two of the four tracks as --targets, the other two as --aux-targets: the saved model has the
+    two targets only (one head each group), scores them only, and records the auxiliary ones; with
+    --init-from and lr 0 the auxiliary heads come and go without changing a weight."""
+    main, aux = tmp_path / "main.tsv", tmp_path / "aux.tsv"
+    header, *rows = [line.split("\t") for line in TARGETS.read_text().splitlines()]
+    for row in rows:  # relative track paths are read from the TSV's folder
+        row[1] = str(TRACKS / row[1])
+    main.write_text("\n".join("\t".join(r) for r in [header, rows[0], rows[2]]) + "\n")  # motif_a (DNase), cellX.TF1
+    aux.write_text("\n".join("\t".join(r) for r in [header, rows[1], rows[3]]) + "\n")  # motif_b, cellX.TF2 (ChIP)
+    base = ["train-tracks", "--fasta", FASTA, "--targets", main, *SMALL, "--epochs", 1]
+    res = cli(*base, "--aux-targets", aux, "-o", tmp_path / "aux")
+    assert res.exit_code == 0, res.output
+    assert "2 auxiliary tracks in 1 group(s)" in res.output
+    cfg = json.loads((tmp_path / "aux" / "config.json").read_text())
+    assert [t["id"] for t in cfg["tracks"]] == ["motif_a", "cellX.TF1.conservative"]
+    assert cfg["model"]["n_tracks"] == 2 and cfg["model"]["track_groups"] == [1, 1]
+    assert cfg["training"]["aux_targets"]["tracks"] == ["motif_b", "cellX.TF2.conservative"]
+    assert not any(k.startswith("output.heads.2") for k in load_file(str(tmp_path / "aux" / "model.safetensors")))
+    table = (tmp_path / "aux" / "test_pearson.tsv").read_text()
+    assert "motif_a" in table and "motif_b" not in table
+    res = cli("predict-tracks", "--model", tmp_path / "aux", "--fasta", FASTA, "--regions", REGIONS, "-o", tmp_path / "pred")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "pred").glob("*.bw")) == ["cellX.TF1.conservative.bw", "motif_a.bw"]
+
+    # fine-tuning with auxiliary tracks: with lr 0 the saved model is the starting one
+    res = cli(*base, "--lr", 0, "--init-from", tmp_path / "aux", "--aux-targets", aux, "-o", tmp_path / "ft")
+    assert res.exit_code == 0, res.output
+    a, b = load_file(str(tmp_path / "aux" / "model.safetensors")), load_file(str(tmp_path / "ft" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+
+    res = cli(*base, "--aux-targets", main, "-o", tmp_path / "clash")
+    assert_one_error_line(res, "'cellX.TF1.conservative' is in --targets too")
+    assert not (tmp_path / "clash").exists()
+
+
+def test_added_track_heads_leave_the_outputs_and_dropping_them_restores_the_model():
+    """add_track_groups appends zero-weight heads (rate softplus(0) = log 2) after the model's own
+    tracks, whose outputs do not move; drop_track_groups keeps only the first heads."""
+    import math
+
+    import torch
+
+    from genointerp.checkpoint import build_model
+    from genointerp.models.track_configs import default_track_config
+    from genointerp.models.track_heads import add_track_groups, drop_track_groups
+
+    torch.manual_seed(0)
+    for arch in ("swin1d", "maxpool-cnn"):
+        m = build_model(default_track_config(arch, 1024, 32, 16, 3, (1, 2), 16).to_dict()).eval()
+        x = torch.nn.functional.one_hot(torch.randint(0, 4, (2, 1024)), 4).float()
+        wide = add_track_groups(m, (4, 2)).eval()
+        assert wide.config.track_groups == (1, 2, 4, 2) and wide.config.n_tracks == 9
+        with torch.inference_mode():
+            y, yw = m(x), wide(x)
+            assert yw.shape == (2, 16, 9)
+            torch.testing.assert_close(yw[..., :3], y)
+            torch.testing.assert_close(yw[..., 3:], torch.full_like(yw[..., 3:], math.log(2)))
+            back = drop_track_groups(wide, 2).eval()
+            assert back.config == m.config
+            torch.testing.assert_close(back(x), y)
+        with pytest.raises(ValueError, match="cannot keep 5 of 4"):
+            drop_track_groups(wide, 5)
 
 
 def test_balanced_track_weights_rescale_each_track_to_the_common_mean():

@@ -88,6 +88,10 @@ def train_tracks(
                                                "track weighs the same in the Poisson loss, so high-signal tracks steer "
                                                "training; balanced: each track's loss is rescaled as if its mean "
                                                "training signal were the tracks' common mean."),
+    aux_targets: Optional[str] = typer.Option(None, "--aux-targets", help="Tracks TSV like --targets, trained alongside "
+                                              "as auxiliary tasks (e.g. relaxed peak sets beside conservative ones): "
+                                              "they share the trunk, get heads of their own, and are dropped from the "
+                                              "saved model; validation and test r are over --targets only."),
     dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9, help="Dropout rate inside the model."),
     seq_len: int = typer.Option(4096, "--seq-len", min=64, help="bp of DNA per window."),
     bin_size: int = typer.Option(128, "--bin-size", min=1, help="bp per target bin."),
@@ -130,9 +134,11 @@ def train_tracks(
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
                             motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from,
-                            track_weights=track_weights.value, stem_filters=stem_filters)
+                            track_weights=track_weights.value, stem_filters=stem_filters, aux_targets=aux_targets)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
+    if basenji and aux_targets:
+        raise typer.BadParameter("auxiliary tracks need --fasta/--targets, not --basenji", param_hint="--aux-targets")
     if init_from and motif_init != MotifInit.none:
         raise typer.BadParameter("--init-from starts from trained filters: leave out --motif-init", param_hint="--init-from")
     if motif_freeze and motif_init == MotifInit.none:
@@ -227,6 +233,8 @@ def evaluate_tracks(
     fit_regions: Optional[str] = typer.Option(None, "--fit-regions", help="BED of training regions the controls are fitted on."),
     fit_chroms: Optional[str] = typer.Option(None, "--fit-chroms", help="Training chromosomes the controls are fitted on "
                                              "(with --basenji: its train split)."),
+    rc_average: bool = typer.Option(False, "--rc-average", help="Score the models' mean of the forward and "
+                                    "reverse-complement predictions (predict-tracks --rc-average; twice the time)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
     device: str = typer.Option("auto", "--device"),
     precision: Precision = typer.Option(Precision.fp32, "--precision"),
@@ -266,7 +274,7 @@ def evaluate_tracks(
     use_threads(threads)
     req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
                           batch_size=batch_size, device=device_for(device, precision), precision=precision.value,
-                          controls=list(CONTROLS) if controls else [], fit_regions=fit_regions,
+                          rc_average=rc_average, controls=list(CONTROLS) if controls else [], fit_regions=fit_regions,
                           fit_chroms=_chroms(fit_chroms) or None)
     model_paths = [m for m in models if m not in CONTROLS]
     with AtomicOutputs(force, inputs=[*model_paths, fasta, targets, regions, basenji, fit_regions]) as outputs:

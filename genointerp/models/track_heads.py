@@ -177,3 +177,38 @@ class TrackOutput(nn.Module):
         """x float32 (B, T, D) -> float32 (B, T, n_tracks) softplus rates, track groups in order."""
         h = F.gelu(self.drop(self.pointwise(self.norm(x))))
         return F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))
+
+
+def _regrouped(model: nn.Module, groups: tuple[int, ...], copied: int) -> nn.Module:
+    """A copy of track model `model` with output heads for `groups`, whose first `copied` heads are
+    `model`'s own (every other weight is `model`'s too); the others stay as built."""
+    from dataclasses import replace
+
+    wide = type(model)(replace(model.config, track_groups=groups, n_tracks=sum(groups)))
+    state = {k: v for k, v in model.state_dict().items()
+             if not k.startswith("output.heads.") or int(k.split(".")[2]) < copied}
+    wide.load_state_dict(state, strict=False)
+    return wide
+
+
+def add_track_groups(model: nn.Module, groups: tuple[int, ...]) -> nn.Module:
+    """A copy of track model `model` with one more output head per entry of `groups` (that many
+    tracks each), appended after its own tracks: (B, L, 4) -> (B, target_bins, n_tracks + sum(groups)).
+    The new heads start with weight 0 (rate softplus(0) everywhere), so their first gradients reach
+    the shared trunk only as the heads learn, and the model's own outputs are unchanged."""
+    old = model.config.track_groups
+    wide = _regrouped(model, old + tuple(groups), len(old))
+    with torch.no_grad():
+        for head in wide.output.heads[len(old):]:
+            head.weight.zero_()
+            head.bias.zero_()
+    return wide
+
+
+def drop_track_groups(model: nn.Module, keep: int) -> nn.Module:
+    """A copy of track model `model` with only its first `keep` output heads:
+    (B, L, 4) -> (B, target_bins, sum of those groups), the same values as `model`'s first tracks."""
+    groups = model.config.track_groups
+    if not 0 < keep <= len(groups):
+        raise ValueError(f"cannot keep {keep} of {len(groups)} track groups")
+    return _regrouped(model, groups[:keep], keep)

@@ -27,6 +27,7 @@ class EvaluateRequest:
     batch_size: int = 8
     device: str = "cpu"
     precision: str = "32"
+    rc_average: bool = False  # models (not controls) score the mean of both strands' predictions
     controls: list[str] = field(default_factory=list)  # controls scored after the models (tracks.controls)
     fit_regions: str | None = None  # training regions the controls are fitted on (BED) ...
     fit_chroms: list[str] | None = None  # ... or training chromosomes; a Basenji set's train split
@@ -168,7 +169,8 @@ def run(req: EvaluateRequest, report: Reporter) -> dict:
         else:
             # the folder name, not the path: labels go into plot titles and legends
             label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
-        r, _ = evaluate(model, source, req.device, req.precision, req.batch_size)
+        r, _ = evaluate(model, source, req.device, req.precision, req.batch_size,
+                        rc_average=req.rc_average and path not in CONTROLS)
         report.log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
         results.append(r)
         labels.append(label)

@@ -8,7 +8,6 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from genointerp.runtime import autocast
 
 
 class TrackTask:
@@ -19,8 +18,9 @@ class TrackTask:
 
     def __init__(self, train, valid, rc_augment: bool, max_shift: int, device: str = "cpu",
                  precision: str = "32", eval_batch: int = 32, frozen: list | None = None,
-                 freeze_epochs: int = 0, weights: np.ndarray | None = None) -> None:
+                 freeze_epochs: int = 0, weights: np.ndarray | None = None, scored: int | None = None) -> None:
         self.train, self.valid = train, valid
+        self.scored = scored  # validation scores the first `scored` tracks (None: all); the rest are auxiliary
         # per-track loss weights (T,), or None for the plain mean over every bin and track
         self.weights = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)
         self.rc_augment, self.max_shift = rc_augment, max_shift
@@ -57,7 +57,7 @@ class TrackTask:
         return (nll * self.weights.to(nll.device)).mean()
 
     def validate(self, model) -> dict:
-        r, loss = evaluate(model, self.valid, self.device, self.precision, self.eval_batch)
+        r, loss = evaluate(model, self.valid, self.device, self.precision, self.eval_batch, self.scored)
         return {"loss": loss, "pearson": float(np.nanmean(r)) if np.isfinite(r).any() else float("nan")}
 
 
@@ -82,25 +82,28 @@ def balanced_weights(source, batch_size: int = 256) -> np.ndarray:
     return w.astype(np.float32)
 
 
-@torch.inference_mode()
-def predict_batches(model, source, idx: np.ndarray, device: str, precision: str = "32",
-                    batch_size: int = 32) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Yield (window indices (B,), predicted rates float32 (B, bins, T), targets (B, bins, T))."""
+def predict_batches(model, source, idx: np.ndarray, device: str, precision: str = "32", batch_size: int = 32,
+                    rc_average: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield (window indices (B,), predicted rates float32 (B, bins, T), targets (B, bins, T)); with
+    rc_average the rates are the mean of both strands' (tracks.predict.predict_rates)."""
+    from genointerp.tracks.predict import predict_rates
+
     model.eval()
     for a in range(0, len(idx), batch_size):
         i = idx[a : a + batch_size]
         x, y = source.batch(i)
-        with autocast(device, precision):
-            rate = model(torch.from_numpy(x).to(device)).float().cpu().numpy()
-        yield i, rate, y
+        yield i, predict_rates(model, x, device, precision, rc_average), y
 
 
-def evaluate(model, source, device: str, precision: str = "32", batch_size: int = 32) -> tuple[np.ndarray, float]:
-    """Per-track Pearson r (T,) over every window and bin of `source`, and the mean Poisson loss."""
+def evaluate(model, source, device: str, precision: str = "32", batch_size: int = 32,
+             tracks: int | None = None, rc_average: bool = False) -> tuple[np.ndarray, float]:
+    """Per-track Pearson r (T,) over every window and bin of `source`, and the mean Poisson loss; of
+    the first `tracks` tracks only when given (T = tracks); rc_average: of both strands' mean."""
     from genointerp.tracks.pearson import PearsonAccumulator
 
     acc, total, n = None, 0.0, 0
-    for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size):
+    for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size, rc_average):
+        rate, y = rate[..., :tracks], y[..., :tracks]
         if acc is None:
             acc = PearsonAccumulator(rate.shape[-1])
         acc.update(rate, y)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,9 @@ class TrackTrainRequest:
     init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
     stem_filters: int = 0  # swin1d stem conv filters (0: width/2)
     track_weights: str = "none"  # "balanced": each track's loss rescaled to a common mean signal (tracks.task)
+    # tracks trained alongside as auxiliary tasks (own heads, shared trunk), dropped from the saved
+    # model; validation and test r are over `targets` only
+    aux_targets: str | None = None
 
 
 def _group_order(specs) -> list:
@@ -50,8 +53,21 @@ def _group_order(specs) -> list:
     return [s for g in groups for s in specs if s.group == g]
 
 
+AUX = "aux:"  # group-name prefix of auxiliary tracks while training
+
+
+def _with_aux(specs: list, aux: list) -> list:
+    """`specs` then the auxiliary tracks, each aux group renamed "aux:GROUP" so that it gets heads of
+    its own (the saved model drops them) and kept contiguous."""
+    clash = sorted({s.id for s in specs} & {s.id for s in aux})
+    if clash:
+        raise InputError(f"--aux-targets: track id {clash[0]!r} is in --targets too (ids must be unique)")
+    return specs + _group_order([replace(s, group=AUX + s.group) for s in aux])
+
+
 def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
-    """(windows, split int8 (W,), track specs, reference description, split rule)."""
+    """(windows, split int8 (W,), track specs (the --targets tracks, then any auxiliary ones),
+    reference description, split rule)."""
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions, whole_chromosomes
     from genointerp.io.tracks import read_targets
@@ -63,6 +79,8 @@ def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
     g.check()
     ref = Reference(req.fasta, warn)
     specs = _group_order(read_targets(req.targets))
+    if req.aux_targets:
+        specs = _with_aux(specs, read_targets(req.aux_targets))
     if req.regions:
         regions = read_regions(req.regions, ref, warn)
     else:
@@ -111,6 +129,8 @@ class TrackTraining(TrainingJob):
 
     def load(self, dist, cache, report) -> None:
         req = self.req
+        if req.basenji and req.aux_targets:
+            raise InputError("--aux-targets needs --fasta and --targets (not --basenji)")
         if req.basenji:
             (self.train, self.valid, self.test_set), self.g, self.specs = load_basenji_data(req.basenji, report.log)
             self.data_info = {"basenji": str(Path(req.basenji).resolve())}
@@ -124,8 +144,17 @@ class TrackTraining(TrainingJob):
         for name, src in zip(SPLITS, (self.train, self.valid, self.test_set)):
             if len(src) == 0:
                 raise InputError(f"no {name} windows: check the held-out chromosomes/regions and --regions")
+        self.all_specs = self.specs
+        self.all_groups = [s.group for s in self.specs]
+        self.all_sizes = tuple(self.all_groups.count(grp) for grp in dict.fromkeys(self.all_groups))
+        # the tracks the model keeps and is scored on; auxiliary ones (tracks.train._with_aux) follow them
+        self.specs = [s for s in self.specs if not s.group.startswith(AUX)]
         self.groups = [s.group for s in self.specs]
         self.sizes = tuple(self.groups.count(grp) for grp in dict.fromkeys(self.groups))
+        self.aux_sizes = self.all_sizes[len(self.sizes):]  # tracks per auxiliary group, after the kept groups
+        if self.aux_sizes:
+            report.log(f"{sum(self.aux_sizes)} auxiliary tracks in {len(self.aux_sizes)} group(s) are trained on and "
+                       "dropped from the saved model")
 
     def model_config(self):
         from genointerp.models.track_configs import default_track_config
@@ -136,7 +165,7 @@ class TrackTraining(TrainingJob):
         stages = (g.bin_size // req.patch).bit_length() - 1
         if req.patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
-        return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.specs), self.sizes,
+        return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_groups), self.all_sizes,
                                     req.width, dropout=req.dropout, max_stages=stages, stem_filters=req.stem_filters)
 
     def _init_config(self):
@@ -159,34 +188,25 @@ class TrackTraining(TrainingJob):
                           "arch": cfg["training"].get("arch"), "width": cfg["training"].get("width")}
         config = self.init_model.config
         if self.req.stem_filters:
-            from dataclasses import replace
-
             have = getattr(config, "stem_filters", None)
             if have is None or self.req.stem_filters <= (have or config.d_model):
                 raise InputError(f"--stem-filters {self.req.stem_filters}: --init-from {src} is "
                                  + ("not a swin1d" if have is None else f"a swin1d with {have or config.d_model} stem "
                                     "filters; fine-tuning can only add filters"))
             config = replace(config, stem_filters=self.req.stem_filters)
+        if self.aux_sizes:
+            groups = config.track_groups + self.aux_sizes
+            config = replace(config, track_groups=groups, n_tracks=sum(groups))
         return config
 
     def build(self, config):
         from genointerp.checkpoint import build_model
 
-        if self.req.init_from and self.req.stem_filters:
-            from genointerp.models.swin1d import widen_stem
-
-            before = self.init_model.config.stem_filters or self.init_model.config.d_model
-            self.model = widen_stem(self.init_model, self.req.stem_filters)
+        if self.req.init_from:
+            self.model = self._init_model()
             assert self.model.config == config
-            self.log(f"weights from --init-from {self.req.init_from}, its stem widened from {before} to "
-                     f"{self.req.stem_filters} filters (the new ones start random and are read with weight 0, so "
-                     "training starts from the same predictions)")
         else:
             self.model = build_model(config.to_dict())
-        if self.req.init_from and not self.req.stem_filters:
-            self.model.load_state_dict(self.init_model.state_dict())
-            self.log(f"weights from --init-from {self.req.init_from} (its --arch/--width/--patch; the options given "
-                     "here are not used)")
         self.motifs = []
         if self.req.motif_init != "none" and not self.req.init_from:
             from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, stem_conv
@@ -201,6 +221,31 @@ class TrackTraining(TrainingJob):
             self.log(f"stem: {len(self.motifs)} of {conv.out_channels} filters from {RELEASE} "
                      f"({len(factors)} for the tracked factors: {', '.join(factors[:8])}{' ...' if len(factors) > 8 else ''})")
         return self.model
+
+    def _init_model(self):
+        """The --init-from model, its stem widened by --stem-filters, with zero-weight heads for the
+        auxiliary tracks."""
+        from genointerp.models.track_heads import add_track_groups
+
+        src, model = self.req.init_from, self.init_model
+        if self.req.stem_filters:
+            from genointerp.models.swin1d import widen_stem
+
+            before = model.config.stem_filters or model.config.d_model
+            model = widen_stem(model, self.req.stem_filters)
+            self.log(f"weights from --init-from {src}, its stem widened from {before} to {self.req.stem_filters} "
+                     "filters (the new ones start random and are read with weight 0, so training starts from the "
+                     "same predictions)")
+        else:
+            self.log(f"weights from --init-from {src} (its --arch/--width/--patch; the options given here are not used)")
+        if self.aux_sizes:
+            return add_track_groups(model, self.aux_sizes)
+        if model is self.init_model:  # a fresh copy in training mode, like every other path
+            from genointerp.checkpoint import build_model
+
+            model = build_model(model.config.to_dict())
+            model.load_state_dict(self.init_model.state_dict())
+        return model
 
     def describe(self, model) -> str:
         g = self.g
@@ -223,16 +268,17 @@ class TrackTraining(TrainingJob):
 
             weights = balanced_weights(self.train)
             order = np.argsort(weights)
-            self.log(f"track loss weights {weights.min():.2f}-{weights.max():.2f} (lowest {self.specs[order[0]].id}, "
-                     f"highest {self.specs[order[-1]].id})")
+            self.log(f"track loss weights {weights.min():.2f}-{weights.max():.2f} (lowest {self.all_specs[order[0]].id}, "
+                     f"highest {self.all_specs[order[-1]].id})")
         return TrackTask(self.train, self.valid, settings.rc_augment, settings.shift_augment, settings.device,
-                         settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs, weights=weights)
+                         settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs, weights=weights,
+                         scored=len(self.specs))
 
     def test(self, model, settings) -> dict:
         from genointerp.tracks.pearson import group_means
         from genointerp.tracks.task import evaluate
 
-        self.r, loss = evaluate(model, self.test_set, settings.device, settings.precision)
+        self.r, loss = evaluate(model, self.test_set, settings.device, settings.precision, tracks=len(self.specs))
         return {"pearson_mean": float(np.nanmean(self.r)), "pearson_by_group": group_means(self.r, self.groups),
                 "poisson_loss": loss, "n_windows": len(self.test_set)}
 
@@ -246,12 +292,23 @@ class TrackTraining(TrainingJob):
             "reference": {"chroms": self.reference["chroms"]} if not req.basenji else None,
             "training": {**asdict(settings), **self._arch_info(), "data": self.data_info,
                          "motif_init": self.motif_info(), "init_from": getattr(self, "init_info", None),
-                         "track_weights": req.track_weights,
+                         "track_weights": req.track_weights, "aux_targets": self.aux_info(),
                          "windows": {"train": len(self.train), "valid": len(self.valid), "test": len(self.test_set)},
                          "epochs_run": len(history), "best_epoch": int(best_row["epoch"]),
                          "valid_pearson": float(best_row["valid_pearson"])},
             "test_metrics": test_metrics,
         }
+
+    def aux_info(self) -> dict | None:
+        aux = self.all_specs[len(self.specs):]
+        if not aux:
+            return None
+        return {"path": str(Path(self.req.aux_targets).resolve()), "tracks": [s.id for s in aux]}
+
+    def export(self, model):
+        from genointerp.models.track_heads import drop_track_groups
+
+        return drop_track_groups(model, len(self.sizes)) if self.aux_sizes else model
 
     def _arch_info(self) -> dict:
         if self.req.init_from:

@@ -90,6 +90,11 @@ class TrainingJob(ABC):
         """config.json's fields beside the model's own architecture (task, data, training, ...);
         best_row is the history row of the epoch whose weights are kept."""
 
+    def export(self, model):
+        """The model the directory keeps (rank 0, on the CPU): `model` itself unless the job trained
+        parts that only served training (train-tracks' auxiliary heads)."""
+        return model
+
     def write_extra(self, folder: Path) -> None:
         """The job's own files in the model directory (rank 0), after the shared ones."""
 
@@ -127,7 +132,7 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
     if dist.main:
         best_row = max(history, key=lambda row: row[f"valid_{task.score_name}"])
         model.cpu()
-        save_model_dir(folder, model, job.model_info(settings, history, best_row, test_metrics))
+        save_model_dir(folder, job.export(model), job.model_info(settings, history, best_row, test_metrics))
         shutil.copy(metrics_tsv, folder / "metrics.tsv")
         (folder / "test_metrics.json").write_text(json.dumps(test_metrics, indent=2) + "\n")
         job.write_extra(folder)
