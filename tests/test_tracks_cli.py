@@ -822,6 +822,37 @@ def test_balanced_track_weights_rescale_each_track_to_the_common_mean():
     torch.testing.assert_close(weights_one, rate.grad)
 
 
+def test_mse_loss_weighs_each_track_by_its_inverse_training_variance():
+    """Track 0 is 0 or 4 in half of its bins (mean 2, variance 4), track 1 constant (weight 1):
+    the loss is the mean of squared errors times 1/4 and 1."""
+    import torch
+
+    from genointerp.tracks.data import ArrayWindows
+    from genointerp.tracks.task import TrackTask, inverse_variance_weights, target_moments
+
+    y = np.zeros((4, 2, 2), np.float32)
+    y[:2, :, 0], y[:, :, 1] = 4.0, 3.0
+    src = ArrayWindows(np.zeros((4, 8, 4), np.uint8), y)
+    mean, var = target_moments(src, batch_size=3)
+    np.testing.assert_allclose(mean, [2.0, 3.0])
+    np.testing.assert_allclose(var, [4.0, 0.0])
+    w = inverse_variance_weights(src)
+    np.testing.assert_allclose(w, [0.25, 1.0])
+    rate, target = torch.tensor([[[1.0, 2.0]]]), torch.tensor([[[3.0, 5.0]]])
+    loss = TrackTask(src, src, False, 0, weights=w, loss="mse").loss(rate, target)
+    assert loss.item() == pytest.approx((4 * 0.25 + 9 * 1.0) / 2)
+
+
+def test_mse_loss_trains_is_recorded_and_refuses_balanced_weights(cli, tmp_path):
+    res = cli(*train_args(tmp_path / "mse", "--epochs", 1, "--loss", "mse"))
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "mse" / "config.json").read_text())["training"]["loss"] == "mse"
+    res = cli(*train_args(tmp_path / "both", "--epochs", 1, "--loss", "mse", "--track-weights", "balanced"))
+    assert res.exit_code == 2
+    assert_one_error_line(res, "training variance already")
+    assert not (tmp_path / "both").exists()
+
+
 def test_track_weights_balanced_trains_another_model_and_is_recorded(model, cli, tmp_path):
     res = cli(*train_args(tmp_path / "bal", "--epochs", 2, "--track-weights", "balanced"))
     assert res.exit_code == 0, res.output

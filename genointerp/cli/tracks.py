@@ -29,6 +29,11 @@ class MotifInit(str, Enum):
     jaspar_centred = "jaspar-centred"
 
 
+class TrackLoss(str, Enum):
+    poisson = "poisson"
+    mse = "mse"
+
+
 class TrackWeights(str, Enum):
     none = "none"
     balanced = "balanced"
@@ -88,6 +93,9 @@ def train_tracks(
                                                "track weighs the same in the Poisson loss, so high-signal tracks steer "
                                                "training; balanced: each track's loss is rescaled as if its mean "
                                                "training signal were the tracks' common mean."),
+    loss: TrackLoss = typer.Option(TrackLoss.poisson, "--loss", help="poisson: Poisson NLL of the rates (Enformer's); "
+                                   "mse: squared error over each track's training variance, which weighs the peaks "
+                                   "as the per-track Pearson r does."),
     aux_targets: Optional[str] = typer.Option(None, "--aux-targets", help="Tracks TSV like --targets, trained alongside "
                                               "as auxiliary tasks (e.g. relaxed peak sets beside conservative ones): "
                                               "they share the trunk, get heads of their own, and are dropped from the "
@@ -134,9 +142,13 @@ def train_tracks(
                             arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
                             motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from,
-                            track_weights=track_weights.value, stem_filters=stem_filters, aux_targets=aux_targets)
+                            track_weights=track_weights.value, stem_filters=stem_filters, aux_targets=aux_targets,
+                            loss=loss.value)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
+    if loss == TrackLoss.mse and track_weights != TrackWeights.none:
+        raise typer.BadParameter("--loss mse weighs each track by its training variance already",
+                                 param_hint="--track-weights")
     if basenji and aux_targets:
         raise typer.BadParameter("auxiliary tracks need --fasta/--targets, not --basenji", param_hint="--aux-targets")
     if init_from and motif_init != MotifInit.none:

@@ -18,8 +18,10 @@ class TrackTask:
 
     def __init__(self, train, valid, rc_augment: bool, max_shift: int, device: str = "cpu",
                  precision: str = "32", eval_batch: int = 32, frozen: list | None = None,
-                 freeze_epochs: int = 0, weights: np.ndarray | None = None, scored: int | None = None) -> None:
+                 freeze_epochs: int = 0, weights: np.ndarray | None = None, scored: int | None = None,
+                 loss: str = "poisson") -> None:
         self.train, self.valid = train, valid
+        self.loss_kind = loss  # "poisson", or "mse" with `weights` = 1 / each track's training variance
         self.scored = scored  # validation scores the first `scored` tracks (None: all); the rest are auxiliary
         # per-track loss weights (T,), or None for the plain mean over every bin and track
         self.weights = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)
@@ -50,7 +52,11 @@ class TrackTask:
         return torch.from_numpy(x).to(device), torch.from_numpy(np.ascontiguousarray(y)).to(device)
 
     def loss(self, rate: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Mean Poisson NLL of rates and targets (B, bins, T), each track's terms times its weight."""
+        """Mean Poisson NLL (or squared error) of rates and targets (B, bins, T), each track's terms
+        times its weight."""
+        if self.loss_kind == "mse":
+            err = (rate - target) ** 2
+            return (err if self.weights is None else err * self.weights.to(err.device)).mean()
         if self.weights is None:
             return torch.nn.functional.poisson_nll_loss(rate, target, log_input=False)
         nll = torch.nn.functional.poisson_nll_loss(rate, target, log_input=False, reduction="none")
@@ -59,6 +65,29 @@ class TrackTask:
     def validate(self, model) -> dict:
         r, loss = evaluate(model, self.valid, self.device, self.precision, self.eval_batch, self.scored)
         return {"loss": loss, "pearson": float(np.nanmean(r)) if np.isfinite(r).any() else float("nan")}
+
+
+def target_moments(source, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) float64 (T,) of each track's targets over every bin of every window of `source`."""
+    total = squares = None
+    n = 0
+    for a in range(0, len(source), batch_size):
+        y = source.targets_of(np.arange(a, min(a + batch_size, len(source))))
+        s, q = y.sum(axis=(0, 1), dtype=np.float64), np.square(y, dtype=np.float64).sum(axis=(0, 1))
+        total, squares = (s, q) if total is None else (total + s, squares + q)
+        n += y.shape[0] * y.shape[1]
+    mean = total / max(n, 1)
+    return mean, np.maximum(squares / max(n, 1) - mean**2, 0.0)
+
+
+def inverse_variance_weights(source) -> np.ndarray:
+    """Per-track squared-error weights float32 (T,): 1 / the track's training variance (1 for a track
+    without variance), so each track's mean squared error counts as 1 - r^2 of a best linear fit
+    does in the mean Pearson r, whatever its signal scale."""
+    _, var = target_moments(source)
+    w = np.ones_like(var)
+    w[var > 0] = 1 / var[var > 0]
+    return w.astype(np.float32)
 
 
 def balanced_weights(source, batch_size: int = 256) -> np.ndarray:
@@ -70,12 +99,7 @@ def balanced_weights(source, batch_size: int = 256) -> np.ndarray:
     its signal rescaled to a common mean (the NLL is linear in a joint scale of rate and target up
     to a constant), which Pearson r, a per-track score, does not see. A track with no signal in
     training keeps weight 1."""
-    total = None
-    for a in range(0, len(source), batch_size):
-        y = source.targets_of(np.arange(a, min(a + batch_size, len(source))))
-        s = y.sum(axis=(0, 1), dtype=np.float64)
-        total = s if total is None else total + s
-    mean = total / max(len(source), 1)
+    mean, _ = target_moments(source, batch_size)
     live = mean > 0
     w = np.ones_like(mean)
     w[live] = mean[live].mean() / mean[live]

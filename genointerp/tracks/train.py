@@ -45,6 +45,7 @@ class TrackTrainRequest:
     # tracks trained alongside as auxiliary tasks (own heads, shared trunk), dropped from the saved
     # model; validation and test r are over `targets` only
     aux_targets: str | None = None
+    loss: str = "poisson"  # or "mse": squared error over each track's training variance (tracks.task)
 
 
 def _group_order(specs) -> list:
@@ -270,9 +271,13 @@ class TrackTraining(TrainingJob):
             order = np.argsort(weights)
             self.log(f"track loss weights {weights.min():.2f}-{weights.max():.2f} (lowest {self.all_specs[order[0]].id}, "
                      f"highest {self.all_specs[order[-1]].id})")
+        if self.req.loss == "mse":
+            from genointerp.tracks.task import inverse_variance_weights
+
+            weights = inverse_variance_weights(self.train)
         return TrackTask(self.train, self.valid, settings.rc_augment, settings.shift_augment, settings.device,
                          settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs, weights=weights,
-                         scored=len(self.specs))
+                         scored=len(self.specs), loss=self.req.loss)
 
     def test(self, model, settings) -> dict:
         from genointerp.tracks.pearson import group_means
@@ -292,7 +297,7 @@ class TrackTraining(TrainingJob):
             "reference": {"chroms": self.reference["chroms"]} if not req.basenji else None,
             "training": {**asdict(settings), **self._arch_info(), "data": self.data_info,
                          "motif_init": self.motif_info(), "init_from": getattr(self, "init_info", None),
-                         "track_weights": req.track_weights, "aux_targets": self.aux_info(),
+                         "track_weights": req.track_weights, "loss": req.loss, "aux_targets": self.aux_info(),
                          "windows": {"train": len(self.train), "valid": len(self.valid), "test": len(self.test_set)},
                          "epochs_run": len(history), "best_epoch": int(best_row["epoch"]),
                          "valid_pearson": float(best_row["valid_pearson"])},
