@@ -12,7 +12,7 @@ test span's 128 bp bins (soft-clipped at 32, as the model's targets): how far a 
 only sequence, and so predicts what the cell lines share, could go for that factor. It is a guide,
 not a bound: per-track heads can learn a cell line's own preferences.
 
-    python benchmarks/tracks_factors.py --shared ../shared/data [--cnn MODEL_DIR] [--threads 1] [--reuse]
+    python benchmarks/tracks_factors.py --shared ../shared/data [--cnn MODEL_DIR] [--threads 1] [--reuse] [--rc-average]
 """
 
 from __future__ import annotations
@@ -66,18 +66,20 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reuse", action="store_true", help="reuse the evaluation TSV of an earlier run (it is of the "
                     "model installed then: without this flag every run evaluates the installed model afresh)")
+    ap.add_argument("--rc-average", action="store_true", help="score the models' mean of both strands' predictions "
+                    "(evaluate-tracks --rc-average)")
     args = ap.parse_args()
     shared, out = Path(args.shared), out_dir(args.out)
     targets = out / "targets.tsv"
     write_targets(shared / PEAKS, targets, 400)
     test_bed, fit_bed = write_bed(out / "test.bed", CHROM, *TEST), write_bed(out / "fit.bed", CHROM, *FIT)
-    tsv = out / ("factors_eval.tsv" if args.cnn else "builtin_controls.tsv")
+    tsv = out / (("factors_eval" if args.cnn else "builtin_controls") + ("_rc" if args.rc_average else "") + ".tsv")
     cmd = GENOINTERP + ["evaluate-tracks", *(["-m", str(Path(__file__).resolve().parent.parent / "genointerp" /
                                                         "resources" / "models" / "tracks_dream_chr20"), "-m", args.cnn]
                                              if args.cnn else []),
                         "--controls", "--fit-regions", str(fit_bed), "--fasta", str(shared / FASTA), "--targets",
                         str(targets), "--regions", str(test_bed), "-o", str(tsv), "-t", str(args.threads),
-                        "--device", "cpu", "--force"]
+                        "--device", "cpu", "--force", *(["--rc-average"] if args.rc_average else [])]
     if not (args.reuse and tsv.exists()):
         run_logged(cmd, out / "evaluate.log")
     with open(tsv) as fh:
