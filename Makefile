@@ -62,7 +62,7 @@ default-model: install
 
 # Rebuild the built-in tracks model (GRCh37 chr20 + ENCODE-DREAM peaks from ../shared/data): a
 # scratch run, then the recorded fine-tuning stages (scripts/build_tracks_model.py STAGES), about
-# 2.5 hours on 2 CPUs; rerun to resume after an interruption.
+# 3.5 hours on 2 CPUs; rerun to resume after an interruption.
 tracks-model: install
 	$(BIN)/python scripts/build_tracks_model.py --shared $(SHARED)
 
