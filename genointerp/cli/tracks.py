@@ -95,7 +95,8 @@ def train_tracks(
                                                "training signal were the tracks' common mean."),
     loss: TrackLoss = typer.Option(TrackLoss.poisson, "--loss", help="poisson: Poisson NLL of the rates (Enformer's); "
                                    "mse: squared error over each track's training variance, which weighs the peaks "
-                                   "as the per-track Pearson r does."),
+                                   "as the per-track Pearson r does (metrics.tsv's valid_loss stays the Poisson NLL, "
+                                   "comparable between runs)."),
     aux_targets: Optional[str] = typer.Option(None, "--aux-targets", help="Tracks TSV like --targets, trained alongside "
                                               "as auxiliary tasks (e.g. relaxed peak sets beside conservative ones): "
                                               "they share the trunk, get heads of their own, and are dropped from the "
