@@ -140,8 +140,9 @@ def split_pearson(model, fasta: Path, targets: Path) -> dict:
 
 def soup(members: list[Path], out: Path, fasta: Path, targets: Path) -> None:
     """A model directory `out` whose weights are the mean of `members`' (fine-tuned from one model,
-    so they lie in one basin and their mean is a model of the same cost that is often better than
-    each), scored on the built-in model's validation and test windows like a trained stage."""
+    so they lie in one basin and their mean is a model of the same cost that can beat each; for
+    the built-in model's finetune5 siblings it did not), scored on the built-in model's validation
+    and test windows like a trained stage."""
     import torch
     from safetensors.torch import load_file
 
