@@ -9,7 +9,6 @@ import numpy as np
 import torch
 
 
-
 class TrackTask:
     """`train` and `valid` are window sources with `__len__` and
     `batch(idx, shifts, flips) -> (x float32 (B, L, 4), y float32 (B, bins, T))`."""

@@ -54,6 +54,11 @@ def _group_order(specs) -> list:
     return [s for g in groups for s in specs if s.group == g]
 
 
+def _group_sizes(groups: list[str]) -> tuple[int, ...]:
+    """Tracks per group, groups in order of first appearance (one output head each)."""
+    return tuple(groups.count(g) for g in dict.fromkeys(groups))
+
+
 AUX = "aux:"  # group-name prefix of auxiliary tracks while training
 
 
@@ -146,12 +151,11 @@ class TrackTraining(TrainingJob):
             if len(src) == 0:
                 raise InputError(f"no {name} windows: check the held-out chromosomes/regions and --regions")
         self.all_specs = self.specs
-        self.all_groups = [s.group for s in self.specs]
-        self.all_sizes = tuple(self.all_groups.count(grp) for grp in dict.fromkeys(self.all_groups))
+        self.all_sizes = _group_sizes([s.group for s in self.all_specs])
         # the tracks the model keeps and is scored on; auxiliary ones (tracks.train._with_aux) follow them
         self.specs = [s for s in self.specs if not s.group.startswith(AUX)]
         self.groups = [s.group for s in self.specs]
-        self.sizes = tuple(self.groups.count(grp) for grp in dict.fromkeys(self.groups))
+        self.sizes = _group_sizes(self.groups)
         self.aux_sizes = self.all_sizes[len(self.sizes):]  # tracks per auxiliary group, after the kept groups
         if self.aux_sizes:
             report.log(f"{sum(self.aux_sizes)} auxiliary tracks in {len(self.aux_sizes)} group(s) are trained on and "
@@ -166,7 +170,7 @@ class TrackTraining(TrainingJob):
         stages = (g.bin_size // req.patch).bit_length() - 1
         if req.patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
-        return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_groups), self.all_sizes,
+        return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_specs), self.all_sizes,
                                     req.width, dropout=req.dropout, max_stages=stages, stem_filters=req.stem_filters)
 
     def _init_config(self):
