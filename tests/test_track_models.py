@@ -14,7 +14,7 @@ from genointerp.errors import InputError
 from genointerp.models.swin1d import GenomicInterpreter, Swin1DBlock, Swin1DConfig
 from genointerp.models.track_baselines import AttPoolCNNConfig
 from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
-from genointerp.models.track_heads import AttentionPool
+from genointerp.models.track_heads import AttentionPool, Stem
 
 # tiny: 256 bp, 16-bp bins (4 halvings from single nucleotides), 16 bins of which the central 12 are targets
 SEQ, BIN, TARGET, TRACKS, GROUPS = 256, 16, 12, 3, (1, 2)
@@ -237,6 +237,26 @@ def test_attention_pool_is_the_softmax_weighted_mean_of_each_group():
     x = torch.randn(3, 6, 20)
     w = pool.logits(x).view(3, 6, 5, 4).softmax(-1)
     torch.testing.assert_close(pool(x), (x.view(3, 6, 5, 4) * w).sum(-1))
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # the Conv1d reference's
+@pytest.mark.parametrize("kernel", [1, 4, 15])
+@pytest.mark.parametrize("pool,patch", [("attention", 4), ("max", 2), ("attention", 1)])
+def test_stem_computes_conv1d_same_then_pooling(kernel, pool, patch):
+    """The stem's channels-last matmul over unfolded windows is Conv1d(padding='same') followed by
+    the pooling, gradients included; even kernels put the spare padding on the right as Conv1d does."""
+    stem = Stem(6, kernel, patch, pool)
+    with torch.no_grad():
+        if pool == "attention" and patch > 1:
+            stem.pool.logits.weight.normal_()
+    x = one_hot(3, 40)
+    y = stem(x)
+    reference = stem.pool(stem.conv(x.transpose(1, 2)))
+    assert y.shape == (3, 6, 40 // patch)
+    torch.testing.assert_close(y, reference)
+    (g,) = torch.autograd.grad(y.square().sum(), stem.conv.weight)
+    (g_ref,) = torch.autograd.grad(reference.square().sum(), stem.conv.weight)
+    torch.testing.assert_close(g, g_ref)
 
 
 def test_widen_stem_keeps_the_function_and_lets_the_new_filters_learn():

@@ -120,14 +120,18 @@ class AttentionPool(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, C, L) -> float32 (B, C, L / pool); L must be a multiple of pool."""
-        b, c, n = x.shape
+        return self.channels_last(x.transpose(1, 2)).transpose(1, 2)
+
+    def channels_last(self, x: torch.Tensor) -> torch.Tensor:
+        """The same pooling on x float32 (B, L, C) -> float32 (B, L / pool, C)."""
+        b, n, c = x.shape
         if n % self.pool:
             raise ValueError(f"length {n} is not a multiple of the pooling size {self.pool}")
         # channels last: the 1x1 conv becomes one matmul and the softmax runs over the pool positions
         # for all channels at once (about 5x faster on CPU than over a last axis of `pool` elements)
-        xt = x.transpose(1, 2).reshape(b, n // self.pool, self.pool, c)  # (B, L/pool, pool, C)
+        xt = x.reshape(b, n // self.pool, self.pool, c)  # (B, L/pool, pool, C)
         w = (xt @ self.logits.weight[:, :, 0].T).softmax(2)
-        return (xt * w).sum(2).transpose(1, 2)
+        return (xt * w).sum(2)
 
 
 def pooling(kind: str, channels: int, size: int) -> nn.Module:
@@ -152,8 +156,25 @@ class Stem(nn.Module):
         self.pool = pooling(pool, width, patch)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x float32 (B, L, 4) one-hot -> float32 (B, width, L / patch)."""
-        return self.pool(self.conv(x.transpose(1, 2)))
+        """x float32 (B, L, 4) one-hot -> float32 (B, width, L / patch); with attention pooling a
+        transposed view of a channels-last (B, L / patch, width) tensor."""
+        h = self.conv_channels_last(x)
+        if isinstance(self.pool, AttentionPool):
+            return self.pool.channels_last(h).transpose(1, 2)
+        return self.pool(h.transpose(1, 2))
+
+    def conv_channels_last(self, x: torch.Tensor) -> torch.Tensor:
+        """self.conv ('same' padding) of x float32 (B, L, C_in) -> float32 (B, L, width).
+
+        One matmul over the unfolded kernel-wide windows, channels last in and out: with 4 input
+        channels the matmul is tiny, and on CPU this runs the stem about 3x faster than Conv1d
+        plus the transposes and copies between (B, C, L) and the channels-last pooling."""
+        b, n, c = x.shape
+        k = self.conv.kernel_size[0]
+        left = (k - 1) // 2  # Conv1d's 'same' puts the odd spare position on the right
+        windows = F.pad(x, (0, 0, left, k - 1 - left)).unfold(1, k, 1)  # (B, L, C_in, K), a view
+        weight = self.conv.weight.permute(1, 2, 0).reshape(c * k, -1)  # (C_in * K, width), windows' order
+        return torch.addmm(self.conv.bias, windows.reshape(b * n, c * k), weight).view(b, n, -1)
 
 
 def crop_tokens(x: torch.Tensor, crop: int) -> torch.Tensor:
