@@ -14,7 +14,7 @@ from genointerp.errors import InputError
 from genointerp.models.swin1d import GenomicInterpreter, Swin1DBlock, Swin1DConfig
 from genointerp.models.track_baselines import AttPoolCNNConfig
 from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
-from genointerp.models.track_heads import AttentionPool, Stem
+from genointerp.models.track_heads import AttentionPool, Stem, widen_head
 
 # tiny: 256 bp, 16-bp bins (4 halvings from single nucleotides), 16 bins of which the central 12 are targets
 SEQ, BIN, TARGET, TRACKS, GROUPS = 256, 16, 12, 3, (1, 2)
@@ -257,6 +257,28 @@ def test_stem_computes_conv1d_same_then_pooling(kernel, pool, patch):
     (g,) = torch.autograd.grad(y.square().sum(), stem.conv.weight)
     (g_ref,) = torch.autograd.grad(reference.square().sum(), stem.conv.weight)
     torch.testing.assert_close(g, g_ref)
+
+
+@pytest.mark.parametrize("arch", ["swin1d", "attpool-cnn"])
+def test_widen_head_keeps_the_function_and_lets_the_new_units_learn(arch):
+    model = build_model(tiny(arch).to_dict()).eval()
+    old = model.output.pointwise.out_features
+    assert old == 2 * model.output.norm.normalized_shape[0]  # head_width 0: Enformer's 2 x width
+    wide = widen_head(model, old + 24).eval()
+    assert wide.config.head_width == old + 24 and [h.in_features for h in wide.output.heads] == [old + 24] * 2
+    x = one_hot()
+    with torch.no_grad():
+        torch.testing.assert_close(wide(x), model(x))
+    wide.train()
+    wide(x).sum().backward()
+    assert wide.output.heads[0].weight.grad[:, old:].abs().sum() > 0  # the zero-read units get a gradient at once
+    with pytest.raises(ValueError, match="widening needs more"):
+        widen_head(wide, old + 24)
+    # a config saved before head_width existed builds Enformer's head, so its weights load unchanged
+    legacy = {k: v for k, v in tiny(arch).to_dict().items() if k != "head_width"}
+    assert set(build_model(legacy).state_dict()) == set(model.state_dict())
+    with pytest.raises(ValueError, match="head_width"):
+        replace(tiny(arch), head_width=-1).validate()
 
 
 def test_widen_stem_keeps_the_function_and_lets_the_new_filters_learn():

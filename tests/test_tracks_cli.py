@@ -877,6 +877,28 @@ def test_stem_filters_sets_the_swin1d_stem_and_is_refused_where_it_cannot_apply(
     assert not (tmp_path / "cnn").exists() and not (tmp_path / "narrow").exists()
 
 
+def test_init_from_with_head_width_widens_the_head_and_predicts_as_before(model, cli, tmp_path):
+    """With lr 0 nothing moves, so the widened model is the starting one plus hidden units read with
+    weight 0; a head no wider than the model's is one error line and no output."""
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+
+    a, _ = load_model_dir(model)
+    have = a.output.pointwise.out_features
+    res = cli(*train_args(tmp_path / "ft", "--epochs", 1, "--lr", 0, "--head-width", have + 40, "--init-from", model))
+    assert res.exit_code == 0, res.output
+    assert f"output head widened from {have} to {have + 40} hidden units" in res.output
+    b, cfg = load_model_dir(tmp_path / "ft")
+    assert cfg["model"]["head_width"] == have + 40 and b.output.heads[0].in_features == have + 40
+    x = torch.nn.functional.one_hot(torch.randint(0, 4, (3, 1024), generator=torch.Generator().manual_seed(0)), 4)
+    with torch.inference_mode():
+        torch.testing.assert_close(b.eval()(x.float()), a.eval()(x.float()))
+    res = cli(*train_args(tmp_path / "narrow", "--epochs", 1, "--head-width", have, "--init-from", model))
+    assert_one_error_line(res, "can only add units")
+    assert not (tmp_path / "narrow").exists()
+
+
 def test_init_from_with_stem_filters_widens_the_stem_and_predicts_as_before(model, cli, tmp_path):
     """With lr 0 nothing moves, so the widened model is the starting one plus filters read with weight 0."""
     import torch

@@ -81,6 +81,10 @@ def train_tracks(
                                      "convolution, pooled and projected to width/2 per token (0: width/2 of them). "
                                      "More lets the first layer hold more motifs; it is most of the cost per bp. With --init-from: widen that "
                                      "model's stem to this many (it starts predicting as before)."),
+    head_width: int = typer.Option(0, "--head-width", min=0, help="Hidden units of the output head, read by "
+                                   "every track (0: twice the final width). It runs once per bin, so it costs "
+                                   "little per bp. With --init-from: widen that model's head to this many (it starts "
+                                   "predicting as before)."),
     motif_init: MotifInit = typer.Option(MotifInit.none, "--motif-init", help="jaspar: start the stem's filters as JASPAR "
                                          "motifs, the tracked factors' first, then one per TF family (needs pyjaspar), each firing "
                                          "near its matches; jaspar-centred: the same motifs, mean-centred and scaled like random filters."),
@@ -144,7 +148,7 @@ def train_tracks(
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
                             motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from,
                             track_weights=track_weights.value, stem_filters=stem_filters, aux_targets=aux_targets,
-                            loss=loss.value)
+                            loss=loss.value, head_width=head_width)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if loss == TrackLoss.mse and track_weights != TrackWeights.none:

@@ -144,7 +144,7 @@ class GenomicInterpreter(nn.Module):
             EncoderLayer(widths[-1], c.transformer_heads, c.ff_mult * widths[-1], c.dropout, norm_first=True,
                          position="relative")
             for _ in range(c.transformer_layers))
-        self.output = TrackOutput(widths[-1], c.track_groups, c.dropout)
+        self.output = TrackOutput(widths[-1], c.track_groups, c.dropout, c.head_width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) rates >= 0."""

@@ -114,7 +114,7 @@ class _TowerModel(nn.Module):
         config.validate()
         self.config = config
         self.tower = ConvTower(config, self.POOL)
-        self.output = TrackOutput(config.widths[-1], config.track_groups, config.dropout)
+        self.output = TrackOutput(config.widths[-1], config.track_groups, config.dropout, config.head_width)
 
     def trunk(self, h: torch.Tensor) -> torch.Tensor:
         """h float32 (B, n_bins, C) -> float32 (B, n_bins, C) before the crop, so context beyond the

@@ -46,13 +46,14 @@ def largest_divisor(n: int, at_most: int) -> int:
 def default_track_config(arch: str, seq_len: int, bin_size: int, target_bins: int, n_tracks: int,
                          track_groups: tuple[int, ...] | None = None, width: int = 64, *, dropout: float = 0.1,
                          transformer_layers: int = 1, window: int = 16, dilated_layers: int = 4,
-                         max_stages: int = 7, stem_filters: int = 0) -> TrackConfig:
+                         max_stages: int = 7, stem_filters: int = 0, head_width: int = 0) -> TrackConfig:
     """A validated config for `arch` with `width` channels at bin resolution.
 
     Downsampling: K = min(max_stages, number of factors 2 in bin_size) halvings after a stem that
     pools by patch = bin_size / 2^K (1 for 128-bp bins: single-nucleotide tokens as in the paper).
     swin1d windows: the largest divisor of each stage's token count up to `window`; `stem_filters`
-    (swin1d only; 0: width/2) sets how many motif detectors its stem conv has.
+    (swin1d only; 0: width/2) sets how many motif detectors its stem conv has; `head_width` (0: 2 x
+    width) the output head's hidden units.
     Raises ValueError when the sizes cannot fit (e.g. seq_len not a multiple of bin_size).
     """
     if arch not in TRACK_ARCHITECTURES:
@@ -71,7 +72,8 @@ def default_track_config(arch: str, seq_len: int, bin_size: int, target_bins: in
     patch = bin_size // 2 ** k
     half = _round8(width / 2)
     common = {"seq_len": seq_len, "bin_size": bin_size, "target_bins": target_bins, "n_tracks": n_tracks,
-              "track_groups": tuple(track_groups or (n_tracks,)), "dropout": dropout}
+              "track_groups": tuple(track_groups or (n_tracks,)), "dropout": dropout,
+              "head_width": head_width}
     if arch == "swin1d":
         d = [half] + exponential_widths(half, width, k)
         tokens = [seq_len // (patch * 2 ** s) for s in range(k)]

@@ -28,6 +28,9 @@ class TrackConfig(ModelConfig):
     n_tracks: int = 1
     track_groups: tuple[int, ...] = ()
     dropout: float = 0.1
+    # hidden units of the output's pointwise layer; 0: twice the final width (Enformer's). Costs
+    # little at any size: it runs on target_bins tokens per window only
+    head_width: int = 0
 
     def __post_init__(self) -> None:
         # config.json hands tuples back as lists; frozen dataclasses need object.__setattr__
@@ -55,6 +58,8 @@ class TrackConfig(ModelConfig):
                 raise ValueError(f"{name} must be at least 1 (got {getattr(self, name)})")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1) (got {self.dropout})")
+        if self.head_width < 0:
+            raise ValueError(f"head_width must be 0 (twice the final width) or positive (got {self.head_width})")
         if any(g < 1 for g in self.track_groups) or sum(self.track_groups) != self.n_tracks:
             raise ValueError(f"track_groups {list(self.track_groups)} must be positive and sum to n_tracks {self.n_tracks}")
         if resolution != self.bin_size:
@@ -184,15 +189,16 @@ def crop_tokens(x: torch.Tensor, crop: int) -> torch.Tensor:
 
 
 class TrackOutput(nn.Module):
-    """(B, T, D) -> (B, T, n_tracks) >= 0: LayerNorm, pointwise expansion to 2D with GELU
-    (Enformer's final pointwise), then one linear head per track group, softplus rates."""
+    """(B, T, D) -> (B, T, n_tracks) >= 0: LayerNorm, pointwise expansion to `hidden` units (0: 2D,
+    Enformer's final pointwise) with GELU, then one linear head per track group, softplus rates."""
 
-    def __init__(self, width: int, track_groups: tuple[int, ...], dropout: float) -> None:
+    def __init__(self, width: int, track_groups: tuple[int, ...], dropout: float, hidden: int = 0) -> None:
         super().__init__()
+        hidden = hidden or 2 * width
         self.norm = nn.LayerNorm(width)
-        self.pointwise = nn.Linear(width, 2 * width)
+        self.pointwise = nn.Linear(width, hidden)
         self.drop = nn.Dropout(dropout / 8)  # Enformer's final dropout is 1/8 of the trunk's
-        self.heads = nn.ModuleList(nn.Linear(2 * width, g) for g in track_groups)
+        self.heads = nn.ModuleList(nn.Linear(hidden, g) for g in track_groups)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, T, D) -> float32 (B, T, n_tracks) softplus rates, track groups in order."""
@@ -223,6 +229,31 @@ def add_track_groups(model: nn.Module, groups: tuple[int, ...]) -> nn.Module:
         for head in wide.output.heads[len(old):]:
             head.weight.zero_()
             head.bias.zero_()
+    return wide
+
+
+def widen_head(model: nn.Module, hidden: int) -> nn.Module:
+    """A copy of track model `model` whose output pointwise layer has `hidden` (> its current count)
+    units, computing the same function: the old units keep their weights, the new ones start
+    random like a fresh layer and every head reads them with weight 0, so fine-tuning grows the
+    head from the trained model (the zero-read units get gradients through the head weights at once)."""
+    from dataclasses import replace
+
+    old = model.output.pointwise.out_features
+    if hidden <= old:
+        raise ValueError(f"the output head has {old} hidden units already; widening needs more (got {hidden})")
+    wide = type(model)(replace(model.config, head_width=hidden))
+    state = {k: v for k, v in model.state_dict().items()
+             if not k.startswith(("output.pointwise.", "output.heads."))}
+    wide.load_state_dict(state, strict=False)
+    with torch.no_grad():
+        fresh = nn.Linear(model.output.pointwise.in_features, hidden - old)  # torch's RNG, seeded by the caller
+        wide.output.pointwise.weight.copy_(torch.cat([model.output.pointwise.weight, fresh.weight]))
+        wide.output.pointwise.bias.copy_(torch.cat([model.output.pointwise.bias, fresh.bias]))
+        for head, new in zip(model.output.heads, wide.output.heads):
+            new.weight.zero_()
+            new.weight[:, :old] = head.weight
+            new.bias.copy_(head.bias)
     return wide
 
 

@@ -41,6 +41,7 @@ class TrackTrainRequest:
     motif_filters: int = 0  # how many stem filters start as motifs (0: all); the rest stay random
     init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
     stem_filters: int = 0  # swin1d stem conv filters (0: width/2)
+    head_width: int = 0  # output head hidden units (0: 2 x the final width)
     track_weights: str = "none"  # "balanced": each track's loss rescaled to a common mean signal (tracks.task)
     # tracks trained alongside as auxiliary tasks (own heads, shared trunk), dropped from the saved
     # model; validation and test r are over `targets` only
@@ -171,7 +172,8 @@ class TrackTraining(TrainingJob):
         if req.patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
         return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_specs), self.all_sizes,
-                                    req.width, dropout=req.dropout, max_stages=stages, stem_filters=req.stem_filters)
+                                    req.width, dropout=req.dropout, max_stages=stages, stem_filters=req.stem_filters,
+                                    head_width=req.head_width)
 
     def _init_config(self):
         """The --init-from model's architecture, once its windows and tracks are checked against the data."""
@@ -199,6 +201,12 @@ class TrackTraining(TrainingJob):
                                  + ("not a swin1d" if have is None else f"a swin1d with {have or config.d_model} stem "
                                     "filters; fine-tuning can only add filters"))
             config = replace(config, stem_filters=self.req.stem_filters)
+        if self.req.head_width:
+            have = self.init_model.output.pointwise.out_features
+            if self.req.head_width <= have:
+                raise InputError(f"--head-width {self.req.head_width}: --init-from {src} has {have} hidden units in its "
+                                 "output head; fine-tuning can only add units")
+            config = replace(config, head_width=self.req.head_width)
         if self.aux_sizes:
             groups = config.track_groups + self.aux_sizes
             config = replace(config, track_groups=groups, n_tracks=sum(groups))
@@ -228,21 +236,24 @@ class TrackTraining(TrainingJob):
         return self.model
 
     def _init_model(self):
-        """The --init-from model, its stem widened by --stem-filters, with zero-weight heads for the
-        auxiliary tracks."""
-        from genointerp.models.track_heads import add_track_groups
+        """The --init-from model, its stem widened by --stem-filters and its head by --head-width,
+        with zero-weight heads for the auxiliary tracks."""
+        from genointerp.models.track_heads import add_track_groups, widen_head
 
         src, model = self.req.init_from, self.init_model
+        self.log(f"weights from --init-from {src} (its --arch/--width/--patch; the options given here are not used)")
         if self.req.stem_filters:
             from genointerp.models.swin1d import widen_stem
 
             before = model.config.stem_filters or model.config.d_model
             model = widen_stem(model, self.req.stem_filters)
-            self.log(f"weights from --init-from {src}, its stem widened from {before} to {self.req.stem_filters} "
-                     "filters (the new ones start random and are read with weight 0, so training starts from the "
-                     "same predictions)")
-        else:
-            self.log(f"weights from --init-from {src} (its --arch/--width/--patch; the options given here are not used)")
+            self.log(f"its stem widened from {before} to {self.req.stem_filters} filters (the new ones are read "
+                     "with weight 0: training starts from the same predictions)")
+        if self.req.head_width:
+            before = model.output.pointwise.out_features
+            model = widen_head(model, self.req.head_width)
+            self.log(f"its output head widened from {before} to {self.req.head_width} hidden units (the new ones are "
+                     "read with weight 0: training starts from the same predictions)")
         if self.aux_sizes:
             return add_track_groups(model, self.aux_sizes)
         if model is self.init_model:  # a fresh copy in training mode, like every other path
