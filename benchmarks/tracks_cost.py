@@ -22,9 +22,13 @@ which width/heads is a multiple of 6 (its relative-position features need that),
 
 --model-dirs builtin,DIR,... instead times trained track models (builtin: the installed one) as
 predict-tracks runs them: batches of --batch 8 windows of the model's own length, one thread,
-inference mode; bp/s counts the predicted (target) bp, the speed issue 17 asks to keep. To
-compare with an older checkout, run this script with PYTHONPATH=<that checkout> so the workers
-import its genointerp.
+inference mode; bp/s counts the predicted (target) bp, the speed issue 17 asks to keep.
+DIR@CHECKOUT times DIR with the genointerp of an older checkout (its worker runs with
+PYTHONPATH=CHECKOUT; `builtin@CHECKOUT` is the model that checkout installed), so code and
+model of two versions compare in one run. The workers run in --rounds rounds, one process per
+model and round in turn (A B C A B C ...), and each row is the median over rounds of a worker's
+median: on shared cloud CPUs one process can run 25 % slower than the next, so only models
+timed alternately, in the same run, compare.
 """
 
 from __future__ import annotations
@@ -128,17 +132,31 @@ def model_worker(folder: str, args) -> dict:
 
 
 def time_models(args) -> None:
+    import os
+    import statistics
+
+    entries = args.model_dirs.split(",")
+    runs: dict[str, list[dict]] = {e: [] for e in entries}
+    for _ in range(args.rounds):
+        for entry in entries:
+            folder, _, checkout = entry.partition("@")
+            env = dict(os.environ, PYTHONPATH=checkout) if checkout else None
+            cmd = [sys.executable, __file__, "--model-worker", folder, "--batch", str(args.batch),
+                   "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+            if res.returncode:
+                sys.exit(f"{entry} failed:\n{res.stderr[-3000:]}")
+            runs[entry].append(json.loads(res.stdout.strip().splitlines()[-1]))
     rows = []
-    for folder in args.model_dirs.split(","):
-        cmd = [sys.executable, __file__, "--model-worker", folder, "--batch", str(args.batch),
-               "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-        if res.returncode:
-            sys.exit(f"{folder} failed:\n{res.stderr[-3000:]}")
-        rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
-        ref = float(rows[0]["predicted_bp_per_s"])
-        rows[-1]["vs_first"] = f"{float(rows[-1]['predicted_bp_per_s']) / ref:.2f}"
-    print(f"batches of {args.batch} windows, 1 thread, inference mode, median of {args.repeats} after {args.warmup} warm-up")
+    for entry, done in runs.items():
+        speeds = [float(r["predicted_bp_per_s"]) for r in done]
+        rows.append({"model": entry, "params": done[0]["params"], "window_bp": done[0]["window_bp"],
+                     "seconds_per_batch": f"{statistics.median(float(r['seconds_per_batch']) for r in done):.4f}",
+                     "predicted_bp_per_s": f"{statistics.median(speeds):.0f}",
+                     "range": f"{min(speeds):.0f}-{max(speeds):.0f}"})
+        rows[-1]["vs_first"] = f"{statistics.median(speeds) / float(rows[0]['predicted_bp_per_s']):.2f}"
+    print(f"batches of {args.batch} windows, 1 thread, inference mode, median of {args.rounds} rounds of a median "
+          f"of {args.repeats} after {args.warmup} warm-up")
     print(table(rows, list(rows[0])))
 
 
@@ -175,7 +193,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per (model, length, mode) subprocess")
     ap.add_argument("--out", default="bench-output/tracks_cost")
-    ap.add_argument("--model-dirs", help="time these trained track models instead (builtin = the installed one)")
+    ap.add_argument("--model-dirs", help="time these trained track models instead (builtin = the installed one; "
+                                         "DIR@CHECKOUT: with that checkout's genointerp)")
+    ap.add_argument("--rounds", type=int, default=5, help="with --model-dirs: time every model this many times, in turn")
     ap.add_argument("--batch", type=int, default=8, help="windows per batch with --model-dirs (predict-tracks' default)")
     ap.add_argument("--worker", nargs=3, metavar=("MODEL", "LENGTH", "MODE"), help=argparse.SUPPRESS)
     ap.add_argument("--model-worker", help=argparse.SUPPRESS)
