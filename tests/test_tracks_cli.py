@@ -897,6 +897,10 @@ def test_init_from_with_head_width_widens_the_head_and_predicts_as_before(model,
     res = cli(*train_args(tmp_path / "narrow", "--epochs", 1, "--head-width", have, "--init-from", model))
     assert_one_error_line(res, "can only add units")
     assert not (tmp_path / "narrow").exists()
+    res = cli(*train_args(tmp_path / "fresh", "--epochs", 1, "--head-width", 24))  # from scratch: any size
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "fresh" / "config.json").read_text())["model"]["head_width"] == 24
+    assert load_file(str(tmp_path / "fresh" / "model.safetensors"))["output.heads.0.weight"].shape[1] == 24
 
 
 def test_init_from_with_stem_filters_widens_the_stem_and_predicts_as_before(model, cli, tmp_path):

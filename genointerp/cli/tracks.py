@@ -79,7 +79,7 @@ def train_tracks(
                               "4 or 8 trains several times faster on CPU."),
     stem_filters: int = typer.Option(0, "--stem-filters", min=0, help="swin1d: motif detectors in the stem's "
                                      "convolution, pooled and projected to width/2 per token (0: width/2 of them). "
-                                     "More lets the first layer hold more motifs; it is most of the cost per bp. With --init-from: widen that "
+                                     "More lets the first layer hold more motifs; with 48 the stem is about a third of the cost per bp. With --init-from: widen that "
                                      "model's stem to this many (it starts predicting as before)."),
     head_width: int = typer.Option(0, "--head-width", min=0, help="Hidden units of the output head, read by "
                                    "every track (0: twice the final width). It runs once per bin, so it costs "
