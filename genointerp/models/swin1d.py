@@ -13,13 +13,13 @@ choice for small batches and multi-GPU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 from torch import nn
 
-from genointerp.models.track_heads import Stem, TrackConfig, TrackOutput, check_heads, crop_tokens
+from genointerp.models.track_heads import Stem, TrackConfig, TrackOutput, check_heads, crop_tokens, rebuilt
 from genointerp.nn import EncoderLayer, WindowAttention
 
 
@@ -198,9 +198,7 @@ def widen_stem(model: GenomicInterpreter, filters: int) -> GenomicInterpreter:
     old = c.stem_filters or c.d_model
     if filters <= old:
         raise ValueError(f"the stem has {old} filters already; widening needs more (got {filters})")
-    wide = GenomicInterpreter(replace(c, stem_filters=filters))
-    state = {k: v for k, v in model.state_dict().items() if not k.startswith(("stem.", "stem_proj."))}
-    wide.load_state_dict(state, strict=False)
+    wide = rebuilt(model, lambda k: not k.startswith(("stem.", "stem_proj.")), stem_filters=filters)
     with torch.no_grad():
         conv, new_conv = model.stem.conv, wide.stem.conv
         fresh = nn.Conv1d(4, filters - old, conv.kernel_size[0])  # from torch's RNG, seeded by the caller

@@ -206,16 +206,21 @@ class TrackOutput(nn.Module):
         return F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))
 
 
+def rebuilt(model: nn.Module, keep, **changes) -> nn.Module:
+    """A new track model of `model`'s class with `changes` made to its config, holding `model`'s
+    weights whose state-dict names pass `keep(name)`; the others stay as built (from torch's RNG)."""
+    from dataclasses import replace
+
+    new = type(model)(replace(model.config, **changes))
+    new.load_state_dict({k: v for k, v in model.state_dict().items() if keep(k)}, strict=False)
+    return new
+
+
 def _regrouped(model: nn.Module, groups: tuple[int, ...], copied: int) -> nn.Module:
     """A copy of track model `model` with output heads for `groups`, whose first `copied` heads are
     `model`'s own (every other weight is `model`'s too); the others stay as built."""
-    from dataclasses import replace
-
-    wide = type(model)(replace(model.config, track_groups=groups, n_tracks=sum(groups)))
-    state = {k: v for k, v in model.state_dict().items()
-             if not k.startswith("output.heads.") or int(k.split(".")[2]) < copied}
-    wide.load_state_dict(state, strict=False)
-    return wide
+    return rebuilt(model, lambda k: not k.startswith("output.heads.") or int(k.split(".")[2]) < copied,
+                   track_groups=groups, n_tracks=sum(groups))
 
 
 def add_track_groups(model: nn.Module, groups: tuple[int, ...]) -> nn.Module:
@@ -237,15 +242,10 @@ def widen_head(model: nn.Module, hidden: int) -> nn.Module:
     units, computing the same function: the old units keep their weights, the new ones start
     random like a fresh layer and every head reads them with weight 0, so fine-tuning grows the
     head from the trained model (the zero-read units get gradients through the head weights at once)."""
-    from dataclasses import replace
-
     old = model.output.pointwise.out_features
     if hidden <= old:
         raise ValueError(f"the output head has {old} hidden units already; widening needs more (got {hidden})")
-    wide = type(model)(replace(model.config, head_width=hidden))
-    state = {k: v for k, v in model.state_dict().items()
-             if not k.startswith(("output.pointwise.", "output.heads."))}
-    wide.load_state_dict(state, strict=False)
+    wide = rebuilt(model, lambda k: not k.startswith(("output.pointwise.", "output.heads.")), head_width=hidden)
     with torch.no_grad():
         fresh = nn.Linear(model.output.pointwise.in_features, hidden - old)  # torch's RNG, seeded by the caller
         wide.output.pointwise.weight.copy_(torch.cat([model.output.pointwise.weight, fresh.weight]))
