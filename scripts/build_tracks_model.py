@@ -19,14 +19,15 @@ split, and installed only when its validation Pearson r beats that model's and i
 not fall below it (the test split can veto a stage, never choose between candidates).
 `--stage all` (the default, `make tracks-model`) replays them all. `--stage finetune` tries a new
 stage from the installed model: --finetune-epochs at --lr, with --track-weights or --loss, --aux
-tracks and, to grow the first layer or the output head, --stem-filters or --head-width; record it in STAGES when it is installed and
+tracks and, to grow the first layer or the output head, --stem-filters or --head-width, or to add a
+motif scan beside the trunk, --motif-scan; record it in STAGES when it is installed and
 committed, so the next session goes on from it. `--stage soup` averages the weights of sibling
 stages (each fine-tuned from the installed model in its own --work) and installs the mean by the
 same rule.
 
     python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model]
         [--stage finetune --finetune-epochs 3 --lr 3e-4 [--stem-filters 48] [--head-width 512] [--loss mse]
-         [--aux relaxed]]
+         [--aux relaxed] [--motif-scan jaspar]]
         [--stage soup --soup-of DIR1,DIR2]
 """
 
@@ -108,12 +109,14 @@ def train_stage(model: Path, train: list[str], threads: str) -> None:
 
 
 def finetune_args(epochs: int, lr: str, track_weights: str, stem_filters: int, aux: str = "none",
-                  loss: str = "poisson", head_width: int = 0, work: Path | None = None) -> list[str]:
+                  loss: str = "poisson", head_width: int = 0, work: Path | None = None,
+                  motif_scan: str = "none") -> list[str]:
     args = ["--init-from", str(DEST), "--epochs", str(epochs), "--lr", lr, "--patience", str(epochs),
             "--track-weights", track_weights, "--loss", loss]
     if aux != "none":
         args += ["--aux-targets", str(work / f"aux_{aux}.tsv")]
     args += ["--head-width", str(head_width)] if head_width else []
+    args += ["--motif-scan", motif_scan] if motif_scan != "none" else []
     return args + (["--stem-filters", str(stem_filters)] if stem_filters else [])
 
 
@@ -220,6 +223,8 @@ def main() -> None:
     ap.add_argument("--stem-filters", type=int, default=0, help="finetune stage: widen the installed model's stem to this many filters")
     ap.add_argument("--head-width", type=int, default=0, help="finetune stage: widen the installed model's output head to this many hidden units")
     ap.add_argument("--loss", choices=("poisson", "mse"), default="poisson", help="finetune stage: train-tracks --loss")
+    ap.add_argument("--motif-scan", choices=("none", "jaspar"), default="none",
+                    help="finetune stage: add a motif scan of the tracked factors' JASPAR profiles (train-tracks --motif-scan)")
     ap.add_argument("--aux", choices=AUX, default="none",
                     help="finetune stage: auxiliary tracks trained beside the targets and dropped from the model "
                          "(relaxed: every relaxed peak set; other: every peak set that is not a target)")
@@ -242,7 +247,7 @@ def main() -> None:
     if args.stage == "finetune":
         stages = {"finetune": {"epochs": args.finetune_epochs, "lr": args.lr, "track_weights": args.track_weights,
                                "stem_filters": args.stem_filters, "aux": args.aux, "loss": args.loss,
-                               "head_width": args.head_width}}
+                               "head_width": args.head_width, "motif_scan": args.motif_scan}}
     for name, opts in stages.items():
         train_stage(work / name, [*data, *finetune_args(**opts, work=work)], args.threads)
         install(work / name, only_if_better=True)

@@ -297,3 +297,124 @@ def test_widen_stem_keeps_the_function_and_lets_the_new_filters_learn():
     assert wide.stem_proj.weight.grad[:, 8:].abs().sum() > 0  # the zero-read filters get a gradient at once
     with pytest.raises(ValueError, match="widening needs more"):
         widen_stem(wide, 20)
+
+
+def _brute_best_match(x: torch.Tensor, pwm: torch.Tensor, start: int, end: int) -> float:
+    """The best score of `pwm` (4, K) on either strand over windows starting in [start, end) of
+    x (L, 4), zero rows past the ends."""
+    k = pwm.shape[1]
+    padded = torch.cat([torch.zeros(k + abs(min(start, 0)), 4), x, torch.zeros(k + end, 4)])
+    off = k + abs(min(start, 0))
+    rc = pwm.flip(0, 1)  # reverse complement: positions reversed, A<->T and C<->G
+    return max(float((padded[off + p: off + p + k].t() * w).sum()) for p in range(start, end) for w in (pwm, rc))
+
+
+@pytest.mark.parametrize("seq_len, target_bins", [(SEQ, TARGET), (SEQ, SEQ // BIN)])
+def test_motif_scan_scores_both_strands_per_bin_with_neighbours(seq_len, target_bins):
+    """best_match is the brute-force best window score on either strand per bin (the target bins
+    and one each side, zero past the input's ends when the targets fill it); the features are
+    the hinges relu(s - t) / (1 - t) of those scores, then their sums over the two neighbours."""
+    from genointerp.models.motif_scan import THRESHOLDS, MotifScan
+
+    scan = MotifScan(3, 5, seq_len, BIN, target_bins)
+    with torch.no_grad():
+        scan.pwm.copy_(torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(1)))
+    x = one_hot(2, seq_len, seed=3)
+    x[1, 40:60] = 0  # N
+    s = scan.best_match(x)
+    assert s.shape == (2, target_bins + 2, 3)
+    for b in range(2):
+        for i in (0, 1, target_bins // 2, target_bins + 1):
+            lo = scan.first + i * BIN
+            for m in range(3):
+                assert s[b, i, m].item() == pytest.approx(_brute_best_match(x[b], scan.pwm[m], lo, lo + BIN), abs=1e-5)
+    f = scan(x)
+    h = len(THRESHOLDS)
+    assert f.shape == (2, target_bins, scan.n_features) and scan.n_features == 2 * h * 3
+    t = torch.tensor(THRESHOLDS)
+    hinge = (torch.relu(s[..., None, :] - t[:, None]) / (1 - t[:, None])).flatten(2)  # (B, bins + 2, H * M)
+    torch.testing.assert_close(f[..., : h * 3], hinge[:, 1:-1])
+    torch.testing.assert_close(f[..., h * 3:], hinge[:, :-2] + hinge[:, 2:])
+
+
+def test_a_consensus_match_scores_one_on_either_strand():
+    """Matrices scaled to their perfect score (tracks.motifs 'perfect'): the consensus scores 1, on
+    the forward strand or as its reverse complement."""
+    from genointerp.models.motif_scan import MotifScan
+    from genointerp.tracks.motifs import motif_filter
+
+    counts = {"A": [8, 0, 0, 1], "C": [0, 9, 0, 1], "G": [1, 0, 9, 7], "T": [0, 0, 0, 0]}  # consensus ACGG
+    w, bias = motif_filter(counts, 4, "perfect")
+    assert bias == 0.0 and w.max(0).sum() == pytest.approx(1.0)
+    scan = MotifScan(1, 4, SEQ, BIN, TARGET)
+    scan.pwm.copy_(torch.from_numpy(w)[None])
+    for site in ("ACGG", "CCGT"):  # CCGT is ACGG's reverse complement
+        x = torch.zeros(1, SEQ, 4)
+        x[0, 100:104] = torch.nn.functional.one_hot(torch.tensor(["ACGT".index(c) for c in site]), 4).float()
+        s = scan.best_match(x)
+        assert s.max().item() == pytest.approx(1.0) and s[0, (100 - scan.first) // BIN, 0].item() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("arch", ["swin1d", "maxpool-cnn"])
+def test_add_motif_scan_keeps_the_function_saves_the_matrices_and_follows_track_groups(arch, tmp_path):
+    """A model with a scan added predicts as before (its motif heads start at 0) until the heads
+    learn; the matrices round-trip through the model directory; auxiliary track groups come and go
+    with their own motif heads; a second scan is refused."""
+    from genointerp.models.track_heads import add_motif_scan, add_track_groups, drop_track_groups
+
+    model = build_model(tiny(arch).to_dict()).eval()
+    pwm = torch.randn(2, 4, 6)
+    scanned = add_motif_scan(model, ["MA0001.1 A", "MA0002.1 B"], pwm).eval()
+    assert scanned.config.motifs == ("MA0001.1 A", "MA0002.1 B") and scanned.config.motif_kernel == 6
+    x = one_hot(3)
+    with torch.no_grad():
+        torch.testing.assert_close(scanned(x), model(x))
+        scanned.output.motif_heads[1].weight.fill_(0.1)
+        changed, before = scanned(x), model(x)
+    torch.testing.assert_close(changed[..., :1], before[..., :1])  # group 0's motif head is still 0
+    assert not torch.allclose(changed[..., 1:], before[..., 1:])
+    (tmp_path / "m").mkdir()
+    save_model_dir(tmp_path / "m", scanned, {"task": "track prediction"})
+    loaded, cfg = load_model_dir(tmp_path / "m")
+    assert cfg["model"]["motifs"] == ["MA0001.1 A", "MA0002.1 B"]
+    assert torch.equal(loaded.output.scan.pwm, pwm)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.eval()(x), changed)
+        wide = add_track_groups(loaded, (2,)).eval()
+        assert len(wide.output.motif_heads) == 3 and not wide.output.motif_heads[2].weight.any()
+        torch.testing.assert_close(wide(x)[..., :3], changed)
+        torch.testing.assert_close(drop_track_groups(wide, 2).eval()(x), changed)
+    with pytest.raises(ValueError, match="motif scan already"):
+        add_motif_scan(scanned, ["MA0003.1 C"], torch.randn(1, 4, 6))
+
+
+def test_motif_readout_fit_recovers_a_planted_linear_response():
+    """Targets made as the trunk's rates plus a known linear map of the scan's features (and an
+    offset): the least-squares read-out predicts them and removes the whole residual; a read-out
+    that is no longer 0 is not refitted."""
+    from genointerp.models.track_heads import add_motif_scan
+    from genointerp.tracks.motif_readout import fit_motif_readout
+
+    model = add_motif_scan(build_model(tiny("swin1d").to_dict()), ["M1 a", "M2 b"],
+                           torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(5))).eval()
+    n_f = model.output.scan.n_features
+    true_w = torch.zeros(n_f, TRACKS)
+    true_w[0, 0], true_w[3, 1], true_w[9, 2] = 3.0, 1.5, 2.0  # hinge and neighbour features; rates stay >= 0
+    x = one_hot(64, seed=7)
+    with torch.no_grad():
+        y = (model(x) + model.output.scan(x) @ true_w + 0.5).numpy()
+
+    class Windows:
+        def __len__(self):
+            return len(x)
+
+        def batch(self, idx):
+            return x[idx].numpy(), y[idx]
+
+    fit = fit_motif_readout(model, Windows(), batch_size=16)
+    assert fit["windows"] == 64 and fit["explained"] == pytest.approx(1.0, abs=5e-3)  # the ridge shrinks a little
+    with torch.no_grad():  # hinges of one score are nearly collinear: the map, not each weight, is what is fixed
+        planted = model.output.scan(x) @ true_w
+        torch.testing.assert_close(model(x), torch.from_numpy(y), atol=0.03 * planted.abs().max().item(), rtol=0)
+    with pytest.raises(ValueError, match="from 0 only"):
+        fit_motif_readout(model, Windows())

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyBigWig
@@ -675,6 +676,16 @@ def test_controls_without_training_regions_are_a_usage_error(model, cli, tmp_pat
     assert not (tmp_path / "e.tsv").exists()
 
 
+def _jund_targets(tmp_path) -> Path:
+    """The test targets with motif_a (the AP-1 site TGACTCA) named as a JUND track, absolute paths."""
+    rows = TARGETS.read_text().splitlines()
+    rows[1] = rows[1].replace("motif_a\t", "cellX.JUND\t")
+    out = tmp_path / "jund.tsv"
+    out.write_text("\n".join(r.replace("\tmotif_", f"\t{TRACKS}/motif_").replace("\tpeaks.", f"\t{TRACKS}/peaks.")
+                             for r in rows) + "\n")
+    return out
+
+
 def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, cli):
     """motif_a is the AP-1 site TGACTCA, JUND's motif: named as a JUND track, its JASPAR profile
     becomes the stem's first filter, the other filters come from the broad set, and a filter frozen
@@ -682,11 +693,7 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     from genointerp.checkpoint import load_model_dir
     from genointerp.tracks.motifs import RELEASE, _profiles, motif_filter, stem_conv
 
-    rows = TARGETS.read_text().splitlines()
-    rows[1] = rows[1].replace("motif_a\t", "cellX.JUND\t")
-    (tmp_path / "t.tsv").write_text("\n".join(r.replace("\tmotif_", f"\t{TRACKS}/motif_").replace("\tpeaks.", f"\t{TRACKS}/peaks.")
-                                              for r in rows) + "\n")
-    args = ["train-tracks", "--fasta", FASTA, "--targets", tmp_path / "t.tsv", *SMALL, "--epochs", 1, "--motif-init",
+    args = ["train-tracks", "--fasta", FASTA, "--targets", _jund_targets(tmp_path), *SMALL, "--epochs", 1, "--motif-init",
             "jaspar"]
     assert cli(*args, "--motif-freeze-epochs", 1, "-o", tmp_path / "frozen").exit_code == 0
     info = json.loads((tmp_path / "frozen" / "config.json").read_text())["training"]["motif_init"]
@@ -708,6 +715,57 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-freeze-epochs", 1, "-o", tmp_path / "x")
     assert res.exit_code == 2
     assert_one_error_line(res, "--motif-init jaspar")
+
+
+def test_motif_scan_reads_the_named_factors_motif_and_predicts(model, cli, tmp_path):
+    """--motif-scan jaspar scans JUND's JASPAR profile (the only factor the track ids name) beside
+    the trunk: its read-out starts from a least-squares fit (the AP-1 track reads the scan), the
+    matrix is saved with the model and predict-tracks needs nothing more; added to a trained model
+    with lr 0, only the read-out is new (zeroed, the model predicts as before); a second scan, or
+    track ids naming no factor, is one error line."""
+    import torch
+
+    from genointerp.checkpoint import load_model_dir
+    from genointerp.tracks.motifs import scan_motifs
+
+    targets = _jund_targets(tmp_path)
+    base = ["train-tracks", "--fasta", FASTA, "--targets", targets, *SMALL, "--epochs", 2, "--motif-scan", "jaspar"]
+    res = cli(*base, "-o", tmp_path / "scan")
+    assert res.exit_code == 0, res.output
+    assert "motif scan: 1 JASPAR profiles of the tracked factors (JUND)" in res.output
+    scanned, cfg = load_model_dir(tmp_path / "scan")
+    want = scan_motifs([{"id": "cellX.JUND"}])
+    assert cfg["model"]["motifs"] == [f"{want[0].matrix_id} JUND"] and cfg["model"]["motif_kernel"] == want[0].weight.shape[1]
+    np.testing.assert_array_equal(scanned.output.scan.pwm[0].numpy(), want[0].weight)
+    assert "motif read-out fitted by least squares" in res.output
+    assert scanned.output.motif_heads[0].weight[0].abs().sum() > 0  # fitted, then trained
+    res = cli("predict-tracks", "--model", tmp_path / "scan", "--fasta", FASTA, "--regions", REGIONS, "-o", tmp_path / "pred")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "pred" / "cellX.JUND.bw").exists()
+
+    res = cli("train-tracks", "--fasta", FASTA, "--targets", targets, *SMALL, "--epochs", 1, "--lr", 0,
+              "--motif-scan", "jaspar", "--init-from", model, "-o", tmp_path / "ft")
+    assert_one_error_line(res, "--init-from")  # the model's tracks are named otherwise
+    res = cli(*base[:-2], "--epochs", 1, "--lr", 0, "--init-from", tmp_path / "scan", "--motif-scan", "jaspar",
+              "-o", tmp_path / "twice")
+    assert_one_error_line(res, "has a motif scan already")
+    plain = tmp_path / "plain"
+    assert cli("train-tracks", "--fasta", FASTA, "--targets", targets, *SMALL, "--epochs", 1, "-o", plain).exit_code == 0
+    res = cli(*base, "--lr", 0, "--epochs", 1, "--init-from", plain, "-o", tmp_path / "added")
+    assert res.exit_code == 0, res.output
+    assert "a motif scan added beside its trunk" in res.output
+    a, _ = load_model_dir(plain)
+    b, _ = load_model_dir(tmp_path / "added")
+    x = torch.nn.functional.one_hot(torch.randint(0, 4, (3, 1024), generator=torch.Generator().manual_seed(0)), 4)
+    with torch.inference_mode():
+        assert not torch.allclose(b(x.float()), a(x.float()))
+        for head in b.output.motif_heads:
+            head.weight.zero_()
+            head.bias.zero_()
+        torch.testing.assert_close(b(x.float()), a(x.float()))
+    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-scan", "jaspar", "-o", tmp_path / "none")
+    assert_one_error_line(res, "no track names a factor")
+    assert not any((tmp_path / d).exists() for d in ("ft", "twice", "none"))
 
 
 def test_init_from_fine_tunes_a_trained_model(model, cli, tmp_path):

@@ -23,6 +23,11 @@ class Arch(str, Enum):
     enformer_like = "enformer-like"
 
 
+class MotifScanKind(str, Enum):
+    none = "none"
+    jaspar = "jaspar"
+
+
 class MotifInit(str, Enum):
     none = "none"
     jaspar = "jaspar"
@@ -91,6 +96,12 @@ def train_tracks(
     motif_freeze: int = typer.Option(0, "--motif-freeze-epochs", min=0, help="Keep the --motif-init filters fixed for this many first epochs."),
     motif_filters: int = typer.Option(0, "--motif-filters", min=0, help="How many stem filters --motif-init sets (0: all; "
                                       "the rest keep their random start)."),
+    motif_scan: MotifScanKind = typer.Option(MotifScanKind.none, "--motif-scan", help="jaspar: scan the JASPAR motifs of "
+                                             "the factors the track ids name on both strands of each bin and let every "
+                                             "track read the match scores beside the trunk (needs pyjaspar to train, not "
+                                             "to predict). It teaches long, rare motifs (REST, CEBPB) that a small model "
+                                             "does not learn from one chromosome. With --init-from: add it (the model "
+                                             "starts predicting as before)."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Fine-tune: start from this track model's weights "
                                             "(its architecture; same tracks and window geometry)."),
     track_weights: TrackWeights = typer.Option(TrackWeights.none, "--track-weights", help="none: every bin of every "
@@ -148,12 +159,15 @@ def train_tracks(
                             stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
                             motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from,
                             track_weights=track_weights.value, stem_filters=stem_filters, aux_targets=aux_targets,
-                            loss=loss.value, head_width=head_width)
+                            loss=loss.value, head_width=head_width, motif_scan=motif_scan.value)
     if basenji and (fasta or targets):
         raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
     if loss == TrackLoss.mse and track_weights != TrackWeights.none:
         raise typer.BadParameter("--loss mse weighs each track by its training variance already",
                                  param_hint="--track-weights")
+    if basenji and motif_scan != MotifScanKind.none:
+        raise typer.BadParameter("the motif scan names its motifs from track ids: give --fasta/--targets, not --basenji",
+                                 param_hint="--motif-scan")
     if basenji and aux_targets:
         raise typer.BadParameter("auxiliary tracks need --fasta/--targets, not --basenji", param_hint="--aux-targets")
     if init_from and motif_init != MotifInit.none:

@@ -19,7 +19,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from genointerp.models.track_heads import Stem, TrackConfig, TrackOutput, check_heads, crop_tokens, rebuilt
+from genointerp.models.track_heads import Stem, TrackConfig, check_heads, crop_tokens, rebuilt, track_output
 from genointerp.nn import EncoderLayer, WindowAttention
 
 
@@ -144,7 +144,7 @@ class GenomicInterpreter(nn.Module):
             EncoderLayer(widths[-1], c.transformer_heads, c.ff_mult * widths[-1], c.dropout, norm_first=True,
                          position="relative")
             for _ in range(c.transformer_layers))
-        self.output = TrackOutput(widths[-1], c.track_groups, c.dropout, c.head_width)
+        self.output = track_output(widths[-1], c)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) rates >= 0."""
@@ -156,7 +156,7 @@ class GenomicInterpreter(nn.Module):
         h = crop_tokens(h, self.config.crop_bins)  # (B, target_bins, d_K)
         for layer in self.transformer:
             h = layer(h)[0]
-        return self.output(h)
+        return self.output(h, x)
 
     def attention_layout(self) -> list[dict]:
         """Every attention module in forward order, with what maps its tokens to coordinates.

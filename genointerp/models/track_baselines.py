@@ -21,8 +21,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from genointerp.models.track_heads import (ConvBlock, Residual, Stem, TrackConfig, TrackOutput, check_heads,
-                                           crop_tokens, pooling)
+from genointerp.models.track_heads import (ConvBlock, Residual, Stem, TrackConfig, check_heads,
+                                           crop_tokens, track_output, pooling)
 from genointerp.nn import EncoderLayer
 
 
@@ -114,7 +114,7 @@ class _TowerModel(nn.Module):
         config.validate()
         self.config = config
         self.tower = ConvTower(config, self.POOL)
-        self.output = TrackOutput(config.widths[-1], config.track_groups, config.dropout, config.head_width)
+        self.output = track_output(config.widths[-1], config)
 
     def trunk(self, h: torch.Tensor) -> torch.Tensor:
         """h float32 (B, n_bins, C) -> float32 (B, n_bins, C) before the crop, so context beyond the
@@ -124,7 +124,7 @@ class _TowerModel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) >= 0."""
         h = self.trunk(self.tower(x).transpose(1, 2))
-        return self.output(crop_tokens(h, self.config.crop_bins))
+        return self.output(crop_tokens(h, self.config.crop_bins), x)
 
 
 class MaxPoolCNN(_TowerModel):

@@ -31,6 +31,10 @@ class TrackConfig(ModelConfig):
     # hidden units of the output's pointwise layer; 0: twice the final width (Enformer's). Costs
     # little at any size: it runs on target_bins tokens per window only
     head_width: int = 0
+    # JASPAR profiles ("MA0138.3 REST") scanned beside the trunk (models.motif_scan; empty: no
+    # scan) and the scan's kernel in bp (their longest, capped); the matrices are saved weights
+    motifs: tuple[str, ...] = ()
+    motif_kernel: int = 0
 
     def __post_init__(self) -> None:
         # config.json hands tuples back as lists; frozen dataclasses need object.__setattr__
@@ -60,6 +64,8 @@ class TrackConfig(ModelConfig):
             raise ValueError(f"dropout must be in [0, 1) (got {self.dropout})")
         if self.head_width < 0:
             raise ValueError(f"head_width must be 0 (twice the final width) or positive (got {self.head_width})")
+        if self.motifs and self.motif_kernel < 1:
+            raise ValueError(f"a motif scan needs motif_kernel >= 1 (got {self.motif_kernel})")
         if any(g < 1 for g in self.track_groups) or sum(self.track_groups) != self.n_tracks:
             raise ValueError(f"track_groups {list(self.track_groups)} must be positive and sum to n_tracks {self.n_tracks}")
         if resolution != self.bin_size:
@@ -190,20 +196,46 @@ def crop_tokens(x: torch.Tensor, crop: int) -> torch.Tensor:
 
 class TrackOutput(nn.Module):
     """(B, T, D) -> (B, T, n_tracks) >= 0: LayerNorm, pointwise expansion to `hidden` units (0: 2D,
-    Enformer's final pointwise) with GELU, then one linear head per track group, softplus rates."""
+    Enformer's final pointwise) with GELU, then one linear head per track group, softplus rates.
+    With a motif scan (models.motif_scan), one more linear layer per track group reads its
+    features of the input and adds to the rates (clipped at 0). The rates, not the logits: where
+    the trunk predicts nothing (logit -5, softplus slope 0.007) a motif match in the logits would
+    get almost no gradient, and that is where an unlearnt motif's peaks are."""
 
-    def __init__(self, width: int, track_groups: tuple[int, ...], dropout: float, hidden: int = 0) -> None:
+    def __init__(self, width: int, track_groups: tuple[int, ...], dropout: float, hidden: int = 0,
+                 scan: nn.Module | None = None) -> None:
         super().__init__()
         hidden = hidden or 2 * width
         self.norm = nn.LayerNorm(width)
         self.pointwise = nn.Linear(width, hidden)
         self.drop = nn.Dropout(dropout / 8)  # Enformer's final dropout is 1/8 of the trunk's
         self.heads = nn.ModuleList(nn.Linear(hidden, g) for g in track_groups)
+        self.scan = scan
+        if scan is not None:
+            self.motif_heads = nn.ModuleList(nn.Linear(scan.n_features, g) for g in track_groups)
+            for head in self.motif_heads:  # a new scan starts from the trunk's predictions (tracks.motif_readout)
+                nn.init.zeros_(head.weight)
+                nn.init.zeros_(head.bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x float32 (B, T, D) -> float32 (B, T, n_tracks) softplus rates, track groups in order."""
-        h = F.gelu(self.drop(self.pointwise(self.norm(x))))
-        return F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))
+    def forward(self, h: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+        """h float32 (B, T, D) trunk tokens (x (B, seq_len, 4), the model's input, when there is a
+        motif scan) -> float32 (B, T, n_tracks) softplus rates, track groups in order."""
+        h = F.gelu(self.drop(self.pointwise(self.norm(h))))
+        rates = F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))
+        if self.scan is None:
+            return rates
+        m = self.scan(x)
+        return (rates + torch.cat([head(m) for head in self.motif_heads], dim=-1)).clamp_min(0)
+
+
+def track_output(width: int, config: TrackConfig) -> TrackOutput:
+    """The output of a track model whose trunk ends `width` wide, with the motif scan its config names."""
+    scan = None
+    if config.motifs:
+        from genointerp.models.motif_scan import MotifScan
+
+        scan = MotifScan(len(config.motifs), config.motif_kernel, config.seq_len, config.bin_size, config.target_bins)
+    return TrackOutput(width, config.track_groups, config.dropout, config.head_width, scan)
 
 
 def rebuilt(model: nn.Module, keep, **changes) -> nn.Module:
@@ -219,7 +251,8 @@ def rebuilt(model: nn.Module, keep, **changes) -> nn.Module:
 def _regrouped(model: nn.Module, groups: tuple[int, ...], copied: int) -> nn.Module:
     """A copy of track model `model` with output heads for `groups`, whose first `copied` heads are
     `model`'s own (every other weight is `model`'s too); the others stay as built."""
-    return rebuilt(model, lambda k: not k.startswith("output.heads.") or int(k.split(".")[2]) < copied,
+    return rebuilt(model, lambda k: not k.startswith(("output.heads.", "output.motif_heads."))
+                   or int(k.split(".")[2]) < copied,
                    track_groups=groups, n_tracks=sum(groups))
 
 
@@ -233,7 +266,7 @@ def add_track_groups(model: nn.Module, groups: tuple[int, ...]) -> nn.Module:
     with torch.no_grad():
         for head in wide.output.heads[len(old):]:
             head.weight.zero_()
-            head.bias.zero_()
+            head.bias.zero_()  # (new motif heads start at 0 as built)
     return wide
 
 
@@ -255,6 +288,19 @@ def widen_head(model: nn.Module, hidden: int) -> nn.Module:
             new.weight[:, :old] = head.weight
             new.bias.copy_(head.bias)
     return wide
+
+
+def add_motif_scan(model: nn.Module, names: list[str], matrices: torch.Tensor) -> nn.Module:
+    """A copy of track model `model` with a motif scan of `matrices` float32 (n_motifs, 4, kernel)
+    (models.motif_scan; `names` one per motif, e.g. "MA0138.3 REST"): every other weight is
+    `model`'s and the new motif heads start at 0, so the copy predicts what `model` does."""
+    if model.config.motifs:
+        raise ValueError(f"the model has a motif scan already ({len(model.config.motifs)} motifs)")
+    if len(names) != matrices.shape[0] or matrices.shape[1] != 4:
+        raise ValueError(f"{len(names)} motif names for matrices of shape {tuple(matrices.shape)}")
+    scanned = rebuilt(model, lambda k: True, motifs=tuple(names), motif_kernel=matrices.shape[2])
+    scanned.output.scan.pwm.copy_(matrices)
+    return scanned
 
 
 def drop_track_groups(model: nn.Module, keep: int) -> nn.Module:

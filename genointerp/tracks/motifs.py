@@ -64,7 +64,7 @@ def track_factors(tracks: list[dict]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
-SCALES = ("threshold", "centred")
+SCALES = ("threshold", "centred", "perfect")
 CENTRED_PEAK = 0.25  # a perfect match's score under the centred scale
 
 
@@ -81,6 +81,8 @@ def motif_filter(counts: dict, kernel: int, scale: str = "threshold") -> tuple[n
     else:
         left = (kernel - length) // 2
         log_odds = np.pad(log_odds, ((0, 0), (left, kernel - length - left)))
+    if scale == "perfect":  # the motif scan's: a perfect match scores 1 (models.motif_scan)
+        return (log_odds / log_odds.max(0).sum()).astype(np.float32), 0.0
     if scale == "centred":
         log_odds = log_odds - log_odds.mean(0)
         return (log_odds * CENTRED_PEAK / log_odds.max(0).sum()).astype(np.float32), 0.0
@@ -120,6 +122,21 @@ def jaspar_filters(tracks: list[dict], n: int, kernel: int, release: str = RELEA
         w, b = motif_filter(m.counts, kernel, scale)
         out.append(MotifFilter(m.matrix_id, m.name, why, w, b))
     return out
+
+
+SCAN_KERNEL = 24  # bp; a longer motif keeps its most informative 24 columns
+
+
+def scan_motifs(tracks: list[dict], release: str = RELEASE) -> list[MotifFilter]:
+    """The tracked factors' motifs for a motif scan (`--motif-scan jaspar`), each a perfect-match-1
+    matrix as wide as the longest of them (at most SCAN_KERNEL bp; shorter ones centred)."""
+    chosen = [f for f in jaspar_filters(tracks, 10**6, SCAN_KERNEL, release, "perfect") if f.why == "factor"]
+    if not chosen:
+        raise InputError("--motif-scan jaspar: no track names a factor with a JASPAR CORE vertebrate profile "
+                         "(track ids such as K562.CTCF.conservative name their factor)")
+    used = [np.flatnonzero(np.abs(f.weight).sum(0)) for f in chosen]
+    lo, hi = min(int(u[0]) for u in used), max(int(u[-1]) for u in used) + 1
+    return [MotifFilter(f.matrix_id, f.name, f.why, np.ascontiguousarray(f.weight[:, lo:hi]), 0.0) for f in chosen]
 
 
 def stem_conv(model):

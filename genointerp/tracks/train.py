@@ -40,6 +40,7 @@ class TrackTrainRequest:
     motif_freeze_epochs: int = 0  # keep those filters fixed for this many first epochs
     motif_filters: int = 0  # how many stem filters start as motifs (0: all); the rest stay random
     init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
+    motif_scan: str = "none"  # "jaspar": scan the tracked factors' JASPAR motifs beside the trunk (models.motif_scan)
     stem_filters: int = 0  # swin1d stem conv filters (0: width/2)
     head_width: int = 0  # output head hidden units (0: 2 x the final width)
     track_weights: str = "none"  # "balanced": each track's loss rescaled to a common mean signal (tracks.task)
@@ -131,8 +132,9 @@ class TrackTraining(TrainingJob):
 
     metric_columns = METRIC_COLUMNS
 
-    def __init__(self, req: TrackTrainRequest) -> None:
+    def __init__(self, req: TrackTrainRequest, resume: bool = False) -> None:
         self.req = req
+        self.resume = resume  # the checkpoint holds every weight: nothing to fit before training
 
     def load(self, dist, cache, report) -> None:
         req = self.req
@@ -166,14 +168,35 @@ class TrackTraining(TrainingJob):
         from genointerp.models.track_configs import default_track_config
 
         req, g = self.req, self.g
+        self.scan = self._scan_motifs()
         if req.init_from:
             return self._init_config()
         stages = (g.bin_size // req.patch).bit_length() - 1
         if req.patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
-        return default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_specs), self.all_sizes,
-                                    req.width, dropout=req.dropout, max_stages=stages, stem_filters=req.stem_filters,
-                                    head_width=req.head_width)
+        config = default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_specs),
+                                      self.all_sizes, req.width, dropout=req.dropout, max_stages=stages,
+                                      stem_filters=req.stem_filters, head_width=req.head_width)
+        return replace(config, **self._scan_config()) if self.scan else config
+
+    def _scan_motifs(self) -> list:
+        """--motif-scan jaspar: the tracked factors' JASPAR matrices (tracks.motifs.scan_motifs)."""
+        if self.req.motif_scan == "none":
+            return []
+        from genointerp.tracks.motifs import scan_motifs
+
+        scan = scan_motifs([{"id": s.id, "name": s.name} for s in self.specs])
+        self.log(f"motif scan: {len(scan)} JASPAR profiles of the tracked factors ({', '.join(f.name for f in scan[:8])}"
+                 f"{' ...' if len(scan) > 8 else ''}), {scan[0].weight.shape[1]} bp wide, beside the trunk")
+        return scan
+
+    def _scan_config(self) -> dict:
+        return {"motifs": tuple(f"{f.matrix_id} {f.name}" for f in self.scan), "motif_kernel": self.scan[0].weight.shape[1]}
+
+    def _scan_matrices(self):
+        import torch
+
+        return torch.from_numpy(np.stack([f.weight for f in self.scan]))
 
     def _init_config(self):
         """The --init-from model's architecture, once its windows and tracks are checked against the data."""
@@ -207,12 +230,19 @@ class TrackTraining(TrainingJob):
                 raise InputError(f"--head-width {self.req.head_width}: --init-from {src} has {have} hidden units in its "
                                  "output head; fine-tuning can only add units")
             config = replace(config, head_width=self.req.head_width)
+        if self.scan:
+            if config.motifs:
+                raise InputError(f"--motif-scan: --init-from {src} has a motif scan already ({len(config.motifs)} motifs); "
+                                 "leave out --motif-scan to fine-tune it")
+            config = replace(config, **self._scan_config())
         if self.aux_sizes:
             groups = config.track_groups + self.aux_sizes
             config = replace(config, track_groups=groups, n_tracks=sum(groups))
         return config
 
     def build(self, config):
+        import torch
+
         from genointerp.checkpoint import build_model
 
         if self.req.init_from:
@@ -220,6 +250,15 @@ class TrackTraining(TrainingJob):
             assert self.model.config == config
         else:
             self.model = build_model(config.to_dict())
+            if self.scan:
+                with torch.no_grad():
+                    self.model.output.scan.pwm.copy_(self._scan_matrices())
+        if self.scan and not self.resume:
+            from genointerp.tracks.motif_readout import fit_motif_readout
+
+            fit = fit_motif_readout(self.model, self.train)
+            self.log(f"motif read-out fitted by least squares to the model's residuals on {fit['windows']:,} training "
+                     f"windows: it removes {100 * fit['explained']:.1f} % of their variance")
         self.motifs = []
         if self.req.motif_init != "none" and not self.req.init_from:
             from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, stem_conv
@@ -237,7 +276,7 @@ class TrackTraining(TrainingJob):
 
     def _init_model(self):
         """The --init-from model, its stem widened by --stem-filters and its head by --head-width,
-        with zero-weight heads for the auxiliary tracks."""
+        a --motif-scan added, with zero-weight heads for the auxiliary tracks."""
         from genointerp.models.track_heads import add_track_groups, widen_head
 
         src, model = self.req.init_from, self.init_model
@@ -254,6 +293,11 @@ class TrackTraining(TrainingJob):
             model = widen_head(model, self.req.head_width)
             self.log(f"its output head widened from {before} to {self.req.head_width} hidden units (the new ones are "
                      "read with weight 0: training starts from the same predictions)")
+        if self.scan:
+            from genointerp.models.track_heads import add_motif_scan
+
+            model = add_motif_scan(model, list(self._scan_config()["motifs"]), self._scan_matrices())
+            self.log("a motif scan added beside its trunk")
         if self.aux_sizes:
             return add_track_groups(model, self.aux_sizes)
         if model is self.init_model:  # a fresh copy in training mode, like every other path
@@ -352,4 +396,4 @@ class TrackTraining(TrainingJob):
 
 def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
     """Train and fill `folder` (rank 0). Returns the test metrics."""
-    return run_training(TrackTraining(req), settings, folder, output, resume, report)
+    return run_training(TrackTraining(req, resume), settings, folder, output, resume, report)
