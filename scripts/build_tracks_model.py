@@ -96,6 +96,10 @@ STAGES = {
     # the same again: valid 0.1794 -> 0.1824, test 0.1772 -> 0.1804, CTCF 0.433 -> 0.448
     "finetune7": {"epochs": 3, "lr": "3e-4", "track_weights": "none", "stem_filters": 0, "aux": "relaxed",
                   "loss": "mse"},
+    # a scan of the tracked factors' JASPAR motifs beside the trunk, read out from a least-squares start:
+    # valid 0.1824 -> 0.2553, test 0.1804 -> 0.2710, CTCF 0.448 -> 0.458 (factor table: REST 0.087 -> 0.512)
+    "finetune8": {"epochs": 3, "lr": "3e-4", "track_weights": "none", "stem_filters": 0, "aux": "relaxed",
+                  "loss": "mse", "motif_scan": "jaspar"},
 }
 
 
