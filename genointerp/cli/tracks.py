@@ -62,6 +62,8 @@ def _chroms(value: Optional[str]) -> list[str]:
         "  genointerp train-tracks --fasta hg19.fa.gz --targets targets.tsv --chroms chr20 -o tracks_model\n\n"
         "  genointerp train-tracks --fasta hg19.fa.gz --targets targets.tsv --chroms chr1,chr2,chr3 "
         "--valid-chroms chr8 --test-chroms chr9 --arch enformer-like -o baseline\n\n"
+        "  genointerp train-tracks --fasta hg19.fa.gz --targets targets.tsv --chroms chr20 --init-from tracks_model "
+        "--motif-scan jaspar --loss mse --epochs 3 -o tracks_model_scan\n\n"
         "  genointerp train-tracks --basenji data/heart_l131k -o heart_model\n\n"
         "  torchrun --nproc_per_node 4 -m genointerp train-tracks ... --device cuda"
     ),
