@@ -102,8 +102,9 @@ def train_tracks(
                                              "the factors the track ids name on both strands of each bin and let every "
                                              "track read the match scores beside the trunk (needs pyjaspar to train, not "
                                              "to predict). It teaches long, rare motifs (REST, CEBPB) that a small model "
-                                             "does not learn from one chromosome. With --init-from: add it (the model "
-                                             "starts predicting as before)."),
+                                             "does not learn from one chromosome. Its read-out starts from a least-squares "
+                                             "fit of what the trunk leaves unexplained on the training windows. With "
+                                             "--init-from: add it to that model."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Fine-tune: start from this track model's weights "
                                             "(its architecture; same tracks and window geometry)."),
     track_weights: TrackWeights = typer.Option(TrackWeights.none, "--track-weights", help="none: every bin of every "
