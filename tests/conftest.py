@@ -28,6 +28,26 @@ def cli():
     return invoke
 
 
+@pytest.fixture
+def hostile():
+    """Every model output moves with its batch's row count and its row's place (tests/hostile.py):
+    a byte-identity test that passes under it holds by design, on any CPU."""
+    from hostile import hostile_arithmetic
+
+    with hostile_arithmetic():
+        yield
+
+
+@pytest.fixture(scope="module")
+def hostile_module():
+    """`hostile` for a whole test module, its module-scoped fixtures included: name it in the
+    module's `pytestmark = pytest.mark.usefixtures("hostile_module")`."""
+    from hostile import hostile_arithmetic
+
+    with hostile_arithmetic():
+        yield
+
+
 @pytest.fixture(params=["cpu", "cuda"])
 def device(request) -> str:
     """The torch device a model test runs on: "cpu" always, and "cuda" where torch sees a GPU, so

@@ -1,4 +1,10 @@
-"""classify-reads --chunk i/n and merge-calls: chunked then merged = unchunked, byte for byte."""
+"""classify-reads --chunk i/n and merge-calls: chunked then merged = unchunked, byte for byte.
+
+Every test here runs under hostile arithmetic (tests/hostile.py): each model output moves with
+its forward pass's row count and its row's place, so the byte-identity holds because chunked and
+whole runs score every read in the same pass at the same row (genointerp.viral.blocks), not
+because this CPU's kernels happen to give one row the same bits in any batch.
+"""
 
 import json
 
@@ -8,7 +14,10 @@ from typer.testing import CliRunner
 from conftest import DATA, assert_one_error_line, read_fastq, write_bam
 from genointerp.cli import app
 from genointerp.viral.classify import HEADER
+from genointerp.viral.blocks import BLOCK, PASS
 from genointerp.viral.scatter import chunk_range, parse_chunk
+
+pytestmark = pytest.mark.usefixtures("hostile_module")
 
 OUTS = ("calls.tsv", "summary.json", "viral.fq.gz")
 
@@ -83,7 +92,7 @@ def test_more_chunks_than_reads_gives_empty_chunks_that_still_merge(tmp_path):
     jobs, merged = scatter_gather(fq, 8, tmp_path)
     assert_same_outputs(merged, whole)
     empty = [job for job in jobs if json.loads((job / OUTS[1]).read_text())["reads_total"] == 0]
-    assert len(empty) == 3
+    assert len(empty) == 7  # five reads are one scoring block, which one chunk takes whole
     assert all((job / OUTS[0]).read_text() == HEADER for job in empty)
 
 
@@ -108,13 +117,17 @@ def test_stdin_cannot_be_chunked(reads):
     assert res.exit_code == 2 and "stdin" in res.stderr
 
 
-def test_chunk_arithmetic_tiles_every_record_once():
-    for total in (0, 1, 5, 102, 1000):
+def test_chunk_arithmetic_tiles_every_record_once_in_whole_blocks():
+    for total in (0, 1, 5, 16, 17, 102, 1000):
+        blocks = -(-total // BLOCK)
         for n in (1, 2, 3, 7, 8, 1001):
             ranges = [chunk_range(i, n, total) for i in range(1, n + 1)]
             assert ranges[0][0] == 0 and ranges[-1][1] == total
             assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-            assert max(b - a for a, b in ranges) - min(b - a for a, b in ranges) <= 1
+            assert all(a % BLOCK == 0 for a, _ in ranges)  # every chunk starts on a block boundary
+            sizes = [-(-(b - a) // BLOCK) for a, b in ranges]  # blocks per chunk
+            assert sum(sizes) == blocks and max(sizes) - min(sizes) <= 1
+    assert chunk_range(2, 7, 102) == (16, 32) and chunk_range(7, 7, 102) == (96, 102)
     assert parse_chunk("3/8") == (3, 8)
 
 
@@ -177,106 +190,68 @@ def test_merge_orders_by_chunk_and_checks_pairing(four_chunks, whole, tmp_path):
     assert res.exit_code == 2 and "summary JSONs" in res.stderr
 
 
-@pytest.mark.parametrize("precision", ["32", "bf16"])  # the folded CPU form, and the module in fixed-shape passes
-def test_a_reads_score_does_not_depend_on_its_batch_companions(reads, precision):
-    """Bit-identical p_viral alone or among others: what chunked = unchunked rests on."""
-    import numpy as np
-
+def _scores(reads, precision, batch):
     from genointerp.checkpoint import load_model_dir
     from genointerp.reads.kmerize import encode_joined
-    from genointerp.viral.classify import ClassifyRequest, score_batch, window_scorer
     from genointerp.resources import builtin_model_dir
+    from genointerp.viral.classify import ClassifyRequest, score_batch, window_scorer
 
     model, config = load_model_dir(builtin_model_dir(), expect="xvir")
     L, k = config["model"]["read_length"], config["model"]["k"]
-    has_unknown = config["model"]["vocab_size"] > 4**k
-    batch = read_fastq(reads)[:40]  # all scored
     scorer = window_scorer(model, ClassifyRequest([str(reads)], precision=precision))
-    together, _ = score_batch(scorer, *encode_joined([r[1] for r in batch]), L, k, has_unknown)
-    for j in (0, 37):
-        alone, _ = score_batch(scorer, *encode_joined([r[1] for r in batch[j:j + 1]]), L, k, has_unknown)
-        assert alone[0].tobytes() == together[j].tobytes()
+    return score_batch(scorer, *encode_joined([r[1] for r in batch]), L, k, config["model"]["vocab_size"] > 4**k)[0]
+
+
+@pytest.mark.parametrize("precision", ["32", "bf16"])  # the folded CPU form, and the module
+def test_a_block_scores_the_same_bits_in_any_batch_that_starts_on_a_block_boundary(reads, precision):
+    """What chunked = unchunked rests on: reads 16-31 alone, or after block 0, or before a
+    partial block, are the same passes."""
+    import numpy as np
+
+    batch = read_fastq(reads)[:40]  # all scored
+    together = _scores(reads, precision, batch)
     assert np.isfinite(together).all()
+    for a, b in ((16, 32), (16, 40), (0, 16)):
+        alone = _scores(reads, precision, batch[a:b])
+        assert alone.tobytes() == together[a:b].tobytes()
 
 
-def test_a_pipe_cannot_be_chunked(reads, tmp_path):
-    from test_read_inputs import Pipes
-
-    pipes = Pipes()
-    try:
-        res = run("classify-reads", pipes(reads.read_bytes()), "--chunk", "1/2", "-o", tmp_path / "c.tsv")
-    finally:
-        pipes.close()
-    assert res.exit_code == 2 and "cannot be chunked" in res.stderr and not (tmp_path / "c.tsv").exists()
+def test_the_hostile_arithmetic_changes_a_score_with_its_place(reads):
+    """The fixture this module runs under bites: a block scored from another offset (as chunks
+    were before scoring blocks) gets other bits, so a design slip fails the tests above."""
+    batch = read_fastq(reads)[:40]
+    together = _scores(reads, "32", batch)
+    shifted = _scores(reads, "32", batch[5:21])
+    assert (shifted != together[5:21]).any()
 
 
-def test_merge_reads_chunk_outputs_from_pipes(four_chunks, whole, tmp_path):
-    from test_read_inputs import Pipes
+def test_block_rows_never_mix_blocks_in_a_pass():
+    import numpy as np
 
-    pipes = Pipes()
-    try:
-        files = [pipes((job / name).read_bytes()) for name in OUTS for job in four_chunks[::-1]]
-        res = run("merge-calls", *files, "-o", tmp_path / OUTS[0], "--summary", tmp_path / OUTS[1],
-                  "--viral-out", tmp_path / OUTS[2])
-    finally:
-        pipes.close()
-    assert res.exit_code == 0, res.output
-    assert_same_outputs(tmp_path, whole)
+    from genointerp.viral.blocks import block_rows
+    from genointerp.viral.classify import BATCH
+    from genointerp.models.xvir_inference import MICRO
+
+    assert BATCH % BLOCK == 0 and MICRO == PASS  # batches start on blocks; passes are the folded form's
+    # reads 0..2 of block 0 (read 1 tiled into 3 windows), none of block 1, 17 windows of block 2
+    window_read = np.array([0, 1, 1, 1, 2] + [32 + j % 16 for j in range(17)])
+    rows, where = block_rows(window_read)
+    assert rows.size == 3 * PASS  # block 0 padded to one pass, block 2 to two
+    assert (rows[where] == np.arange(window_read.size)).all()
+    for p in range(0, rows.size, PASS):
+        assert len(set(window_read[rows[p:p + PASS]] // BLOCK)) == 1
+    assert where[0] == 0 and where[5] == PASS  # block 2's first window opens the second pass
+    assert block_rows(np.empty(0, np.int64))[0].size == 0
 
 
-def test_merge_names_a_truncated_gzip_viral_file(four_chunks, tmp_path):
-    import gzip
-
-    cut = tmp_path / "cut.fq.gz"
-    text = gzip.decompress((four_chunks[1] / OUTS[2]).read_bytes())
-    assert text.count(b"\n") >= 8  # the chunk called reads viral
-    cut.write_bytes(gzip.compress(text)[:-12])
-    virals = [j / OUTS[2] for j in four_chunks]
-    virals[1] = cut
-    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), *virals, "--viral-out", tmp_path / "v.fq",
+def test_merge_refuses_chunks_split_another_way(four_chunks, tmp_path):
+    """Chunks whose ranges are not this version's block-aligned ones (an older genointerp split
+    reads evenly) would not reproduce the unchunked run: refused."""
+    a, b, c, d = four_chunks
+    other = tmp_path / "other.json"
+    summary = json.loads((b / OUTS[1]).read_text())
+    other.write_text(json.dumps({**summary, "chunk_range": [25, 51]}))
+    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], other, c / OUTS[1], d / OUTS[1],
               "-o", tmp_path / "m.tsv")
-    assert res.exit_code == 1 and not (tmp_path / "v.fq").exists() and not (tmp_path / "m.tsv").exists()
-    assert_one_error_line(res, f"{cut}: truncated or corrupt gzip data")
-
-
-def test_merge_refuses_a_truth_table_as_calls(reads, tmp_path):
-    from genointerp.reads.simulate import TRUTH_HEADER
-
-    truth = tmp_path / "truth.tsv"
-    truth.write_text(TRUTH_HEADER + "".join(f"{n}\tviral\tHPV16\t0\t150\t+\t0\t0\n" for n, _, _ in read_fastq(reads)[:5]))
-    res = run("merge-calls", truth, "-o", tmp_path / "m.tsv")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
-    assert_one_error_line(res, f"{truth}: a table of read_id, label, contig, start, end, strand, ..., not a classify-reads calls TSV")
-
-
-@pytest.fixture(scope="module")
-def twin_chunks(reads, tmp_path_factory):
-    """Two chunks of the same 12 reads under other names: equal read counts and viral calls."""
-    tmp = tmp_path_factory.mktemp("twins")
-    first = read_fastq(reads)[:12]
-    fq = tmp / "twins.fq"
-    fq.write_text("".join(f"@{p}{n}\n{s}\n+\n{q}\n" for p in ("a:", "b:") for n, s, q in first))
-    whole = classify(fq, tmp / "whole")
-    jobs = [classify(fq, tmp / f"chunk{i}", "--chunk", f"{i}/2") for i in (1, 2)]
-    summaries = [json.loads((job / OUTS[1]).read_text()) for job in jobs]
-    assert summaries[0]["reads_total"] == summaries[1]["reads_total"] == 12
-    assert summaries[0]["reads_called_viral"] == summaries[1]["reads_called_viral"] > 0
-    return whole, jobs
-
-
-def test_merge_checks_read_names_not_only_counts(twin_chunks, tmp_path):
-    whole, (a, b) = twin_chunks
-    res = run("merge-calls", a / OUTS[0], b / OUTS[0], a / OUTS[1], b / OUTS[1], a / OUTS[2], b / OUTS[2],
-              "-o", tmp_path / "m.tsv", "--viral-out", tmp_path / "v.fq.gz", "--summary", tmp_path / "s.json")
-    assert res.exit_code == 0, res.output
-    assert (tmp_path / "m.tsv").read_bytes() == (whole / OUTS[0]).read_bytes()
-    assert (tmp_path / "s.json").read_bytes() == (whole / OUTS[1]).read_bytes()
-    # viral-read files out of order
-    res = run("merge-calls", a / OUTS[0], b / OUTS[0], b / OUTS[2], a / OUTS[2], "-o", tmp_path / "n.tsv",
-              "--viral-out", tmp_path / "w.fq.gz")
-    assert res.exit_code == 1 and not (tmp_path / "n.tsv").exists() and not (tmp_path / "w.fq.gz").exists()
-    assert_one_error_line(res, "list TSVs and viral-read files in the same order")
-    # TSVs out of order against their summaries
-    res = run("merge-calls", b / OUTS[0], a / OUTS[0], a / OUTS[1], b / OUTS[1], "-o", tmp_path / "n.tsv")
-    assert res.exit_code == 1 and not (tmp_path / "n.tsv").exists()
-    assert_one_error_line(res, f"{b / OUTS[0]}: its reads are not the ones {a / OUTS[1]} (chunk 1/2) counts")
+    assert_one_error_line(res, "run every chunk with one version")

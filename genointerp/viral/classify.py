@@ -15,8 +15,8 @@ k-mer free of N.
 
 With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
 genointerp.viral.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
-That needs a read's p_viral to be independent of the reads it is batched with, which is why
-every forward pass has the same shape (see window_scorer).
+That needs a read to be scored in the same forward pass, beside the same windows, in every run:
+genointerp.viral.blocks fixes the passes by the reads' positions in the input.
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ from genointerp.errors import InputError
 from genointerp.io.sequences import iter_reads
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
+from genointerp.viral.blocks import BLOCK, PASS, block_rows
 from genointerp.viral.evidence import KmerIndex, index_files, load_index
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
 
-BATCH = 8192  # reads per step
+BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 # New columns go last, so pipelines that cut fields 1-5 keep working
 HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\n"
 EVIDENCE_MODES = ("both", "model", "kmer")
@@ -53,7 +54,6 @@ class ClassifyRequest:
     reference: str | None = None
     device: str = "cpu"
     precision: str = "32"
-    batch_windows: int = 256  # windows per forward pass: more only adds memory (~0.3 MB of activations each)
     chunk: tuple[int, int] | None = None  # (i, n): only chunk i of n of the read stream
     model_path: str | None = None  # None: the built-in model; recorded in the summary with a digest of its files
     evidence: str | None = None  # both, model or kmer; None: both when the model has a k-mer index, else model
@@ -97,37 +97,38 @@ def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.n
 
 
 def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndarray]:
-    """A function from token windows (W, n_tokens) to P(viral) float64 (W,) whose value for a
-    window does not depend on the other windows it is given with.
+    """A function from token windows (R, n_tokens), R a multiple of PASS, to P(viral) float64 (R,),
+    computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.blocks
+    lays windows out so that those passes are the same in every run.
 
     In float32 on CPU, an XVir of the paper's family runs in its folded inference form
-    (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches);
-    otherwise the module runs in passes of req.batch_windows.
+    (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches of
+    PASS windows); otherwise the module runs in passes of PASS.
     """
     import torch
 
-    from genointerp.models.xvir_inference import XVirInference, supports
+    from genointerp.models.xvir_inference import MICRO, XVirInference, supports
     from genointerp.runtime import predict_proba
 
     if req.device == "cpu" and req.precision == "32" and supports(model):
+        assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
         engine = XVirInference(model)
-        return lambda tokens: torch.sigmoid(engine(torch.from_numpy(tokens.astype(np.int64)))).double().numpy()
 
-    def module_scores(tokens: np.ndarray) -> np.ndarray:
-        # Pad to whole forward passes: GEMM kernels sum in an order that depends on the batch
-        # shape, so a window's score would shift in the 7th digit with the windows around it,
-        # and chunked runs would not reproduce the unchunked TSV. Same shape, same bits.
-        pad = -len(tokens) % req.batch_windows
-        padded = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)]) if pad else tokens
-        return predict_proba(model, padded, req.device, req.precision, req.batch_windows)[: len(tokens)]
+        def folded(tokens: np.ndarray) -> np.ndarray:
+            logits = engine(torch.from_numpy(tokens.astype(np.int64)))
+            # The sigmoid pass by pass too: a vectorised loop computes the elements past its last
+            # whole vector by another path, so over the whole array a logit's place would count.
+            return torch.cat([torch.sigmoid(part) for part in logits.split(PASS)]).double().numpy()
 
-    return module_scores
+        return folded
+    return lambda tokens: predict_proba(model, tokens, req.device, req.precision, PASS)
 
 
 def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, starts: np.ndarray,
                 lengths: np.ndarray, L: int, k: int, has_unknown: bool):
     """p_viral float64 (n,) with NaN for unscored reads, and statuses object (n,), for reads
-    given as codes joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined)."""
+    given as codes joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined).
+    The batch must start on a block boundary of the input stream (genointerp.viral.blocks)."""
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
     wstart, wread = window_starts(starts, lengths, L)
     p = np.full(len(lengths), np.nan)
@@ -138,7 +139,8 @@ def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, st
             clean = ~(mat == N_CODE).any(axis=1)
             mat, wread = mat[clean], wread[clean]
         if wread.size:
-            pw = scorer(tokenize(mat, k))
+            rows, where = block_rows(wread)
+            pw = scorer(tokenize(mat[rows], k))[where]
             best = np.full(len(lengths), -1.0)
             np.maximum.at(best, wread, pw)
             scored = best >= 0

@@ -1,8 +1,9 @@
 """Scatter/gather for classify-reads: N cluster jobs cover one read stream exactly once.
 
-Scatter (`classify-reads --chunk i/n`). Chunk i of n takes the contiguous range of records
-[floor((i-1)*N/n), floor(i*N/n)) of the input stream, where N is the number of records in that
-stream. Contiguous ranges are what make `cat chunk1.tsv chunk2.tsv ...` (header once) equal the
+Scatter (`classify-reads --chunk i/n`). Chunk i of n takes a contiguous range of records of the
+input stream: with N records in that stream, in B = ceil(N / 16) blocks of 16 (the scoring blocks
+of genointerp.viral.blocks), chunk i holds blocks [floor((i-1)*B/n), floor(i*B/n)). Contiguous ranges are what make
+`cat chunk1.tsv chunk2.tsv ...` (header once) equal the
 unchunked TSV byte for byte; round-robin blocks would need a re-interleaving gather, and byte
 offsets only work for seekable, uncompressed or BGZF input, not the plain-gzip FASTQ that
 sequencers write. So every job first counts N, with no index and no side files:
@@ -41,6 +42,7 @@ from typing import BinaryIO, Callable, Iterable
 from genointerp.errors import InputError
 from genointerp.io.inputs import is_stream, open_binary
 from genointerp.io.jsonfile import json_object
+from genointerp.viral.blocks import BLOCK
 
 # Summary fields that describe one chunk only; the merged summary drops them.
 CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256")
@@ -64,10 +66,14 @@ def parse_chunk(text: str) -> tuple[int, int]:
 def chunk_range(i: int, n: int, total: int) -> tuple[int, int]:
     """Records [start, stop) of chunk i (1-based) of n over `total` records.
 
-    Consecutive chunks share their boundaries, so chunks 1..n tile [0, total) exactly once;
-    sizes differ by at most one, and chunks past the last record (n > total) are empty.
+    Chunks are whole scoring blocks (genointerp.viral.blocks.BLOCK records; the stream's last
+    block may be short), so that a read is scored beside the same reads as in the unchunked run.
+    Consecutive chunks share their boundaries, so chunks 1..n tile [0, total) exactly once; they
+    hold whole blocks that differ in number by at most one, and chunks past the last block
+    (n > blocks) are empty.
     """
-    return (i - 1) * total // n, i * total // n
+    blocks = -(-total // BLOCK)
+    return min((i - 1) * blocks // n * BLOCK, total), min(i * blocks // n * BLOCK, total)
 
 
 def count_records(stream: Iterable, advance: Callable[[int], None]) -> int:
@@ -140,6 +146,11 @@ def _check_chunk_set(summaries: list[tuple[str, dict]]) -> list[int]:
         for key in ("inputs", "input_reads_total"):
             if s.get(key) != first.get(key):
                 raise InputError(f"{path}: a chunk of other input than {first_path} ({key} differs)")
+        total = s.get("input_reads_total")
+        expected = list(chunk_range(i, n, total)) if isinstance(total, int) and total >= 0 else None
+        if expected is None or s.get("chunk_range") != expected:
+            raise InputError(f"{path}: chunk {i}/{n} covers reads {s.get('chunk_range')}, not {expected} as chunks "
+                             "of this genointerp version do (scoring blocks); run every chunk with one version")
         parsed.append(i)
     n = parse_chunk(str(first["chunk"]))[1]
     missing = [i for i in range(1, n + 1) if i not in parsed]

@@ -1,0 +1,51 @@
+"""Fixed scoring blocks: why a read's p_viral has the same bits in every run on one machine.
+
+A CPU's matrix kernels may sum a row's products in an order that depends on how many rows share
+the call and where the row sits among them (seen on AVX-512 AMD, on Intel with AMX, and under the
+avx2/default ATen kernels, each differently), so a window's logit can move in its 7th digit with
+the windows it is scored beside. Scatter/gather (`--chunk`), pipes and thread counts must not
+change which windows those are. So the batches are fixed by the reads' positions in the input,
+not by how a run happens to read them:
+
+- Reads are grouped into blocks of BLOCK by their index in the input stream (reads 0-15, 16-31,
+  ...). Chunk boundaries fall on block boundaries (genointerp.viral.scatter.chunk_range), and
+  every batch a run reads starts on one, so a block is the same reads in every run.
+- A block's model windows, in read order, are padded to a whole number of forward passes of
+  PASS rows, and no pass holds windows of two blocks. A window is therefore scored in the same
+  pass, at the same row, beside the same windows, whether the run is whole, chunked, piped or on
+  another thread count.
+
+The cost is padding: a block whose windows are not a multiple of PASS is padded up to the next
+one. With reads of the model's length (one window each) only the stream's last block, and
+blocks holding reads the model skips (too short, all N), are padded; a chunk pays at most one
+padded pass of its own beyond those. Long reads, tiled into several windows, pay at most
+PASS - 1 padded windows per BLOCK reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK = 16  # reads per scoring block: chunks, and every batch a run reads, start on a multiple
+PASS = 16  # windows per forward pass; the folded CPU model's micro-batch (xvir_inference.MICRO)
+
+
+def block_rows(window_read: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lay windows out in passes that never mix blocks.
+
+    window_read: int (W,), the read (0-based within a batch that starts on a block boundary) of
+    each window, non-decreasing. Returns (rows, where): rows int (R,), R a multiple of PASS, the
+    window each pass row scores (padding rows repeat their block's first window); where int (W,),
+    the row holding each window, so that scores[where] are the windows' scores in input order.
+    """
+    if window_read.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    block = window_read // BLOCK
+    counts = np.bincount(block)  # windows per block, (n_blocks,)
+    padded = counts + (-counts % PASS)
+    first_window = np.cumsum(counts) - counts
+    first_row = np.cumsum(padded) - padded
+    where = first_row[block] + np.arange(window_read.size) - first_window[block]
+    rows = np.repeat(first_window, padded)  # every row starts as its block's first window...
+    rows[where] = np.arange(window_read.size)  # ...and the real windows take their places
+    return rows, where
