@@ -148,7 +148,9 @@ def test_peaks_quantile_over_all_runs():
     assert quantile_threshold([peak_run()], 0, 0.8) == pytest.approx(6.4)
     assert call_peaks(peak_run(), 0, quantile=0.8) == [("chr2", 50, 60, 9.0, 9.0), ("chr2", 90, 95, 8.0, 8.0)]
     assert quantile_threshold([peak_run(), other], 0, 0.8) == 100
-    assert call_peaks_all([peak_run(), other], 0, quantile=0.8) == [("chr1", 0, 40, 100.0, 100.0)]
+    # a quantile cut is strict: bins tied at the quantile (here all of `other`) are not above it
+    assert call_peaks_all([peak_run(), other], 0, quantile=0.8) == []
+    assert call_peaks_all([peak_run(), other], 0, quantile=0.7) == [("chr1", 0, 40, 100.0, 100.0)]
     with pytest.raises(ValueError, match="quantile"):
         call_peaks(peak_run(), 0, quantile=1.5)
 

@@ -153,7 +153,7 @@ def test_predict_tracks_writes_bigwigs_and_peaks(model, cli, tmp_path):
 
 def peaks_from_bigwig(path, quantile: float) -> list[tuple]:
     """predict-tracks' default peaks, recomputed from its bigWig: stretches of adjacent bins (not
-    crossing a gap between runs) whose value is >= the track's `quantile` over all its bins, as
+    crossing a gap between runs) whose value is > the track's `quantile` over all its bins and > 0, as
     (chrom, start, end, max, mean)."""
     bw = pyBigWig.open(str(path))
     bins = [(c, *iv) for c in bw.chroms() for iv in bw.intervals(c)]
@@ -161,7 +161,7 @@ def peaks_from_bigwig(path, quantile: float) -> list[tuple]:
     cut = np.quantile([v for *_, v in bins], quantile)
     stretches = []
     for chrom, start, end, v in bins:
-        if v < cut:
+        if v <= cut or v <= 0:
             continue
         if stretches and stretches[-1][0] == chrom and stretches[-1][2] == start:
             stretches[-1][2] = end
@@ -292,15 +292,16 @@ def test_chroms_predicts_whole_chromosomes_and_tsv_holds_every_bin(model, cli, t
     bw = pyBigWig.open(str(tmp_path / "p" / "motif_a.bw"))
     assert bw.intervals("chr1") is None  # only the chromosome asked for
     runs = [(iv[0][0], iv[-1][1], len(iv)) for iv in _runs(bw.intervals("chr2"))]
-    assert runs == [(0, 20000, 625)]  # 20,000 bp = 625 bins of 32 bp, the whole of chr2
+    # 20,000 bp = 625 bins of 32 bp, the whole of chr2 but its first 9 bins, all N (chr2 starts with 300 N)
+    assert runs == [(288, 20000, 616)]
     text = gzip.decompress((tmp_path / "p" / "tracks.tsv.gz").read_bytes()).decode()
     rows = [r.split("\t") for r in text.splitlines()]
-    assert rows[0] == ["chrom", "start", "end", *TRACK_IDS] and len(rows) == 626
-    assert [r[:3] for r in rows[1:3]] == [["chr2", "0", "32"], ["chr2", "32", "64"]]
+    assert rows[0] == ["chrom", "start", "end", *TRACK_IDS] and len(rows) == 617
+    assert [r[:3] for r in rows[1:3]] == [["chr2", "288", "320"], ["chr2", "320", "352"]]
     assert rows[-1][:3] == ["chr2", "19968", "20000"]
     for t, tid in enumerate(TRACK_IDS):
         got = np.array([float(r[3 + t]) for r in rows[1:]])
-        want = np.array(pyBigWig.open(str(tmp_path / "p" / f"{tid}.bw")).values("chr2", 0, 20000)[::32])
+        want = np.array(pyBigWig.open(str(tmp_path / "p" / f"{tid}.bw")).values("chr2", 288, 20000)[::32])
         np.testing.assert_allclose(got, want, rtol=1e-5)  # the TSV's text keeps 6+ significant digits
 
 def test_evaluate_tracks_compares_two_models(model, cli, tmp_path):

@@ -137,7 +137,7 @@ def train_tracks(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16, 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
-    seed: int = typer.Option(1, "--seed"),
+    seed: int = seed_option(),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
 ) -> None:
@@ -205,8 +205,8 @@ def predict_tracks(
     chroms: Optional[str] = typer.Option(None, "--chroms", help="Comma-separated whole chromosomes to predict (instead of --regions)."),
     overlap: Optional[int] = typer.Option(None, "--overlap-bins", min=0, help="Bins shared by neighbouring windows (default: a quarter of the model's)."),
     rc_average: bool = typer.Option(False, "--rc-average", help="Average the forward and reverse-complement predictions."),
-    peak_threshold: Optional[float] = typer.Option(None, "--peak-threshold", help="Peaks: bins with predicted signal >= this."),
-    peak_quantile: float = typer.Option(0.99, "--peak-quantile", min=0, max=1, help="Peaks: bins at or above this quantile of the track (unless --peak-threshold)."),
+    peak_threshold: Optional[float] = typer.Option(None, "--peak-threshold", help="Peaks: bins with predicted signal >= this (and above 0)."),
+    peak_quantile: float = typer.Option(0.99, "--peak-quantile", min=0, max=1, help="Peaks: bins above this quantile of the track and above 0 (unless --peak-threshold)."),
     bedgraph: bool = typer.Option(False, "--bedgraph", help="Also write <track id>.bedGraph.gz."),
     tsv: bool = typer.Option(False, "--tsv", help="Also write tracks.tsv.gz (one column per track)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
@@ -218,7 +218,7 @@ def predict_tracks(
     """Predict tracks over regions or whole chromosomes: a bigWig and a peak BED per track.
 
     bigWig headers follow the FASTA's .fai order, with one fixed-span entry per bin. Windows overlap by --overlap-bins; each bin is taken from the window where it lies farthest
-    from the window's edges.
+    from the window's edges. Bins whose sequence is all N (assembly gaps) are left out: no value, no peak.
     """
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.tracks.predict import PredictRequest, run, write_outputs

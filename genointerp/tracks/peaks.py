@@ -1,6 +1,9 @@
-"""Peak calls on predicted tracks: maximal stretches of adjacent bins at or above a cut.
+"""Peak calls on predicted tracks: maximal stretches of adjacent bins above a cut.
 
-The cut is a fixed threshold or a quantile of the track's bin values. Peaks are
+The cut is a fixed threshold (a bin qualifies at or above it) or a quantile of the track's bin
+values (strictly above it: where ties pile up at the quantile, as zeros do on a track that is 0
+over most bins, `>=` would make all of them one peak). Either way a bin needs a value above 0: no
+signal is no peak, however low the cut. Peaks are
 (chrom, start, end, max, mean) tuples (`io.track_writers.Peak`), written as BED by
 `io.track_writers.write_peaks_bed`.
 """
@@ -39,7 +42,8 @@ def call_peaks(
     threshold: float | None = None,
     quantile: float | None = None,
 ) -> list[Peak]:
-    """Peaks of one track in one run: maximal stretches of adjacent bins with value >= the cut.
+    """Peaks of one track in one run: maximal stretches of adjacent bins with value >= `threshold`, or
+    > the `quantile` cut, and > 0.
 
     The track is column `track_index` of the run's float32 (n_bins, T) values. The cut is
     `threshold`, or the `quantile` of this run's values (use `call_peaks_all` to take the quantile
@@ -49,9 +53,14 @@ def call_peaks(
     """
     _check_one_cut(threshold, quantile)
     if threshold is None:
-        threshold = quantile_threshold([run], track_index, quantile)
+        return _peaks(run, track_index, quantile_threshold([run], track_index, quantile), strict=True)
+    return _peaks(run, track_index, threshold, strict=False)
+
+
+def _peaks(run: BinnedRun, track_index: int, cut: float, strict: bool) -> list[Peak]:
     values = run.values[:, track_index]
-    above = np.concatenate([[False], values >= threshold, [False]])
+    over = values > cut if strict else values >= cut
+    above = np.concatenate([[False], over & (values > 0), [False]])
     edges = np.flatnonzero(above[1:] != above[:-1])
     firsts, lasts = edges[0::2], edges[1::2]  # stretch = bins [first, last)
     ends = run.bin_ends()
@@ -73,6 +82,7 @@ def call_peaks_all(
     runs in the given order, a quantile cut taken over all of the track's bins. Runs from
     `merge_regions` never touch, so no peak spans two runs."""
     _check_one_cut(threshold, quantile)
-    if threshold is None:
-        threshold = quantile_threshold(runs, track_index, quantile)
-    return [p for run in runs for p in call_peaks(run, track_index, threshold=threshold)]
+    if not runs:  # every bin was left out (all-N sequence): nothing to call
+        return []
+    cut = threshold if threshold is not None else quantile_threshold(runs, track_index, quantile)
+    return [p for run in runs for p in _peaks(run, track_index, cut, strict=threshold is None)]

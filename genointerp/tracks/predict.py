@@ -95,7 +95,34 @@ def run(req: PredictRequest, report: Reporter):
         runs = [predict_run(model, win, ref, chrom, starts, run_start, n_bins, req.batch_size, req.device,
                             req.precision, req.rc_average, advance)
                 for chrom, starts, run_start, n_bins in plans]
-    return runs, track_ids, [(c, ref.lengths[c]) for c in ref.names], config
+    kept = [part for r in runs for part in drop_all_n_bins(ref, r)]
+    gap = sum(r.n_bins for r in runs) - sum(r.n_bins for r in kept)
+    if gap and not kept:
+        report.warn("every bin of the regions is all-N sequence: no predictions and no peaks written")
+    elif gap:
+        report.log(f"{gap:,} bins of all-N sequence left out (no value in the outputs, no peaks)")
+    return kept, track_ids, [(c, ref.lengths[c]) for c in ref.names], config
+
+
+def drop_all_n_bins(ref, run) -> list:
+    """`run` without its bins whose sequence is all N (assembly gaps, N-padded chromosome ends):
+    the model's output there reflects the window tiling, not the genome, so such bins get no value
+    (no-data in the bigWig, no bedGraph or TSV row) and no peak. A bin with one A/C/G/T is kept.
+    Returns the runs of the kept consecutive bins (the run itself when all are kept)."""
+    from genointerp.io.track_writers import BinnedRun
+    from genointerp.seq.alphabet import N_CODE
+
+    has_base = np.zeros(run.n_bins, dtype=bool)
+    step = max(1, (1 << 22) // run.bin_size)  # bins per read: bounded memory on whole chromosomes
+    for a in range(0, run.n_bins, step):
+        b = min(a + step, run.n_bins)
+        codes = ref.codes(run.chrom, run.start + a * run.bin_size, run.start + b * run.bin_size)  # N past the end
+        has_base[a:b] = (codes.reshape(b - a, run.bin_size) < N_CODE).any(axis=1)
+    if has_base.all():
+        return [run]
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], has_base.astype(np.int8), [0]])))
+    return [BinnedRun(run.chrom, run.start + a * run.bin_size, run.bin_size, run.values[a:b], run.chrom_length)
+            for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist())]
 
 
 def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_start: int, n_bins: int,

@@ -1,0 +1,75 @@
+"""Issue 30, part 2, items 8 and 9: wrong answers and messages found by the second reliability sweep.
+
+Each test goes through the CLI and failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+
+import numpy as np
+import pyBigWig
+import pysam
+import pytest
+
+from conftest import DATA, assert_one_error_line
+
+
+def write_fasta(path, contigs: dict[str, str], width: int = 60):
+    with open(path, "w") as fh:
+        for name, seq in contigs.items():
+            fh.write(f">{name}\n" + "".join(seq[i : i + width] + "\n" for i in range(0, len(seq), width)))
+    return path
+
+
+def random_bases(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice("ACGT") for _ in range(n))
+
+
+# --- 8. predict-tracks: no peaks from no signal, nothing from all-N sequence ----------------------
+
+@pytest.fixture(scope="module")
+def gapped_fasta(tmp_path_factory):
+    """Contig t: 11,904 bp of N (93 bins of the built-in model's 128 bp), then 12,096 random bases."""
+    path = write_fasta(tmp_path_factory.mktemp("ref") / "gap.fa", {"t": "N" * 11_904 + random_bases(12_096, 3)})
+    pysam.faidx(str(path))
+    return path
+
+
+def _peaks(folder):
+    return [line.split("\t") for bed in sorted(folder.glob("*.peaks.bed")) for line in bed.read_text().splitlines()]
+
+
+def test_predict_tracks_on_all_n_sequence_writes_no_values_and_no_peaks(cli, tmp_path, gapped_fasta):
+    (tmp_path / "gap.bed").write_text("t\t0\t11904\n")
+    res = cli("predict-tracks", "--fasta", gapped_fasta, "--regions", tmp_path / "gap.bed", "-o", tmp_path / "p",
+              "--device", "cpu", "--tsv")
+    assert res.exit_code == 0, res.output
+    assert "all-N" in res.stderr
+    assert _peaks(tmp_path / "p") == []  # was 87: whole-region peaks of signal 0, and peaks on the tiling
+    bws = sorted((tmp_path / "p").glob("*.bw"))
+    assert len(bws) == 87 and pyBigWig.open(str(bws[0])).intervals("t") is None
+    assert gzip.decompress((tmp_path / "p" / "tracks.tsv.gz").read_bytes()).decode().count("\n") == 1  # header
+
+
+def test_predict_tracks_leaves_out_all_n_bins_and_calls_peaks_only_on_signal(cli, tmp_path, gapped_fasta):
+    (tmp_path / "r.bed").write_text("t\t0\t24000\n")
+    res = cli("predict-tracks", "--fasta", gapped_fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+              "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    peaks = _peaks(tmp_path / "p")
+    assert peaks and min(int(p[1]) for p in peaks) >= 11_904
+    assert all(float(p[6]) > 0 for p in peaks)  # the max signal of every peak
+    iv = pyBigWig.open(str(sorted((tmp_path / "p").glob("*.bw"))[0])).intervals("t")
+    assert iv[0][0] == 11_904 and iv[-1][1] == 24_000 and len(iv) == 95  # 94.5 bins of 128 bp
+
+
+def test_zero_signal_is_no_peak_even_when_the_quantile_is_zero():
+    """A track that is 0 on most bins has a 0.99 quantile of 0: `>=` made all of it one peak."""
+    from genointerp.io.track_writers import BinnedRun
+    from genointerp.tracks.peaks import call_peaks_all
+
+    run = BinnedRun("t", 0, 128, np.zeros((100, 1), np.float32), 12_800)
+    assert call_peaks_all([run], 0, quantile=0.99) == [] and call_peaks_all([run], 0, threshold=0.0) == []
