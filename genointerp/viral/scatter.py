@@ -2,11 +2,11 @@
 
 Scatter (`classify-reads --chunk i/n`). Chunk i of n takes a contiguous range of records of the
 input stream: with N records in that stream, in B = ceil(N / 16) blocks of 16 (the scoring blocks
-of genointerp.viral.blocks), chunk i holds blocks [floor((i-1)*B/n), floor(i*B/n)). Contiguous ranges are what make
-`cat chunk1.tsv chunk2.tsv ...` (header once) equal the
-unchunked TSV byte for byte; round-robin blocks would need a re-interleaving gather, and byte
-offsets only work for seekable, uncompressed or BGZF input, not the plain-gzip FASTQ that
-sequencers write. So every job first counts N, with no index and no side files:
+of genointerp.viral.blocks), chunk i holds blocks [floor((i-1)*B/n), floor(i*B/n)). Contiguous
+ranges are what make `cat chunk1.tsv chunk2.tsv ...` (header once) equal the unchunked TSV byte
+for byte; round-robin blocks would need a re-interleaving gather, and byte offsets only work for
+seekable, uncompressed or BGZF input, not the plain-gzip FASTQ that sequencers write.
+So every job first counts N, with no index and no side files:
 
 - The count is one parsing pass through the very reader that classifies (same validation, same
   BAM/CRAM filter), so it cannot disagree with the records the job later takes, and a malformed
