@@ -8,6 +8,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, device_for, log, warn
+from genointerp.cli.options import seed_option
 from genointerp.cli.genotypes import PANEL, one_stdin
 from genointerp.runtime import Precision, usable_threads, use_threads
 
@@ -81,7 +82,7 @@ def capsule_train(
     max_set_size: int = typer.Option(500, "--max-set-size", min=1, help="With --gene-sets: test only sets with at most this many feature genes."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads (torch and the random forest)."),
-    seed: int = typer.Option(1, "--seed", help="Seeds splits, initialisation and shuffling: same inputs and seed, same outputs."),
+    seed: int = seed_option("Seeds splits, initialisation and shuffling: same inputs and seed, same outputs."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory."),
 ) -> None:
     """Train a DiseaseCapsule network (capsule network over Gene-PCs) for a binary phenotype.
@@ -269,7 +270,7 @@ def capsule_search(
     class_dim: int = typer.Option(16, "--class-dim", min=1, help="Phenotype capsule dimension."),
     routing: int = typer.Option(3, "--routing", min=1, help="Routing-by-agreement iterations."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="Fitness evaluations of a generation run in parallel in this many processes (one torch thread each); results do not depend on it."),
-    seed: int = typer.Option(1, "--seed", help="Seeds the folds, the GA and every training: same inputs and seed, same result."),
+    seed: int = seed_option("Seeds the folds, the GA and every training: same inputs and seed, same result."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
 ) -> None:
     """Search for gene subsets whose genes act together: a genetic algorithm maximising how far the

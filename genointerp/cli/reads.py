@@ -9,6 +9,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, log, parse_pairs
+from genointerp.cli.options import number, seed_option
 
 PANEL = "Reads"
 
@@ -47,7 +48,7 @@ def simulate_reads(
     del_rate: float = typer.Option(0.0, "--del-rate", min=0, max=0.5, help="Mutate the references first: deletion rate."),
     max_n_frac: float = typer.Option(0.05, "--max-n-frac", min=0, max=1, help="Skip reference windows with more N than this fraction of the read."),
     truth: Optional[str] = typer.Option(None, "--truth", help="Also write the truth as a TSV table (one row per read)."),
-    seed: int = typer.Option(1, "--seed", help="Random seed: same inputs and seed give byte-identical output."),
+    seed: int = seed_option("Random seed: same inputs and seed give byte-identical output."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing output files."),
 ) -> None:
     """Simulate Illumina-like short reads with ground truth in their names.
@@ -61,8 +62,8 @@ def simulate_reads(
     from genointerp.reads.simulate import SimulationRequest, run
 
     sources = parse_pairs(source, "--source", "LABEL=PATH")
-    counts = {k: _number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
-    fractions = {k: _number(v, float, "--fraction", min_value=0, max_value=1) for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")}
+    counts = {k: number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
+    fractions = {k: number(v, float, "--fraction", min_value=0, max_value=1) for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")}
     if (num_reads is None) == (not counts):
         raise typer.BadParameter("give either -n/--num-reads or --count for every label", param_hint="-n/--count")
     if counts and (balance or fractions):
@@ -168,13 +169,3 @@ def kmerize(
     log(kept + (f" (dropped: {dropped})" if dropped else ""))
     if header:
         log("labels: " + (", ".join(f"{lab} {n:,}" for lab, n in header["label_counts"].items()) or "none"))
-
-
-def _number(text: str, kind, option: str, min_value=None, max_value=None):
-    try:
-        value = kind(text)
-    except ValueError:
-        raise typer.BadParameter(f"{text!r} is not a valid {kind.__name__}", param_hint=option) from None
-    if (min_value is not None and value < min_value) or (max_value is not None and value > max_value):
-        raise typer.BadParameter(f"{value} is outside {min_value}..{max_value}", param_hint=option)
-    return value

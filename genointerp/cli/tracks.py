@@ -10,6 +10,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, device_for, log, training_outputs, warn
+from genointerp.cli.options import seed_option
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Genomic tracks"

@@ -10,6 +10,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs, training_outputs
+from genointerp.cli.options import number, seed_option
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Viral detection"
@@ -64,7 +65,7 @@ def train_xvir(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CPU or CUDA), 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
-    seed: int = typer.Option(1, "--seed"),
+    seed: int = seed_option(),
     viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated from it."),
     negative_refs: List[str] = typer.Option([], "--negative", metavar="LABEL=REF", help="Negative reference (repeatable; with --viral), e.g. human=chr20.fa.gz: its k-mers are left out of the index; without DATASET, negative training reads are simulated from it."),
     circular: bool = typer.Option(False, "--circular", help="The --viral references are circular genomes (k-mers across the origin count)."),
@@ -125,10 +126,7 @@ def train_xvir(
                                      "train on fresh reads", param_hint="DATASET")
         weights = {}
         for label, value in parse_pairs(mix, "--mix", "LABEL=WEIGHT"):
-            try:
-                weights[label] = float(value)
-            except ValueError:
-                raise typer.BadParameter(f"weight {value!r} of {label} is not a number", param_hint="--mix") from None
+            weights[label] = number(value, float, "--mix", min_value=0, name=f"{label} weight")
         req.fresh = FreshReads(viral_refs, negatives, circular, reads_per_epoch or 200_000, weights, viral_sub_rate, k, length)
     if valid or test:
         if not datasets:

@@ -1,0 +1,33 @@
+"""Options the panels share, declared once, and the checks of numbers given inside option values."""
+
+from __future__ import annotations
+
+import math
+
+import typer
+
+# the seeds every command's random generators take: numpy's and torch's take more, scikit-learn's
+# (capsule-train's baselines) no more than 2**32 - 1; a negative seed is a usage error, not a traceback
+SEED_MAX = 2**32 - 1
+
+
+def seed_option(help: str = "Random seed: same inputs and seed, same outputs."):
+    """--seed (default 1; 0 to 2**32 - 1)."""
+    return typer.Option(1, "--seed", min=0, max=SEED_MAX, help=help)
+
+
+def number(text: str, kind: type, option: str, min_value=None, max_value=None, name: str = ""):
+    """`text` (a value inside an option, e.g. the F of --fraction LABEL=F) as int or float, a usage
+    error (exit 2) unless it is a finite number within min_value..max_value; `name` says which
+    value it is in the message."""
+    what = f"{name} {text!r}" if name else repr(text)
+    try:
+        value = kind(text)
+    except ValueError:
+        raise typer.BadParameter(f"{what} is not a {'whole ' if kind is int else ''}number", param_hint=option) from None
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{what} is not a finite number", param_hint=option)
+    if (min_value is not None and value < min_value) or (max_value is not None and value > max_value):
+        lo, hi = ("" if v is None else f"{v:g}" for v in (min_value, max_value))
+        raise typer.BadParameter(f"{what} is outside {lo}..{hi}", param_hint=option)
+    return value
