@@ -73,3 +73,37 @@ def test_zero_signal_is_no_peak_even_when_the_quantile_is_zero():
 
     run = BinnedRun("t", 0, 128, np.zeros((100, 1), np.float32), 12_800)
     assert call_peaks_all([run], 0, quantile=0.99) == [] and call_peaks_all([run], 0, threshold=0.0) == []
+
+
+# --- 8. a stale .fai ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [70, 50, 100_000])
+def test_a_fai_left_from_before_the_fasta_was_rewrapped_is_refused(cli, tmp_path, width):
+    contigs = {"a": random_bases(5_000, 1), "b": random_bases(4_000, 2)}
+    fasta = write_fasta(tmp_path / "ref.fa", contigs, 60)
+    pysam.faidx(str(fasta))
+    write_fasta(fasta, contigs, width)  # rewrapped; the .fai still describes 60 columns
+    (tmp_path / "r.bed").write_text("a\t0\t3000\n")
+    res = cli("predict-tracks", "--fasta", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+              "--device", "cpu")
+    assert res.exit_code == 1 and not (tmp_path / "p").exists()
+    assert_one_error_line(res, f"{fasta}.fai does not match {fasta}")
+    assert f"samtools faidx {fasta}" in res.stderr
+    pysam.faidx(str(fasta))  # re-indexed: accepted
+    assert cli("predict-tracks", "--fasta", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+               "--device", "cpu").exit_code == 0
+
+
+def test_a_stale_fai_of_a_bgzip_fasta_is_refused(cli, tmp_path):
+    contigs = {"a": random_bases(5_000, 1)}
+    plain = write_fasta(tmp_path / "ref.fa", contigs, 60)
+    fasta = tmp_path / "ref.fa.gz"
+    pysam.tabix_compress(str(plain), str(fasta))
+    pysam.faidx(str(fasta))
+    write_fasta(plain, contigs, 80)
+    pysam.tabix_compress(str(plain), str(fasta), force=True)
+    (tmp_path / "r.bed").write_text("a\t0\t3000\n")
+    res = cli("predict-tracks", "--fasta", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+              "--device", "cpu")
+    assert res.exit_code == 1
+    assert_one_error_line(res, f"{fasta}.fai does not match {fasta}")

@@ -60,6 +60,87 @@ def _check_fasta_file(path: str) -> None:
         raise InputError(f"{path}: no index {path}.fai; create it with `samtools faidx {path}`")
 
 
+_CHECKED_CONTIGS = 32  # at each end of the .fai: a rewrapped FASTA moves every contig, so a sample shows it
+
+
+def _stale_index(path: str, what: str) -> str:
+    return (f"{path}.fai does not match {path} ({what}; was the FASTA changed after it was indexed?): "
+            f"re-index it with `samtools faidx {path}`")
+
+
+def _byte_reader(path: str) -> tuple[Callable[[int, int], bytes], Callable[[], None]]:
+    """(read(offset, n) -> the n bytes at uncompressed `offset`, close) for a plain or bgzip FASTA;
+    bgzip through its .gzi (the compressed start of each block), as faidx reads it."""
+    if compression(path) == "NONE":
+        fh = open(path, "rb")
+
+        def read(offset: int, n: int) -> bytes:
+            fh.seek(offset)
+            return fh.read(n)
+
+        return read, fh.close
+    import bisect
+    import struct
+
+    from pysam.libcbgzf import BGZFile
+
+    with open(path + ".gzi", "rb") as g:
+        raw = g.read()
+    count = struct.unpack_from("<Q", raw)[0] if len(raw) >= 8 else 0
+    pairs = struct.unpack_from(f"<{2 * count}Q", raw, 8) if len(raw) >= 8 + 16 * count else ()
+    compressed, uncompressed = [0, *pairs[0::2]], [0, *pairs[1::2]]
+    bz = BGZFile(path, "rb")
+
+    def read_bgzf(offset: int, n: int) -> bytes:
+        k = bisect.bisect_right(uncompressed, offset) - 1
+        bz.seek((compressed[k] << 16) | (offset - uncompressed[k]))  # a BGZF virtual offset
+        return bz.read(n)
+
+    return read_bgzf, bz.close
+
+
+def _check_index_matches(path: str) -> None:
+    """Refuse a .fai that no longer describes the FASTA (rewrapped or edited after `samtools faidx`):
+    htslib trusts its offsets and line lengths and hands back line ends, headers or shifted bases as
+    sequence. For the first and last contigs of the index, the byte before the sequence must end the
+    header line, the first line must hold `linebases` bases then its line end, and the last base
+    must be followed by a line end or the end of the file."""
+    try:
+        with open(path + ".fai") as fh:
+            rows = [line.split("\t") for line in fh if line.strip()]
+        entries = [(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+    except (OSError, ValueError, IndexError):
+        return  # pysam opened it; a damaged index fails on fetch with pysam's own message
+    if len(entries) > 2 * _CHECKED_CONTIGS:
+        entries = entries[:_CHECKED_CONTIGS] + entries[-_CHECKED_CONTIGS:]
+    try:
+        read, close = _byte_reader(path)
+    except (OSError, ValueError):
+        return
+    try:
+        for name, length, offset, line_bases, line_width in entries:
+            if length == 0 or line_bases <= 0:
+                continue
+            problem = None
+            if offset == 0 or read(offset - 1, 1) != b"\n":
+                problem = "no header line end before it"
+            elif length > line_bases:
+                first = read(offset + line_bases - 1, line_width - line_bases + 2)
+                if first[:1] in (b"", b"\n", b"\r", b">") or first[1:-1].strip(b"\r\n") or first[-1:] in (b"\n", b"\r", b">"):
+                    problem = f"its lines are not {line_bases} bases long"
+            if problem is None:
+                last = offset + (length - 1) // line_bases * line_width + (length - 1) % line_bases
+                tail = read(last, 2)
+                if tail[:1] in (b"", b"\n", b"\r", b">") or tail[1:2] not in (b"", b"\n", b"\r"):
+                    problem = f"its sequence does not end after {length:,} bases"
+            if problem:
+                raise InputError(_stale_index(path, f"contig {name}: {problem}"))
+    except (OSError, ValueError) as exc:
+        raise InputError(_stale_index(path, f"cannot read where it points ({exc})")) from None
+    finally:
+        close()
+
+
 class Reference:
     """An indexed FASTA: `names` (list, .fai order), `lengths` (dict name -> bp), `codes()`.
 
@@ -79,6 +160,7 @@ class Reference:
         self.lengths: dict[str, int] = dict(zip(self._fa.references, self._fa.lengths))
         if not self.names:
             raise InputError(f"{self.path}: no sequences in the FASTA index")
+        _check_index_matches(self.path)
         self._warned: set[tuple[str, str]] = set()
 
     # --- names -----------------------------------------------------------------------------
@@ -120,6 +202,8 @@ class Reference:
         lo, hi = max(start, 0), min(end, length)
         if lo < hi:
             seq = self._fa.fetch(chrom, lo, hi)
+            if "\n" in seq or ">" in seq:  # line ends or a header where the index promised bases
+                raise InputError(_stale_index(self.path, f"{chrom}:{lo + 1}-{hi} holds line ends or a header"))
             out[lo - start : hi - start] = encode_ascii(seq.encode("ascii", errors="replace"))
         # 255 (not a nucleotide letter) would break one_hot; such a FASTA byte means "no base".
         out[out > N_CODE] = N_CODE
