@@ -261,7 +261,9 @@ def _outputs(path: Path, source: str) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_named_pipe_reads_like_the_file(name, fx, cli, workdir):
+def test_a_named_pipe_reads_like_the_file(name, fx, cli, workdir, hostile):
+    """Byte-identical outputs, under hostile arithmetic (tests/hostile.py): a pipe is read in other
+    pieces than a file, and that must not change any batch a model sees."""
     cmd = COMMANDS[name]
     res = _invoke(cli, cmd.args(fx, fx[cmd.main], "out/file"))
     assert res.exit_code == 0, res.output
