@@ -107,3 +107,55 @@ def test_a_stale_fai_of_a_bgzip_fasta_is_refused(cli, tmp_path):
               "--device", "cpu")
     assert res.exit_code == 1
     assert_one_error_line(res, f"{fasta}.fai does not match {fasta}")
+
+
+# --- 8. gene-pca: an exactly duplicated VCF record ------------------------------------------------
+
+def _vcf_with(tmp_path, name: str, edit) -> str:
+    """test-data's VCF with its record lines passed through `edit` (a function of the line list)."""
+    lines = gzip.decompress((DATA / "eur_chr21_22_small.vcf.gz").read_bytes()).decode().splitlines(keepends=True)
+    header = [line for line in lines if line.startswith("#")]
+    (tmp_path / name).write_text("".join(header + edit([line for line in lines if not line.startswith("#")])))
+    return str(tmp_path / name)
+
+
+def _after(records, pos: str, line: str):
+    i = next(i for i, r in enumerate(records) if r.split("\t")[1] == pos)
+    return records[: i + 1] + [line] + records[i + 1 :]
+
+
+def _ttc3_record(records, pos="38495693"):
+    return next(r for r in records if r.split("\t")[1] == pos)
+
+
+def test_gene_pca_drops_an_exact_duplicate_record_with_one_warning(cli, tmp_path):
+    plain = _vcf_with(tmp_path, "plain.vcf", lambda r: r)
+    dup = _vcf_with(tmp_path, "dup.vcf", lambda r: _after(r, "38495693", _ttc3_record(r).replace("rs74420981", "dup1")))
+    runs = {}
+    for name, vcf in (("plain", plain), ("dup", dup)):
+        res = cli("gene-pca", vcf, "-g", DATA / "genes_chr21_22.bed", "--keep-dosages", "-o", tmp_path / name)
+        assert res.exit_code == 0, res.output
+        runs[name] = res
+    warnings = [line for line in runs["dup"].stderr.splitlines() if "duplicate" in line]
+    assert len(warnings) == 1 and "1 exact duplicate record" in warnings[0], runs["dup"].stderr
+    assert "duplicate" not in runs["plain"].stderr
+    ttc3 = {name: next(line for line in (tmp_path / name / "genes.tsv").read_text().splitlines()
+                       if line.startswith("TTC3\t")) for name in runs}
+    assert ttc3["dup"] == ttc3["plain"] and ttc3["plain"].split("\t")[5:7] == ["4", "1"]  # 4 SNPs, 1 PC
+    d = np.load(tmp_path / "dup" / "dosages.npy")
+    assert np.array_equal(d, np.load(tmp_path / "plain" / "dosages.npy"))
+    logged = next(line for line in runs["dup"].stderr.splitlines() if "dosages.npy:" in line)
+    assert f"dosages.npy: {d.shape[1]} SNPs" in logged  # the log counts what the file holds
+
+
+def test_gene_pca_refuses_one_site_twice_with_other_genotypes(cli, tmp_path):
+    def conflicting(records):
+        rec = _ttc3_record(records).split("\t")
+        rec[9] = "1|1" if rec[9].split(":")[0] != "1|1" else "0|0"  # the first sample's call differs
+        return _after(records, "38495693", "\t".join(rec))
+
+    vcf = _vcf_with(tmp_path, "conflict.vcf", conflicting)
+    res = cli("gene-pca", vcf, "-g", DATA / "genes_chr21_22.bed", "-o", tmp_path / "o")
+    assert res.exit_code == 1 and not (tmp_path / "o").exists() and "Traceback" not in res.output
+    errors = [line for line in res.stderr.splitlines() if line.startswith("genointerp: error:")]
+    assert len(errors) == 1 and "21:38495693 A>G is also at line" in errors[0], res.stderr

@@ -102,8 +102,13 @@ def run(req: GenePcaRequest, folder: Path, report: Reporter) -> dict:
     """Write features.*, genes.tsv and (fit mode) transform.* into `folder`; return the summary."""
     with VcfGenotypes(req.vcf, req.samples) as vcf:  # a pipe stays open from the header to the records
         if req.apply:
-            return _apply(req, vcf, folder, report.log, report.warn)
-        return _fit(req, vcf, folder, report.log, report.warn)
+            summary = _apply(req, vcf, folder, report.log, report.warn)
+        else:
+            summary = _fit(req, vcf, folder, report.log, report.warn)
+    if vcf.duplicates:
+        report.warn(f"{req.vcf}: {vcf.duplicates:,} exact duplicate record(s) dropped (same CHROM, POS, REF, ALT and "
+                    "genotypes as an earlier record, which is kept)")
+    return summary
 
 
 def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:

@@ -73,6 +73,7 @@ class VcfGenotypes:
         self._stack = ExitStack()
         self._data: BinaryIO | None = None
         self._lineno = 0
+        self.duplicates = 0  # exact duplicate records skipped while iterating
         try:
             self._open()
             self._select(samples)
@@ -182,8 +183,14 @@ class VcfGenotypes:
             pysam.set_verbosity(quiet)
 
     def __iter__(self) -> Iterator[Site]:
+        """The records as Sites. An exact duplicate (same CHROM, POS, REF, ALT and genotypes as an
+        earlier record) is skipped and counted in `duplicates`, as `bcftools norm --rm-dup exact`
+        and plink2's `--rm-dup` drop it: counted twice it would weigh twice in any fit. The same
+        alleles at one position with other genotypes are an InputError: which to keep is the
+        user's call."""
         n = len(self.all_samples)
         last: tuple[str, int] = ("", 0)
+        at_pos: dict[tuple[bytes, bytes], tuple[int, np.ndarray]] = {}  # alleles -> (line, dosage) at `last`
         seen_chroms: set[str] = set()
         count = 0
         for lineno, line in self._lines():
@@ -202,6 +209,8 @@ class VcfGenotypes:
                 seen_chroms.add(chrom)
             elif pos < last[1]:
                 raise InputError(f"{self.path}: line {lineno}: {chrom}:{pos} comes after {chrom}:{last[1]}; sort the VCF (bcftools sort)")
+            if (chrom, pos) != last:
+                at_pos = {}
             last = (chrom, pos)
             dosage = parse_gt(fields[8], fields[9], n)
             if dosage is None:
@@ -209,6 +218,15 @@ class VcfGenotypes:
                                  f"(expected {n} samples with a GT field first in FORMAT)")
             if not self._all:
                 dosage = dosage[self.columns]
+            alleles = (fields[3], fields[4])
+            if alleles in at_pos:
+                first_line, first = at_pos[alleles]
+                if not np.array_equal(first, dosage):
+                    raise InputError(f"{self.path}: line {lineno}: {chrom}:{pos} {_allele_text(alleles)} is also at line "
+                                     f"{first_line}, with other genotypes; keep one (bcftools norm --rm-dup exact keeps the first)")
+                self.duplicates += 1
+                continue
+            at_pos[alleles] = (lineno, dosage)
             count += 1
             yield Site(chrom, pos, fields[3].decode(errors="replace"), fields[4].decode(errors="replace"), dosage)
         if count == 0:
@@ -245,6 +263,10 @@ class VcfGenotypes:
 
 _FIXED = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO"]
 _META_ID = re.compile(rb"##(FORMAT|contig)=<(?:[^>]*?,)?ID=([^,>]+)")
+
+
+def _allele_text(alleles: tuple[bytes, bytes]) -> str:
+    return f"{alleles[0].decode(errors='replace')}>{alleles[1].decode(errors='replace')}"
 
 
 def _damaged(path: str, lineno: int, exc: Exception) -> InputError:
