@@ -5,7 +5,8 @@ and where the row sits among them, so on some CPU a row's float result changes i
 with its batch (seen on AVX-512 AMD, on Intel with AMX, under ATen's avx2/default kernels, each
 differently). A test that passes on the CPU at hand proves nothing about the next one.
 
-`hostile_arithmetic()` makes that dependence large and certain on every machine: while it is on,
+`hostile_arithmetic()` (in this process) and `subprocess_env()` (for commands run as processes, through
+tests/hostile_site/sitecustomize.py) make that dependence large and certain on every machine: while it is on,
 the output of every torch module (and of the folded XVir inference form, which is not a module,
 and of torch.sigmoid, which turns logits into the probabilities written) gets added an amount set by its row count R (the product of all but the last axis for a
 module's 2-D+ output, the leading axis otherwise) and each row's index r among them, about
@@ -44,16 +45,44 @@ def perturb(out):
     return moved.reshape(out.shape)
 
 
-@contextmanager
-def hostile_arithmetic() -> Iterator[None]:
+def hook_modules():
+    """Perturb every torch module's output and torch.sigmoid's; returns a function that undoes it."""
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: perturb(out))
+    sigmoid = torch.sigmoid
+    torch.sigmoid = lambda x, *a, **k: perturb(sigmoid(x, *a, **k))
+
+    def undo() -> None:
+        handle.remove()
+        torch.sigmoid = sigmoid
+
+    return undo
+
+
+def patch_folded_xvir():
+    """Perturb the folded XVir form's logits per micro-batch; returns a function that undoes it."""
     from genointerp.models.xvir_inference import XVirInference
 
-    handle = torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: perturb(out))
-    micro, sigmoid = XVirInference._micro, torch.sigmoid
+    micro = XVirInference._micro
     XVirInference._micro = lambda self, tokens: perturb(micro(self, tokens))
-    torch.sigmoid = lambda x, *a, **k: perturb(sigmoid(x, *a, **k))
+    return lambda: setattr(XVirInference, "_micro", micro)
+
+
+@contextmanager
+def hostile_arithmetic() -> Iterator[None]:
+    undo = [hook_modules(), patch_folded_xvir()]
     try:
         yield
     finally:
-        handle.remove()
-        XVirInference._micro, torch.sigmoid = micro, sigmoid
+        for u in undo:
+            u()
+
+
+def subprocess_env(env: dict | None = None) -> dict:
+    """`env` (default os.environ) with tests/hostile_site on PYTHONPATH: Python processes started
+    with it run under hostile arithmetic from their first torch import."""
+    import os
+
+    base = dict(os.environ if env is None else env)
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_site")
+    base["PYTHONPATH"] = os.pathsep.join(p for p in (site, base.get("PYTHONPATH")) if p)
+    return base

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostile import subprocess_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SMK = ROOT / "workflows" / "snakemake"
@@ -89,7 +90,9 @@ def smk_run(tmp_path_factory):
     if cmd is None:
         pytest.skip("snakemake is not installed (make workflow-deps puts the pinned version in .venv-workflow/)")
     work = tmp_path_factory.mktemp("snakemake")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    # every job and the direct runs they are compared with under hostile arithmetic (tests/hostile.py),
+    # so that "gather = one unchunked run" holds by design, not by this CPU's kernels
+    env = subprocess_env(dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
     res = subprocess.run([*cmd, "-s", str(SMK / "Snakefile"), "--cores", "2", "--directory", str(work),
                           "--config", f"genointerp={GENOINTERP}"],
                          capture_output=True, text=True, env=env)
@@ -98,14 +101,14 @@ def smk_run(tmp_path_factory):
 
 
 def test_snakemake_gather_equals_unchunked_run(smk_run):
-    work, _, _ = smk_run
+    work, _, env = smk_run
     chunks = sorted((work / "chunks").glob("calls.*.tsv"))
     assert len(chunks) == 4
     # The same model and input path as the workflow's jobs, so the summaries must agree too.
     direct = subprocess.run([GENOINTERP, "classify-reads", str(ROOT / "test-data" / "tumor_small.fq.gz"),
                              "--model", "models/xvir", "--device", "cpu", "-t", "1",
                              "-o", "direct.tsv", "--summary", "direct.json", "--viral-out", "direct.fq.gz"],
-                            cwd=work, capture_output=True, text=True)
+                            cwd=work, capture_output=True, text=True, env=env)
     assert direct.returncode == 0, direct.stderr
     assert (work / "results" / "calls.tsv").read_bytes() == (work / "direct.tsv").read_bytes()
     assert json.loads((work / "results" / "summary.json").read_text()) == json.loads((work / "direct.json").read_text())
@@ -118,7 +121,7 @@ def test_snakemake_gather_equals_unchunked_run(smk_run):
 def test_snakemake_predicts_a_bigwig_per_track(smk_run):
     import pyBigWig
 
-    work, _, _ = smk_run
+    work, _, env = smk_run
     tracks = [line.split("\t")[0] for line in (ROOT / "test-data" / "tracks" / "targets.tsv").read_text().splitlines()[1:] if line]
     assert tracks
     for track in tracks:
@@ -132,7 +135,7 @@ def test_snakemake_predicts_a_bigwig_per_track(smk_run):
     data = ROOT / "test-data" / "tracks"
     direct = subprocess.run([GENOINTERP, "predict-tracks", "--model", "models/tracks", "--fasta", str(data / "ref.fa.gz"),
                              "--regions", str(data / "regions.bed"), "--device", "cpu", "-t", "1", "-o", "direct_tracks"],
-                            cwd=work, capture_output=True, text=True)
+                            cwd=work, capture_output=True, text=True, env=env)
     assert direct.returncode == 0, direct.stderr
     for track in tracks:
         for name in (f"{track}.bw", f"{track}.peaks.bed"):
