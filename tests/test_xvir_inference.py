@@ -36,6 +36,12 @@ def test_folded_logits_equal_the_modules(cfg):
     got = XVirInference(model)(tokens)
     assert got.shape == ref.shape and got.dtype == torch.float32
     assert XVirInference(model)(tokens[:0]).shape == (0,)
+    # Other arithmetic (folded tables, micro-batches of MICRO against one batch of 2 MICRO + 3), so
+    # no bit-equality: each float32 dot product here has K <= 64 terms (d_ff) and may round
+    # differently by up to K u = 64 x 2^-24 = 3.8e-6 of the sum of its terms' magnitudes (worst
+    # case; a few ulps in practice), and LayerNorm brings every layer back to unit scale. 1e-5 of
+    # the value, and of the largest logit near 0, is above that bound on any CPU; a folding slip
+    # (trained_like moves every gain, bias and embedding by 0.2 sd) moves logits by percents.
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5 * float(ref.abs().max()))
 
 
@@ -54,17 +60,21 @@ def test_the_builtin_model_folds_to_within_float32_rounding():
     torch.testing.assert_close(XVirInference(model)(tokens), module_logits(model, tokens), rtol=1e-5, atol=1e-5)
 
 
-def test_a_windows_logit_does_not_depend_on_its_companions():
+def test_a_windows_logit_does_not_depend_on_its_companions(hostile):
+    """Every micro-batch has MICRO rows (the last padded), so a window keeps its logit whatever
+    shares its micro-batch, as long as it keeps its place there (CPU kernels may sum a row in an
+    order set by its row index: runs keep places by starting on micro-batch boundaries). Under
+    `hostile` arithmetic, which moves each output with its row count and place."""
     model = trained_like(XVirConfig(k=4, read_length=30, d_model=32, n_heads=4, d_ff=64))
     engine = XVirInference(model)
     tokens = torch.randint(0, 256, (MICRO + 5, 27))
     together = engine(tokens)
-    for j in (0, MICRO + 4):
-        assert engine(tokens[j : j + 1])[0].item() == together[j].item()
+    for start, j in ((0, 0), (MICRO, MICRO + 4)):  # alone with padding / with 4 others and padding
+        assert engine(tokens[start : j + 1])[j - start].item() == together[j].item()
 
 
 @pytest.mark.parametrize("change", [{"position": "rope"}, {"position": "relative"}, {"norm_first": True}])
-def test_other_variants_are_not_folded(change):
+def test_other_variants_are_not_folded(change, hostile):
     from genointerp.viral.classify import ClassifyRequest, window_scorer
 
     cfg = XVirConfig(k=3, read_length=20, d_model=16, n_heads=2, d_ff=32, vocab_size=64, **change)
@@ -74,5 +84,7 @@ def test_other_variants_are_not_folded(change):
         XVirInference(model)
     tokens = np.random.default_rng(0).integers(0, 64, (7, cfg.n_tokens)).astype(np.uint16)
     p = window_scorer(model, ClassifyRequest(["x.fq"]))(tokens)  # the module path
+    # the module and the sigmoid on the same 7 rows in one pass, as window_scorer runs them (passes
+    # of PASS >= 7): the same bits on any CPU, also under `hostile` arithmetic
     expected = torch.sigmoid(module_logits(model, torch.from_numpy(tokens.astype(np.int64)))).double().numpy()
-    np.testing.assert_allclose(p, expected, rtol=1e-6)
+    np.testing.assert_array_equal(p, expected)
