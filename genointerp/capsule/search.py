@@ -32,8 +32,6 @@ state is part of the checkpoint written after every generation.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -43,6 +41,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.report import Reporter
+from genointerp.train.fingerprint import load_state, save_state
 
 Subset = tuple[int, ...]  # sorted gene numbers
 
@@ -316,9 +315,15 @@ _WORKER: dict = {}
 
 
 def _worker_init(problem: Problem) -> None:
-    import torch
+    import signal
 
-    torch.set_num_threads(1)
+    from genointerp.runtime import use_threads
+
+    # Ctrl-C reaches every process of the terminal's process group: the parent alone answers it
+    # (one line, exit 130) and stops the workers; SIGINT was blocked while they started (Evaluator)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    use_threads(1)
     _WORKER["problem"] = problem
 
 
@@ -328,25 +333,48 @@ def _worker_evaluate(subset: Subset) -> dict:
 
 class Evaluator:
     """Fitness of many subsets: in this process (threads 1) or a pool of `threads` processes, one
-    torch thread each; the results do not depend on which."""
+    torch thread each; the results do not depend on which. A context manager: the pool is shut
+    down on the way out, its workers stopped at once when an error or an interruption leaves."""
 
     def __init__(self, problem: Problem, threads: int) -> None:
         self.problem, self.threads, self.pool = problem, threads, None
 
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(abort=exc_type is not None)
+
     def __call__(self, subsets: list[Subset]) -> list[dict]:
         if self.threads <= 1 or len(subsets) <= 1:
             return [evaluate(self.problem, sub) for sub in subsets]
+        import signal
+
         if self.pool is None:
             import multiprocessing
 
             self.pool = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_worker_init, initargs=(self.problem,))
-        return list(self.pool.map(_worker_evaluate, subsets))
+        # workers start as tasks are submitted, and inherit this thread's signal mask: with SIGINT
+        # blocked, a Ctrl-C before _worker_init ignores it cannot reach them (this process gets it
+        # when the mask is restored)
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            results = self.pool.map(_worker_evaluate, subsets)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        return list(results)
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+    def close(self, abort: bool = False) -> None:
+        """Shut the pool down after its work, or with `abort` at once: its workers are stopped where
+        they are instead of finishing subsets nobody will read."""
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        if abort:  # Python 3.14 has ProcessPoolExecutor.terminate_workers(); before it, only this
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ---- the search, with a checkpoint per generation -------------------------------------------------------
@@ -358,21 +386,10 @@ class SearchResult:
     stopped_by_budget: bool
 
 
-def save_checkpoint(path: Path, state: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, path)
-
-
 def load_checkpoint(path: Path, fingerprint: dict) -> dict:
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable capsule-search checkpoint ({exc})") from None
-    if state.get("fingerprint") != fingerprint:
-        raise InputError(f"{path}: the checkpoint is of a search with other inputs or settings; "
-                         "rerun those, or remove it to start afresh")
-    return state
+    """The checkpoint's state, refused (naming what differs) unless saved with this fingerprint."""
+    return load_state(path, fingerprint, "capsule-search checkpoint",
+                      "the checkpoint is of a search with other inputs or settings", "rerun those, or remove it to start afresh")
 
 
 def search(evaluator: Evaluator, n_genes: int, s: SearchSettings, fingerprint: dict, checkpoint: Path,
@@ -414,7 +431,7 @@ def search(evaluator: Evaluator, n_genes: int, s: SearchSettings, fingerprint: d
                         "seconds": round(seconds, 3)})
         stopped = time_budget is not None and elapsed >= time_budget and generation < s.generations
         population = population_next
-        save_checkpoint(checkpoint, {"fingerprint": fingerprint, "rng": rng.bit_generator.state,
+        save_state(checkpoint, {"fingerprint": fingerprint, "rng": rng.bit_generator.state,
                                      "population": [list(p) for p in population],
                                      "cache": [[list(k), v] for k, v in cache.items()],
                                      "history": history, "elapsed": elapsed})

@@ -347,9 +347,7 @@ def capsule_search(
                              min_size)
         import time
 
-        import torch
-
-        torch.set_num_threads(1)
+        use_threads(1)  # torch's threads; the search runs --threads worker processes
         screened = None
         if screen:
             start = time.monotonic()
@@ -358,12 +356,9 @@ def capsule_search(
             log(f"pair screen: {len(screened)} pairs in {time.monotonic() - start:.1f} s; best {gene_names[a]},"
                 f"{gene_names[b]} (with products {products:.3f} vs additive {additive:.3f} CV accuracy)")
             (folder / "screen.tsv").write_text(cs.screen_table(screened, gene_names))
-        evaluator = cs.Evaluator(problem, usable_threads(threads))
-        try:
+        with cs.Evaluator(problem, usable_threads(threads)) as evaluator:
             result = cs.search(evaluator, len(groups), gs, fingerprint, checkpoint, resume, time_budget, REPORTER,
                                gene_names, screened)
-        finally:
-            evaluator.close()
         (folder / "best.tsv").write_text(cs.best_table(result.cache, gene_names))
         (folder / "history.tsv").write_text(cs.history_table(result.history, gene_names))
         cs.plot_history(result.history, folder / "history.png")

@@ -139,7 +139,7 @@ def train_tracks(
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16, 16 (CUDA)."),
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     seed: int = seed_option(),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was started with; others are refused."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
 ) -> None:
     """Train a track model: DNA windows -> binned assay signal per track (Poisson loss).

@@ -78,7 +78,7 @@ def train_xvir(
     viral_sub_rate: float = typer.Option(0.0, "--viral-sub-rate", min=0, max=0.3, help="Fresh reads only: half the viral reads come from genomes mutated anew each epoch with this substitution rate (unseen strains)."),
     target_fpr: Optional[float] = typer.Option(None, "--target-fpr", min=0, max=0.5, help="Set the model's calling threshold so that at most this share of negative reads is called viral: per negative label on fresh reads (with the k-mer index, under classify-reads' combined rule), or on the test split for datasets."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Start from this model directory's weights (fine-tuning; same architecture)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was started with; others are refused."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
 ) -> None:
     """Train an XVir read classifier (transformer over k-mer tokens) on kmerize datasets.
@@ -138,6 +138,9 @@ def train_xvir(
     with training_outputs(output, [*datasets, *valid, *test, truth, init_from, *viral_refs, *(p for _, p in negatives)],
                           resume, force) as folder:
         if main_rank and datasets:
+            if not all(os.path.isdir(p) for p in datasets + valid + test):
+                req.read_files = {"inputs": {"DATASET": datasets, "--valid": valid, "--test": test, "--truth": truth},
+                                  "options": {"k": k, "length": length, "label_field": None if truth else label_field}}
             groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test},
                                          checkpoint_dir(output) / "data", k, length, truth, label_field, REPORTER)
             req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]

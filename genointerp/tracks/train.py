@@ -136,6 +136,21 @@ class TrackTraining(TrainingJob):
         self.req = req
         self.resume = resume  # the checkpoint holds every weight: nothing to fit before training
 
+    def fingerprint(self) -> dict:
+        """The data files (FASTA, BED, the targets tables and every track file they name, a Basenji
+        set, a model to start from) and the request's other fields."""
+        from genointerp.io.tracks import read_targets
+        from genointerp.train.fingerprint import fingerprint
+
+        req = self.req
+        files = ("fasta", "targets", "aux_targets", "regions", "valid_regions", "test_regions", "basenji", "init_from")
+        inputs = {f"--{name.replace('_', '-')}": getattr(req, name) for name in files}
+        for name in ("targets", "aux_targets"):
+            if getattr(req, name) and not req.basenji:
+                option = f"--{name.replace('_', '-')}"
+                inputs.update({f"{option} track {spec.id}": spec.path for spec in read_targets(getattr(req, name))})
+        return fingerprint(inputs, {key: value for key, value in asdict(req).items() if key not in files})
+
     def load(self, dist, cache, report) -> None:
         req = self.req
         if req.basenji and req.aux_targets:

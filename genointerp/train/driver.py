@@ -1,6 +1,7 @@
 """One driver for the training jobs (train-xvir, train-tracks): the sequence every one of them runs.
 
-    join the torchrun group -> read and split the data -> model config -> seed, build the model ->
+    join the torchrun group -> check (--resume) or record the run's inputs and options -> read and
+    split the data -> model config -> seed, build the model ->
     log it -> OUTPUT.checkpoint/ with its per-epoch metrics.tsv -> the task -> fit (train.loop) ->
     the best epoch's weights -> test metrics -> on rank 0 the model directory: model.safetensors,
     config.json, metrics.tsv, test_metrics.json and the job's own files -> finish() drops the
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 
 CHECKPOINT = "last.pt"  # in checkpoint_dir: the state after the last finished epoch (train.loop writes it)
+RUN = "run.json"  # in checkpoint_dir: the fingerprint of the run's inputs and options (train.fingerprint)
 
 
 def checkpoint_dir(output: str) -> Path:
@@ -57,6 +59,12 @@ class TrainingJob(ABC):
     listed, once each; a job keeps what it needs between them (its data splits, test predictions)."""
 
     metric_columns: list[str]  # the columns of metrics.tsv: epoch, train_loss, valid_<metric>..., seconds
+
+    def fingerprint(self) -> dict:
+        """What defines this run beside the TrainSettings and the architecture (train.loop checks
+        those): train.fingerprint.fingerprint(inputs, options) of the input files by the option that
+        named them, and the job's data options. --resume refuses to go on when it differs."""
+        return {}
 
     @abstractmethod
     def load(self, dist: Distributed, cache: Path | None, report: Reporter) -> None:
@@ -112,6 +120,7 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
 
     dist = init_distributed(settings.device)
     ckpt = checkpoint_dir(output)
+    check_inputs(job, ckpt, resume, dist.main)
     job.load(dist, ckpt if dist.main else None, report)
     try:
         config = job.model_config()
@@ -137,3 +146,17 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
         (folder / "test_metrics.json").write_text(json.dumps(test_metrics, indent=2) + "\n")
         job.write_extra(folder)
     return test_metrics
+
+
+def check_inputs(job: TrainingJob, ckpt: Path, resume: bool, main: bool) -> None:
+    """Before any data is read: a resumed run must have the inputs and options it was started with
+    (one error line naming what differs; every rank checks), a fresh run records them (rank 0)."""
+    from genointerp.train.fingerprint import load_state, save_state
+
+    current = job.fingerprint()
+    if resume:
+        load_state(ckpt / RUN, current, "training-run record", "the interrupted run was started with other inputs or "
+                   "options", "rerun with those, or with --force instead of --resume to start afresh")
+    elif main:
+        ckpt.mkdir(exist_ok=True)
+        save_state(ckpt / RUN, {"fingerprint": current})

@@ -32,6 +32,10 @@ class TrainRequest:
     index: IndexRequest | None = None  # a k-mer index for the model folder (classify-reads' k-mer evidence)
     fresh: FreshReads | None = None  # train on reads simulated anew each epoch from references, not on datasets
     target_fpr: float | None = None  # set the calling threshold so at most this share of negatives is called viral
+    # where datasets were tokenised from read files (into OUTPUT.checkpoint/, kept for --resume): those
+    # files by option and the options that tokenised them, {"inputs": {...}, "options": {...}}; what
+    # --resume checks instead of the tokenised copies
+    read_files: dict | None = None
 
 
 @dataclass
@@ -89,6 +93,21 @@ class XVirTraining(TrainingJob):
         self.index_entry: dict | None = None
         self.index: KmerIndex | None = None
         self.calling: dict | None = None
+
+    def fingerprint(self) -> dict:
+        from genointerp.train.fingerprint import fingerprint
+
+        req = self.req
+        inputs = {"DATASET": req.datasets, "--valid": req.valid, "--test": req.test, "--init-from": req.init_from}
+        options = {"positive": req.positive}
+        if req.read_files:
+            inputs.update(req.read_files["inputs"])
+            options.update(req.read_files["options"])
+        if req.fresh is not None:
+            spec = req.fresh
+            inputs.update({"--viral": spec.viral, "--negative": [path for _, path in spec.negatives]})
+            options["fresh"] = {**asdict(spec), "viral": None, "negatives": [label for label, _ in spec.negatives]}
+        return fingerprint(inputs, options)
 
     def load(self, dist, cache, report) -> None:
         req = self.req
