@@ -10,7 +10,9 @@ import tempfile
 
 import pytest
 
+from genointerp.errors import InputError
 from genointerp.interrupts import Interrupted, deferred, signals_as_exceptions
+from genointerp.io import atomic
 from genointerp.io.atomic import TMP_PREFIX, AtomicOutputs
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals")
@@ -52,7 +54,7 @@ def test_a_signal_right_after_a_temporary_folder_is_made_leaves_nothing(tmp_path
 
 
 def test_a_signal_between_two_renames_still_puts_every_output_in_place(tmp_path, monkeypatch):
-    real, calls = os.replace, []
+    real, calls = atomic._rename_noreplace, []
 
     def replace_then_signal(src, dst):
         real(src, dst)
@@ -60,7 +62,7 @@ def test_a_signal_between_two_renames_still_puts_every_output_in_place(tmp_path,
         if len(calls) == 1:
             _term_self()  # one of the two outputs is in place, the other not yet
 
-    monkeypatch.setattr(os, "replace", replace_then_signal)
+    monkeypatch.setattr(atomic, "_rename_noreplace", replace_then_signal)
     with pytest.raises(Interrupted), signals_as_exceptions():
         with AtomicOutputs() as outputs:
             for name in ("a.tsv", "b.tsv"):
@@ -70,16 +72,16 @@ def test_a_signal_between_two_renames_still_puts_every_output_in_place(tmp_path,
 
 
 def test_a_failed_commit_removes_what_is_not_in_place(tmp_path, monkeypatch):
-    real = os.replace
+    real = atomic._rename_noreplace
 
     def replace_fails_second(src, dst):
         if str(dst).endswith("b.tsv"):
-            raise OSError(28, "No space left on device")
+            raise OSError(28, "No space left on device", str(src))
         real(src, dst)
 
-    monkeypatch.setattr(os, "replace", replace_fails_second)
-    with pytest.raises(OSError):
+    monkeypatch.setattr(atomic, "_rename_noreplace", replace_fails_second)
+    with pytest.raises(InputError, match="b.tsv: cannot write here: No space left on device"):
         with AtomicOutputs() as outputs:
             for name in ("a.tsv", "b.tsv"):
                 outputs.file(tmp_path / name).write_text(name)
-    assert not any(p.name.startswith(TMP_PREFIX) for p in tmp_path.iterdir())
+    assert list(tmp_path.iterdir()) == []  # all or nothing: a.tsv, renamed first, is taken back

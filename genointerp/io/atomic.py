@@ -3,24 +3,44 @@
 A command registers its inputs and every output it will write up front, so that an existing
 file, an output that would replace an input, or a folder genointerp never wrote is refused
 before any work starts. It writes to the temporary paths, and the context manager renames them
-all when the body finishes without an exception, or deletes them all when it fails (SIGINT and
-SIGTERM arrive as exceptions, see genointerp/interrupts.py). `-` means stdout and is streamed directly (a
-pipe cannot be un-written).
+all when the body finishes without an exception, or deletes them all when it fails (SIGINT,
+SIGTERM and SIGHUP arrive as exceptions, see genointerp/interrupts.py). `-` means stdout and is
+streamed directly (a pipe cannot be un-written); so are the other files that are not files to
+replace: a device (`/dev/null`), a FIFO, and `/dev/stdout`, `/dev/fd/N` or `/proc/self/fd/N`
+(process substitution, `-o >(gzip > c.gz)`), which write to the open file the shell handed over.
+gzip still applies by name.
 
 The `--force` rules, in one place:
 - a file output may replace an existing file, never a folder;
 - a folder output may replace only a folder that genointerp wrote (it holds the MARKER file),
   never `/`, the home folder, the working folder or one of its parents;
 - an output never replaces an input, and a folder output never holds one;
-- a symbolic link as output is written through: its target is replaced, the link stays.
+- a symbolic link as output is written through: its target is replaced, the link stays;
+- a device, FIFO or open file descriptor is written to, never replaced (a block device only with
+  `--force`);
+- the rules hold at the rename as at the start: what appeared at a target during the run is
+  checked again before any output is renamed (without `--force` nothing may be there; a folder
+  genointerp did not write is never deleted), and the renames do not replace (renameat2
+  RENAME_NOREPLACE, else a hard link), so two runs into one output cannot both succeed. A set of
+  outputs is renamed all or nothing: a rename that fails puts back those already done.
+
+Temporaries are named `.genointerp-tmp-HOST-PID-XXXXXXXX.NAME` (HOST: this host and PID
+namespace). A run killed by SIGKILL cannot remove its own; the next run that commits NAME in
+that folder removes those whose process is provably gone (same HOST, PID not alive).
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import gzip
+import hashlib
 import io
 import os
+import re
 import shutil
+import socket
+import stat
 import sys
 import tempfile
 from contextlib import ExitStack, contextmanager
@@ -33,11 +53,15 @@ from genointerp.interrupts import deferred
 STDOUT = "-"
 MARKER = ".genointerp"  # in every output folder: proof that --force may replace it
 TMP_PREFIX = ".genointerp-tmp-"
+_OLD = "old-"  # after TMP_PREFIX: a replaced output moved aside until the whole set is in place
 
 # Temporary path -> the user's path, for error messages raised while writing (an error should
 # name the file the user asked for, not a hidden temporary). Kept for the process's lifetime:
 # the messages are formatted after the temporaries are gone.
 TEMP_NAMES: dict[str, str] = {}
+
+# errors of a write that mean "this place cannot take the output"
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 
 
 def user_facing(message: str) -> str:
@@ -45,6 +69,20 @@ def user_facing(message: str) -> str:
     for tmp, final in TEMP_NAMES.items():
         message = message.replace(tmp, final)
     return message
+
+
+class _Live:
+    """The AtomicOutputs now entered, and what became of stdout: a closed stdout is dropped (its
+    data discarded) while file outputs are pending, so that they are still finished."""
+
+    sets: list["AtomicOutputs"] = []
+    stdout_dropped = False
+    lost: list[str] = []  # file outputs discarded because stdout closed (a write that bypassed the sink)
+
+
+def stdout_lost_outputs() -> list[str]:
+    """The file outputs not written because stdout was closed under a write that could not drop it."""
+    return list(_Live.lost)
 
 
 class AtomicOutputs:
@@ -57,7 +95,8 @@ class AtomicOutputs:
     def __init__(self, force: bool = False, inputs: Iterable[str | os.PathLike | None] = ()) -> None:
         self.force = force
         self._inputs = [os.path.realpath(p) for p in inputs if p is not None and str(p) != STDOUT]
-        self._pending: list[tuple[Path, Path]] = []  # (temporary, final)
+        self._pending: list[tuple[Path, Path, str]] = []  # (temporary, final, the user's name)
+        self._through: list[str] = []  # outputs written straight through (devices, FIFOs, descriptors)
 
     def protect(self, *inputs: str | os.PathLike | None) -> None:
         """Add input paths that no output may replace (e.g. files named inside another input)."""
@@ -66,9 +105,13 @@ class AtomicOutputs:
     def _reserve(self, target: str | os.PathLike, is_dir: bool) -> Path:
         if str(target) == STDOUT and is_dir:
             raise UsageError(f"{target}: this output is a folder and cannot go to stdout; name a folder")
+        if not is_dir and str(target).endswith(("/", os.sep)):
+            raise UsageError(f"{target}: ends in '/', the name of a folder; this output is a file")
+        if not is_dir and _written_through(target):
+            return self._straight_through(target)
         final = _through_links(Path(target))
         real = os.path.realpath(final)
-        if any(real == os.path.realpath(f) for _, f in self._pending):
+        if any(real == os.path.realpath(f) for _, f, _ in self._pending):
             raise UsageError(f"{target}: the same output path is given twice")
         self._check_inputs(target, real, is_dir)
         if final.exists():
@@ -76,20 +119,38 @@ class AtomicOutputs:
         if not final.parent.is_dir():
             raise InputError(f"{target}: output folder {final.parent} does not exist")
         # hidden, and ending in the target's own name so that its extension (.gz) still applies
-        suffix = f".{final.name}"
-        with deferred():  # a signal between creating and registering would leave it behind
-            if is_dir:
-                tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent))
-            else:
-                fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=suffix, dir=final.parent)
-                os.close(fd)
-                tmp = Path(name)
-            self._pending.append((tmp, final))
-        if is_dir:
-            (tmp / MARKER).write_text("written by genointerp; `--force` may replace this folder\n")
+        prefix, suffix = _tmp_prefix(), f".{final.name}"
+        try:
+            with deferred():  # a signal between creating and registering would leave it behind
+                if is_dir:
+                    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=final.parent))
+                else:
+                    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=final.parent)
+                    os.close(fd)
+                    tmp = Path(name)
+                self._pending.append((tmp, final, str(target)))
+        except OSError as exc:  # e.g. a read-only folder: name the output, not the temporary
+            raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
         TEMP_NAMES[str(tmp)] = str(target)
         TEMP_NAMES[os.path.abspath(tmp)] = str(target)
+        if is_dir:
+            (tmp / MARKER).write_text("written by genointerp; `--force` may replace this folder\n")
         return tmp
+
+    def _straight_through(self, target) -> Path:
+        """A device, FIFO or open descriptor: written to, never replaced (nothing of it to lose,
+        except on a block device)."""
+        fd = _own_descriptor(target)
+        if fd is not None:
+            try:
+                os.fstat(fd)
+            except OSError:
+                raise InputError(f"{target}: file descriptor {fd} is not open in this process") from None
+        elif stat.S_ISBLK(os.stat(target).st_mode) and not self.force:
+            raise InputError(f"{target}: is a block device; pass --force to write over it")
+        self._check_inputs(target, os.path.realpath(target), False)
+        self._through.append(str(target))
+        return Path(target)
 
     def _check_inputs(self, target, real: str, is_dir: bool) -> None:
         for source in self._inputs:
@@ -98,18 +159,24 @@ class AtomicOutputs:
             if is_dir and source.startswith(real.rstrip(os.sep) + os.sep):
                 raise UsageError(f"{target}: output folder holds the input {source}; choose another name")
 
-    def _check_replaceable(self, target, final: Path, is_dir: bool) -> None:
+    def _check_replaceable(self, target, final: Path, is_dir: bool, during: bool = False) -> None:
         if not is_dir and final.is_dir():
             raise InputError(f"{target}: is a folder; this output is a file")
         if is_dir and not final.is_dir():
             raise InputError(f"{target}: exists and is not a folder; this output is a folder")
+        if not is_dir and not final.is_file():
+            raise InputError(f"{target}: exists and is not a regular file; not replaced")
         if not self.force:
+            if during:
+                raise InputError(f"{target}: appeared during this run (another run, or made by hand); "
+                                 "nothing written: remove it or pass --force to overwrite")
             raise InputError(f"{target}: output exists; remove it or pass --force to overwrite")
         if is_dir:
             check_replaceable_folder(final, str(target))
 
     def file(self, target: str | os.PathLike) -> Path:
-        """Reserve `target` and return the temporary file path to write instead."""
+        """Reserve `target` and return the temporary file path to write instead (the target itself
+        for a device, FIFO or descriptor, written straight through)."""
         return self._reserve(target, is_dir=False)
 
     def folder(self, target: str | os.PathLike) -> Path:
@@ -139,42 +206,276 @@ class AtomicOutputs:
                    for t, path in paths.items()}
 
     def commit(self) -> None:
-        """Rename every temporary to its target. Signals wait until all are in place: a set of
-        outputs is never left half renamed."""
+        """Rename every temporary to its target, all or nothing: every target is checked again first
+        (something may have appeared there during the run), the renames never replace what they
+        were not allowed to, and a rename that fails puts back those done before it. Signals wait
+        until all are in place: a set of outputs is never left half renamed."""
         with deferred():
-            while self._pending:
-                tmp, final = self._pending[0]
-                os.chmod(tmp, (0o777 if tmp.is_dir() else 0o666) & ~_umask())  # mkdtemp/mkstemp make 0700/0600
-                if tmp.is_dir() and final.is_dir():
-                    # move the old folder aside first so that `final` is never missing and never mixed
-                    old = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, suffix=".old", dir=final.parent))
-                    os.replace(final, old / "x")
-                    os.replace(tmp, final)
-                    shutil.rmtree(old, ignore_errors=True)
-                else:
-                    os.replace(tmp, final)
-                self._pending.pop(0)
+            for tmp, final, name in self._pending:  # every check before any rename
+                if os.path.lexists(final):
+                    self._check_replaceable(name, final, tmp.is_dir(), during=True)
+            done: list[tuple[Path, Path | None]] = []  # (final, the old output moved aside or None)
+            try:
+                for tmp, final, name in self._pending:
+                    os.chmod(tmp, (0o777 if tmp.is_dir() else 0o666) & ~_umask())  # mkdtemp/mkstemp make 0700/0600
+                    done.append((final, self._put_in_place(tmp, final, name)))
+            except BaseException:
+                _roll_back(done)
+                raise
+            finals = [final for _, final, _ in self._pending]
+            self._pending.clear()
+            for _, old in done:
+                if old is not None:
+                    shutil.rmtree(old.parent, ignore_errors=True)
+        for final in finals:
+            remove_stale_temporaries(final)
+
+    def _put_in_place(self, tmp: Path, final: Path, name: str) -> Path | None:
+        """Rename `tmp` to `final`; returns where a replaced output was moved aside (None if none)."""
+        if not os.path.lexists(final):
+            try:
+                _rename_noreplace(tmp, final)
+                return None
+            except FileExistsError:  # it appeared since the check: the same rules again
+                self._check_replaceable(name, final, tmp.is_dir(), during=True)
+        return _replace(tmp, final, name)
 
     def discard(self) -> None:
-        for tmp, _ in self._pending:
+        for tmp, _, _ in self._pending:
             if tmp.is_dir():
                 shutil.rmtree(tmp, ignore_errors=True)
             else:
                 tmp.unlink(missing_ok=True)
         self._pending.clear()
 
+    def _names(self) -> list[str]:
+        return [name for _, _, name in self._pending] + self._through
+
     def __enter__(self) -> "AtomicOutputs":
+        _Live.sets.append(self)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        _Live.sets.remove(self)
         if exc_type is not None:
+            names = self._names()
+            if isinstance(exc, BrokenPipeError) and exc.filename is None and self._pending:
+                _Live.lost += names
             self.discard()
+            self._through.clear()
+            cannot_write = _cannot_write(exc, names)
+            if cannot_write is not None:
+                raise cannot_write from None
             return
         try:
             self.commit()
-        except BaseException:  # e.g. a full disk: what is not in place yet must not stay behind
+        except BaseException as failed:  # e.g. a full disk: what is not in place yet must not stay behind
+            names = self._names()
             self.discard()
+            cannot_write = _cannot_write(failed, names)
+            if cannot_write is not None:
+                raise cannot_write from None
             raise
+        finally:
+            self._through.clear()
+
+
+def _cannot_write(exc: BaseException, names: list[str]) -> InputError | None:
+    """A full disk, a read-only or forbidden place, as one error naming the output: the file the
+    error names (a temporary is named as its output), or the outputs being written."""
+    if not isinstance(exc, OSError) or exc.errno not in _WRITE_ERRNOS:
+        return None
+    if exc.filename is None:  # raised by a write: a full disk or quota, while writing these outputs
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or not names:
+            return None
+        where = " or ".join(names)
+    else:
+        where = user_facing(str(exc.filename))
+        if where == str(exc.filename) and where not in names:
+            return None  # not an output's (e.g. an input that cannot be read)
+    return InputError(f"{where}: cannot write here: {exc.strerror or exc}")
+
+
+def _replace(tmp: Path, final: Path, name: str) -> Path | None:
+    """--force: replace `final` by `tmp`; the old output is kept aside (its path returned) until
+    the whole set is in place, so that a failed commit can put it back."""
+    aside = Path(tempfile.mkdtemp(prefix=_tmp_prefix(_OLD), suffix=f".{final.name}", dir=final.parent))
+    old: Path | None = aside / "x"
+    if not tmp.is_dir():
+        try:
+            os.link(final, old)  # a copy to put back; `final` itself is replaced in one step
+        except OSError:  # no hard links on this file system: nothing to put back
+            shutil.rmtree(aside, ignore_errors=True)
+            old = None
+        try:
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
+        return old
+    try:
+        os.rename(final, old)  # moved aside, then checked: it may have been swapped since the check
+    except BaseException:
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    if not (old / MARKER).is_file():  # a folder genointerp did not write took its place
+        _put_back(old, final, aside)
+        check_replaceable_folder(final, name)
+    try:
+        _rename_noreplace(tmp, final)
+    except BaseException:
+        _put_back(old, final, aside)
+        raise
+    return old
+
+
+def _put_back(old: Path, final: Path, aside: Path) -> None:
+    """Return a folder moved aside to its place; if the place was taken meanwhile, keep it under a
+    visible name (never deleted, never taken for a temporary)."""
+    try:
+        _rename_noreplace(old, final)
+    except OSError:
+        kept = final.with_name(f"{final.name}.kept-by-genointerp-{os.getpid()}")
+        os.rename(aside, kept)
+        raise InputError(f"{final}: changed during this run; the folder that was there is kept as {kept}") from None
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _roll_back(done: list[tuple[Path, Path | None]]) -> None:
+    """Undo renames of a commit that failed half way: new outputs removed, replaced ones put back."""
+    for final, old in reversed(done):
+        try:
+            if old is None and final.is_dir():
+                shutil.rmtree(final)
+            elif old is None:
+                final.unlink()
+            elif old.is_dir():
+                trash = Path(tempfile.mkdtemp(prefix=_tmp_prefix(_OLD), suffix=f".{final.name}", dir=final.parent))
+                os.rename(final, trash / "x")
+                os.rename(old, final)
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                os.replace(old, final)
+        except OSError:
+            pass  # best effort: the error that made the commit fail is the one to report
+        if old is not None:
+            shutil.rmtree(old.parent, ignore_errors=True)
+
+
+def _rename_noreplace(src: Path, dst: Path) -> None:
+    """Rename `src` to `dst`, failing with FileExistsError when `dst` exists, also when it appears
+    meanwhile: renameat2(RENAME_NOREPLACE) where the kernel and file system have it, else a hard
+    link (files) or an exclusive mkdir that the rename then replaces only while empty (folders)."""
+    if _renameat2_noreplace(src, dst):
+        return
+    if not src.is_dir():
+        try:
+            os.link(src, dst)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here (some FUSE/SMB mounts): check, then rename
+            if os.path.lexists(dst):
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst)) from None
+            os.rename(src, dst)
+            return
+        os.unlink(src)
+        return
+    os.mkdir(dst)  # FileExistsError if anything is there
+    try:
+        os.rename(src, dst)  # replaces only an empty folder: ours, unless someone filled it meanwhile
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst)) from None
+        os.rmdir(dst)
+        raise
+
+
+def _renameat2_noreplace(src: Path, dst: Path) -> bool:
+    """renameat2(..., RENAME_NOREPLACE); False where it is not available (then nothing was done)."""
+    fn = _libc_renameat2()
+    if fn is None:
+        return False
+    at_fdcwd, noreplace = -100, 1
+    if fn(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), noreplace) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False  # this file system or kernel has no RENAME_NOREPLACE
+    if err == errno.EEXIST:
+        raise FileExistsError(err, os.strerror(err), str(dst))
+    raise OSError(err, os.strerror(err), str(src))
+
+
+_RENAMEAT2: list = []
+
+
+def _libc_renameat2():
+    if not _RENAMEAT2:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+        except (OSError, AttributeError):  # not Linux, or a libc without it (glibc < 2.28)
+            fn = None
+        _RENAMEAT2.append(fn)
+    return _RENAMEAT2[0]
+
+
+def _host_token() -> str:
+    """8 hex digits naming this host and PID namespace: a PID in a temporary's name means
+    something only where this token matches (another container or node may share the folder)."""
+    if not _HOST:
+        parts = [socket.gethostname()]
+        for path in ("/proc/sys/kernel/random/boot_id",):
+            try:
+                parts.append(Path(path).read_text().strip())
+            except OSError:
+                pass
+        try:
+            parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+        except OSError:
+            pass
+        _HOST.append(hashlib.sha1("\0".join(parts).encode()).hexdigest()[:8])
+    return _HOST[0]
+
+
+_HOST: list[str] = []
+
+
+def _tmp_prefix(kind: str = "") -> str:
+    return f"{TMP_PREFIX}{kind}{_host_token()}-{os.getpid()}-"
+
+
+def remove_stale_temporaries(final: Path) -> None:
+    """Remove the temporaries of `final` (same folder, same name) left by runs that were killed
+    (SIGKILL, a crash): only those made on this host and PID namespace by a process that is gone."""
+    pattern = re.compile(re.escape(TMP_PREFIX) + f"(?:{_OLD})?" + re.escape(_host_token())
+                         + r"-(\d+)-[a-z0-9_]{8}" + re.escape(f".{final.name}"))
+    try:
+        entries = list(os.scandir(final.parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or int(match[1]) == os.getpid() or _alive(int(match[1])):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass  # best effort: it is not this run's
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. EPERM: someone else's process, alive
+        return True
+    return True
 
 
 def check_replaceable_folder(folder: Path, name: str) -> None:
@@ -194,6 +495,37 @@ def _through_links(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+_FD_FOLDER = re.compile(r"/proc/(\d+)(?:/task/\d+)?/fd")
+
+
+def _own_descriptor(path: str | os.PathLike) -> int | None:
+    """N when `path` names this process's open file descriptor N: `/dev/stdout`, `/dev/fd/N`,
+    `/proc/self/fd/N` (what `>(...)` passes), through any links; otherwise None."""
+    step = os.path.abspath(path)
+    for _ in range(40):  # a link loop ends the search
+        head, tail = os.path.split(step)
+        folder = _FD_FOLDER.fullmatch(os.path.realpath(head))
+        if folder is not None and tail.isdigit():
+            return int(tail) if int(folder[1]) == os.getpid() else None
+        if not os.path.islink(step):
+            return None
+        step = os.path.normpath(os.path.join(head, os.readlink(step)))
+    return None
+
+
+def _written_through(path: str | os.PathLike) -> bool:
+    """Whether an output is written straight to `path`, not renamed over it: one of this process's
+    descriptors, or an existing file that is neither a regular file nor a folder (a device, a FIFO,
+    another process's pipe)."""
+    if _own_descriptor(path) is not None:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -202,23 +534,83 @@ def _umask() -> int:
 
 def make_readable(path: str | os.PathLike) -> None:
     """Give a file the permissions a plain open() would (some writers, e.g. safetensors, use 0600):
-    models must be readable by other users in shared installs and Apptainer images."""
-    os.chmod(path, 0o666 & ~_umask())
+    models must be readable by other users in shared installs and Apptainer images. Only regular
+    files written to (temporaries): never a device, FIFO or a file the shell opened (`/dev/stdout`)."""
+    if _own_descriptor(path) is None and stat.S_ISREG(os.stat(path).st_mode):
+        os.chmod(path, 0o666 & ~_umask())
+
+
+class _NamedFile(io.FileIO):
+    """A file whose write errors name it (a full disk raises ENOSPC with no file name)."""
+
+    def __init__(self, file, label: str) -> None:
+        super().__init__(file, "wb")
+        self.label = label
+
+    def write(self, data) -> int:
+        try:
+            return super().write(data)
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = self.label
+            raise
+
+
+class _Stdout(io.RawIOBase):
+    """stdout as an output stream. When the reader closes it (`| head`) while file outputs are
+    pending, the rest of it is dropped and the command goes on to finish them: they are only
+    complete if written whole, and the reader has taken what it wanted. With no file output
+    pending, BrokenPipeError ends the command as before (exit 0, the `| head` idiom)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        if not _Live.stdout_dropped:
+            try:
+                sys.stdout.buffer.write(data)
+            except BrokenPipeError:
+                _drop_stdout_or_raise()
+        return len(data)
+
+    def flush(self) -> None:
+        if not _Live.stdout_dropped:
+            try:
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                _drop_stdout_or_raise()
+
+
+def _drop_stdout_or_raise() -> None:
+    others = [t for outputs in _Live.sets for t in outputs._through if _own_descriptor(t) != 1]
+    if not (others or any(outputs._pending for outputs in _Live.sets)):
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+    _Live.stdout_dropped = True
+    try:  # what is still buffered, and later writes (the interpreter's last flush), go nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
 
 
 @contextmanager
 def open_output(path: Path | str, *, gz: bool) -> Iterator[BinaryIO]:
-    """Open a (temporary) output path, or stdout for `-`, as a binary stream.
+    """Open a (temporary) output path, or stdout for `-`, as a binary stream. A path naming one of
+    this process's descriptors (`/dev/stdout`, `/dev/fd/N`) writes to that descriptor as the shell
+    opened it (appending after `>>`), never reopening it.
 
     gzip output has a zero timestamp and no file name in its header so that the same data give
     byte-identical files.
     """
-    if str(path) == STDOUT:
-        raw: BinaryIO = sys.stdout.buffer
-        close_raw = False
+    fd = 1 if str(path) == STDOUT else _own_descriptor(path)
+    if fd == 1:
+        sys.stdout.flush()
+        raw: BinaryIO = io.BufferedWriter(_Stdout(), buffer_size=1 << 16)
+    elif fd is not None:
+        raw = io.BufferedWriter(_NamedFile(os.dup(fd), str(path)))
     else:
-        raw = open(path, "wb")
-        close_raw = True
+        raw = io.BufferedWriter(_NamedFile(path, str(path)))
     try:
         if gz:
             with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0, compresslevel=6) as z:
@@ -227,10 +619,7 @@ def open_output(path: Path | str, *, gz: bool) -> Iterator[BinaryIO]:
         else:
             yield raw
     finally:
-        if close_raw:
-            raw.close()
-        else:
-            raw.flush()
+        raw.close()
 
 
 def wants_gzip(name: str | os.PathLike) -> bool:
