@@ -68,11 +68,10 @@ class ErrorReportingGroup(TyperGroup):
             if Settings.debug:
                 raise
             raise _fail(str(exc)) from None
+        except BrokenPipeError as exc:
+            _broken_pipe(exc)
         except OSError as exc:
-            if Settings.debug or isinstance(exc, BrokenPipeError):
-                if isinstance(exc, BrokenPipeError):  # `genointerp ... | head` is not an error
-                    sys.stderr.close()
-                    os._exit(0)
+            if Settings.debug:
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise _fail(f"{where}{exc.strerror or exc}") from None
@@ -80,6 +79,22 @@ class ErrorReportingGroup(TyperGroup):
             if Settings.debug:
                 raise
             raise _fail("out of memory; use smaller batches or fewer threads") from None
+
+
+def _broken_pipe(exc: BrokenPipeError) -> None:
+    """The reader of an output pipe closed it. stdout alone closed early (`genointerp ... | head`)
+    is not an error: exit 0. File outputs pending meanwhile are finished with stdout dropped
+    (genointerp.io.atomic); where a write bypassed that and they were lost, or a named pipe given
+    as an output was closed, the outputs are not complete: one line, and SIGPIPE's status 141."""
+    from genointerp.io.atomic import stdout_lost_outputs
+
+    lost = stdout_lost_outputs()
+    if exc.filename is not None:
+        raise _fail(f"{exc.filename}: its reader closed it before the output was complete", 141)
+    if lost:
+        raise _fail(f"stdout was closed before the output was complete; not written: {', '.join(lost)}", 141)
+    sys.stderr.close()
+    os._exit(0)
 
 
 def _plain_usage_error(exc) -> None:
@@ -142,13 +157,18 @@ def is_main_rank() -> bool:
 def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
     """The training-run folder OUTPUT.checkpoint/ around training (rank 0 only touches it).
 
-    Before: refuse to resume what is not there, refuse to discard a run with finished epochs
-    unless forced, and never delete a folder genointerp did not write. After a failure or an
-    interruption the folder stays only if it holds a finished epoch (what --resume needs);
-    otherwise nothing of the run is left behind.
+    One run at a time: the folder is locked (flock on the folder itself, released by the kernel
+    when the process ends however it ends), so a second run into the same output fails at once,
+    naming the folder and the run holding it. Before: refuse to resume what is not there, refuse
+    to discard a run with finished epochs unless forced, and never delete a folder genointerp did
+    not write. After a failure or an interruption the folder stays only if it holds a finished
+    epoch (what --resume needs); otherwise nothing of the run is left behind. The caller finishes
+    (renames the model directory into place, drops the folder) inside the block, under the lock.
     """
     import shutil
+    import socket
 
+    from genointerp.interrupts import deferred
     from genointerp.io.atomic import MARKER, check_replaceable_folder
     from genointerp.train.driver import CHECKPOINT
 
@@ -157,32 +177,74 @@ def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
     if not is_main_rank():
         yield
         return
-    if not resume and ckpt.exists():
-        if (ckpt / CHECKPOINT).exists() and not force:
-            raise GenointerpError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
-        if not ckpt.is_dir():
-            raise GenointerpError(f"{ckpt}: exists and is not a folder; the training run needs that name")
-        check_replaceable_folder(ckpt, str(ckpt))
-        shutil.rmtree(ckpt)  # no epoch finished there, or --force: nothing worth keeping
-    try:  # made inside: a signal right after mkdir must not leave an empty run folder
-        ckpt.mkdir(exist_ok=True)
-        (ckpt / MARKER).touch()
+    if os.path.lexists(ckpt) and not ckpt.is_dir():
+        raise GenointerpError(f"{ckpt}: exists and is not a folder; the training run needs that name")
+    lock, armed = None, False  # armed: a failure removes the folder (unless it holds a finished epoch)
+    try:
+        with deferred():  # a signal right after mkdir must not leave an empty run folder
+            fresh, lock = _locked_run_folder(ckpt)
+            armed = fresh
+        if not fresh and not resume:
+            if (ckpt / CHECKPOINT).exists() and not force:
+                raise GenointerpError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
+            check_replaceable_folder(ckpt, str(ckpt))
+            _empty(ckpt)  # no epoch finished there, or --force: nothing worth keeping (the folder, locked, stays)
+        armed = True
+        (ckpt / MARKER).write_text(f"training run of genointerp pid {os.getpid()} on {socket.gethostname()}\n")
         yield
     except BaseException:
-        if (ckpt / CHECKPOINT).exists():
+        if armed and (ckpt / CHECKPOINT).exists():
             warn(f"the finished epochs are kept in {ckpt}: rerun with --resume to continue")
-        else:
+        elif armed:
             shutil.rmtree(ckpt, ignore_errors=True)
         raise
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _locked_run_folder(ckpt) -> tuple[bool, int]:
+    """Make `ckpt` if need be and lock it: (whether this call made it, the locked descriptor)."""
+    import fcntl
+
+    from genointerp.io.atomic import MARKER
+
+    try:
+        ckpt.mkdir()
+        fresh = True
+    except FileExistsError:
+        fresh = False
+    fd = os.open(ckpt, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        try:
+            holder = (ckpt / MARKER).read_text().strip().removeprefix("training run of ")
+        except OSError:
+            holder = "another run"
+        raise GenointerpError(f"{ckpt}: in use by another training run ({holder}); wait for it to end, "
+                              "or choose another output name") from None
+    return fresh, fd
+
+
+def _empty(folder) -> None:
+    import shutil
+
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 @contextmanager
 def training_outputs(output: str, inputs: list, resume: bool, force: bool) -> Iterator:
     """Around a training job (genointerp.train.driver): yields the folder to fill, the model directory
     OUTPUT on rank 0 (a scratch folder on other DDP ranks, which write nothing), with the training-run
-    folder OUTPUT.checkpoint/ guarded by training_checkpoint; once the model directory is in place,
-    the checkpoint is dropped. The output is reserved before the checkpoint folder exists, so a
-    refused run leaves nothing."""
+    folder OUTPUT.checkpoint/ guarded and locked by training_checkpoint; once the model directory is
+    in place, the checkpoint is dropped, both under the lock. The output is reserved before the
+    checkpoint folder exists, so a refused run leaves nothing."""
     import tempfile
     from pathlib import Path
 
@@ -194,8 +256,9 @@ def training_outputs(output: str, inputs: list, resume: bool, force: bool) -> It
         folder = outputs.folder(output) if main_rank else Path(scratch)
         with training_checkpoint(checkpoint_dir(output), resume, force):
             yield folder
-    if main_rank:
-        finish(output)
+            if main_rank:  # before the lock goes: no other run may take the folder over in between
+                outputs.commit()
+                finish(output)
 
 
 def device_for(requested: str, precision: Precision) -> str:
