@@ -65,7 +65,7 @@ def test_debug_shows_the_traceback_of_a_data_error(tmp_path):
     # a real process: the traceback is what Python prints for the exception --debug lets through
     bad = tmp_path / "bad.fq"
     bad.write_text("@r1\nAC-T\n+\nIIII\n")
-    message = "read r1: position 3: '-' is not a nucleotide letter"
+    message = "record 1 (r1): position 3: '-' is not a nucleotide letter"
     base = [sys.executable, "-m", "genointerp", "kmerize", str(bad), "-k", "2", "--length", "4"]
     plain = subprocess.run([*base, "-o", str(tmp_path / "a")], capture_output=True, text=True)
     assert plain.returncode == 1 and "Traceback" not in plain.stderr

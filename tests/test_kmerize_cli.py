@@ -134,7 +134,7 @@ MESSAGES = {
     "empty.fq": "file is empty",
     "noreads.fa": "file is empty",
     "notdna.fq": "not FASTA, FASTQ or GenBank",
-    "badletter.fq": "read r1: position 3: '-' is not a nucleotide letter",
+    "badletter.fq": "badletter.fq: record 1 (r1): position 3: '-' is not a nucleotide letter",
     "fake.fq.gz": "not gzip-compressed",
     "broken.fq.gz": "truncated or corrupt gzip data",
 }

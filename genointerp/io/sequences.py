@@ -150,7 +150,7 @@ def _fastx(path: str, source: str, fmt: str) -> Iterator[tuple[str, str, str | N
         with pysam.FastxFile(source, persist=False) as fx:
             for rec in fx:
                 n += 1
-                name, seq, qual = rec.name, rec.sequence, rec.quality
+                name, seq, qual = _fields(rec, path, n, name)
                 if fastq:
                     if qual is None:  # pysam's answer for no quality line, and for an empty one
                         if seq:
@@ -174,6 +174,20 @@ def _fastx(path: str, source: str, fmt: str) -> Iterator[tuple[str, str, str | N
         raise InputError(f"{path}: cannot read ({msg})") from None
     if n == 0:
         raise InputError(f"{path}: no FASTA/FASTQ records found")
+
+
+def _fields(rec, path: str, n: int, previous: str | None) -> tuple[str, str, str | None]:
+    """(name, sequence, quality) of record n, whose fields pysam decodes as UTF-8 only when read:
+    a byte that is not UTF-8 text (a Latin-1 name) is an InputError naming the record and field."""
+    values = []
+    for field in ("name", "sequence", "quality"):
+        try:
+            values.append(getattr(rec, field))
+        except UnicodeDecodeError as exc:
+            after = f" (after {previous})" if previous is not None else ""
+            raise InputError(f"{path}: record {n}{after}: its {field} holds byte {exc.object[exc.start:exc.start + 1]!r} "
+                             "that is not UTF-8 text") from None
+    return values[0], values[1], values[2]
 
 
 def _alignment_reads(path: str, source: str, fmt: str, unmapped_only: bool,

@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
@@ -63,9 +63,15 @@ def read_truth_labels(path: str) -> dict[str, str]:
     return table
 
 
-def _labelled_records(req: KmerizeRequest) -> Iterator[tuple[str, str, str | None]]:
+def _labelled_records(req: KmerizeRequest, begun: list[tuple[int, str]] | None = None) -> Iterator[tuple[str, str, str | None]]:
+    """(name, sequence, label) of every record of every input; `begun` gets (records before it,
+    path) as each input begins, so that a record's place in the stream names its file and number."""
+    n = 0
     for i, path in enumerate(req.inputs):
+        if begun is not None:
+            begun.append((n, path))
         for name, seq, _ in iter_records(path):
+            n += 1
             if req.file_labels:
                 label = req.file_labels[i]
             elif req.truth is not None:
@@ -106,21 +112,25 @@ def encode_joined(seqs: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return flat, starts, lengths
 
 
-def _check_letters(batch: list[tuple[str, str, str | None]], flat: np.ndarray, starts: np.ndarray) -> None:
+def _check_letters(batch: list[tuple[str, str, str | None]], flat: np.ndarray, starts: np.ndarray,
+                   where: Callable[[int], str] | None = None) -> None:
     bad = np.flatnonzero(flat == INVALID)
     if bad.size:
         i = int(np.searchsorted(starts, bad[0], side="right") - 1)
         name, seq = batch[i][0], batch[i][1]
         pos = int(bad[0] - starts[i])
-        raise InputError(f"read {name}: position {pos + 1}: {seq[pos]!r} is not a nucleotide letter")
+        at = f"{where(i)} ({name})" if where is not None else f"read {name}"
+        raise InputError(f"{at}: position {pos + 1}: {seq[pos]!r} is not a nucleotide letter")
 
 
-def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter | None):
-    """Apply length/N policies to a batch and tokenise it: (tokens (n, L-k+1), labels, ids)."""
+def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter | None,
+                  where: Callable[[int], str] | None = None):
+    """Apply length/N policies to a batch and tokenise it: (tokens (n, L-k+1), labels, ids).
+    `where(i)` names the file and record of the batch's i-th record in errors."""
     L, k = req.length, req.k
     names, seqs, labels = [r[0] for r in batch], [r[1] for r in batch], [r[2] for r in batch]
     flat, starts, lengths = encode_joined(seqs)
-    _check_letters(batch, flat, starts)
+    _check_letters(batch, flat, starts, where)
     stats.reads_in += len(batch)
     if counter is not None:
         counter.add(flat)
@@ -159,10 +169,19 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     return tokenize(mat, k), labels, names
 
 
-def _batches(req: KmerizeRequest) -> Iterator[list]:
-    records = _labelled_records(req)
+def _batches(req: KmerizeRequest) -> Iterator[tuple[list, Callable[[int], str]]]:
+    """Batches of BATCH records, each with a function from a record's index in the batch to
+    "PATH: record N" (N counted in its file)."""
+    begun: list[tuple[int, str]] = []
+    records = _labelled_records(req, begun)
+    done = 0
     while batch := list(islice(records, BATCH)):
-        yield batch
+        def where(i: int, first: int = done) -> str:
+            before, path = next(b for b in reversed(begun) if b[0] <= first + i)
+            return f"{path}: record {first + i - before + 1}"
+
+        yield batch, where
+        done += len(batch)
 
 
 def run(req: KmerizeRequest, dataset_dir, tsv: BinaryIO | None, counts: BinaryIO | None,
@@ -175,8 +194,8 @@ def run(req: KmerizeRequest, dataset_dir, tsv: BinaryIO | None, counts: BinaryIO
     with report.progress("kmerizing reads", None) as advance:
         if tsv:
             tsv.write(b"read_id\tlabel\ttokens\n")
-        for batch in _batches(req):
-            out = process_batch(req, batch, stats, counter)
+        for batch, where in _batches(req):
+            out = process_batch(req, batch, stats, counter, where)
             advance(len(batch))
             if out is None:
                 continue
