@@ -159,3 +159,83 @@ def test_gene_pca_refuses_one_site_twice_with_other_genotypes(cli, tmp_path):
     assert res.exit_code == 1 and not (tmp_path / "o").exists() and "Traceback" not in res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("genointerp: error:")]
     assert len(errors) == 1 and "21:38495693 A>G is also at line" in errors[0], res.stderr
+
+
+# --- 8. classify-reads --viral-out with FASTQ and FASTA inputs ------------------------------------
+
+def _reads(tmp_path, n: int = 4):
+    """The first n reads of test-data/tumor_small.fq.gz as x.fq, and as FASTA x.fa."""
+    lines = gzip.decompress((DATA / "tumor_small.fq.gz").read_bytes()).decode().splitlines()[: 4 * n]
+    (tmp_path / "x.fq").write_text("\n".join(lines) + "\n")
+    (tmp_path / "x.fa").write_text("".join(f">{lines[i][1:]}\n{lines[i + 1]}\n" for i in range(0, len(lines), 4)))
+    return tmp_path / "x.fq", tmp_path / "x.fa"
+
+
+def test_viral_out_refuses_fastq_and_fasta_inputs_together(cli, tmp_path):
+    fq, fa = _reads(tmp_path)
+    res = cli("classify-reads", fq, fa, "--viral-out", tmp_path / "v.out", "--evidence", "kmer", "--kmer-min-hits", 1,
+              "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "v.out").exists() and not (tmp_path / "c.tsv").exists()
+    assert_one_error_line(res, f"{fq} has base qualities (FASTQ) and {fa} has none (FASTA): --viral-out writes one format")
+    # a stream is told by its first read
+    res = cli("classify-reads", fq, "-", "--viral-out", tmp_path / "v.out", "-o", tmp_path / "c.tsv", input=fa.read_text())
+    assert res.exit_code == 1 and not (tmp_path / "v.out").exists()
+    assert_one_error_line(res, f"{fq} has base qualities (FASTQ) and - has none (FASTA)")
+    # without --viral-out the formats may mix
+    assert cli("classify-reads", fq, fa, "-o", tmp_path / "c.tsv").exit_code == 0
+
+
+# --- 9. messages name the file and the record -----------------------------------------------------
+
+def test_a_dot_in_a_read_names_the_file_and_record(cli, tmp_path):
+    fq, _ = _reads(tmp_path)
+    lines = fq.read_text().splitlines()
+    lines[5] = lines[5][:10] + "." + lines[5][11:]  # read 2
+    (tmp_path / "dot.fq").write_text("\n".join(lines) + "\n")
+    res = cli("kmerize", fq, tmp_path / "dot.fq", "--label-field", 0, "-o", tmp_path / "km")
+    assert res.exit_code == 1
+    assert_one_error_line(res, f"{tmp_path / 'dot.fq'}: record 2 ({lines[4][1:]}): position 11: '.' is not a nucleotide letter")
+
+
+@pytest.mark.parametrize("record", [1, 2])
+def test_a_latin1_byte_in_a_read_name_names_the_file_and_record(cli, tmp_path, record):
+    reads = [b"@r1\nACGTACGTAC\n+\nIIIIIIIIII\n", b"@r2\nACGTACGTAC\n+\nIIIIIIIIII\n"]
+    reads[record - 1] = reads[record - 1].replace(b"@r", b"@r\xe9")
+    (tmp_path / "l.fq").write_bytes(b"".join(reads))
+    res = cli("classify-reads", tmp_path / "l.fq", "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 1
+    after = " (after r1)" if record == 2 else ""
+    assert_one_error_line(res, f"{tmp_path / 'l.fq'}: record {record}{after}: its name holds byte b'\\xe9' that is not UTF-8")
+
+
+def test_classify_reads_stdin_twice_is_a_usage_error_and_an_empty_stdin_writes_nothing(cli, tmp_path):
+    fq, _ = _reads(tmp_path)
+    res = cli("classify-reads", "-", "-", input=fq.read_text())
+    assert res.exit_code == 2 and res.stdout == ""
+    assert_one_error_line(res, "- (stdin) is given 2 times")
+    res = cli("classify-reads", "-", input="")
+    assert res.exit_code == 1 and res.stdout == ""  # no header before the error
+    assert_one_error_line(res, "-: file is empty")
+
+
+def _calls_tsv(path, names):
+    from genointerp.viral.classify import HEADER
+
+    path.write_text(HEADER + "".join(f"{n}\t150\t0.1\tnot_viral\tscored\t0\tnone\n" for n in names))
+    return path
+
+
+def test_merge_calls_stdin_twice_is_a_usage_error(cli, tmp_path):
+    text = _calls_tsv(tmp_path / "c1.tsv", ["a", "b"]).read_text()
+    res = cli("merge-calls", "-", "-", input=text)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert_one_error_line(res, "- (stdin) is given 2 times: one stream cannot be two chunk files")
+
+
+def test_merge_calls_refuses_one_chunk_given_by_relative_and_absolute_path(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _calls_tsv(tmp_path / "c1.tsv", ["a", "b"])
+    _calls_tsv(tmp_path / "c2.tsv", ["c"])
+    res = cli("merge-calls", "c1.tsv", "c2.tsv", tmp_path / "c1.tsv", "-o", "m.tsv")
+    assert res.exit_code == 2 and not (tmp_path / "m.tsv").exists()  # was merged, with a and b twice
+    assert_one_error_line(res, f"{tmp_path / 'c1.tsv'} is given twice (as c1.tsv and {tmp_path / 'c1.tsv'})")

@@ -174,7 +174,7 @@ def classify_reads(
     evidence: Optional[Evidence] = typer.Option(None, "--evidence", help="What calls a read viral: both (the model or the model folder's viral k-mer index, whichever says so), model, or kmer (the model is not run). Default: both when the model has a k-mer index, else model."),
     kmer_min_hits: Optional[int] = typer.Option(None, "--kmer-min-hits", min=1, help="k-mer evidence when a read has at least this many k-mers in the index (default: the index's own, 3 for the built-in model)."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
-    viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input)."),
+    viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
     chunk: Optional[str] = typer.Option(None, "--chunk", metavar="I/N", help="Classify only chunk I of N (1-based) of the reads, for scatter/gather on a cluster: N jobs cover the input exactly once, and merge-calls joins their outputs into the unchunked run's. Each job first counts the reads (one extra parsing pass)."),
@@ -197,6 +197,7 @@ def classify_reads(
 
     if [output, summary, viral_out].count(STDOUT) > 1:
         raise typer.BadParameter("only one output can be - (stdout)")
+    _stdin_once(inputs, "READS...", "it cannot be read twice")
     chunk_of = None
     if chunk is not None:
         try:
@@ -253,12 +254,38 @@ def merge_calls(
 
     if [output, summary, viral_out].count(STDOUT) > 1:
         raise typer.BadParameter("only one output can be - (stdout)")
+    _stdin_once(chunks, "CHUNK...", "one stream cannot be two chunk files")
     with tempfile.TemporaryDirectory(prefix="genointerp-merge-") as scratch:  # copies of piped inputs
         merged, n_tables = _merge_chunk_files(chunks, output, summary, viral_out, force, scratch)
     if merged:
         log(f"merged {n_tables} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
     else:
         log(f"merged {n_tables} calls TSVs")
+
+
+def _stdin_once(paths: list[str], hint: str, why: str) -> None:
+    if paths.count("-") > 1:
+        raise typer.BadParameter(f"- (stdin) is given {paths.count('-')} times: {why}", param_hint=hint)
+
+
+def _each_file_once(paths: list[str]) -> None:
+    """Refuse one chunk file given twice, however it is spelt (relative and absolute, a link):
+    without summaries nothing else would notice, and its reads would be merged twice."""
+    import os
+
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # a missing file gets its own error when it is opened
+        if not os.path.isfile(path):
+            continue  # pipes and /dev/fd/N of process substitutions are each their own stream
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            same = "" if seen[key] == path else f" (as {seen[key]} and {path})"
+            raise typer.BadParameter(f"{path} is given twice{same}: each chunk file once", param_hint="CHUNK...")
+        seen[key] = path
 
 
 def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, viral_out: str | None, force: bool,
@@ -274,6 +301,8 @@ def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, vira
     tables, summaries, virals = kinds["calls"], kinds["summary"], kinds["viral"]
     if not tables:
         raise typer.BadParameter("no calls TSV among them", param_hint="CHUNK...")
+    if not summaries:  # with summaries, the chunk set check names a repeated chunk by its number
+        _each_file_once([cf.path for cf in tables + virals])
     for what, given in (("summary JSONs", summaries), ("viral-read files", virals)):
         if given and len(given) != len(tables):
             raise typer.BadParameter(f"{len(given)} {what} for {len(tables)} calls TSVs: give one per chunk", param_hint="CHUNK...")

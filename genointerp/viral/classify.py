@@ -25,13 +25,14 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import Callable, Iterator
 
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.io.sequences import iter_reads
+from genointerp.io.inputs import is_stream
+from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
 from genointerp.viral.blocks import BLOCK, PASS, block_rows
@@ -82,9 +83,46 @@ def model_sha256(folder: str, config: dict) -> str:
     return digest.hexdigest()
 
 
-def records(req: ClassifyRequest) -> Iterator[tuple[str, str, str | None]]:
+def records(req: ClassifyRequest, one_format: bool = False) -> Iterator[tuple[str, str, str | None]]:
+    """The reads of every input in order. The first is read at once, so that an empty or unreadable
+    first input (an empty stdin) fails before the caller writes anything, such as the TSV header.
+
+    With `one_format` (for --viral-out, one FASTQ or FASTA file) every input must give reads of one
+    kind, with qualities or without: regular files are sniffed before anything is read, and the
+    first read of each input is checked (streams, BAM/CRAM).
+    """
+    if one_format:
+        _check_one_read_format([p for p in req.inputs if not is_stream(p)])
+    it = _records(req, one_format)
+    first = next(it, None)
+    return it if first is None else chain([first], it)
+
+
+def _records(req: ClassifyRequest, one_format: bool) -> Iterator[tuple[str, str, str | None]]:
+    kinds: dict[bool, str] = {}  # has qualities -> the first input that showed it
     for path in req.inputs:
-        yield from iter_reads(path, req.unmapped_only, req.reference)
+        reads = iter_reads(path, req.unmapped_only, req.reference)
+        for read in reads:
+            if one_format:
+                kinds.setdefault(read[2] is not None, path)
+                if len(kinds) > 1:
+                    raise InputError(_mixed_formats(kinds[True], kinds[False]))
+            yield read
+            yield from reads
+            break
+
+
+def _check_one_read_format(files: list[str]) -> None:
+    formats = {}
+    for path in files:
+        formats.setdefault(sniff_format(path), path)
+    if "fastq" in formats and "fasta" in formats:
+        raise InputError(_mixed_formats(formats["fastq"], formats["fasta"]))
+
+
+def _mixed_formats(fastq: str, fasta: str) -> str:
+    return (f"{fastq} has base qualities (FASTQ) and {fasta} has none (FASTA): --viral-out writes one format; "
+            "classify them in separate runs")
 
 
 def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +239,7 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     evidence_counts: Counter = Counter()
     total = called = 0
     classify = batch_classifier(clf, req)
-    it = records(req)
+    it = records(req, one_format=viral_out is not None)
     ids = hashlib.sha256() if req.chunk else None  # the chunk's read names, for merge-calls to pair files
     if req.chunk:
         part, parts = req.chunk
