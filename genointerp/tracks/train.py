@@ -146,7 +146,8 @@ class TrackTraining(TrainingJob):
         files = ("fasta", "targets", "aux_targets", "regions", "valid_regions", "test_regions", "basenji", "init_from")
         inputs = {f"--{name.replace('_', '-')}": getattr(req, name) for name in files}
         for name in ("targets", "aux_targets"):
-            if getattr(req, name) and not req.basenji:
+            # a table through a pipe can be read once, by training: named, its tracks not listed
+            if getattr(req, name) and not req.basenji and Path(getattr(req, name)).is_file():
                 option = f"--{name.replace('_', '-')}"
                 inputs.update({f"{option} track {spec.id}": spec.path for spec in read_targets(getattr(req, name))})
         return fingerprint(inputs, {key: value for key, value in asdict(req).items() if key not in files})
