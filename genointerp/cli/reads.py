@@ -22,7 +22,10 @@ PANEL = "Reads"
         "  genointerp simulate-reads -s viral=hpv.fa -s human=chr20.fa.gz -n 100000 --balance "
         "--circular viral -o train.fq.gz --truth train.tsv\n\n"
         "  genointerp simulate-reads -s viral=hpv.gb -s human=chr20.fa.gz -n 1000000 "
-        "--fraction viral=0.001 --paired -o tumor_R1.fq.gz --output2 tumor_R2.fq.gz"
+        "--fraction viral=0.001 --paired -o tumor_R1.fq.gz --output2 tumor_R2.fq.gz\n\n"
+        "  genointerp simulate-reads -s host=chr20.fa.gz -s viral=hpv16.fa -s bacteria=ecoli.fa --circular viral "
+        "--insert viral=host --insertions 40 --depth 15 --count bacteria=20000 --paired --fragment-mean 500 "
+        "--fragment-sd 100 -o R1.fq.gz --output2 R2.fq.gz --truth-bedpe truth.bedpe"
     ),
 )
 def simulate_reads(
@@ -48,6 +51,12 @@ def simulate_reads(
     del_rate: float = typer.Option(0.0, "--del-rate", min=0, max=0.5, help="Mutate the references first: deletion rate."),
     max_n_frac: float = typer.Option(0.05, "--max-n-frac", min=0, max=1, help="Skip reference windows with more N than this fraction of the read."),
     truth: Optional[str] = typer.Option(None, "--truth", help="Also write the truth as a TSV table (one row per read)."),
+    insert: Optional[str] = typer.Option(None, "--insert", metavar="VIRAL=HOST", help="Insertion mode: integrate fragments of the VIRAL label's genomes into the HOST label's contigs (VIRUSBreakend's protocol); reads come from the host with its insertions at --depth, other labels from --count."),
+    insertions: int = typer.Option(10, "--insertions", min=1, help="Insertion mode: how many fragments to integrate (two junctions each)."),
+    insert_length: int = typer.Option(2000, "--insert-length", min=50, help="Insertion mode: length of each viral fragment (bp)."),
+    host_deletion: int = typer.Option(10, "--host-deletion", min=0, help="Insertion mode: host bases deleted at each site."),
+    depth: Optional[float] = typer.Option(None, "--depth", min=0.01, help="Insertion mode: read depth of the host (instead of -n)."),
+    truth_bedpe: Optional[str] = typer.Option(None, "--truth-bedpe", help="Insertion mode: write the junctions as BEDPE (host first)."),
     seed: int = seed_option("Random seed: same inputs and seed give byte-identical output."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing output files."),
 ) -> None:
@@ -61,10 +70,23 @@ def simulate_reads(
     from genointerp.seq.simulate import Layout
     from genointerp.reads.simulate import SimulationRequest, run
 
+    from genointerp.reads.insertions import InsertionPlan
+
     sources = parse_pairs(source, "--source", "LABEL=PATH")
     counts = {k: number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
     fractions = {k: number(v, float, "--fraction", min_value=0, max_value=1) for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")}
-    if (num_reads is None) == (not counts):
+    plan = None
+    if insert is not None:
+        (viral_label, host_label), = parse_pairs([insert], "--insert", "VIRAL=HOST")
+        if depth is None:
+            raise typer.BadParameter("insertion mode draws the host's reads at a depth: give --depth", param_hint="--insert")
+        if num_reads is not None or balance or fractions:
+            raise typer.BadParameter("with --insert the reads come from --depth (and --count for other labels); "
+                                     "drop -n/--balance/--fraction", param_hint="--insert")
+        plan = InsertionPlan(viral_label, host_label, insertions, depth, insert_length, host_deletion)
+    elif depth is not None or truth_bedpe is not None:
+        raise typer.BadParameter("--depth and --truth-bedpe belong to insertion mode: give --insert VIRAL=HOST", param_hint="--insert")
+    if plan is None and (num_reads is None) == (not counts):
         raise typer.BadParameter("give either -n/--num-reads or --count for every label", param_hint="-n/--count")
     if counts and (balance or fractions):
         raise typer.BadParameter("--count fixes every label's reads; drop --balance/--fraction", param_hint="--count")
@@ -77,11 +99,11 @@ def simulate_reads(
         sources=[(lab, path) for lab, path in sources], layout=layout, num_reads=num_reads, counts=counts,
         fractions=fractions, balance=balance, circular=set(circular), profile=profile, profile2=profile2,
         read_ins_rate=read_ins_rate, read_del_rate=read_del_rate, sub_rate=sub_rate, ins_rate=ins_rate,
-        del_rate=del_rate, seed=seed,
+        del_rate=del_rate, seed=seed, insertion=plan,
     )
     with AtomicOutputs(force, inputs=[path for _, path in sources] + [profile, profile2]) as outputs:
-        with outputs.streams(output, output2, truth) as out:
-            per_label = run(req, out[output], out.get(output2), out.get(truth), REPORTER)
+        with outputs.streams(output, output2, truth, truth_bedpe) as out:
+            per_label = run(req, out[output], out.get(output2), out.get(truth), REPORTER, out.get(truth_bedpe))
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
 
 

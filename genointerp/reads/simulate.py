@@ -21,8 +21,10 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.fastq import format_fastq
+from genointerp.io.junctions import write_bedpe
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
+from genointerp.reads.insertions import BEDPE_EXTRA, InsertionPlan, apply_insertions, insertion_counts
 from genointerp.seq.alphabet import clean_reference
 from genointerp.seq.error_profile import QualityProfile, builtin_profile, load_art_profile
 from genointerp.seq.mutate import mutate_codes
@@ -49,6 +51,7 @@ class SimulationRequest:
     ins_rate: float = 0.0
     del_rate: float = 0.0
     seed: int = 1
+    insertion: InsertionPlan | None = None  # integrate viral fragments into a host (truth as BEDPE)
 
 
 def label_counts(req: SimulationRequest, lengths: dict[str, int]) -> dict[str, int]:
@@ -107,14 +110,23 @@ def load_sources(req: SimulationRequest, log: Callable[[str], None]) -> dict[str
 
 
 def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth: BinaryIO | None,
-        report: Reporter) -> dict[str, int]:
+        report: Reporter, out_bedpe: BinaryIO | None = None) -> dict[str, int]:
     """Simulate and write reads (to out1, read 2 of pairs to out2 or interleaved in out1 without it,
-    the truth table to out_truth if given); returns reads per label."""
+    the truth table to out_truth if given, an insertion run's junctions to out_bedpe); returns reads
+    per label."""
     L = req.layout.read_length
     samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
     errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)
     sources = load_sources(req, report.log)
-    counts = label_counts(req, {lab: int(s.lengths.sum()) for lab, s in sources.items()})
+    if req.insertion is not None:
+        sources, junctions = apply_insertions(sources, req.insertion, req.layout, np.random.default_rng([req.seed, 3]))
+        counts = insertion_counts(sources, req.insertion, req.layout, req.counts)
+        report.log(f"{req.insertion.count} insertions of {req.insertion.viral_label} into {req.insertion.host_label}, "
+                   f"{len(junctions)} junctions")
+        if out_bedpe is not None:
+            write_bedpe(out_bedpe, junctions, BEDPE_EXTRA)
+    else:
+        counts = label_counts(req, {lab: int(s.lengths.sum()) for lab, s in sources.items()})
     labels = list(sources)
     total = sum(counts.values())
     if total == 0:
