@@ -35,9 +35,9 @@ def _main(
     Settings.quiet, Settings.debug = quiet, debug
 
 
-from genointerp.cli import attention, capsule, genotypes, reads, tracks, versions, viral  # noqa: E402  (each registers its commands on `app`)
+from genointerp.cli import attention, capsule, genotypes, integrations, reads, tracks, versions, viral  # noqa: E402  (each registers its commands on `app`)
 
-del attention, capsule, genotypes, reads, tracks, versions, viral
+del attention, capsule, genotypes, integrations, reads, tracks, versions, viral
 
 
 def main() -> None:

@@ -1,0 +1,201 @@
+"""Where on which viral genome a piece of a read lies: classify-reads' seed evidence, then mappy.
+
+The panel is a model folder's viral references (the built-in model's 463 HPV genomes,
+`kmer_refs.fa.gz`) plus any FASTA the user adds (`--viral-refs`, e.g. HBV). A piece of a read is
+placed in two steps:
+- **evidence**: the model folder's seed index (the one classify-reads uses) must find at least one
+  of the piece's seeds, which keeps out human and bacterial sequence (the index leaves out every
+  seed of the training negatives and low-complexity windows);
+- **placement**: minimap2 (mappy) aligns it to the panel with short seeds (k = 11), sensitive
+  enough for HPV types the panel lacks (they align to their nearest relatives, at 80-90 %
+  identity).
+Added references have no seed index: pieces are placed on them with minimap2's short-read preset
+(21-mer seeds), whose exact seeds are the evidence. Circular genomes are indexed with their first
+WRAP bases repeated at the end so that pieces across the origin align whole; positions are taken
+modulo the genome's length.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.io.inputs import is_stream, open_text
+from genointerp.io.sequences import read_reference
+from genointerp.viral.panel import ViralName, name_reference
+
+WRAP = 500
+MIN_ALIGNED = 20  # a placement covers at least this many bases of the piece
+MIN_IDENTITY = 0.75  # matching bases over the alignment's length
+MIN_EXTRA_IDENTITY = 0.9  # on added references (no seed index to vouch for the piece)
+# sensitive placement on the seed-vetted panel: 11-mer minimizers in windows of 3
+_SENSITIVE = dict(preset="sr", k=11, w=3, min_chain_score=15, min_dp_score=20, best_n=5)
+_PLAIN = dict(preset="sr", best_n=5)
+
+
+@dataclass(frozen=True)
+class ViralRef:
+    name: str
+    length: int
+    naming: ViralName
+    source: str  # the file it came from
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A piece placed on a viral reference. Coordinates 0-based, on the reference (modulo its length
+    for circular ones: r_st in [0, length), r_en = r_st + aligned length may exceed it); q_st/q_en
+    on the piece as given; strand +1 or -1 (the piece's reverse complement aligns)."""
+
+    ref: str
+    strand: int
+    r_st: int
+    r_en: int
+    q_st: int
+    q_en: int
+    mlen: int
+    kmer_hits: int
+
+
+def read_described(path: str) -> list[tuple[str, str, str]]:
+    """(name, description, sequence) of each record of a reference FASTA file (validated by
+    io.sequences.read_reference; descriptions from the headers)."""
+    if is_stream(path):
+        raise InputError(f"{path}: viral references must be a file (it is read twice: sequences, then descriptions)")
+    records = read_reference(path)
+    descriptions: dict[str, str] = {}
+    with open_text(path) as fh:
+        for line in fh:
+            if line.startswith(">"):
+                parts = line[1:].strip().split(None, 1)
+                if parts:
+                    descriptions[parts[0]] = parts[1] if len(parts) > 1 else ""
+    return [(name, descriptions.get(name, ""), seq.upper()) for name, seq in records]
+
+
+class ViralPanel:
+    """The model folder's seed index and references plus added references, with their aligners."""
+
+    def __init__(self, model_dir: str | Path, extra: list[str], log) -> None:
+        from genointerp.checkpoint import CONFIG
+        from genointerp.io.jsonfile import read_json_object
+        from genointerp.viral.evidence import REFS_FILE, load_index
+
+        model_dir = Path(model_dir)
+        config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
+                                  "a model configuration")
+        self.index = load_index(model_dir, config, None)
+        if self.index is None:
+            raise InputError(f"{model_dir}: the model has no viral references (config.json has no k-mer index); "
+                             "find-integrations places reads on them (train-xvir --viral)")
+        self.min_hits = 1
+        self.refs: dict[str, ViralRef] = {}
+        self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
+        builtin = read_described(str(model_dir / REFS_FILE))
+        self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), _SENSITIVE, "builtin.fa")
+        added = [rec for path in extra for rec in self._tagged(path)]
+        self._plain = self._aligner([r[:3] for r in added], None, _PLAIN, "added.fa", [r[3] for r in added]) if added else None
+        log(f"viral panel: {len(builtin):,} references of {model_dir}" +
+            (f" and {len(added):,} added ({', '.join(extra)})" if added else ""))
+
+    @staticmethod
+    def _tagged(path: str):
+        return [(n, d, s, path) for n, d, s in read_described(path)]
+
+    def _aligner(self, records, source, preset, file_name, sources=None):
+        import mappy
+
+        path = os.path.join(self._tmp.name, file_name)
+        with open(path, "w") as fh:
+            for i, (name, description, seq) in enumerate(records):
+                if name in self.refs:
+                    raise InputError(f"{sources[i] if sources else source}: viral reference {name} is already in the panel")
+                naming = name_reference(name, description)
+                self.refs[name] = ViralRef(name, len(seq), naming, sources[i] if sources else source)
+                wrapped = seq + seq[:WRAP] if naming.circular else seq
+                fh.write(f">{name}\n{wrapped}\n")
+        aligner = mappy.Aligner(path, **preset)
+        if not aligner:
+            raise InputError(f"{source or file_name}: minimap2 could not index the viral references")
+        return aligner
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def place(self, pieces: list[str]) -> list[Placement | None]:
+        """The best placement of each piece on the panel (None: no viral evidence or no alignment).
+        Deterministic: the best by matching bases, ties to the first reference name."""
+        from genointerp.reads.kmerize import encode_joined
+
+        out: list[Placement | None] = [None] * len(pieces)
+        if not pieces:
+            return out
+        hits, _ = self.index.hits(*encode_joined(pieces))
+        for i, piece in enumerate(pieces):
+            best = None
+            if hits[i] >= self.min_hits:
+                best = self._best(self._sensitive, piece, MIN_IDENTITY, int(hits[i]))
+            if self._plain is not None:
+                other = self._best(self._plain, piece, MIN_EXTRA_IDENTITY, 0)
+                if other is not None and (best is None or other.mlen > best.mlen):
+                    best = other
+            out[i] = best
+        return out
+
+    def _best(self, aligner, piece: str, min_identity: float, kmer_hits: int) -> Placement | None:
+        best, key = None, None
+        for h in aligner.map(piece):
+            if h.q_en - h.q_st < MIN_ALIGNED or h.mlen < min_identity * h.blen:
+                continue
+            k = (-h.mlen, h.ctg, h.r_st, h.strand)
+            if key is None or k < key:
+                best, key = h, k
+        if best is None:
+            return None
+        ref = self.refs[best.ctg]
+        shift = (best.r_st // ref.length) * ref.length if ref.naming.circular else 0
+        return Placement(best.ctg, best.strand, best.r_st - shift, best.r_en - shift, best.q_st, best.q_en,
+                         best.mlen, kmer_hits)
+
+
+def junction_side(host_side: str, p: Placement, length: int, extend: int = 0) -> tuple[str, int]:
+    """(viral side, viral position) of a junction from a placed piece that lies next to it.
+
+    Pieces are in the host's forward orientation. host_side '+': the host lies left of the junction
+    and the piece right of it; '-': the piece lies left and the host right. Viral side '+': the
+    viral sequence lies at and before the position (the junction leaves the virus going right),
+    '-': at and after it. The position is the piece's aligned base nearest the junction, moved on by
+    `extend` bases (a clipped piece's unaligned bases at the junction, read errors at its end).
+    """
+    first, last = (p.r_st - extend) % length, (p.r_en - 1 + extend) % length
+    if host_side == "+":  # the junction is at the piece's left end
+        return ("-", first) if p.strand > 0 else ("+", last)
+    return ("+", last) if p.strand > 0 else ("-", first)
+
+
+def unaligned_flank(host_side: str, p: Placement, piece: str) -> str:
+    """The piece's bases between its viral alignment and the junction (host sequence, in a read
+    that crosses it)."""
+    return piece[: p.q_st] if host_side == "+" else piece[p.q_en:]
+
+
+_RC = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+
+
+def revcomp(seq: str) -> str:
+    return seq.translate(_RC)[::-1]
+
+
+def entropy_ok(seq: str, min_bits: float = 1.5) -> bool:
+    """Base-composition Shannon entropy of seq at least min_bits (poly-A and short repeats fail)."""
+    counts = np.array([seq.count(b) for b in "ACGT"], dtype=np.float64)
+    total = counts.sum()
+    if total == 0:
+        return False
+    p = counts[counts > 0] / total
+    return float(-(p * np.log2(p)).sum()) >= min_bits

@@ -1,0 +1,243 @@
+"""find-integrations and simulate-reads' insertion mode, through the CLI, on test-data/integrations
+(made by test-data/make_integration_data.py: 3 insertions of HPV16, HBV and HPV18 into 30 kb of
+chr20 at 10x, aligned with minimap2 -ax sr)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pysam
+import pytest
+
+from conftest import DATA, assert_one_error_line, reference
+from genointerp.io.junctions import read_bedpe
+from genointerp.seq.alphabet import encode, reverse_complement_codes
+from genointerp.viral.panel import known_virus, name_reference
+
+INT = DATA / "integrations"
+HOST, HBV = INT / "host.fa", INT / "hbv.fa"
+
+
+def truth():
+    return read_bedpe(str(INT / "truth.bedpe"))
+
+
+def rows(tsv: str) -> list[dict]:
+    lines = tsv.splitlines()
+    head = lines[0].split("\t")
+    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
+
+
+def matches(calls: list[dict], host_bp: int, viral_bp: int = 750) -> list:
+    """For each truth junction, the call on its strand within host_bp (and viral_bp on the same contig)."""
+    found = []
+    for t in truth():
+        hit = [c for c in calls if c["host_chrom"] == t.chrom1 and c["host_strand"] == t.strand1
+               and abs(int(c["host_pos"]) - 1 - t.start1) <= host_bp and c["viral_contig"] == t.chrom2
+               and abs(int(c["viral_pos"]) - 1 - t.start2) <= viral_bp and c["orientation"] == t.strand1 + t.strand2]
+        found.append(hit[0] if hit else None)
+    return found
+
+
+@pytest.fixture(scope="module")
+def bam_run(tmp_path_factory):
+    """One full run on the host-aligned BAM with every output (shared by the output checks)."""
+    from typer.testing import CliRunner
+
+    from genointerp.cli import app
+
+    out = tmp_path_factory.mktemp("fi")
+    args = ["find-integrations", str(INT / "host.bam"), "--host", str(HOST), "--viral-refs", str(HBV), "--genes",
+            str(INT / "genes.bed"), "-o", str(out / "j.tsv"), "--vcf", str(out / "j.vcf"), "--bedpe",
+            str(out / "j.bedpe"), "--summary", str(out / "s.json")]
+    res = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_panel_names_viruses_and_types():
+    n = name_reference("HPV16_v2")
+    assert (n.virus, n.type, n.display, n.circular) == ("HPV", "HPV16", "HPV16", True)
+    n = name_reference("HBV_3", "D00330.1 genotype_B len=3215")
+    assert (n.virus, n.type, n.display) == ("HBV", "HBV", "HBV genotype B")
+    assert name_reference("KSHV_HHV-8_1").virus == "KSHV" and name_reference("EBV_HHV-4_1").virus == "EBV"
+    assert name_reference("HTLV-1_1").virus == "HTLV-1" and not name_reference("HTLV-1_1").circular
+    assert name_reference("HPV-mSK010").type == "HPV-mSK010" and name_reference("MCPyV_1").virus == "MCPyV"
+    assert name_reference("mystery_2").virus == "mystery"
+    assert known_virus("chrEBV") and known_virus("HPV16") and not known_virus("20") and not known_virus("chr20")
+
+
+def test_insertion_mode_truth_joins_host_and_viral_sequence(cli, data, tmp_path):
+    """Every truth junction is in the simulated reads: a read that crosses it holds the host bases
+    up to the junction followed by the viral bases from it (or the reverse)."""
+    args = ["simulate-reads", "-s", f"host={HOST}", "-s", f"viral={INT / 'viral.fa'}", "--circular", "viral",
+            "--insert", "viral=host", "--insertions", "3", "--depth", "6", "--paired", "--fragment-mean", "400",
+            "-o", tmp_path / "r.fq", "--truth-bedpe", tmp_path / "t.bedpe", "--seed", "3"]
+    assert cli(*args).exit_code == 0
+    host, viral = reference(HOST)["20"], reference(INT / "viral.fa")
+    junctions = read_bedpe(str(tmp_path / "t.bedpe"))
+    assert len(junctions) == 6 and {j.chrom2 for j in junctions} == {"HPV16", "HPV18", "HBV_2"}
+    reads = (tmp_path / "r.fq").read_text().splitlines()[1::4]
+    text = "\n".join(reads)
+    text += "\n" + "\n".join(reverse_complement_codes(encode(r)).tobytes().translate(bytes.maketrans(b"\x00\x01\x02\x03\x04", b"ACGTN")).decode() for r in reads)
+    for j in junctions:
+        v = viral[j.chrom2]
+        vseq = (v + v)[j.start2: j.start2 + 15] if j.strand2 == "-" else (v + v)[j.start2 + len(v) - 14: j.start2 + len(v) + 1]
+        if (j.strand1, j.strand2) in (("+", "+"), ("-", "-")):
+            vseq = reverse_complement_codes(encode(vseq)).tobytes().translate(bytes.maketrans(b"\x00\x01\x02\x03", b"ACGT")).decode()
+        junction = host[j.start1 - 14: j.start1 + 1] + vseq if j.strand1 == "+" else vseq + host[j.start1: j.start1 + 15]
+        assert junction in text, j
+    # the deleted host bases: 10 between each left and right junction
+    lefts = sorted(j.start1 for j in junctions if j.strand1 == "+")
+    rights = sorted(j.start1 for j in junctions if j.strand1 == "-")
+    assert [r - l for l, r in zip(lefts, rights)] == [11, 11, 11]
+    again = tmp_path / "again"
+    again.mkdir()
+    args2 = [a if not str(a).startswith(str(tmp_path)) else again / a.name for a in args]
+    assert cli(*args2).exit_code == 0
+    assert (again / "r.fq").read_bytes() == (tmp_path / "r.fq").read_bytes()
+    assert (again / "t.bedpe").read_bytes() == (tmp_path / "t.bedpe").read_bytes()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--insert", "viral=host"], "give --depth"),
+    (["--insert", "viral=host", "--depth", "5", "-n", "10"], "drop -n"),
+    (["--depth", "5", "-n", "10"], "give --insert"),
+])
+def test_insertion_mode_usage_errors(cli, tmp_path, args, message):
+    res = cli("simulate-reads", "-s", f"host={HOST}", "-s", f"viral={HBV}", "--paired", "-o", tmp_path / "r.fq", *args)
+    assert res.exit_code == 2 and message in res.stderr
+    assert not (tmp_path / "r.fq").exists()
+
+
+def test_bam_finds_every_junction_precisely(bam_run):
+    calls = rows((bam_run / "j.tsv").read_text())
+    found = matches(calls, host_bp=5)
+    assert all(found), found
+    assert len(calls) == 6 and all(c["status"] == "precise" for c in calls)
+    by_contig = {c["viral_contig"]: (c["virus"], c["type"]) for c in calls}
+    assert by_contig == {"HPV16": ("HPV", "HPV16"), "HPV18": ("HPV", "HPV18"), "HBV_2": ("HBV", "HBV genotype A")}
+    assert all(int(c["split_reads"]) >= 3 and int(c["spanning_pairs"]) >= 3 for c in calls)
+    assert [c["nearest_genes"] for c in calls[:4]] == ["MADEUP_OVER", "MADEUP_OVER", "MADEUP_LEFT(-2001),MADEUP_RIGHT(+1500)",
+                                                       "MADEUP_LEFT(-2012),MADEUP_RIGHT(+1489)"]
+
+
+def test_vcf_bedpe_and_summary_agree_with_the_table(bam_run):
+    calls = rows((bam_run / "j.tsv").read_text())
+    summary = json.loads((bam_run / "s.json").read_text())
+    assert summary["junctions"] == len(calls) == summary["precise"] + summary["imprecise"]
+    assert summary["split_reads"] == sum(int(c["split_reads"]) for c in calls)
+    assert summary["spanning_pairs"] == sum(int(c["spanning_pairs"]) for c in calls)
+    assert summary["by_type"] == {"HBV genotype A": 2, "HPV16": 2, "HPV18": 2}
+    with pysam.VariantFile(str(bam_run / "j.vcf")) as vcf:  # htslib parses it
+        assert "HPV16" in vcf.header.contigs and "20" in vcf.header.contigs
+        records = list(vcf)
+    assert [(r.chrom, r.pos, r.id) for r in records] == [(c["host_chrom"], int(c["host_pos"]), c["junction_id"]) for c in calls]
+    assert [r.info["SR"] for r in records] == [int(c["split_reads"]) for c in calls]
+    host = reference(HOST)["20"]
+    for r, c in zip(records, calls):
+        assert r.ref == host[r.pos - 1]
+        mate = f"{c['viral_contig']}:{c['viral_pos']}"
+        alt = {"+-": f"{r.ref}[{mate}[", "++": f"{r.ref}]{mate}]", "-+": f"]{mate}]{r.ref}", "--": f"[{mate}[{r.ref}"}
+        assert r.alts[0] == alt[c["orientation"]]
+    bedpe = read_bedpe(str(bam_run / "j.bedpe"))
+    assert [(b.chrom1, b.start1 + 1, b.chrom2, b.start2 + 1, b.strand1 + b.strand2) for b in bedpe] == [
+        (c["host_chrom"], int(c["host_pos"]), c["viral_contig"], int(c["viral_pos"]), c["orientation"]) for c in calls]
+
+
+def test_same_inputs_give_byte_identical_outputs(cli, bam_run, tmp_path):
+    res = cli("-q", "find-integrations", INT / "host.bam", "--host", HOST, "--viral-refs", HBV, "--genes",
+              INT / "genes.bed", "-o", tmp_path / "j.tsv", "--vcf", tmp_path / "j.vcf", "--bedpe", tmp_path / "j.bedpe",
+              "--summary", tmp_path / "s.json")
+    assert res.exit_code == 0
+    for name in ("j.tsv", "j.vcf", "j.bedpe", "s.json"):
+        assert (tmp_path / name).read_bytes() == (bam_run / name).read_bytes(), name
+
+
+def test_paired_fastq_finds_the_same_junctions(cli, bam_run):
+    res = cli("-q", "find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", INT / "R2.fq.gz", "--host", HOST,
+              "--viral-refs", HBV)
+    assert res.exit_code == 0, res.stderr
+    calls = rows(res.stdout)
+    assert all(matches(calls, host_bp=5)) and len(calls) == 6
+
+
+def test_bam_with_sa_tags_on_a_host_plus_virus_reference(cli):
+    with pysam.AlignmentFile(str(INT / "sa.bam")) as fh:
+        assert sum(r.has_tag("SA") for r in fh) > 20
+    res = cli("-q", "find-integrations", INT / "sa.bam", "--host", INT / "combined.fa", "--viral-refs", HBV)
+    assert res.exit_code == 0, res.stderr
+    calls = rows(res.stdout)
+    assert all(matches(calls, host_bp=5)) and len(calls) == 6 and {c["host_chrom"] for c in calls} == {"20"}
+
+
+def test_unmapped_only_bam_anchors_pairs_on_the_mate_fields(cli):
+    res = cli("find-integrations", INT / "unmapped.bam", "--host", HOST, "--viral-refs", HBV)
+    assert res.exit_code == 0, res.stderr
+    assert "unmapped-only" in res.stderr
+    calls = rows(res.stdout)
+    assert all(matches(calls, host_bp=1000)) and len(calls) == 6
+
+
+def test_without_added_references_hbv_is_not_called(cli):
+    res = cli("-q", "find-integrations", INT / "host.bam", "--host", HOST, "--min-support", "2")
+    calls = rows(res.stdout)
+    assert res.exit_code == 0 and len(calls) == 4 and {c["virus"] for c in calls} == {"HPV"}
+
+
+def _write_bam(path, records, header, index=True):
+    with pysam.AlignmentFile(str(path), "wb", header=header) as out:
+        for r in records:
+            out.write(r)
+    if index:
+        pysam.index(str(path))
+
+
+def test_bad_inputs_get_one_line_and_no_outputs(cli, tmp_path):
+    with pysam.AlignmentFile(str(INT / "host.bam")) as fh:
+        header = fh.header.to_dict()
+        records = list(fh)
+    out = tmp_path / "j.tsv"
+
+    def fails(bam, message, host=HOST, code=1):
+        res = cli("find-integrations", bam, "--host", host, "-o", out, "--vcf", tmp_path / "j.vcf")
+        assert res.exit_code == code, res.stderr
+        assert_one_error_line(res, message)
+        assert not out.exists() and not (tmp_path / "j.vcf").exists()
+
+    unsorted = dict(header, HD={"VN": "1.6", "SO": "unsorted"})
+    _write_bam(tmp_path / "unsorted.bam", records, unsorted, index=False)
+    fails(tmp_path / "unsorted.bam", "not sorted by coordinate (header says SO:unsorted)")
+    # claims to be sorted, is not (an index of the sorted file beside it)
+    _write_bam(tmp_path / "liar.bam", records[::-1], header, index=False)
+    shutil.copy(INT / "host.bam.bai", tmp_path / "liar.bam.bai")
+    fails(tmp_path / "liar.bam", "not sorted by coordinate at record ")
+    shutil.copy(INT / "host.bam", tmp_path / "noindex.bam")
+    fails(tmp_path / "noindex.bam", "no index")
+    fails(INT / "host.bam", "does not match the header", host=DATA / "chr20_slice.fa.gz")
+    fails(INT / "host.bam", "contig 20 is missing", host=DATA / "tracks" / "ref.fa.gz")
+    _write_bam(tmp_path / "mapped.bam", [r for r in records if not r.is_unmapped], header)
+    fails(tmp_path / "mapped.bam", "have no mate record")
+    fails(tmp_path / "missing.bam", "no such file")
+    # FASTQ with a mate missing
+    r2 = tmp_path / "R2.fq"
+    import gzip
+    lines = gzip.open(INT / "R2.fq.gz", "rt").read().splitlines()
+    r2.write_text("\n".join(lines[4:]) + "\n")
+    res = cli("find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", r2, "--host", HOST, "-o", out)
+    assert res.exit_code == 1 and not out.exists()
+    assert_one_error_line(res, "do not hold the same pairs")
+    res = cli("find-integrations", INT / "host.bam", "--reads1", INT / "R1.fq.gz", "--reads2", r2, "--host", HOST)
+    assert res.exit_code == 2
+
+
+def test_vcf_is_accepted_by_bcftools_when_installed(bam_run, tmp_path):
+    import subprocess
+
+    if shutil.which("bcftools") is None:
+        pytest.skip("bcftools not installed (the benchmark checks it)")
+    res = subprocess.run(["bcftools", "view", str(bam_run / "j.vcf")], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stderr == "" and "INT6" in res.stdout
+    np.testing.assert_equal(res.stdout.count("\n20\t"), 6)
