@@ -30,6 +30,7 @@ GENOINTERP = str(Path(sys.executable).parent / "genointerp")
 # Nextflow module folder -> the genointerp command it runs.
 MODULES = {
     "classifyreads": "classify-reads",
+    "findintegrations": "find-integrations",
     "mergecalls": "merge-calls",
     "trainxvir": "train-xvir",
     "traintracks": "train-tracks",
@@ -254,3 +255,19 @@ def test_nextflow_stubs_write_the_calls_header_classify_reads_writes():
         stub = text.split("stub:")[1]
         printed = re.search(r"printf '([^']*)'", stub).group(1)
         assert printed.replace("\\\\t", "\t").replace("\\\\n", "\n") == HEADER, module
+
+
+def test_snakemake_finds_the_integrations_of_the_test_bam(smk_run):
+    work, _, _ = smk_run
+    lines = (work / "results" / "integrations.tsv").read_text().splitlines()
+    summary = json.loads((work / "results" / "integrations.json").read_text())
+    assert len(lines) - 1 == summary["junctions"] == 6
+    assert sum(not line.startswith("#") for line in (work / "results" / "integrations.vcf").read_text().splitlines()) == 6
+
+
+def test_nextflow_stub_writes_the_header_find_integrations_writes():
+    from genointerp.viral.integrations import TSV_COLUMNS
+
+    text = (NF / "findintegrations" / "main.nf").read_text()
+    printed = re.search(r"printf '([^']*)'", text.split("stub:")[1]).group(1)
+    assert printed.replace("\\\\t", "\t").replace("\\\\n", "\n") == "\t".join(TSV_COLUMNS) + "\n"

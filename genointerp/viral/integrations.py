@@ -237,21 +237,23 @@ def _check_header(fh, req: IntegrationRequest, host) -> set[int]:
     return host_tids
 
 
-def _host_alignment(rec, host_tids: set[int], min_mapq: int):
+def _clipped_host_alignment(rec, on_host: bool, host_tids: set[int], min_mapq: int, min_clip: int):
     """(chrom, start, end, reverse, left clip, right clip, host-oriented sequence) of a primary
-    record's host alignment: its own, else the best host part in its SA tag; None if none passes
-    min_mapq."""
-    seq = rec.query_sequence
-    if not seq:
-        return None
-    if not rec.is_unmapped and rec.reference_id in host_tids:
+    record's host alignment with a soft clip of at least min_clip bases: its own, else the best
+    host part in its SA tag; None if there is none or it is below min_mapq."""
+    if on_host:
         if rec.mapping_quality < min_mapq:
             return None
         cig = rec.cigartuples
-        left = cig[0][1] if cig[0][0] in (4, 5) else 0
-        right = cig[-1][1] if cig[-1][0] in (4, 5) else 0
-        return rec.reference_name, rec.reference_start, rec.reference_end, rec.is_reverse, left, right, seq
+        left = cig[0][1] if cig[0][0] == 4 else 0  # hard-clipped bases are not in the record
+        right = cig[-1][1] if cig[-1][0] == 4 else 0
+        if left < min_clip and right < min_clip:
+            return None
+        return rec.reference_name, rec.reference_start, rec.reference_end, rec.is_reverse, left, right, rec.query_sequence
     if rec.is_unmapped or not rec.has_tag("SA"):
+        return None
+    seq = rec.query_sequence
+    if not seq:
         return None
     best = None
     for entry in str(rec.get_tag("SA")).rstrip(";").split(";"):
@@ -326,7 +328,7 @@ def _scan_bam(req: IntegrationRequest, col: _Collector, host, report: Reporter) 
                         last = here
                     on_host = not rec.is_unmapped and rec.reference_id in host_tids
                     host_mapped += on_host
-                    aln = _host_alignment(rec, host_tids, req.min_mapq)
+                    aln = _clipped_host_alignment(rec, on_host, host_tids, req.min_mapq, req.min_clip)
                     if aln is not None:
                         _add_splits(col, aln, rec.query_name, req.min_clip)
                     if not rec.is_paired:
