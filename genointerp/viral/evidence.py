@@ -34,7 +34,9 @@ from genointerp.errors import InputError
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
+from genointerp.seq.idset import IdSet, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, kmer_ids, reverse_complement_ids
+from genointerp.viral.chance import chance_bits, composition, joined_owner
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
 # Chosen on held-out genomes (README "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
@@ -42,6 +44,9 @@ REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz"
 CODON_SEED = "11" + "011" * 8
 DEFAULT_SEED, DEFAULT_MIN_HITS, DEFAULT_MIN_ENTROPY = CODON_SEED, 3, 1.5
 MIN_WEIGHT = 11  # fewer compared bases match any genome by chance
+# A base's chance probability in `bits` is at least this (conservative: a read's own skew, e.g. an
+# AT-rich stretch or a poly-G tail, must not make the rest of it look unlikely)
+NT_FLOOR = 0.25
 _NEGATIVE_BLOCK = 8_000_000  # bases of a negative reference scanned at once (~0.5 GB of temporaries)
 
 
@@ -120,7 +125,7 @@ def complex_enough(codes: np.ndarray, k: int, min_entropy: float) -> np.ndarray:
     return entropy >= min_entropy - 1e-9
 
 
-def _codes(name: str, seq: str, path: str) -> np.ndarray:
+def reference_codes(name: str, seq: str, path: str) -> np.ndarray:
     """uint8 (len,) codes of a reference contig; IUPAC letters count as N (their k-mers are skipped)."""
     raw = np.frombuffer(seq.encode("ascii", "replace"), np.uint8)
     if (bad := first_invalid(raw)) is not None:
@@ -135,19 +140,13 @@ def reference_kmers(records: list[tuple[str, str]], settings: KmerSettings, circ
     an N so no window spans two of them."""
     parts, k = [], settings.k
     for name, seq in records:
-        codes = _codes(name, seq, path)
+        codes = reference_codes(name, seq, path)
         parts += [np.concatenate([codes, codes[: k - 1]]) if circular else codes, np.array([N_CODE], np.uint8)]
     codes = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
     if codes.size < k:
         return np.zeros(0, np.uint64)
     ids, valid = canonical_ids(codes, settings.seed)
     return sorted_unique(ids[valid & complex_enough(codes, k, settings.min_entropy)])
-
-
-def sorted_unique(ids: np.ndarray) -> np.ndarray:
-    """np.unique of uint64 (n,) by sorting: numpy 2's hash-based unique is ten times slower here."""
-    ids = np.sort(ids)
-    return ids[np.r_[True, ids[1:] != ids[:-1]]] if ids.size else ids
 
 
 def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
@@ -159,7 +158,7 @@ def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
     with report.progress(f"k-mer index: subtracting {Path(path).name}", total) as advance:
         for name, seq in records:
             for start in range(0, max(len(seq) - k + 1, 1), _NEGATIVE_BLOCK):
-                codes = _codes(name, seq[start : start + _NEGATIVE_BLOCK + k - 1], path)
+                codes = reference_codes(name, seq[start : start + _NEGATIVE_BLOCK + k - 1], path)
                 if codes.size >= k:
                     ids, valid = canonical_ids(codes, index.settings.seed)
                     found.append(ids[valid][index.contains(ids[valid])])
@@ -167,60 +166,83 @@ def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
     return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
-def _member(index: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """bool (m,): each of ids (m,) is in sorted index (n,)."""
-    if index.size == 0:
-        return np.zeros(ids.shape, bool)
-    at = np.searchsorted(index, ids)
-    at[at == index.size] = 0
-    return index[at] == ids
-
-
-_FILTER_BITS = 27  # 2^27 bits (16 MB): 1.7 % of them set by the 2.3 M k-mers of the built-in index
-_HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: odd, so ids spread over the top bits
-
-
-def _bucket(ids: np.ndarray) -> np.ndarray:
-    """The filter bit (uint64 (n,), 0 .. 2^_FILTER_BITS - 1) of each id of ids uint64 (n,)."""
-    return (ids * _HASH) >> np.uint64(64 - _FILTER_BITS)
-
-
 @dataclass
 class KmerIndex:
-    """Sorted canonical seed ids, with a one-bit-per-bucket filter in front: nearly every window
-    of a read is not in the index, and one lookup in 16 MB tells most of them so, where a
-    binary search over the ids takes some 20 cache misses (six times slower end to end)."""
+    """Sorted canonical seed ids, answering membership through an IdSet (a bit filter in front)."""
 
     ids: np.ndarray  # sorted unique canonical seed ids, uint64 (n,)
     settings: KmerSettings
 
     def __post_init__(self) -> None:
-        self._filter = np.zeros(1 << (_FILTER_BITS - 3), np.uint8)
-        bucket = _bucket(self.ids)
-        byte, bit = bucket >> np.uint64(3), (bucket & np.uint64(7)).astype(np.uint8)
-        for b in range(8):  # one bit value per pass, so repeated bytes in a fancy |= lose nothing
-            self._filter[byte[bit == b]] |= np.uint8(1 << b)
+        self._set = IdSet(self.ids)
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
         """bool (m,): each of ids uint64 (m,) is in the index."""
-        bucket = _bucket(ids)
-        maybe = ((self._filter[bucket >> np.uint64(3)] >> (bucket & np.uint64(7)).astype(np.uint8)) & 1).astype(bool)
-        found = np.zeros(ids.shape, bool)
-        found[maybe] = _member(self.ids, ids[maybe])
-        return found
+        return self._set.contains(ids)
 
     def hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(hits int64 (n,), clean k-mers int64 (n,)) per read, from reads codes joined by N
         (flat uint8 (M,), starts and lengths int64 (n,), as reads.kmerize.encode_joined gives):
         the number of window positions found in the index and the number free of N."""
+        ev = self.evidence(flat, starts, lengths)
+        return ev.hits, ev.clean
+
+    def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "SeedEvidence":
+        """Per read (codes joined by N, as `hits` takes them): its matched windows, and how much
+        independent evidence they are (SeedEvidence)."""
         k, n = self.settings.k, len(starts)
         if flat.size < k:
-            return np.zeros(n, np.int64), np.zeros(n, np.int64)
-        ids, valid = canonical_ids(np.where(flat == INVALID, N_CODE, flat), self.settings.seed)
+            return SeedEvidence.none(n)
+        flat = np.where(flat == INVALID, N_CODE, flat)
+        ids, valid = canonical_ids(flat, self.settings.seed)
         pos = np.flatnonzero(valid)
         owner = np.searchsorted(starts, pos, side="right") - 1  # the separators keep windows inside a read
         found = self.contains(ids[pos])
-        return np.bincount(owner[found], minlength=n), np.bincount(owner, minlength=n)
+        at, read = pos[found], owner[found]  # matched window starts, in order, and their reads
+        clean = np.bincount(owner, minlength=n)
+        # A cluster: matched windows each within k of the previous (one stretch of matching sequence,
+        # which overlapping windows would otherwise count several times).
+        opens = np.r_[True, (read[1:] != read[:-1]) | (at[1:] - at[:-1] >= k)] if at.size else np.zeros(0, bool)
+        first, last = at[opens], at[np.r_[opens[1:], True]] if at.size else at
+        of = read[opens]
+        # The bases the matched seeds compare, each once, and the cluster each belongs to.
+        compared = np.flatnonzero(np.frombuffer(self.settings.seed.encode(), np.uint8) == ord("1"))
+        marks = (at[:, None] + compared[None, :]).ravel()
+        cluster = np.repeat(np.cumsum(opens) - 1, compared.size)
+        marks, first_mark = np.unique(marks, return_index=True)
+        freq = composition(flat, joined_owner(lengths, flat.size), n, 4, NT_FLOOR)  # (n, 4)
+        mark_read = np.searchsorted(starts, marks, side="right") - 1
+        # Either strand's seed may match a window: twice the windows tested.
+        bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), cluster[first_mark], of, 2 * clean, self.ids.size, n)
+        return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean,
+                            clusters=np.bincount(of, minlength=n),
+                            span=np.bincount(of, weights=last - first + k, minlength=n).astype(np.int64),
+                            disjoint=np.bincount(of, weights=1 + (last - first) // k, minlength=n).astype(np.int64),
+                            bits=bits)
+
+
+@dataclass
+class SeedEvidence:
+    """A batch of reads' seed matches, int64 (n,) each but `bits`.
+
+    hits: window positions whose seed is in the index (one ~30 bp match counts up to k - weight + 1
+    times over); clean: window positions free of N; clusters: stretches of matched windows, each
+    within k of the previous; span: bases those stretches cover; disjoint: the most matched
+    windows that share no base (per stretch 1 + (last - first) // k); bits: float64, how unlikely
+    the stretches are by chance, -log10 summed over stretches (genointerp.viral.chance).
+    """
+
+    hits: np.ndarray
+    clean: np.ndarray
+    clusters: np.ndarray
+    span: np.ndarray
+    disjoint: np.ndarray
+    bits: np.ndarray
+
+    @classmethod
+    def none(cls, n: int) -> "SeedEvidence":
+        zero = np.zeros(n, np.int64)
+        return cls(zero, zero.copy(), zero.copy(), zero.copy(), zero.copy(), np.zeros(n))
 
 
 def combined_score(p: np.ndarray, by_kmer: np.ndarray) -> np.ndarray:
@@ -289,9 +311,7 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}: damaged 'kmer_index' entry ({exc})") from None
     settings.check()
-    for path in (refs, excluded_file):
-        if not path.is_file():
-            raise InputError(f"{folder}: config.json names a k-mer index file {path.name} that is missing")
+    require_files(folder, (refs, excluded_file), "k-mer index")
     index = reference_kmers(read_reference(str(refs)), settings, circular, str(refs))
     excluded = _read_kmers(excluded_file, settings.seed)
     ids = np.setdiff1d(index, excluded, assume_unique=True)
@@ -301,21 +321,35 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
     return KmerIndex(ids, settings)
 
 
-def _read_kmers(path: Path, seed: str) -> np.ndarray:
-    """Sorted unique canonical ids uint64 (n,) of a file of one seed per line (gzip; N where the
-    seed skips a base, as kmer_text writes)."""
+def require_files(folder: Path, paths, what: str) -> None:
+    """An InputError for the first of an index's `paths` that is missing from model `folder`."""
+    for path in paths:
+        if not path.is_file():
+            raise InputError(f"{folder}: config.json names a {what} file {path.name} that is missing")
+
+
+def read_fixed_lines(path: Path, width: int, what: str, item: str) -> np.ndarray:
+    """uint8 (n, width): the lines of a gzipped file of lines `width` characters long (none for an
+    empty file); a damaged file is an InputError naming `what` and `item`."""
     try:
         with gzip.open(path, "rb") as fh:
             data = fh.read()
     except (OSError, EOFError) as exc:
-        raise InputError(f"{path}: damaged k-mer list ({exc})") from None
-    if not data:
-        return np.zeros(0, np.uint64)
-    k, compared = len(seed), np.frombuffer(seed.encode(), np.uint8) == ord("1")
+        raise InputError(f"{path}: damaged {what} ({exc})") from None
     rows = np.frombuffer(data, np.uint8)
-    if rows.size % (k + 1) or (rows.reshape(-1, k + 1)[:, k] != ord("\n")).any():
-        raise InputError(f"{path}: damaged k-mer list (expected one {k}-base seed per line)")
-    codes = encode(rows.reshape(-1, k + 1)[:, :k])
+    if rows.size % (width + 1) or (rows.reshape(-1, width + 1)[:, width] != ord("\n")).any():
+        raise InputError(f"{path}: damaged {what} (expected one {item} per line)")
+    return rows.reshape(-1, width + 1)[:, :width]
+
+
+def _read_kmers(path: Path, seed: str) -> np.ndarray:
+    """Sorted unique canonical ids uint64 (n,) of a file of one seed per line (gzip; N where the
+    seed skips a base, as kmer_text writes)."""
+    k, compared = len(seed), np.frombuffer(seed.encode(), np.uint8) == ord("1")
+    rows = read_fixed_lines(path, k, "k-mer list", f"{k}-base seed")
+    if rows.size == 0:
+        return np.zeros(0, np.uint64)
+    codes = encode(rows)
     if (codes[:, compared] >= N_CODE).any():
         raise InputError(f"{path}: damaged k-mer list (letters other than A, C, G, T)")
     codes[:, ~compared] = 0  # skipped bases: any letter gives the same id

@@ -1,0 +1,47 @@
+"""How unlikely a read's matches to a viral index are by chance: evidence in log10 units ("bits").
+
+A stretch of matching sequence (a cluster of overlapping matched windows) is evidence to the
+degree that chance would rarely produce it: if the read tests W windows against an index of I
+entries, and the stretch fixes bases (or residues) b1 .. bm, chance yields such a match about
+W * I * f(b1) * ... * f(bm) times, f being each letter's frequency in the read. Its evidence is
+-log10 of that, floored at 0; a read's evidence is the sum over its stretches, so independent
+stretches add up and one stretch counts once, however many windows overlap it.
+
+Frequencies come from the read itself, raised to at least a floor (1/4 for bases, 1/20 for amino
+acids): a read's own skew (AT-rich sequence, a poly-G tail) makes its letters more likely, never
+less, so low-complexity matches earn little.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def joined_owner(lengths: np.ndarray, m: int) -> np.ndarray:
+    """int64 (m,): the read each position of m codes of reads joined by one separator belongs
+    to (a separator counts to the read before it)."""
+    return np.repeat(np.arange(lengths.size), lengths + 1)[:m]
+
+
+def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, floor: float) -> np.ndarray:
+    """float64 (n, n_symbols): each read's letter frequencies (+1 pseudocount each), at least
+    `floor`, from letters `symbols` (P,) (values >= n_symbols are not letters) of reads `owner` (P,)."""
+    letter = symbols < n_symbols
+    counts = np.bincount(owner[letter] * n_symbols + symbols[letter], minlength=n * n_symbols).reshape(n, n_symbols)
+    freq = (counts + 1) / (counts.sum(1, keepdims=True) + n_symbols)
+    return np.maximum(freq, floor)
+
+
+def chance_bits(log_freq: np.ndarray, mark_cluster: np.ndarray, cluster_read: np.ndarray, tested: np.ndarray,
+                index_size: int, n: int) -> np.ndarray:
+    """float64 (n,): per read, the sum over its clusters of -log10(chance count), each at least 0.
+
+    log_freq (P,): log10 frequency of each letter a match fixes (each letter once); mark_cluster
+    (P,): its cluster; cluster_read (C,): each cluster's read; tested (n,): windows each read
+    tested; index_size: entries of the index.
+    """
+    if cluster_read.size == 0:
+        return np.zeros(n)
+    log_p = np.bincount(mark_cluster, weights=log_freq, minlength=cluster_read.size)
+    surprise = -(np.log10(np.maximum(tested[cluster_read], 1) * max(index_size, 1)) + log_p)
+    return np.bincount(cluster_read, weights=np.maximum(surprise, 0.0), minlength=n)

@@ -1,0 +1,264 @@
+"""Protein evidence beside the seeds: amino-acid k-mers of the viral references' proteins.
+
+Types of one virus family differ most at the third codon position, where a change rarely changes
+the amino acid, so a read of a type no index has seen still matches the known types' proteins
+where its bases no longer match theirs. The codon seeds (genointerp.viral.evidence) tolerate
+third-position changes in one frame; amino-acid k-mers tolerate every synonymous change.
+
+The index: every amino-acid k-mer (default k = 8) of the references' open reading frames (stretches
+of at least `min_orf` codons without a stop, in all six frames, circular contigs wrapped), with at
+least `min_distinct` different residues (low-complexity peptides such as poly-K match anything
+AT-rich), minus those found in any frame of the negative references (the k-mers listed in
+`protein_excluded.txt.gz`). A read is translated in all six frames at every position; its matches
+form clusters (matched k-mers of one frame each within k codons of the previous), and their
+evidence is how unlikely they are by chance, as for the seeds (genointerp.viral.chance): W
+k-mers tested against I index entries yield a match fixing residues r1 .. rm about
+W * I * f(r1) ... f(rm) times.
+
+The index is built at load from the model folder's references (the seeds' `kmer_refs.fa.gz`) and
+its excluded list, settings in config.json's "protein_index"; building takes about a second for
+the built-in references.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.io.sequences import read_reference
+from genointerp.report import Reporter
+from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
+from genointerp.seq.idset import IdSet, sorted_unique
+from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
+from genointerp.viral.chance import chance_bits, composition, joined_owner
+from genointerp.viral.evidence import read_fixed_lines, reference_codes, require_files
+
+CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
+AA_FLOOR = 0.05  # a residue's chance probability in `bits` is at least 1/20 (see genointerp.viral.chance)
+_NEGATIVE_BLOCK = 6_000_000  # bases of a negative reference translated at once
+
+
+@dataclass(frozen=True)
+class ProteinSettings:
+    k: int = 8  # residues per k-mer
+    min_orf: int = 60  # codons of a stop-free stretch for its k-mers to join the index
+    min_distinct: int = 5  # different residues a k-mer must hold
+
+    def check(self) -> None:
+        if not 5 <= self.k <= 12:
+            raise InputError(f"protein index: k must be 5..12 residues, not {self.k}")
+        if self.min_orf < self.k or not 1 <= self.min_distinct <= self.k:
+            raise InputError(f"protein index: need min_orf >= k and 1 <= min_distinct <= k ({self})")
+
+
+@dataclass
+class ProteinEvidence:
+    """A batch of reads' amino-acid matches: hits int64 (n,) (matched k-mers, all frames) and bits
+    float64 (n,) (-log10 chance, summed over clusters)."""
+
+    hits: np.ndarray
+    bits: np.ndarray
+
+
+def orf_kmers(records: list[tuple[str, str]], settings: ProteinSettings, circular: bool,
+              path: str = "references") -> np.ndarray:
+    """Sorted unique amino-acid k-mer ids uint64 (n,) of the contigs' open reading frames."""
+    found = []
+    for name, seq in records:
+        codes = reference_codes(name, seq, path)
+        if circular:  # frames across the origin
+            codes = np.concatenate([codes, codes[: 3 * settings.min_orf]])
+        for strand in (codes, reverse_complement_codes(codes)):
+            aa = codons(strand)
+            for frame in range(3):
+                protein = aa[frame::3]
+                ids, valid = aa_kmer_ids(protein, settings.k, step=1)
+                keep = valid & _in_orf(protein, settings.min_orf, settings.k)
+                keep &= distinct_residues(protein, settings.k, step=1) >= settings.min_distinct
+                found.append(ids[keep])
+    return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
+
+
+def _in_orf(protein: np.ndarray, min_orf: int, k: int) -> np.ndarray:
+    """bool (len - k + 1,): the k-mer at each residue lies in a stop-free stretch of >= min_orf."""
+    stop = protein >= STOP
+    run_id = np.cumsum(stop)  # residues between two stops share an id
+    run_len = np.bincount(run_id, weights=~stop)
+    good = ~stop & (run_len[run_id] >= min_orf)
+    n = protein.size - k + 1
+    if n <= 0:
+        return np.zeros(0, bool)
+    # all k residues good: a window sum over a prefix count
+    prefix = np.concatenate([[0], np.cumsum(good)])
+    return prefix[k:] - prefix[:-k] == k
+
+
+def _strand_kmers(codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For one strand's codes (M,): codons (M-2,), and the ids and valid flags (M-3k+1,) of the
+    amino-acid k-mer starting at every position, in frame with it."""
+    aa = codons(codes)
+    ids, valid = aa_kmer_ids(aa, k, step=3)
+    return aa, ids, valid
+
+
+class ProteinIndex:
+    """Amino-acid k-mers of the references' proteins, asked read by read in six frames."""
+
+    def __init__(self, ids: np.ndarray, settings: ProteinSettings) -> None:
+        self.ids, self.settings = ids, settings
+        self._set = IdSet(ids)
+
+    def contains(self, ids: np.ndarray) -> np.ndarray:
+        return self._set.contains(ids)
+
+    def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> ProteinEvidence:
+        """Per read, from codes joined by N (flat uint8 (M,), starts and lengths int64 (n,), as
+        reads.kmerize.encode_joined gives)."""
+        k, n, m = self.settings.k, len(starts), flat.size
+        if m < 3 * k:
+            return ProteinEvidence(np.zeros(n, np.int64), np.zeros(n))
+        flat = np.where(flat == INVALID, N_CODE, flat)
+        strands = (flat, reverse_complement_codes(flat))
+        tested = np.zeros(n, np.int64)
+        # per strand: matched k-mer starts (in that strand's coordinates) and their reads
+        matched = []
+        residues = []
+        for s, codes in enumerate(strands):
+            aa, ids, valid = _strand_kmers(codes, k)
+            pos = np.flatnonzero(valid)
+            fwd_start = pos if s == 0 else m - pos - 3 * k  # the window's first base on the forward strand
+            owner = np.searchsorted(starts, fwd_start, side="right") - 1
+            tested += np.bincount(owner, minlength=n)
+            found = self.contains(ids[pos])
+            matched.append((pos[found], owner[found]))
+            residues.append(aa)
+        freq = _aa_composition(residues, lengths, m)
+        hits = np.zeros(n, np.int64)
+        log_freq, mark_cluster, cluster_read = [], [], []
+        clusters = 0
+        for s, (at, read) in enumerate(matched):
+            hits += np.bincount(read, minlength=n)
+            if not at.size:
+                continue
+            frame = at % 3
+            order = np.lexsort((at, frame, read))
+            at, read, frame = at[order], read[order], frame[order]
+            opens = np.r_[True, (read[1:] != read[:-1]) | (frame[1:] != frame[:-1]) | (at[1:] - at[:-1] >= 3 * k)]
+            cluster = clusters + np.cumsum(opens) - 1
+            clusters += int(opens.sum())
+            marks = (at[:, None] + 3 * np.arange(k)[None, :]).ravel()  # each matched residue's codon
+            mark_of = np.repeat(cluster, k)
+            marks, first = np.unique(marks, return_index=True)  # one frame per cluster: a codon once
+            mark_read = np.repeat(read, k)[first]
+            log_freq.append(np.log10(freq[mark_read, residues[s][marks]]))
+            mark_cluster.append(mark_of[first])
+            cluster_read.append(read[opens])
+        if not cluster_read:
+            return ProteinEvidence(hits, np.zeros(n))
+        bits = chance_bits(np.concatenate(log_freq), np.concatenate(mark_cluster), np.concatenate(cluster_read),
+                           tested, self.ids.size, n)
+        return ProteinEvidence(hits, bits)
+
+
+def _aa_composition(residues: list[np.ndarray], lengths: np.ndarray, m: int) -> np.ndarray:
+    """float64 (n, 20): each read's residue frequencies over all six frames, at least AA_FLOOR.
+    A reverse-strand codon at j covers forward bases m-3-j .. m-1-j: it counts to their read."""
+    owner = joined_owner(lengths, m)
+    fwd, rev = residues
+    symbols = np.concatenate([fwd, rev])
+    owners = np.concatenate([owner[: fwd.size], owner[m - 3 - np.arange(rev.size)]])
+    return composition(symbols, owners, lengths.size, len(AMINO_ACIDS), AA_FLOOR)
+
+
+def build_protein_index(folder: str | Path, records: list[tuple[str, str]], negatives: list[str],
+                        settings: ProteinSettings, circular: bool, report: Reporter) -> dict:
+    """Write a model folder's protein-evidence file from its viral references and negative
+    reference paths; returns the config.json "protein_index" entry to record."""
+    settings.check()
+    index = ProteinIndex(orf_kmers(records, settings, circular), settings)
+    report.log(f"protein index: {index.ids.size:,} amino-acid {settings.k}-mers from the reading frames of "
+               f"{len(records):,} viral contigs")
+    excluded = np.zeros(0, np.uint64)
+    for path in negatives:
+        excluded = np.union1d(excluded, _negative_kmers(index, path, report))
+    report.log(f"protein index: {excluded.size:,} of them also occur in the negative references and are excluded")
+    text = b"".join(_aa_text(excluded, settings.k))
+    with open(Path(folder) / EXCLUDED_FILE, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as fh:
+        fh.write(text)
+    return {"k": settings.k, "min_orf": settings.min_orf, "min_distinct": settings.min_distinct,
+            "circular": circular, "excluded": EXCLUDED_FILE, "n_excluded": int(excluded.size),
+            "n_kmers": int(index.ids.size - excluded.size)}
+
+
+def _negative_kmers(index: ProteinIndex, path: str, report: Reporter) -> np.ndarray:
+    found, k = [], index.settings.k
+    records = read_reference(path)
+    total = sum(len(s) for _, s in records)
+    with report.progress(f"protein index: subtracting {Path(path).name}", total) as advance:
+        for name, seq in records:
+            for start in range(0, max(len(seq) - 3 * k + 1, 1), _NEGATIVE_BLOCK):
+                codes = reference_codes(name, seq[start : start + _NEGATIVE_BLOCK + 3 * k - 1], path)
+                for strand in (codes, reverse_complement_codes(codes)):
+                    _, ids, valid = _strand_kmers(strand, k)
+                    ids = ids[valid]
+                    found.append(sorted_unique(ids[index.contains(ids)]))
+                advance(min(_NEGATIVE_BLOCK, len(seq) - start))
+    return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
+
+
+def _aa_text(ids: np.ndarray, k: int) -> list[bytes]:
+    letters = np.frombuffer(AMINO_ACIDS.encode(), np.uint8)
+    digits = np.zeros((ids.size, k), np.uint8)
+    rest = ids.copy()
+    for j in reversed(range(k)):
+        digits[:, j] = (rest % np.uint64(20)).astype(np.uint8)
+        rest //= np.uint64(20)
+    return [row.tobytes() + b"\n" for row in letters[digits]]
+
+
+def _read_aa_kmers(path: Path, k: int) -> np.ndarray:
+    rows = read_fixed_lines(path, k, "amino-acid k-mer list", f"{k}-residue peptide")
+    table = np.full(256, 255, np.uint8)
+    table[np.frombuffer(AMINO_ACIDS.encode(), np.uint8)] = np.arange(20, dtype=np.uint8)
+    digits = table[rows]
+    if (digits == 255).any():
+        raise InputError(f"{path}: damaged amino-acid k-mer list (letters other than the 20 amino acids)")
+    return _row_ids(digits)
+
+
+def _row_ids(digits: np.ndarray) -> np.ndarray:
+    """Sorted unique ids uint64 (n,) of peptides given as residue codes uint8 (n, k)."""
+    ids = np.zeros(len(digits), np.uint64)
+    for j in range(digits.shape[1]):
+        ids = ids * np.uint64(20) + digits[:, j].astype(np.uint64)
+    return sorted_unique(ids)
+
+
+def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
+    """The model folder's protein index (None without a "protein_index" entry). A damaged entry
+    or file is an InputError."""
+    entry = config.get(CONFIG_KEY)
+    if entry is None:
+        return None
+    folder, where = Path(folder), f"{folder}/config.json"
+    try:
+        settings = ProteinSettings(int(entry["k"]), int(entry["min_orf"]), int(entry["min_distinct"]))
+        circular, expected = bool(entry["circular"]), int(entry["n_kmers"])
+        excluded_file = folder / str(entry["excluded"])
+        refs = folder / str(config["kmer_index"]["references"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: damaged 'protein_index' entry ({exc})") from None
+    settings.check()
+    require_files(folder, (refs, excluded_file), "protein index")
+    ids = np.setdiff1d(orf_kmers(read_reference(str(refs)), settings, circular, str(refs)),
+                       _read_aa_kmers(excluded_file, settings.k), assume_unique=True)
+    if ids.size != expected:
+        raise InputError(f"{folder}: the protein index holds {ids.size:,} k-mers, config.json says {expected:,}; "
+                         f"{refs.name} or {excluded_file.name} is damaged")
+    return ProteinIndex(ids, settings)
+

@@ -1,0 +1,137 @@
+"""Translation, chance evidence and the protein index (genointerp.seq.translate, genointerp.viral.chance,
+genointerp.viral.protein), and the seeds' evidence bits (genointerp.viral.evidence)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from genointerp.errors import InputError
+from genointerp.reads.kmerize import encode_joined
+from genointerp.report import SILENT
+from genointerp.seq.alphabet import encode
+from genointerp.seq.translate import AMINO_ACIDS, NO_CODON, STOP, aa_kmer_ids, codons, distinct_residues
+from genointerp.viral.chance import chance_bits, composition
+from genointerp.viral.evidence import KmerIndex, KmerSettings, reference_kmers
+from genointerp.viral.protein import (CONFIG_KEY, EXCLUDED_FILE, ProteinIndex, ProteinSettings, build_protein_index,
+                                      load_protein_index, orf_kmers)
+
+# one codon per amino acid (and the synonymous alternatives the tests swap in)
+CODON = {"A": "GCT", "C": "TGT", "D": "GAT", "E": "GAA", "F": "TTT", "G": "GGT", "H": "CAT", "I": "ATT", "K": "AAA",
+         "L": "CTT", "M": "ATG", "N": "AAT", "P": "CCT", "Q": "CAA", "R": "CGT", "S": "TCT", "T": "ACT", "V": "GTT",
+         "W": "TGG", "Y": "TAT"}
+SYNONYM = {"A": "GCC", "D": "GAC", "E": "GAG", "F": "TTC", "G": "GGC", "H": "CAC", "I": "ATC", "K": "AAG", "L": "CTC",
+           "N": "AAC", "P": "CCC", "Q": "CAG", "R": "CGC", "S": "TCC", "T": "ACC", "V": "GTC", "Y": "TAC", "C": "TGC",
+           "M": "ATG", "W": "TGG"}
+COMPLEMENT = str.maketrans("ACGT", "TGCA")
+
+
+def revcomp(s):
+    return s.translate(COMPLEMENT)[::-1]
+
+
+def protein(n, seed):
+    return "".join(np.random.default_rng(seed).choice(list(AMINO_ACIDS), n))
+
+
+def test_codons_follow_the_standard_code_and_mark_stops_and_unknown_codons():
+    aa = codons(encode("ATGTAAGCNTGG"))
+    assert aa[0] == AMINO_ACIDS.index("M") and aa[3] == STOP and aa[6] == NO_CODON and aa[9] == AMINO_ACIDS.index("W")
+    assert aa[1] == AMINO_ACIDS.index("C")  # TGT, out of frame
+    assert codons(encode("AT")).size == 0
+
+
+def test_amino_acid_kmer_ids_read_in_frame_and_skip_stops():
+    seq = "".join(CODON[a] for a in "MKVLA") + "TAA" + CODON["W"]
+    ids, valid = aa_kmer_ids(codons(encode(seq)), 3)
+    digits = lambda p: sum(AMINO_ACIDS.index(c) * 20 ** (2 - i) for i, c in enumerate(p))  # noqa: E731
+    assert ids[0] == digits("MKV") and valid[0]
+    assert ids[3] == digits("KVL") and ids[6] == digits("VLA") and valid[6]
+    assert not valid[9]  # L A stop
+    assert list(distinct_residues(np.array([1, 1, 2, 3], np.uint8), 3, step=1)) == [2, 3]
+
+
+def test_composition_counts_each_read_with_a_pseudocount_and_a_floor():
+    flat, starts, lengths = encode_joined(["AAAA", "ACGT"])
+    owner = np.repeat(np.arange(2), lengths + 1)[: flat.size]
+    f = composition(flat, owner, 2, 4, 0.25)
+    assert f[0, 0] == pytest.approx(5 / 8) and f[0, 1] == 0.25  # 1/8 raised to the floor
+    assert np.allclose(f[1], 0.25)
+
+
+def test_chance_bits_add_over_clusters_and_never_go_below_zero():
+    # two clusters of read 0 fixing 3 letters at p = 0.1 each, one of read 1 fixing 1 letter
+    log_freq = np.log10([0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5])
+    bits = chance_bits(log_freq, np.array([0, 0, 0, 1, 1, 1, 2]), np.array([0, 0, 1]), np.array([10, 10]), 1, 2)
+    # per cluster: -(log10(10 * 1) + 3 * log10(0.1)) = 2; read 1: -(1 + log10 0.5) < 0 -> 0
+    assert bits[0] == pytest.approx(4.0) and bits[1] == 0.0
+
+
+def _orf_genome(length=200, seed=1):
+    return "".join(CODON[a] for a in "M" + protein(length - 1, seed)) + "TAA"
+
+
+def test_orf_kmers_hold_both_strands_of_open_frames_only():
+    settings = ProteinSettings(k=8, min_orf=60, min_distinct=5)
+    gene = _orf_genome()
+    fwd = orf_kmers([("v", gene)], settings, circular=False)
+    rev = orf_kmers([("v", revcomp(gene))], settings, circular=False)
+    assert fwd.size > 150 and np.array_equal(fwd, rev)
+    short = "".join(CODON[a] for a in protein(40, 2)) + "TAA"  # 40 codons: below min_orf
+    only_short = orf_kmers([("s", short + "TAA" * 3)], settings, circular=False)
+    # the 40-codon frame gives nothing; whatever is left comes from its other frames' long stretches
+    ids, valid = aa_kmer_ids(codons(encode(short)), 8)
+    assert not np.isin(ids[::3][valid[::3]], only_short).any()
+
+
+def test_a_synonymous_copy_of_a_gene_has_protein_evidence_but_random_dna_has_none():
+    gene = _orf_genome(400, seed=3)
+    index = ProteinIndex(orf_kmers([("v", gene)], ProteinSettings(), circular=False), ProteinSettings())
+    prot = "".join(AMINO_ACIDS[a] for a in codons(encode(gene))[::3][:-1])
+    synonymous = "".join(SYNONYM[a] for a in prot)  # every codon changed where the code allows
+    assert sum(a != b for a, b in zip(gene, synonymous)) > 300  # far apart as DNA
+    read = synonymous[300:450]
+    rng = np.random.default_rng(5)
+    random_dna = "".join(rng.choice(list("ACGT"), 150))
+    ev = index.evidence(*encode_joined([read, revcomp(read), random_dna, read[:60]]))
+    assert ev.bits[0] > 20 and ev.bits[1] == pytest.approx(ev.bits[0])  # either strand
+    assert ev.bits[2] == 0 and ev.hits[2] == 0
+    assert 0 < ev.bits[3] < ev.bits[0]  # less sequence, less evidence
+    # one stretch counts once: the read's 43 overlapping k-mers (40 of them in the index: 3 hold fewer
+    # than 5 different residues) are one cluster of 50 residues, whose evidence is at most
+    # -log10(I * 0.05^50) (each residue at least the 1/20 floor, >= 1 k-mer tested)
+    assert ev.hits[0] == 40 and ev.bits[0] <= -math.log10(index.ids.size * 0.05 ** 50)
+
+
+def test_build_and_load_a_protein_index_subtracting_negatives(tmp_path):
+    gene = _orf_genome(300, seed=7)
+    negative = tmp_path / "neg.fa"
+    shared = gene[150:300]  # 50 codons of the gene also occur in the negative: their k-mers go
+    negative.write_text(">neg\n" + "ACGT" * 10 + shared + "TTGCA" * 10 + "\n")
+    entry = build_protein_index(tmp_path, [("v", gene)], [str(negative)], ProteinSettings(), False, SILENT)
+    (tmp_path / "refs.fa").write_text(f">v\n{gene}\n")
+    config = {CONFIG_KEY: entry, "kmer_index": {"references": "refs.fa"}}
+    index = load_protein_index(tmp_path, config)
+    assert entry["n_excluded"] > 30 and index.ids.size == entry["n_kmers"]
+    ev = index.evidence(*encode_joined([shared, gene[600:750]]))
+    assert ev.hits[0] == 0 and ev.hits[1] > 0
+    assert load_protein_index(tmp_path, {"kmer_index": {}}) is None
+    (tmp_path / EXCLUDED_FILE).write_bytes(b"junk")
+    with pytest.raises(InputError, match="damaged"):
+        load_protein_index(tmp_path, config)
+
+
+def test_seed_bits_count_one_stretch_once_and_add_independent_stretches():
+    rng = np.random.default_rng(11)
+    genome = "".join(rng.choice(list("ACGT"), 3000))
+    settings = KmerSettings.contiguous(20, 1, 0)
+    index = KmerIndex(reference_kmers([("v", genome)], settings, False), settings)
+    filler = lambda n, s: "".join(np.random.default_rng(s).choice(list("ACGT"), n))  # noqa: E731
+    one = filler(40, 1) + genome[100:160] + filler(50, 2)  # one 60 bp stretch: 41 overlapping windows
+    two = filler(10, 3) + genome[100:160] + filler(20, 4) + genome[900:960]  # two stretches
+    ev = index.evidence(*encode_joined([one, two, filler(150, 5)]))
+    assert ev.clusters.tolist() == [1, 2, 0] and ev.hits[0] == 41
+    assert ev.bits[2] == 0
+    # a stretch of 60 bases: about 60 * 0.6 bits less log10(tested * index size), whatever its windows
+    assert 60 * -math.log10(0.4) - 6 < ev.bits[0] < 60 * -math.log10(0.25)
+    assert ev.bits[1] == pytest.approx(2 * ev.bits[0], rel=0.1)
