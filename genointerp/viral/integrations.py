@@ -14,7 +14,8 @@ Viral parts are placed by genointerp.viral.placement (seed evidence, then mappy)
 clustered by host position (within CLUSTER_BP), pairs joined to the nearest split-read junction
 they can reach or clustered among themselves (imprecise junctions); a junction needs `min_support`
 reads and pairs in all. Its virus and type are the panel reference most of its viral bases align
-to (by matching bases), its viral position the commonest among split reads on that reference.
+to (by matching bases), its viral position the commonest among split reads on that reference;
+below 90 % identity to it the type is reported as e.g. "HPV70-like" (a type the panel lacks).
 
 Input modes: a coordinate-sorted, indexed BAM/CRAM (with its unmapped reads; an unmapped-only BAM
 works from the mates' positions its records carry), or paired FASTQ aligned here with mappy (only
@@ -40,6 +41,9 @@ from genointerp.viral.placement import (Placement, ViralPanel, entropy_ok, junct
 
 CLUSTER_BP = 10  # split reads within this many bases of a cluster's first are one junction
 BATCH = 4096  # pieces placed at once
+# below this identity to the best panel genome the reads come from another type (HPV types differ
+# by more than 10 % in L1): the type is reported as its nearest relative's with "-like"
+SAME_TYPE_IDENTITY = 0.9
 TSV_COLUMNS = ["junction_id", "host_chrom", "host_pos", "host_strand", "virus", "type", "viral_contig", "viral_pos",
                "orientation", "split_reads", "spanning_pairs", "kmer_hits", "nearest_genes", "status"]
 INFO_DEFS = [
@@ -542,7 +546,8 @@ def _viral_end(call: _Call, panel: ViralPanel) -> tuple[str, str, int, int]:
         pos = [e.vpos for e in on_ref if e.vside == vside]
         vpos = min(pos) if vside == "-" else max(pos)
     hits = sum(e.place.kmer_hits for e in call.splits + call.pairs)
-    return ref, vside, vpos, hits
+    identity = sum(e.place.mlen for e in on_ref) / sum(e.place.blen for e in on_ref)
+    return ref, vside, vpos, hits, identity
 
 
 # ------------------------------------------------------------------------------------------------
@@ -610,8 +615,11 @@ def run(req: IntegrationRequest, outputs, tsv: str, vcf: str | None, bedpe: str 
         calls.sort(key=lambda c: (order[c.chrom], c.pos, c.side))
         junctions, rows = [], []
         for i, c in enumerate(calls, 1):
-            ref, vside, vpos, hits = _viral_end(c, panel)
+            ref, vside, vpos, hits, identity = _viral_end(c, panel)
             naming = panel.refs[ref].naming
+            vtype, display = naming.type, naming.display
+            if identity < SAME_TYPE_IDENTITY:  # another type than any in the panel: its nearest relative
+                vtype, display = f"{vtype}-like", f"{display}-like"
             near = genes(c.chrom, c.pos) if genes else []
             split_reads = len({e.name for e in c.splits})
             pairs = len({e.name for e in c.pairs})
@@ -619,12 +627,12 @@ def run(req: IntegrationRequest, outputs, tsv: str, vcf: str | None, bedpe: str 
             jid = f"INT{i}"
             info = {"SVTYPE": "BND", "IMPRECISE": not c.precise,
                     "CIPOS": None if c.precise else (c.lo - c.pos, c.hi - 1 - c.pos),
-                    "VIRUS": _vcf_text(naming.virus), "VTYPE": _vcf_text(naming.type), "SR": split_reads, "PE": pairs,
+                    "VIRUS": _vcf_text(naming.virus), "VTYPE": _vcf_text(vtype), "SR": split_reads, "PE": pairs,
                     "KMERHITS": hits, "GENES": [_vcf_text(g) for g in near] or None}
             junctions.append(Junction(jid, c.chrom, c.pos, c.side, ref, vpos, vside, split_reads + pairs,
                                       start=c.lo, end=c.hi, info=info,
-                                      extra=(naming.virus, naming.type, split_reads, pairs, status)))
-            rows.append([jid, c.chrom, c.pos + 1, c.side, naming.virus, naming.display, ref, vpos + 1,
+                                      extra=(naming.virus, vtype, split_reads, pairs, status)))
+            rows.append([jid, c.chrom, c.pos + 1, c.side, naming.virus, display, ref, vpos + 1,
                          c.side + vside, split_reads, pairs, hits, ",".join(near) or ".", status])
         ref_bases = [_base(host, j.chrom, j.pos) for j in junctions]
         contigs = [(n, host.lengths[n]) for n in host.names]

@@ -10,13 +10,15 @@ placed in two steps:
   enough for HPV types the panel lacks (they align to their nearest relatives, at 80-90 %
   identity).
 Added references have no seed index: pieces are placed on them with minimap2's short-read preset
-(21-mer seeds), whose exact seeds are the evidence. Circular genomes are indexed with their first
+(21-mer seeds), whose exact seeds are the evidence; one the model folder holds already (same name
+and sequence) is left out. Circular genomes are indexed with their first
 WRAP bases repeated at the end so that pieces across the origin align whole; positions are taken
 modulo the genome's length.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ class ViralRef:
     length: int
     naming: ViralName
     source: str  # the file it came from
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Placement:
     q_st: int
     q_en: int
     mlen: int
+    blen: int  # alignment length (mlen / blen: identity)
     kmer_hits: int
 
 
@@ -95,6 +99,7 @@ class ViralPanel:
                              "find-integrations places reads on them (train-xvir --viral)")
         self.min_hits = 1
         self.refs: dict[str, ViralRef] = {}
+        self._digests: dict[str, str] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
         builtin = read_described(str(model_dir / REFS_FILE))
         self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), _SENSITIVE, "builtin.fa")
@@ -111,14 +116,26 @@ class ViralPanel:
         import mappy
 
         path = os.path.join(self._tmp.name, file_name)
+        written = 0
         with open(path, "w") as fh:
             for i, (name, description, seq) in enumerate(records):
+                digest = hashlib.sha256(seq.encode()).hexdigest()
                 if name in self.refs:
-                    raise InputError(f"{sources[i] if sources else source}: viral reference {name} is already in the panel")
+                    if self._digests[name] == digest:  # the model folder has it already: keep its description
+                        if description and not self.refs[name].description:
+                            self.refs[name] = ViralRef(name, len(seq), name_reference(name, description),
+                                                       self.refs[name].source, description)
+                        continue
+                    raise InputError(f"{sources[i] if sources else source}: viral reference {name} is already in the "
+                                     "panel with another sequence; rename it")
+                self._digests[name] = digest
+                written += 1
                 naming = name_reference(name, description)
-                self.refs[name] = ViralRef(name, len(seq), naming, sources[i] if sources else source)
+                self.refs[name] = ViralRef(name, len(seq), naming, sources[i] if sources else source, description)
                 wrapped = seq + seq[:WRAP] if naming.circular else seq
                 fh.write(f">{name}\n{wrapped}\n")
+        if not written:
+            return None
         aligner = mappy.Aligner(path, **preset)
         if not aligner:
             raise InputError(f"{source or file_name}: minimap2 could not index the viral references")
@@ -160,7 +177,7 @@ class ViralPanel:
         ref = self.refs[best.ctg]
         shift = (best.r_st // ref.length) * ref.length if ref.naming.circular else 0
         return Placement(best.ctg, best.strand, best.r_st - shift, best.r_en - shift, best.q_st, best.q_en,
-                         best.mlen, kmer_hits)
+                         best.mlen, best.blen, kmer_hits)
 
 
 def junction_side(host_side: str, p: Placement, length: int, extend: int = 0) -> tuple[str, int]:
