@@ -24,14 +24,13 @@ from genointerp.resources import BUILTIN_TRACKS, BUILTIN_XVIR, builtin_model_dir
 # when a built-in model is retrained (`make default-model`, `make tracks-model`): rerun the commands
 # below, copy the new numbers here, and update the README's `make run` numbers (XVir) with them.
 #
-# XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz`
-# (the README's `make run`): k-mer evidence (3 seed hits) or p_viral at the model's threshold 0.9969
-# calls 40 reads viral, all 40 HPV reads and none of the 1,960 others (read names start with the
-# truth: viral|, human|, bacterial|); evidence both 3, k-mers alone 37, the model alone 0.
+# XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz
+# --model-all` (the README's `make run`, with every p_viral written): evidence bits and the model's
+# vote (genointerp.viral.calling) call 40 reads viral, all 40 HPV reads and none of the 1,960 others
+# (read names start with the truth: viral|, human|, bacterial|), every one on its evidence alone.
 XVIR_THRESHOLD = 0.9969
-XVIR_MIN_HITS = 3
 XVIR_CALLED = {"viral": 40, "other": 0}
-XVIR_EVIDENCE = {"both": 3, "model": 0, "kmer": 37, "none": 1960}
+XVIR_EVIDENCE = {"kmer": 40, "both": 0, "model": 0, "none": 1960}
 # Logits (before the sigmoid) of reads chosen across the range: confident HPV, an HPV read the model
 # misses, confident human and E. coli, and reads near the threshold, whose logit is
 # log(0.9969 / 0.0031) = 5.7732: the two human reads scored highest (below it), an HPV read above
@@ -51,7 +50,7 @@ XVIR_LOGITS = {
     "viral|626|HPV6|4629|4779|-|0": 4.455694,
 }
 # Seed hits of those reads: a 150 bp read has 125 windows of 26 bases; the error-free reads have
-# 119-124 of them in the index (the rest are low-complexity windows or seeds the negatives share),
+# 118-124 of them in the index (the rest are low-complexity windows or seeds the negatives share),
 # reads with sequencing errors (last field of the name) lose the windows that compare an erroneous
 # base (18 of the 26 over each).
 XVIR_KMER_HITS = {
@@ -60,13 +59,29 @@ XVIR_KMER_HITS = {
     "human|1263|20|34527|34677|-|0": 0,
     "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": 0,
     "human|712|20|59189|59339|-|0": 0,
-    "viral|651|HPV142|7328|7478|+|0": 124,
+    "viral|651|HPV142|7328|7478|+|0": 121,
     "human|784|20|89525|89675|+|0": 0,
-    "viral|1063|HPV16|896|1046|-|1": 99,
+    "viral|1063|HPV16|896|1046|-|1": 97,
     "human|1987|20|17654|17804|+|0": 0,
     "human|444|20|15862|16012|-|1": 0,
-    "viral|369|HPV18|1404|1554|-|0": 119,
+    "viral|369|HPV18|1404|1554|-|0": 118,
     "viral|626|HPV6|4629|4779|-|0": 121,
+}
+# Their evidence bits (seeds and proteins, as the TSV writes them): 0 for the human and E. coli
+# reads, 100 and more for reads of genomes the index holds.
+XVIR_BITS = {
+    "viral|1785|HPV18|4475|4625|-|0": 209.50,
+    "viral|1052|HPV6|4151|4301|-|3": 119.03,
+    "human|1263|20|34527|34677|-|0": 0.00,
+    "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": 0.00,
+    "human|712|20|59189|59339|-|0": 0.00,
+    "viral|651|HPV142|7328|7478|+|0": 179.48,
+    "human|784|20|89525|89675|+|0": 0.00,
+    "viral|1063|HPV16|896|1046|-|1": 119.64,
+    "human|1987|20|17654|17804|+|0": 0.00,
+    "human|444|20|15862|16012|-|1": 0.00,
+    "viral|369|HPV18|1404|1554|-|0": 200.28,
+    "viral|626|HPV6|4629|4779|-|0": 176.30,
 }
 # Tracks (genointerp/resources/models/tracks_dream_chr20), `genointerp predict-tracks --fasta
 # test-data/chr20_slice.fa.gz --regions <20:40000-44096>`: predicted signal of five tracks at three
@@ -93,6 +108,9 @@ TRACKS_VALUES = {
 # moves by at most p(1 - p) <= 1/4 of that (5e-5), plus 5e-7 from the TSV's six decimals: 1e-4.
 LOGIT_ATOL = 2e-4
 P_ATOL = 1e-4
+# Evidence bits are float64 sums of a read's own letters' log frequencies: no batch shape enters,
+# and they differ between machines only in their last bits; the TSV rounds them to 0.01.
+BITS_ATOL = 0.011
 # Track values (0 to 2.4 in this region, the pins 0.10 to 1.04) differ by at most 6.3e-6 relative
 # (values >= 0.05) across the same settings (with ONEDNN_MAX_CPU_ISA=SSE41 for the motif scan's
 # Conv1d), batch size 1 and 2 threads, and the bins at exactly 0 stay the same; 1e-4 is 16x that.
@@ -108,7 +126,11 @@ def sigmoid(z: float) -> float:
 
 
 def xvir_call_misses(tsv: str, summary: dict) -> list[str]:
-    """What in a classify-reads run on tumor_small.fq.gz differs from the pins (empty: all match)."""
+    """What in a classify-reads --model-all run on tumor_small.fq.gz differs from the pins (empty:
+    all match)."""
+    from genointerp.viral.calling import CallingRule
+
+    rule = CallingRule()
     rows = {r[0]: r for r in (line.split("\t") for line in tsv.splitlines()[1:])}
     misses = []
     called = {"viral": 0, "other": 0}
@@ -124,15 +146,18 @@ def xvir_call_misses(tsv: str, summary: dict) -> list[str]:
             misses.append(f"{rid}: p_viral {p}, pinned {sigmoid(z):.6f}")
         if rows[rid][5] != str(XVIR_KMER_HITS[rid]):
             misses.append(f"{rid}: kmer_hits {rows[rid][5]}")
-        by_model, by_kmer = sigmoid(z) >= XVIR_THRESHOLD, XVIR_KMER_HITS[rid] >= XVIR_MIN_HITS
-        if rows[rid][3:] != ["viral" if by_model or by_kmer else "not_viral", "scored", str(XVIR_KMER_HITS[rid]),
-                             {(1, 1): "both", (1, 0): "model", (0, 1): "kmer", (0, 0): "none"}[by_model, by_kmer]]:
+        if abs(float(rows[rid][7]) - XVIR_BITS[rid]) > BITS_ATOL:
+            misses.append(f"{rid}: bits {rows[rid][7]}, pinned {XVIR_BITS[rid]}")
+        bits = XVIR_BITS[rid]
+        viral = rule.score(np.array([bits]), np.array([sigmoid(z)]))[0] >= rule.min_bits
+        if rows[rid][3:7] != ["viral" if viral else "not_viral", "scored", str(XVIR_KMER_HITS[rid]),
+                              ("kmer" if bits >= rule.min_bits else "both") if viral else "none"]:
             misses.append(f"{rid}: call {rows[rid][3:]}")
     return misses
 
 
 def classify(cli, out, *model):
-    res = cli("-q", "classify-reads", DATA / "tumor_small.fq.gz", *model, "-o", out / "calls.tsv",
+    res = cli("-q", "classify-reads", DATA / "tumor_small.fq.gz", *model, "--model-all", "-o", out / "calls.tsv",
               "--summary", out / "summary.json")
     assert res.exit_code == 0, res.output
     return (out / "calls.tsv").read_text(), json.loads((out / "summary.json").read_text())
@@ -161,14 +186,16 @@ def test_make_run_calls_the_pinned_reads(cli, tmp_path):
     """The README's `make run`: the default model and threshold on tumor_small.fq.gz."""
     tsv, summary = classify(cli, tmp_path)
     assert summary["threshold"] == XVIR_THRESHOLD and summary["reads_scored"] == 2000
-    assert summary["kmer_index"]["min_hits"] == XVIR_MIN_HITS
+    assert summary["rule"] == {"min_bits": 10.0, "model_weight": 2.0, "model_clip": 3.0}
     assert xvir_call_misses(tsv, summary) == []
 
 
 def test_a_builtin_model_with_two_weights_swapped_misses_the_pins(cli, tmp_path):
     tsv, summary = classify(cli, tmp_path, "-m", swapped_xvir(tmp_path))
     misses = xvir_call_misses(tsv, summary)
-    assert any(m.startswith("called viral") for m in misses) and len(misses) > 3, misses  # make run's calls, and pinned reads
+    # the pinned p_viral values miss; make run's calls do not move: every read's evidence lies more
+    # than the model's reach (6 bits) from the line, so even a broken model cannot change a call there
+    assert sum("p_viral" in m for m in misses) > 3 and not any(m.startswith("called viral") for m in misses), misses
 
 
 def tumor_small_tokens(read_ids: list[str] | None = None) -> torch.Tensor:

@@ -173,7 +173,7 @@ def _reads(tmp_path, n: int = 4):
 
 def test_viral_out_refuses_fastq_and_fasta_inputs_together(cli, tmp_path):
     fq, fa = _reads(tmp_path)
-    res = cli("classify-reads", fq, fa, "--viral-out", tmp_path / "v.out", "--evidence", "kmer", "--kmer-min-hits", 1,
+    res = cli("classify-reads", fq, fa, "--viral-out", tmp_path / "v.out", "--evidence", "kmer", "--min-bits", 0.01,
               "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1 and not (tmp_path / "v.out").exists() and not (tmp_path / "c.tsv").exists()
     assert_one_error_line(res, f"{fq} has base qualities (FASTQ) and {fa} has none (FASTA): --viral-out writes one format")

@@ -1,6 +1,7 @@
 """train-xvir and classify-reads through the CLI on a small simulated HPV/human set."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -89,16 +90,19 @@ def test_classify_reads_outputs(model, dataset, cli, tmp_path):
               "--viral-out", tmp_path / "v.fq", "--threshold", 0.5)
     assert res.exit_code == 0, res.output
     rows = [r.split("\t") for r in (tmp_path / "c.tsv").read_text().splitlines()]
-    assert rows[0] == ["read_id", "length", "p_viral", "call", "status", "kmer_hits", "evidence"] and len(rows) == 44
+    assert rows[0] == ["read_id", "length", "p_viral", "call", "status", "kmer_hits", "evidence", "bits"]
+    assert len(rows) == 44
     by_id = {r[0]: r for r in rows[1:]}
-    # this model has no k-mer index: the model alone calls
-    assert by_id["short"][2:] == ["NA", "NA", "too_short", "NA", "none"]
-    assert by_id["allN"][2:] == ["NA", "NA", "ambiguous", "NA", "none"]
+    # this model has no viral index: the model alone calls, and there are no hits or bits
+    assert by_id["short"][2:] == ["NA", "NA", "too_short", "NA", "none", "NA"]
+    assert by_id["allN"][2:] == ["NA", "NA", "ambiguous", "NA", "none", "NA"]
     assert all(r[6] == ("model" if r[3] == "viral" else "none") for r in rows[1:])
     assert by_id["long"][1] == str(2 * len(reads[0][1])) and by_id["long"][4] == "scored"
     summary = json.loads((tmp_path / "s.json").read_text())
-    assert summary["reads_total"] == 43 and summary["status_counts"] == {"scored": 41, "too_short": 1, "ambiguous": 1}
-    assert summary["evidence"] == "model" and summary["kmer_index"] is None
+    assert summary["reads_total"] == 43
+    assert summary["status_counts"] == {"scored": 41, "model_abstained": 0, "too_short": 1, "ambiguous": 1}
+    assert summary["evidence"] == "model" and summary["kmer_index"] is None and summary["rule"] is None
+    assert summary["reads_model_scored"] == 41
     called = [r[0] for r in rows[1:] if r[3] == "viral"]
     assert summary["reads_called_viral"] == len(called)
     assert [n for n, _, _ in read_fastq(tmp_path / "v.fq")] == called
@@ -450,9 +454,23 @@ def test_train_xvir_with_viral_references_ships_a_kmer_index(indexed_model):
     assert {k: entry[k] for k in ("k", "seed", "min_hits", "min_entropy", "circular", "n_contigs")} == \
         {"k": 26, "seed": "11011011011011011011011011", "min_hits": 3, "min_entropy": 1.5, "circular": True, "n_contigs": 4}
     assert (indexed_model / "kmer_refs.fa.gz").exists() and (indexed_model / "kmer_excluded.txt.gz").exists()
+    protein = cfg["protein_index"]
+    assert {k: protein[k] for k in ("k", "min_orf", "min_distinct", "circular")} == \
+        {"k": 8, "min_orf": 60, "min_distinct": 5, "circular": True}
+    assert protein["n_kmers"] > 1000 and (indexed_model / "protein_excluded.txt.gz").exists()
 
 
-def test_evidence_modes_call_on_kmers_the_model_or_either(indexed_model, dataset, cli, tmp_path):
+def _score(bits, p):
+    """The default calling rule (genointerp.viral.calling), written out: bits moved by 2 bits per
+    log10 of the model's odds, clipped at +-3."""
+    if p == "NA":
+        return float(bits)
+    p = float(p)
+    odds = 3.0 if p >= 1 else -3.0 if p <= 0 else max(-3.0, min(3.0, math.log10(p / (1 - p))))
+    return float(bits) + 2 * odds
+
+
+def test_evidence_modes_call_on_evidence_bits_the_model_or_one_score(indexed_model, dataset, cli, tmp_path):
     fq = tmp_path / "r.fq"
     fq.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in read_fastq(dataset / "r.fq")[:300]))
     out = {}
@@ -462,25 +480,30 @@ def test_evidence_modes_call_on_kmers_the_model_or_either(indexed_model, dataset
         assert res.exit_code == 0, res.output
         out[mode] = _rows(tmp_path / f"{mode}.tsv")
     threshold = json.loads((tmp_path / "both.json").read_text())["threshold"]
+    assert json.loads((tmp_path / "both.json").read_text())["rule"] == {"min_bits": 10.0, "model_weight": 2.0,
+                                                                        "model_clip": 3.0}
     for rb, rm, rk in zip(out["both"], out["model"], out["kmer"]):
-        by_model, by_kmer = float(rb[2]) >= threshold, int(rb[5]) >= 3
-        assert rb[3] == ("viral" if by_model or by_kmer else "not_viral")
-        assert rm[:3] == rb[:3] and rm[5:] == rb[5:] and rm[3] == ("viral" if by_model else "not_viral")
-        assert rk[2] == "NA" and rk[3] == ("viral" if by_kmer else "not_viral") and rk[5] == rb[5]
+        bits = float(rb[7])
+        assert rk[2] == "NA" and rk[3] == ("viral" if bits >= 10 else "not_viral") and rk[5] == rb[5] and rk[7] == rb[7]
+        # the model runs where it can change the call: within 6 bits of the line
+        assert (rb[2] == "NA") == (not 4 <= bits < 16)
+        assert rb[3] == ("viral" if _score(bits, rb[2]) >= 10 else "not_viral")
+        assert rb[6] == ("none" if rb[3] != "viral" else "kmer" if bits >= 10 else "both")
+        assert rm[2] != "NA" and rm[3] == ("viral" if float(rm[2]) >= threshold else "not_viral") and rm[5] == rb[5]
         if rb[0].startswith("human|"):
-            assert rb[5] == "0"  # the index holds no k-mer of the human reference these reads come from
+            assert rb[5] == "0" and rb[7] == "0.00"  # the index holds nothing of the human reference they come from
     viral = [r for r in out["kmer"] if r[0].startswith("viral|")]
     assert sum(r[3] == "viral" for r in viral) == len(viral) > 100  # reads from the indexed genomes
-    res = cli("-q", "classify-reads", fq, "-m", indexed_model, "--evidence", "kmer", "--kmer-min-hits", 200, "-o", tmp_path / "none.tsv")
-    assert res.exit_code == 0 and all(r[3] == "not_viral" for r in _rows(tmp_path / "none.tsv"))  # 150 bp: at most 125 seeds
+    res = cli("-q", "classify-reads", fq, "-m", indexed_model, "--evidence", "kmer", "--min-bits", 1000, "-o", tmp_path / "none.tsv")
+    assert res.exit_code == 0 and all(r[3] == "not_viral" for r in _rows(tmp_path / "none.tsv"))
 
 
 def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset, cli, tmp_path):
     res = cli("classify-reads", dataset / "r.fq", "-m", model, "--evidence", "kmer", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
-    assert_one_error_line(res, "has no k-mer index")
-    res = cli("classify-reads", dataset / "r.fq", "-m", indexed_model, "--kmer-min-hits", 0, "-o", tmp_path / "c.tsv")
-    assert res.exit_code == 2
+    assert_one_error_line(res, "has no viral index")
+    res = cli("classify-reads", dataset / "r.fq", "-m", indexed_model, "--min-bits", 0, "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 2 and "--min-bits must be above 0" in res.stderr
     res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", f"human={dataset / 'r.fq'}", "--epochs", 1)
     assert res.exit_code == 2 and "give --viral" in res.stderr and not (tmp_path / "m").exists()
     from conftest import DATA

@@ -71,7 +71,6 @@ def train_xvir(
     circular: bool = typer.Option(False, "--circular", help="The --viral references are circular genomes (k-mers across the origin count)."),
     kmer_seed: Optional[str] = typer.Option(None, "--kmer-seed", metavar="PATTERN", help="Seed of the index: 1 = compared base, 0 = skipped (a palindrome, at least 11 compared bases, at most 31 long). Default 11011011011011011011011011: every third base skipped, which tolerates the synonymous codon changes between related viral types."),
     kmer_k: Optional[int] = typer.Option(None, "--kmer-k", min=11, max=31, help="Plain k-mers of this k instead of --kmer-seed."),
-    kmer_min_hits: int = typer.Option(3, "--kmer-min-hits", min=1, help="Index seeds a read needs to count as k-mer evidence."),
     kmer_min_entropy: float = typer.Option(1.5, "--kmer-min-entropy", min=0, max=2, help="Leave out windows whose base composition has less Shannon entropy (bits): low-complexity stretches match other genomes by chance."),
     reads_per_epoch: Optional[int] = typer.Option(None, "--reads-per-epoch", min=100, help="Fresh reads only: reads simulated for each epoch (default 200,000; validation and test sets a tenth each)."),
     mix: List[str] = typer.Option([], "--mix", metavar="LABEL=W", help="Fresh reads only: weight of each label (viral and every --negative label), e.g. --mix viral=0.4 --mix human=0.4 --mix bacterial=0.2 (default: half viral, the rest split evenly)."),
@@ -113,7 +112,7 @@ def train_xvir(
             raise typer.BadParameter("give --kmer-seed or --kmer-k, not both", param_hint="--kmer-k")
         shape = KmerSettings.contiguous(kmer_k) if kmer_k is not None else KmerSettings(kmer_seed or CODON_SEED)
         req.index = IndexRequest(viral_refs, [path for _, path in negatives],
-                                 replace(shape, min_hits=kmer_min_hits, min_entropy=kmer_min_entropy), circular)
+                                 replace(shape, min_entropy=kmer_min_entropy), circular)
     elif negative_refs or circular:
         raise typer.BadParameter("--negative and --circular describe --viral references; give --viral", param_hint="--viral")
     fresh_options = [name for name, given in (("--reads-per-epoch", reads_per_epoch is not None), ("--mix", mix),
@@ -168,11 +167,12 @@ def train_xvir(
 )
 def classify_reads(
     inputs: List[str] = typer.Argument(..., metavar="READS...", help="FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA)."),
-    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status, kmer_hits, evidence); - is stdout."),
+    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status, kmer_hits, evidence, bits); - is stdout."),
     model_dir: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-xvir (default: the built-in HPV model)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="Model evidence when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
-    evidence: Optional[Evidence] = typer.Option(None, "--evidence", help="What calls a read viral: both (the model or the model folder's viral k-mer index, whichever says so), model, or kmer (the model is not run). Default: both when the model has a k-mer index, else model."),
-    kmer_min_hits: Optional[int] = typer.Option(None, "--kmer-min-hits", min=1, help="k-mer evidence when a read has at least this many k-mers in the index (default: the index's own, 3 for the built-in model)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="With --evidence model: viral when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
+    evidence: Optional[Evidence] = typer.Option(None, "--evidence", help="What calls a read viral: both (its evidence bits from the model folder's viral index, moved by the model's vote where that can change the call), kmer (the evidence alone; the model is not run) or model (the model alone, p_viral >= --threshold). Default: both when the model has a viral index, else model."),
+    min_bits: Optional[float] = typer.Option(None, "--min-bits", min=0, help="Viral when the read's score reaches this many bits (default: the model folder's calling rule, 10 for the built-in model). Lower finds more divergent viruses and calls more false positives."),
+    model_all: bool = typer.Option(False, "--model-all", help="Run the model on every read (fills p_viral), not only on reads whose call it can change; the calls are the same, at the model's speed."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
@@ -183,12 +183,13 @@ def classify_reads(
     threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
 ) -> None:
-    """Score every read as viral or not with an XVir model; the built-in one detects HPV.
+    """Call every read viral or not; the built-in model knows HPV.
 
-    Reads longer than the model's read length (150 bp for the built-in model) are scored over
-    tiled windows (the read takes its highest window); shorter reads are reported as too_short.
-    Beside the model, exact matches to the model's viral references (a k-mer index shipped in
-    the model folder) are evidence too: the evidence column says which source called the read.
+    A read's evidence is how unlikely by chance its matches to the model folder's viral
+    references are (seeds that tolerate codon changes, and their proteins in six frames), in
+    bits; the XVir model moves that score where it can change the call. Reads of 50 bp and more
+    get a call; the model scores 150 bp windows (tiled along longer reads) and abstains on
+    shorter ones, whose evidence then decides (status model_abstained).
     """
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.resources import builtin_model_dir
@@ -215,7 +216,7 @@ def classify_reads(
     model_path = str(model_dir or builtin_model_dir())
     req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
                           chunk=chunk_of, model_path=model_path, evidence=evidence and evidence.value,
-                          kmer_min_hits=kmer_min_hits)
+                          min_bits=min_bits, model_all=model_all)
     with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
         with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
             result = run(req, out[output], out.get(viral_out), REPORTER)
@@ -223,7 +224,8 @@ def classify_reads(
                 out[summary].write(summary_json(result).encode())
     sc = result["status_counts"]
     log(f"{result['reads_total']:,} reads, {result['reads_scored']:,} scored, {result['reads_called_viral']:,} called viral "
-        f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}")
+        f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}; "
+        f"the model scored {result['reads_model_scored']:,}")
 
 
 @app.command(

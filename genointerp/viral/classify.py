@@ -1,22 +1,28 @@
-"""The classify-reads job: reads in (FASTQ/FASTA/BAM/CRAM), per-read P(viral) TSV out, streamed.
+"""The classify-reads job: reads in (FASTQ/FASTA/BAM/CRAM), per-read calls TSV out, streamed.
 
-Each read is cut into windows of the model's read length (at 0, L, 2L, ... and one ending at the
-read's end, so every base is covered); a read's p_viral is the highest of its windows. Windows
-with N or IUPAC letters are skipped when the model has no UNKNOWN token. Status per read:
+Evidence (a model folder with a viral index, as the built-in one). Every read of at least
+MIN_LENGTH bases gets its evidence bits: how unlikely by chance its matches to the viral
+references' seeds (genointerp.viral.evidence) and proteins (genointerp.viral.protein) are. The
+calling rule (genointerp.viral.calling) adds the model's vote where it can change the call:
+reads whose bits are far from the line are called on their evidence alone, and the model
+scores only the others (every read with `model_all`). Statuses: scored; model_abstained (the
+model could have changed the call but cannot score the read: shorter than its windows, or every
+window holding N; the evidence alone decided); too_short (under MIN_LENGTH: no call); ambiguous
+(no seed window free of N: no call). The `evidence` column says what the call rests on: kmer
+(the evidence alone reaches the line), both (the model lifted the evidence over it), none.
+
+The model alone (evidence mode `model`, or a folder without an index): each read is cut into
+windows of the model's read length (at 0, L, 2L, ... and one ending at the read's end, so every
+base is covered); a read's p_viral is the highest of its windows, viral at p_viral >= threshold.
+Windows with N or IUPAC letters are skipped when the model has no UNKNOWN token. Statuses:
 scored, too_short (shorter than the model's read length), ambiguous (no window free of N).
-
-Beside the model, a model folder may carry a k-mer index of its viral references
-(genointerp.viral.evidence): a read's kmer_hits is the number of its k-mers in that index. The
-`evidence` column names what says the read is viral: `model` (p_viral >= threshold), `kmer`
-(kmer_hits >= the index's min_hits), `both` or `none`. The call follows the request's evidence
-mode: `both` calls a read viral when either says so, `model` or `kmer` when that one does.
-With `kmer` alone the model is not run (p_viral NA) and a read counts as scored when it has a
-k-mer free of N.
+Evidence mode `kmer` calls on the evidence alone and never runs the model.
 
 With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
 genointerp.viral.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
 That needs a read to be scored in the same forward pass, beside the same windows, in every run:
-genointerp.viral.blocks fixes the passes by the reads' positions in the input.
+genointerp.viral.blocks fixes the passes by the reads' positions in the input. Evidence bits are
+per-read arithmetic (no sum runs across reads), so they need nothing of the kind.
 """
 
 from __future__ import annotations
@@ -30,21 +36,26 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
 from genointerp.viral.blocks import BLOCK, PASS, block_rows
+from genointerp.viral.calling import CallingRule, rule_of
 from genointerp.viral.evidence import KmerIndex, index_files, load_index
+from genointerp.viral.protein import ProteinIndex, load_protein_index
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 # New columns go last, so pipelines that cut fields 1-5 keep working
-HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\n"
+HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\tbits\n"
 EVIDENCE_MODES = ("both", "model", "kmer")
+MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
+STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
+EVIDENCE_LABELS = ("kmer", "both", "model", "none")
 
 
 @dataclass
@@ -58,7 +69,16 @@ class ClassifyRequest:
     chunk: tuple[int, int] | None = None  # (i, n): only chunk i of n of the read stream
     model_path: str | None = None  # None: the built-in model; recorded in the summary with a digest of its files
     evidence: str | None = None  # both, model or kmer; None: both when the model has a k-mer index, else model
-    kmer_min_hits: int | None = None  # None: the index's own
+    min_bits: float | None = None  # None: the model folder's calling rule's
+    model_all: bool = False  # run the model on every read, not only where it can change a call
+
+    def __post_init__(self) -> None:
+        if self.evidence is not None and self.evidence not in EVIDENCE_MODES:
+            raise UsageError(f"--evidence must be one of {', '.join(EVIDENCE_MODES)}, not {self.evidence!r}")
+        if self.min_bits is not None and not self.min_bits > 0:
+            raise UsageError(f"--min-bits must be above 0, not {self.min_bits}")
+        if self.threshold is not None and not 0 <= self.threshold <= 1:
+            raise UsageError(f"--threshold must be from 0 to 1, not {self.threshold}")
 
 
 def default_threshold(config: dict, where: str = "model config.json") -> float:
@@ -163,24 +183,27 @@ def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndar
 
 
 def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, starts: np.ndarray,
-                lengths: np.ndarray, L: int, k: int, has_unknown: bool):
-    """p_viral float64 (n,) with NaN for unscored reads, and statuses object (n,), for reads
-    given as codes joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined).
-    The batch must start on a block boundary of the input stream (genointerp.viral.blocks)."""
+                lengths: np.ndarray, L: int, k: int, has_unknown: bool, which: np.ndarray | None = None):
+    """p_viral float64 (m,) with NaN for unscored reads, and statuses object (m,), of the reads
+    `which` (int (m,), ascending; None: all n) of a batch given as codes joined by N (flat uint8
+    (M,); starts, lengths int64 (n,); see encode_joined). The batch must start on a block boundary
+    of the input stream (genointerp.viral.blocks): a read's forward pass holds only the chosen
+    reads of its own block."""
+    which = np.arange(len(lengths)) if which is None else which
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
-    wstart, wread = window_starts(starts, lengths, L)
-    p = np.full(len(lengths), np.nan)
-    status = np.where(lengths < L, "too_short", "ambiguous").astype(object)
+    wstart, wsub = window_starts(starts[which], lengths[which], L)
+    p = np.full(len(which), np.nan)
+    status = np.where(lengths[which] < L, "too_short", "ambiguous").astype(object)
     if wstart.size:
         mat = np.lib.stride_tricks.sliding_window_view(flat, L)[wstart]
         if not has_unknown:
             clean = ~(mat == N_CODE).any(axis=1)
-            mat, wread = mat[clean], wread[clean]
-        if wread.size:
-            rows, where = block_rows(wread)
+            mat, wsub = mat[clean], wsub[clean]
+        if wsub.size:
+            rows, where = block_rows(which[wsub])  # blocks by the reads' places in the batch
             pw = scorer(tokenize(mat[rows], k))[where]
-            best = np.full(len(lengths), -1.0)
-            np.maximum.at(best, wread, pw)
+            best = np.full(len(which), -1.0)
+            np.maximum.at(best, wsub, pw)
             scored = best >= 0
             p[scored] = best[scored]
             status[scored] = "scored"
@@ -192,43 +215,37 @@ class Classifier:
     path: str  # the model folder
     model: object  # the XVir module on the request's device
     config: dict
-    threshold: float  # calls on p_viral >= this
-    index: KmerIndex | None  # the folder's k-mer index, None without one
+    threshold: float  # the model alone calls on p_viral >= this
+    index: KmerIndex | None  # the folder's seed index, None without one
+    protein: ProteinIndex | None  # the folder's protein index, None without one
+    rule: CallingRule  # how evidence and model make one call
     evidence: str  # both, model or kmer
 
 
 def load_classifier(req: ClassifyRequest) -> Classifier:
-    """The request's model folder (or the built-in one), with its threshold or the model's
-    calibrated one, and its k-mer index if it has one (kmer_hits is reported in every mode)."""
+    """The request's model folder (or the built-in one), with its threshold, calling rule and
+    evidence indexes (bits and kmer_hits are reported in every mode that has them)."""
+    from dataclasses import replace
+
     from genointerp.checkpoint import load_model_dir
     from genointerp.resources import builtin_model_dir
 
     path = req.model_path or str(builtin_model_dir())
+    where = f"{path}/config.json"
     model, config = load_model_dir(path, expect="xvir")
-    threshold = req.threshold if req.threshold is not None else default_threshold(config, f"{path}/config.json")
-    index = load_index(path, config, req.kmer_min_hits)
+    threshold = req.threshold if req.threshold is not None else default_threshold(config, where)
+    index = load_index(path, config)
+    protein = load_protein_index(path, config) if index is not None else None
+    rule = rule_of(config, where)
+    if req.min_bits is not None:
+        rule = replace(rule, min_bits=req.min_bits)
     evidence = req.evidence or ("both" if index is not None else "model")
-    if evidence not in EVIDENCE_MODES:
-        raise ValueError(f"evidence mode {evidence!r}")
     if index is None and evidence != "model":
-        raise InputError(f"{path}: this model has no k-mer index (config.json 'kmer_index'), so only --evidence model "
+        raise InputError(f"{path}: this model has no viral index (config.json 'kmer_index'), so only --evidence model "
                          "works; train-xvir --viral REF builds one")
-    if index is None and req.kmer_min_hits is not None:
-        raise InputError(f"{path}: --kmer-min-hits needs a model with a k-mer index")
-    return Classifier(path, model.to(req.device), config, threshold, index, evidence)
-
-
-def decide(p: np.ndarray, status: np.ndarray, hits: np.ndarray | None, threshold: float, min_hits: int,
-           mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """(call, evidence) object (n,) per read from p_viral (n,) (NaN: unscored), statuses (n,) and
-    k-mer hits (n,) (None without an index), under evidence mode both, model or kmer."""
-    with np.errstate(invalid="ignore"):
-        by_model = p >= threshold
-    by_kmer = hits >= min_hits if hits is not None else np.zeros(p.shape, bool)
-    evidence = np.select([by_model & by_kmer, by_model, by_kmer], ["both", "model", "kmer"], "none").astype(object)
-    viral = {"both": by_model | by_kmer, "model": by_model, "kmer": by_kmer}[mode]
-    call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
-    return call, evidence
+    if index is None and req.min_bits is not None:
+        raise InputError(f"{path}: --min-bits needs a model with a viral index")
+    return Classifier(path, model.to(req.device), config, threshold, index, protein, rule, evidence)
 
 
 def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
@@ -237,7 +254,7 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     clf = load_classifier(req)
     counts: Counter = Counter()
     evidence_counts: Counter = Counter()
-    total = called = 0
+    total = called = model_reads = 0
     classify = batch_classifier(clf, req)
     it = records(req, one_format=viral_out is not None)
     ids = hashlib.sha256() if req.chunk else None  # the chunk's read names, for merge-calls to pair files
@@ -251,10 +268,13 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     out.write(HEADER.encode())
     with report.progress("classifying reads", None) as advance:
         while batch := list(islice(it, BATCH)):
-            p, status, hits, call, evidence = classify(batch)
-            hit_text = hits.astype(str).tolist() if hits is not None else ["NA"] * len(batch)
-            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\t{h}\t{e}\n"
-                    for r, q, c, s, h, e in zip(batch, p.tolist(), call.tolist(), status.tolist(), hit_text, evidence.tolist())]
+            got = classify(batch)
+            p, status, call, evidence = got.p, got.status, got.call, got.evidence
+            hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * len(batch)
+            bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * len(batch)
+            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\t{h}\t{e}\t{b}\n"
+                    for r, q, c, s, h, e, b in zip(batch, p.tolist(), call.tolist(), status.tolist(), hit_text,
+                                                   evidence.tolist(), bits_text)]
             out.write("".join(rows).encode())
             if ids is not None:
                 ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
@@ -263,25 +283,30 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
                 viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
             counts.update(status.tolist())
             evidence_counts.update(evidence.tolist())
+            model_reads += got.model_reads
             total += len(batch)
             called += int(viral.size)
             advance(len(batch))
     if req.chunk and total != stop - start:
         raise InputError(f"{', '.join(req.inputs)}: {start + total:,} reads on the second pass, {n_input:,} when "
                          "counted: did the input change while it was read?")
-    scored = counts.get("scored", 0)
+    scored = counts.get("scored", 0) + counts.get("model_abstained", 0)
     summary = {
         "reads_total": total,
         "reads_scored": scored,
         "reads_called_viral": called,
+        "reads_model_scored": model_reads,
         "fraction_viral_of_scored": called / scored if scored else 0.0,
-        "status_counts": {s: counts.get(s, 0) for s in ("scored", "too_short", "ambiguous")},
-        "evidence_counts": {e: evidence_counts.get(e, 0) for e in ("both", "model", "kmer", "none")},
+        "status_counts": {s: counts.get(s, 0) for s in STATUSES},
+        "evidence_counts": {e: evidence_counts.get(e, 0) for e in EVIDENCE_LABELS},
         "evidence": clf.evidence,
         "threshold": clf.threshold,
+        "rule": None if clf.index is None else clf.rule.as_dict(),
         "kmer_index": None if clf.index is None else {
-            "k": clf.index.settings.k, "seed": clf.index.settings.seed, "min_hits": clf.index.settings.min_hits,
+            "k": clf.index.settings.k, "seed": clf.index.settings.seed,
             "min_entropy": clf.index.settings.min_entropy, "n_kmers": int(clf.index.ids.size)},
+        "protein_index": None if clf.protein is None else {"k": clf.protein.settings.k,
+                                                          "n_kmers": int(clf.protein.ids.size)},
         "inputs": list(req.inputs),
         "model": clf.path,
         "model_sha256": model_sha256(clf.path, clf.config),
@@ -291,27 +316,59 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     return summary
 
 
-def batch_classifier(clf: Classifier, req: ClassifyRequest):
-    """A function from a batch of records [(name, seq, qual)] (n) to (p_viral float64 (n,), status
-    (n,), k-mer hits int64 (n,) or None, call (n,), evidence (n,))."""
+@dataclass
+class BatchCalls:
+    """classify-reads' answer for a batch of n reads, (n,) each: p_viral (NaN: not scored by the
+    model), status, seed hits and evidence bits (None without an index), call, evidence label;
+    and how many reads the model scored."""
+
+    p: np.ndarray
+    status: np.ndarray
+    hits: np.ndarray | None
+    bits: np.ndarray | None
+    call: np.ndarray
+    evidence: np.ndarray
+    model_reads: int
+
+
+def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list], BatchCalls]:
+    """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
+    the input stream, to its BatchCalls."""
     L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
     has_unknown = clf.config["model"]["vocab_size"] > 4**k
     scorer = window_scorer(clf.model, req) if clf.evidence != "kmer" else None
 
-    def classify(batch):
+    def model_alone(flat, starts, lengths, hits, bits) -> BatchCalls:
+        p, status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown)
+        with np.errstate(invalid="ignore"):
+            viral = p >= clf.threshold
+        call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
+        return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
+                          int((status == "scored").sum()))
+
+    def classify(batch) -> BatchCalls:
         flat, starts, lengths = encode_joined([r[1] for r in batch])
-        hits = clean = None
-        if clf.index is not None:
-            hits, clean = clf.index.hits(flat, starts, lengths)
+        if clf.index is None:
+            return model_alone(flat, starts, lengths, None, None)
+        seeds = clf.index.evidence(flat, starts, lengths)
+        bits = seeds.bits + (clf.protein.evidence(flat, starts, lengths).bits if clf.protein is not None else 0.0)
+        if clf.evidence == "model":
+            return model_alone(flat, starts, lengths, seeds.hits, bits)
+        status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
+        callable_ = status == "scored"
+        undecided = callable_ & clf.rule.undecided(bits)
+        p = np.full(len(batch), np.nan)
+        model_reads = 0
         if scorer is not None:
-            p, status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown)
-        else:  # k-mers alone: a read is scored when it has a k-mer free of N
-            p = np.full(len(batch), np.nan)
-            status = np.where(clean > 0, "scored", np.where(lengths < clf.index.settings.k, "too_short", "ambiguous"))
-            status = status.astype(object)
-        min_hits = clf.index.settings.min_hits if clf.index is not None else 0
-        call, evidence = decide(p, status, hits, clf.threshold, min_hits, clf.evidence)
-        return p, status, hits, call, evidence
+            which = np.flatnonzero(callable_ if req.model_all else undecided)
+            if which.size:
+                p[which], model_status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown, which)
+                model_reads = int((model_status == "scored").sum())
+                status[which[(model_status != "scored") & undecided[which]]] = "model_abstained"
+        viral = (status != "too_short") & (status != "ambiguous") & (clf.rule.score(bits, p) >= clf.rule.min_bits)
+        call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
+        evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
+        return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads)
 
     return classify
 

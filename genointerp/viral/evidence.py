@@ -245,12 +245,6 @@ class SeedEvidence:
         return cls(zero, zero.copy(), zero.copy(), zero.copy(), zero.copy(), np.zeros(n))
 
 
-def combined_score(p: np.ndarray, by_kmer: np.ndarray) -> np.ndarray:
-    """float64 (n,): classify-reads' rule as one score, for thresholds and ranking: reads with k-mer
-    evidence (by_kmer bool (n,)) above every other read (2.0), the rest by p_viral (n,)."""
-    return np.where(by_kmer, 2.0, p)
-
-
 def build_index(folder: str | Path, viral: list[str], negatives: list[str], settings: KmerSettings,
                 circular: bool, report: Reporter) -> dict:
     """Write a model folder's k-mer evidence files from viral reference paths (FASTA/GenBank) and

@@ -46,7 +46,7 @@ from genointerp.viral.blocks import BLOCK
 
 # Summary fields that describe one chunk only; the merged summary drops them.
 CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256")
-_COUNT_KEYS = ("reads_total", "reads_scored", "reads_called_viral")
+_COUNT_KEYS = ("reads_total", "reads_scored", "reads_called_viral", "reads_model_scored")
 _BLOCK = 1 << 20
 
 
@@ -109,7 +109,7 @@ def merge_summaries(summaries: list[tuple[str, dict]]) -> tuple[dict, list[int]]
             raise InputError(f"{path}: not a classify-reads summary (no {missing[0]!r})")
     first_path, first = summaries[0]
     for path, s in summaries[1:]:
-        for key in ("threshold", "evidence", "kmer_index"):
+        for key in ("threshold", "evidence", "rule", "kmer_index", "protein_index"):
             if s.get(key) != first.get(key):
                 raise InputError(f"{path}: {key} {json.dumps(s.get(key))} differs from {first_path}'s {json.dumps(first.get(key))}")
         if s.get("model_sha256") != first.get("model_sha256"):

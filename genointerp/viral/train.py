@@ -9,10 +9,12 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import open_kmer_dataset
+from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
-from genointerp.seq.alphabet import N_CODE
 from genointerp.train.driver import TrainingJob, run_training
-from genointerp.viral.evidence import CONFIG_KEY, KmerIndex, KmerSettings, build_index, combined_score, load_index
+from genointerp.viral.calling import RULE_KEY, CallingRule
+from genointerp.viral.evidence import CONFIG_KEY, REFS_FILE, KmerIndex, KmerSettings, build_index, load_index
+from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
 from genointerp.viral.fresh import FreshReads, FreshReadTask, ReadSimulator
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
                                    split_indices)
@@ -91,6 +93,7 @@ class XVirTraining(TrainingJob):
     def __init__(self, req: TrainRequest, seed: int) -> None:
         self.req, self.seed = req, seed
         self.index_entry: dict | None = None
+        self.protein_entry: dict | None = None
         self.index: KmerIndex | None = None
         self.calling: dict | None = None
 
@@ -193,6 +196,7 @@ class XVirTraining(TrainingJob):
             "test_metrics": test_metrics,
             **({"calling": self.calling} if self.calling else {}),
             **({CONFIG_KEY: self.index_entry} if self.index_entry else {}),
+            **({PROTEIN_KEY: self.protein_entry} if self.protein_entry else {}),
         }
 
     def write_extra(self, folder: Path) -> None:
@@ -238,30 +242,25 @@ class FreshXVirTraining(XVirTraining):
 
 def calibrate_on_fresh_reads(model, sim: ReadSimulator, index: KmerIndex | None, target: float, device: str,
                              precision: str) -> dict:
-    """The calling threshold at `target` for every negative kind: fresh calibration reads of each
-    negative label of `sim`, and the highest of their thresholds. With a k-mer index the rule is
-    the combined one (k-mer evidence, or p_viral >= threshold), as classify-reads calls."""
+    """The model's threshold at `target` for every negative kind (fresh calibration reads of each
+    negative label of `sim`; the highest of their thresholds), for --evidence model. With a viral
+    index, classify-reads' default rule weighs the evidence and the model in one score
+    (genointerp.viral.calling); its settings are recorded beside the threshold."""
     from genointerp.runtime import predict_proba
     from genointerp.train.metrics import threshold_at_fpr
 
     labels = sim.labels()
     per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
-    codes, tokens, label = sim.draw(per_label * len(labels), "calibration", shares={lab: 1.0 for lab in labels})
+    _, tokens, label = sim.draw(per_label * len(labels), "calibration", shares={lab: 1.0 for lab in labels})
     p = predict_proba(model, tokens, device, precision)
-    by_kmer = np.zeros(len(p), bool)
-    if index is not None:  # the rows joined by an N, as KmerIndex.hits takes reads
-        m, L = codes.shape
-        flat = np.concatenate([codes, np.full((m, 1), N_CODE, np.uint8)], axis=1).ravel()
-        hits, _ = index.hits(flat, np.arange(m, dtype=np.int64) * (L + 1), np.full(m, L, np.int64))
-        by_kmer = hits >= index.settings.min_hits
-    score = combined_score(p, by_kmer)
-    t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), score[label == i], target) for i in range(1, len(labels)))
-    called = by_kmer | (p >= t)
+    t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), p[label == i], target) for i in range(1, len(labels)))
+    called = p >= t
     return {"threshold": t, "target_fpr": target,
             "fpr": {labels[i]: float(called[label == i].mean()) for i in range(1, len(labels))},
             "tpr": float(called[label == 0].mean()), "n_reads": int(len(p)),
             "set_on": f"fresh reads drawn from the training references, about {per_label:,} per label",
-            "rule": "k-mer evidence or p_viral >= threshold" if index is not None else "p_viral >= threshold"}
+            "rule": "p_viral >= threshold (--evidence model)",
+            **({RULE_KEY: CallingRule().as_dict()} if index is not None else {})}
 
 
 def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
@@ -274,4 +273,6 @@ def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, re
         ix = req.index
         job.index_entry = build_index(folder, ix.viral, ix.negatives, ix.settings, ix.circular, report)
         job.index = load_index(folder, {CONFIG_KEY: job.index_entry})
+        job.protein_entry = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), ix.negatives,
+                                                ProteinSettings(), ix.circular, report)
     return run_training(job, settings, folder, output, resume, report)
