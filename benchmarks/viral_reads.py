@@ -3,8 +3,8 @@
 Every read is made by ART (`art_illumina -ss HS25`), another simulator than the one the built-in
 model was trained and calibrated with, from sequence in ../shared/data and Debian packages:
 
-  known       the HPV genomes the built-in model and its index were built from (the model
-              folder's kmer_refs.fa.gz when it holds only those: fresh reads, genomes not held out)
+  known       the HPV genomes the built-in model was trained on (its training_genomes.txt: fresh
+              reads, genomes not held out)
   unseen      the HPV genomes of ../shared/data/viral/hpv_genomes.fa the model never saw, by type:
               sorted type names alternate between `val_types` (choices are made on them) and
               `test_types` (reported, never chosen on)
@@ -69,8 +69,7 @@ def references(shared: Path, out: Path) -> dict[str, Path]:
         return {p.stem: p for p in refs.glob("*.fa")}
     refs.mkdir(parents=True, exist_ok=True)
     hpv = [(r.name, r.sequence.upper()) for r in pysam.FastxFile(str(shared / "viral/hpv_genomes.fa"))]
-    with gzip.open(builtin_model_dir() / "kmer_refs.fa.gz", "rt") as fh:
-        known_names = {line[1:].split()[0] for line in fh if line.startswith(">")}
+    known_names = set((builtin_model_dir() / "training_genomes.txt").read_text().split())
     unseen_types = sorted({hpv_type(n) for n, _ in hpv if n not in known_names})
     val_types = set(unseen_types[0::2])
     write_fasta(refs / "known.fa", [(n, s) for n, s in hpv if n in known_names])

@@ -178,6 +178,46 @@ def install_evidence(work: Path, model: Path) -> None:
     describe_index_sources(model)
 
 
+# Every negative reference prepare() and prepare_wide() write, training and held-out: what the
+# shipped evidence is built against (the benchmark builds its own from the training ones only).
+ALL_NEGATIVES = ["human_train.fa", "human_heldout.fa", "bacteria_train.fa", "bacteria_heldout.fa",
+                 "bacteria_wide_train.fa", "bacteria_wide_heldout.fa", "fungal_train.fa", "protist_train.fa",
+                 "yeast_heldout.fa", "pfal_heldout.fa"]
+
+
+def ship_evidence(shared: Path, work: Path, model: Path) -> None:
+    """The model folder's viral indexes as users get them: seeds and proteins of every genome of
+    ../shared/data/viral (all HPV genomes, the other oncoviruses), minus what every negative
+    reference shares with them, and the calling rule (genointerp.viral.calling's defaults, chosen on
+    benchmarks/viral_calls.py's validation split). The XVir model itself is not retrained."""
+    from genointerp.cli.common import REPORTER
+    from genointerp.io.sequences import read_reference
+    from genointerp.viral.calling import RULE_KEY, CallingRule
+    from genointerp.viral.evidence import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
+    from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
+
+    viral = work / "viral_all.fa"
+    records = [(r.name, r.sequence) for name in ("hpv_genomes.fa", "oncoviruses.fa")
+               for r in pysam.FastxFile(str(shared / "viral" / name))]
+    write_fasta(viral, records)
+    negatives = [str(work / ref) for ref in ALL_NEGATIVES]
+    entry = build_index(model, [str(viral)], negatives, KmerSettings(), True, REPORTER)
+    protein = build_protein_index(model, read_reference(str(model / REFS_FILE)), negatives, ProteinSettings(), True,
+                                  REPORTER)
+    config = json.loads((model / "config.json").read_text())
+    config[CONFIG_KEY], config[PROTEIN_KEY] = entry, protein
+    config["kmer_index"]["sources"] = {
+        "viral": [f"every genome of ../shared/data/viral/hpv_genomes.fa ({sum(n.startswith('HPV') for n, _ in records)} "
+                  "HPV genomes) and ../shared/data/viral/oncoviruses.fa (HBV, HCV, EBV, KSHV, HTLV-1, MCPyV)"],
+        "negative": ["GRCh37 chr20 (all of it)", "E. coli 536; K. pneumoniae Kp1084, NTUH-K2044, MGH 78578, HS11286",
+                     "S. aureus JH1, N315, TW20, MSSA476; H. pylori F32, Gambia94/24; Streptococcus suis P1/7",
+                     "Ustilago maydis; S. cerevisiae chrI-II", "Dictyostelium discoideum AX4; Plasmodium knowlesi, P. falciparum 3D7"]}
+    config["calling"][RULE_KEY] = CallingRule().as_dict()
+    config["calling"]["rule"] = "evidence bits + the model's vote >= min_bits (genointerp.viral.calling); " \
+                                "p_viral >= threshold with --evidence model"
+    (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
 def describe_index_sources(model: Path) -> None:
     """The index's sources named by what they are, not by paths on the machine that built it."""
     config = json.loads((model / "config.json").read_text())
@@ -315,9 +355,10 @@ def main() -> None:
     ap.add_argument("--reads", type=int, default=60_000)
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--stage", choices=["all", "calling", "fresh"], default="all",
+    ap.add_argument("--stage", choices=["all", "calling", "fresh", "evidence"], default="all",
                     help="calling: rebuild only the installed model's k-mer index and threshold (no training); "
-                         "fresh: fine-tune the installed model on fresh reads, install it if better on held-out reads")
+                         "fresh: fine-tune the installed model on fresh reads, install it if better on held-out reads; "
+                         "evidence: rebuild the installed model's shipped viral indexes from every genome and negative")
     ap.add_argument("--device", default="cpu", help="train-xvir --device: cpu, or cuda for a GPU (the way to a "
                                                       "bigger FINETUNE and a sharper model)")
     args = ap.parse_args()
@@ -328,6 +369,9 @@ def main() -> None:
     prepare_wide(work)
     if args.stage == "fresh":
         install_if_better(work, fresh_stage(work, target, args), target)
+        return
+    if args.stage == "evidence":
+        ship_evidence(Path(args.shared), work, target)
         return
     if args.stage == "all":
         model = train(work, args)
