@@ -216,6 +216,46 @@ def ship_evidence(shared: Path, work: Path, model: Path) -> None:
     config["calling"]["rule"] = "evidence bits + the model's vote >= min_bits (genointerp.viral.calling); " \
                                 "p_viral >= threshold with --evidence model"
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    ship_descriptions(shared, model)
+
+
+def ship_descriptions(shared: Path, model: Path) -> None:
+    """The oncovirus genomes' descriptions (accession, genotype) beside kmer_refs.fa.gz, whose
+    headers carry names only: reports name HBV_4 "HBV genotype C" (genointerp.viral.panel)."""
+    from genointerp.viral.placement import DESCRIPTIONS_FILE
+
+    rows = []
+    for line in (shared / "viral" / "oncoviruses.fa").read_text().splitlines():
+        if line.startswith(">"):
+            name, _, rest = line[1:].partition(" ")
+            words = [w for w in rest.split() if not w.startswith(("source=", "len="))]
+            rows.append(f"{name}\t{' '.join(words)}\n")
+    (model / DESCRIPTIONS_FILE).write_text("# name\tdescription (from ../shared/data/viral/oncoviruses.fa)\n" + "".join(rows))
+    ship_taxids(model)
+
+
+TAXONOMY = Path("/usr/share/EMBOSS/data/TAXONOMY/names.dmp")  # NCBI taxonomy dump of Debian's emboss-data
+
+
+def ship_taxids(model: Path, names_dmp: Path = TAXONOMY) -> None:
+    """NCBI taxids of the HPV types (HPV16 -> 333760 'Human papillomavirus type 16') for the
+    kraken-style report, from the taxonomy's names (scientific names first, then synonyms)."""
+    import re
+
+    from genointerp.viral.sample_report import TAXIDS_FILE
+
+    found: dict[str, tuple[int, int, str]] = {}
+    pattern = re.compile(r"Human papillomavirus (?:type )?(\d+)")
+    with open(names_dmp) as fh:
+        for line in fh:
+            parts = line.split("\t|\t")
+            m = pattern.fullmatch(parts[1]) if len(parts) > 3 else None
+            if m:
+                rank = 0 if parts[3].startswith("scientific name") else 1
+                key = (rank, int(parts[0]), parts[1])
+                found[f"HPV{m.group(1)}"] = min(found.get(f"HPV{m.group(1)}", key), key)
+    rows = [f"{t}\t{taxid}\t{name}\n" for t, (_, taxid, name) in sorted(found.items(), key=lambda kv: int(kv[0][3:]))]
+    (model / TAXIDS_FILE).write_text("# type\tNCBI taxid\tname (emboss-data's NCBI taxonomy names.dmp)\n" + "".join(rows))
 
 
 def describe_index_sources(model: Path) -> None:

@@ -90,12 +90,13 @@ def test_classify_reads_outputs(model, dataset, cli, tmp_path):
               "--viral-out", tmp_path / "v.fq", "--threshold", 0.5)
     assert res.exit_code == 0, res.output
     rows = [r.split("\t") for r in (tmp_path / "c.tsv").read_text().splitlines()]
-    assert rows[0] == ["read_id", "length", "p_viral", "call", "status", "kmer_hits", "evidence", "bits"]
+    assert rows[0] == ["read_id", "length", "p_viral", "call", "status", "kmer_hits", "evidence", "bits", "reference"]
     assert len(rows) == 44
     by_id = {r[0]: r for r in rows[1:]}
     # this model has no viral index: the model alone calls, and there are no hits or bits
-    assert by_id["short"][2:] == ["NA", "NA", "too_short", "NA", "none", "NA"]
-    assert by_id["allN"][2:] == ["NA", "NA", "ambiguous", "NA", "none", "NA"]
+    # nor references to type reads on: reference NA
+    assert by_id["short"][2:] == ["NA", "NA", "too_short", "NA", "none", "NA", "NA"]
+    assert by_id["allN"][2:] == ["NA", "NA", "ambiguous", "NA", "none", "NA", "NA"]
     assert all(r[6] == ("model" if r[3] == "viral" else "none") for r in rows[1:])
     assert by_id["long"][1] == str(2 * len(reads[0][1])) and by_id["long"][4] == "scored"
     summary = json.loads((tmp_path / "s.json").read_text())

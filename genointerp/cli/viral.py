@@ -167,13 +167,18 @@ def train_xvir(
 )
 def classify_reads(
     inputs: List[str] = typer.Argument(..., metavar="READS...", help="FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA)."),
-    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status, kmer_hits, evidence, bits); - is stdout."),
+    output: str = typer.Option("-", "-o", "--output", help="Per-read TSV (read_id, length, p_viral, call, status, kmer_hits, evidence, bits, reference); - is stdout."),
     model_dir: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-xvir (default: the built-in HPV model)."),
     threshold: Optional[float] = typer.Option(None, "--threshold", min=0, max=1, help="With --evidence model: viral when p_viral >= this (default: the model's calibrated threshold, else 0.5)."),
     evidence: Optional[Evidence] = typer.Option(None, "--evidence", help="What calls a read viral: both (its evidence bits from the model folder's viral index, moved by the model's vote where that can change the call), kmer (the evidence alone; the model is not run) or model (the model alone, p_viral >= --threshold). Default: both when the model has a viral index, else model."),
     min_bits: Optional[float] = typer.Option(None, "--min-bits", min=0, help="Viral when the read's score reaches this many bits (default: the model folder's calling rule, 10 for the built-in model). Lower finds more divergent viruses and calls more false positives."),
     model_all: bool = typer.Option(False, "--model-all", help="Run the model on every read (fills p_viral), not only on reads whose call it can change; the calls are the same, at the model's speed."),
-    summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON (with the per-sample viral report, viral_report, when a report is asked for)."),
+    report: Optional[str] = typer.Option(None, "--report", help="Write the per-sample viral report TSV: per virus and type, EM-assigned and unique reads, genome fraction covered, mean depth, copies per human genome, status (detected, low_evidence, not_detected)."),
+    kraken_report: Optional[str] = typer.Option(None, "--kraken-report", help="Write the report in kraken2's six-column format (MultiQC's kraken module and Pavian read it): reads not called viral are unclassified, viruses at rank S, their types at S1."),
+    multiqc: Optional[str] = typer.Option(None, "--multiqc", help="Write a MultiQC custom-content file (name it *_mqc.tsv): a general-statistics row with viral reads, top type and copies per genome."),
+    sample: Optional[str] = typer.Option(None, "--sample", help="Sample name in the reports (default: the first input's file name less its extensions)."),
+    host_genome_size: float = typer.Option(3.1e9, "--host-genome-size", min=1, help="Host genome size (bp) for copies per genome = viral depth / host depth, host depth = bases of the reads not called viral / this. Default GRCh38's; assumes whole-genome sequencing."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
@@ -196,9 +201,14 @@ def classify_reads(
     from genointerp.viral.classify import ClassifyRequest, run, summary_json
     from genointerp.viral.scatter import parse_chunk
 
-    if [output, summary, viral_out].count(STDOUT) > 1:
+    if [output, summary, viral_out, report, kraken_report, multiqc].count(STDOUT) > 1:
         raise typer.BadParameter("only one output can be - (stdout)")
     _stdin_once(inputs, "READS...", "it cannot be read twice")
+    reports = [(hint, path) for hint, path in (("--report", report), ("--kraken-report", kraken_report),
+                                               ("--multiqc", multiqc)) if path]
+    if chunk is not None and reports:
+        raise typer.BadParameter("the per-sample report needs every read of the sample: run classify-reads "
+                                 "unchunked for it", param_hint=reports[0][0])
     chunk_of = None
     if chunk is not None:
         try:
@@ -216,16 +226,23 @@ def classify_reads(
     model_path = str(model_dir or builtin_model_dir())
     req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
                           chunk=chunk_of, model_path=model_path, evidence=evidence and evidence.value,
-                          min_bits=min_bits, model_all=model_all)
+                          min_bits=min_bits, model_all=model_all, report=bool(reports), sample=sample,
+                          host_genome_size=host_genome_size)
     with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
-        with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
-            result = run(req, out[output], out.get(viral_out), REPORTER)
+        with outputs.streams(output, summary, viral_out, report, kraken_report, multiqc, plain=[summary]) as out:
+            result = run(req, out[output], out.get(viral_out), REPORTER,  # the summary above: plain JSON
+                         {"tsv": out.get(report), "kraken": out.get(kraken_report), "multiqc": out.get(multiqc)})
             if summary:
                 out[summary].write(summary_json(result).encode())
     sc = result["status_counts"]
     log(f"{result['reads_total']:,} reads, {result['reads_scored']:,} scored, {result['reads_called_viral']:,} called viral "
         f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}; "
         f"the model scored {result['reads_model_scored']:,}")
+    if "viral_report" in result:
+        vr = result["viral_report"]
+        found = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['copies_per_genome']} copies/genome)"
+                          for t in vr["types"] if t["status"] == "detected")
+        log(f"sample {vr['sample']}: {found or 'no virus detected'}")
 
 
 @app.command(

@@ -51,7 +51,7 @@ from genointerp.seq.kmers import tokenize
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 # New columns go last, so pipelines that cut fields 1-5 keep working
-HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\tbits\n"
+HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\tbits\treference\n"
 EVIDENCE_MODES = ("both", "model", "kmer")
 MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
 STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
@@ -71,6 +71,9 @@ class ClassifyRequest:
     evidence: str | None = None  # both, model or kmer; None: both when the model has a k-mer index, else model
     min_bits: float | None = None  # None: the model folder's calling rule's
     model_all: bool = False  # run the model on every read, not only where it can change a call
+    report: bool = False  # type the viral reads by EM into the per-sample report (summary's viral_report)
+    sample: str | None = None  # the report's sample name; None: from the first input's file name
+    host_genome_size: float = 3.1e9  # the report's copies per genome: GRCh38's size by default
 
     def __post_init__(self) -> None:
         if self.evidence is not None and self.evidence not in EVIDENCE_MODES:
@@ -79,6 +82,10 @@ class ClassifyRequest:
             raise UsageError(f"--min-bits must be above 0, not {self.min_bits}")
         if self.threshold is not None and not 0 <= self.threshold <= 1:
             raise UsageError(f"--threshold must be from 0 to 1, not {self.threshold}")
+        if self.report and self.chunk:
+            raise UsageError("the per-sample report needs every read of the sample: run classify-reads unchunked for it")
+        if not self.host_genome_size > 0:
+            raise UsageError(f"--host-genome-size must be above 0, not {self.host_genome_size}")
 
 
 def default_threshold(config: dict, where: str = "model config.json") -> float:
@@ -248,10 +255,15 @@ def load_classifier(req: ClassifyRequest) -> Classifier:
     return Classifier(path, model.to(req.device), config, threshold, index, protein, rule, evidence)
 
 
-def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
+def run(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out: dict | None = None) -> dict:
     """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
-    binary streams, viral_out None for none). Returns the run's summary."""
+    binary streams, viral_out None for none). Returns the run's summary, with the per-sample viral
+    report (genointerp.viral.sample_report) with `req.report`; `sample_out` (format -> open binary
+    stream, see genointerp.io.viral_report.write_sample_report) gets it as files."""
+    from genointerp.viral.sample_report import SampleTally, sample_name
+
     clf = load_classifier(req)
+    tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.inputs), req.host_genome_size, report.log)
     counts: Counter = Counter()
     evidence_counts: Counter = Counter()
     total = called = model_reads = 0
@@ -272,9 +284,10 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
             p, status, call, evidence = got.p, got.status, got.call, got.evidence
             hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * len(batch)
             bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * len(batch)
-            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\t{h}\t{e}\t{b}\n"
-                    for r, q, c, s, h, e, b in zip(batch, p.tolist(), call.tolist(), status.tolist(), hit_text,
-                                                   evidence.tolist(), bits_text)]
+            types = tally.add(batch, call == "viral")
+            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\t{h}\t{e}\t{b}\t{t}\n"
+                    for r, q, c, s, h, e, b, t in zip(batch, p.tolist(), call.tolist(), status.tolist(), hit_text,
+                                                      evidence.tolist(), bits_text, types)]
             out.write("".join(rows).encode())
             if ids is not None:
                 ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
@@ -313,6 +326,13 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter) -> dict:
     }
     if req.chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
+    if not req.report:
+        tally.close()  # the reads were typed for the reference column only: no report asked for
+    else:
+        from genointerp.io.viral_report import write_sample_report
+
+        summary["viral_report"], report_rows = tally.finish()
+        write_sample_report(sample_out or {}, summary["viral_report"], report_rows, total, called)
     return summary
 
 

@@ -35,6 +35,9 @@ WRAP = 500
 MIN_ALIGNED = 20  # a placement covers at least this many bases of the piece
 MIN_IDENTITY = 0.75  # matching bases over the alignment's length
 MIN_EXTRA_IDENTITY = 0.9  # on added references (no seed index to vouch for the piece)
+# The model folder's descriptions of its references where the FASTA headers carry none (the
+# genotype of HBV_3 ...): name <TAB> description, one a line
+DESCRIPTIONS_FILE = "ref_descriptions.tsv"
 # sensitive placement on the seed-vetted panel: 11-mer minimizers in windows of 3
 _SENSITIVE = dict(preset="sr", k=11, w=3, min_chain_score=15, min_dp_score=20, best_n=5)
 _PLAIN = dict(preset="sr", best_n=5)
@@ -64,6 +67,19 @@ class Placement:
     mlen: int
     blen: int  # alignment length (mlen / blen: identity)
     kmer_hits: int
+    edits: int = 0  # edit distance of the aligned part (minimap2's NM); place_all fills it
+
+
+def with_descriptions(records: list[tuple[str, str, str]], table: Path) -> list[tuple[str, str, str]]:
+    """Records with the descriptions of `table` (DESCRIPTIONS_FILE) where their headers have none."""
+    if not table.exists():
+        return records
+    described = {}
+    for line in table.read_text().splitlines():
+        name, _, description = line.partition("\t")
+        if name and not line.startswith("#"):
+            described[name] = description
+    return [(n, d or described.get(n, ""), s) for n, d, s in records]
 
 
 def read_described(path: str) -> list[tuple[str, str, str]]:
@@ -85,7 +101,7 @@ def read_described(path: str) -> list[tuple[str, str, str]]:
 class ViralPanel:
     """The model folder's seed index and references plus added references, with their aligners."""
 
-    def __init__(self, model_dir: str | Path, extra: list[str], log) -> None:
+    def __init__(self, model_dir: str | Path, extra: list[str], log, best_n: int = 5, index=None) -> None:
         from genointerp.checkpoint import CONFIG
         from genointerp.io.jsonfile import read_json_object
         from genointerp.viral.evidence import REFS_FILE, load_index
@@ -93,7 +109,7 @@ class ViralPanel:
         model_dir = Path(model_dir)
         config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
                                   "a model configuration")
-        self.index = load_index(model_dir, config, None)
+        self.index = index if index is not None else load_index(model_dir, config, None)
         if self.index is None:
             raise InputError(f"{model_dir}: the model has no viral references (config.json has no k-mer index); "
                              "find-integrations places reads on them (train-xvir --viral)")
@@ -101,10 +117,11 @@ class ViralPanel:
         self.refs: dict[str, ViralRef] = {}
         self._digests: dict[str, str] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
-        builtin = read_described(str(model_dir / REFS_FILE))
-        self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), _SENSITIVE, "builtin.fa")
+        builtin = with_descriptions(read_described(str(model_dir / REFS_FILE)), model_dir / DESCRIPTIONS_FILE)
+        self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), {**_SENSITIVE, "best_n": best_n}, "builtin.fa")
         added = [rec for path in extra for rec in self._tagged(path)]
-        self._plain = self._aligner([r[:3] for r in added], None, _PLAIN, "added.fa", [r[3] for r in added]) if added else None
+        self._plain = self._aligner([r[:3] for r in added], None, {**_PLAIN, "best_n": best_n}, "added.fa",
+                                    [r[3] for r in added]) if added else None
         log(f"viral panel: {len(builtin):,} references of {model_dir}" +
             (f" and {len(added):,} added ({', '.join(extra)})" if added else ""))
 
@@ -164,6 +181,28 @@ class ViralPanel:
             out[i] = best
         return out
 
+    def place_all(self, seq: str, min_aligned: int) -> list[Placement]:
+        """Every placement of a whole read (no seed check: the caller has called it viral) on the
+        panel's references, at most one per reference (its best: fewest matching bases lost), each
+        covering at least `min_aligned` bases of the read; sorted by reference name."""
+        best: dict[str, tuple] = {}
+        for aligner, min_identity in ((self._sensitive, MIN_IDENTITY), (self._plain, MIN_EXTRA_IDENTITY)):
+            if aligner is None:
+                continue
+            for h in aligner.map(seq):
+                if h.q_en - h.q_st < max(MIN_ALIGNED, min_aligned) or h.mlen < min_identity * h.blen:
+                    continue
+                key = (-h.mlen, h.NM, h.r_st, h.strand)
+                if h.ctg not in best or key < best[h.ctg][0]:
+                    best[h.ctg] = (key, h)
+        return [self._placement(h, 0, h.NM) for _, (_, h) in sorted(best.items())]
+
+    def _placement(self, h, kmer_hits: int, edits: int = 0) -> Placement:
+        ref = self.refs[h.ctg]
+        shift = (h.r_st // ref.length) * ref.length if ref.naming.circular else 0
+        return Placement(h.ctg, h.strand, h.r_st - shift, h.r_en - shift, h.q_st, h.q_en, h.mlen, h.blen, kmer_hits,
+                         edits)
+
     def _best(self, aligner, piece: str, min_identity: float, kmer_hits: int) -> Placement | None:
         best, key = None, None
         for h in aligner.map(piece):
@@ -172,12 +211,7 @@ class ViralPanel:
             k = (-h.mlen, h.ctg, h.r_st, h.strand)
             if key is None or k < key:
                 best, key = h, k
-        if best is None:
-            return None
-        ref = self.refs[best.ctg]
-        shift = (best.r_st // ref.length) * ref.length if ref.naming.circular else 0
-        return Placement(best.ctg, best.strand, best.r_st - shift, best.r_en - shift, best.q_st, best.q_en,
-                         best.mlen, best.blen, kmer_hits)
+        return None if best is None else self._placement(best, kmer_hits)
 
 
 def junction_side(host_side: str, p: Placement, length: int, extend: int = 0) -> tuple[str, int]:

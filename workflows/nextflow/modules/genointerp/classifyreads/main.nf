@@ -50,7 +50,7 @@ process GENOINTERP_CLASSIFYREADS {
     stub:
     def prefix = task.ext.prefix ?: (meta.chunks ? "${meta.id}.${meta.chunk}-of-${meta.chunks}" : "${meta.id}")
     """
-    printf 'read_id\\tlength\\tp_viral\\tcall\\tstatus\\tkmer_hits\\tevidence\\tbits\\n' > ${prefix}.calls.tsv
+    printf 'read_id\\tlength\\tp_viral\\tcall\\tstatus\\tkmer_hits\\tevidence\\tbits\\treference\\n' > ${prefix}.calls.tsv
     echo '{}' > ${prefix}.summary.json
     echo -n | gzip > ${prefix}.viral.fq.gz
 

@@ -43,7 +43,7 @@ process GENOINTERP_MERGECALLS {
     stub:
     def prefix = task.ext.prefix ?: "${meta.id}"
     """
-    printf 'read_id\\tlength\\tp_viral\\tcall\\tstatus\\tkmer_hits\\tevidence\\tbits\\n' > ${prefix}.calls.tsv
+    printf 'read_id\\tlength\\tp_viral\\tcall\\tstatus\\tkmer_hits\\tevidence\\tbits\\treference\\n' > ${prefix}.calls.tsv
     echo '{}' > ${prefix}.summary.json
     echo -n | gzip > ${prefix}.viral.fq.gz
 

@@ -1,0 +1,185 @@
+"""Which viral type each read comes from, and how much of each type a sample holds.
+
+Placement: every read called viral is aligned with minimap2 (mappy, through
+genointerp.viral.placement's panel of the model folder's references) to all references; each
+reference keeps its best alignment, and the read keeps the references within MARGIN edits of its
+best (edits = the alignment's edit distance plus the read's unaligned bases). A placement must
+cover at least half of the read at 75 % identity or more. The read's `reference` is the type
+(display name: HPV16, HBV genotype C) of its best alignment, or the tied types joined by ','.
+
+EM: a read's likelihood on a reference is (1 - e)^(n - d) e^d with d its edits and e = ERROR_RATE,
+so a reference one edit worse is 1/ODDS as likely. Abundances over references start equal and are
+updated for a fixed EM_ITERATIONS at most (stopping early when no abundance moves by more than
+EM_TOLERANCE); reads are then shared among references by their posterior, and references are
+grouped into their types (lineage genomes HPV16_v2 ... into HPV16). Sums run in a fixed order
+(np.bincount over reads sorted by input order), so the same reads give the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MARGIN = 6  # edits behind a read's best alignment that still count as a match
+ERROR_RATE = 0.02  # per-base mismatch rate of the likelihood (sequencing errors + strain variation)
+EM_ITERATIONS = 500
+EM_TOLERANCE = 1e-9
+MIN_READ_SHARE = 0.5  # a placement covers at least this share of the read
+
+
+@dataclass(frozen=True)
+class Hit:
+    ref: str
+    edits: int  # edit distance of the alignment + unaligned read bases
+    r_st: int  # 0-based start on the reference (circular: modulo its length)
+    r_en: int  # r_st + aligned reference bases (may pass a circular genome's end)
+    aligned: int  # read bases in the alignment
+
+
+@dataclass
+class TypeHits:
+    """A read's matches within MARGIN of its best, sorted by (edits, reference name)."""
+
+    hits: list[Hit]
+
+    @property
+    def best(self) -> int:
+        return self.hits[0].edits
+
+
+class Typer:
+    """Places reads called viral on a model folder's references (lazily: the aligner is built on
+    the first read to place)."""
+
+    def __init__(self, model_dir: str, index, log) -> None:
+        self.model_dir, self.index, self.log = model_dir, index, log
+        self._panel = None
+
+    @property
+    def panel(self):
+        if self._panel is None:
+            from genointerp.viral.placement import ViralPanel
+
+            self._panel = ViralPanel(self.model_dir, [], self.log, best_n=64, index=self.index)
+        return self._panel
+
+    def close(self) -> None:
+        if self._panel is not None:
+            self._panel.close()
+
+    def place(self, seq: str) -> TypeHits | None:
+        need = math.ceil(MIN_READ_SHARE * len(seq))
+        hits = []
+        for p in self.panel.place_all(seq, need):
+            edits = p.edits + p.q_st + (len(seq) - p.q_en)
+            hits.append(Hit(p.ref, edits, p.r_st, p.r_en, p.q_en - p.q_st))
+        if not hits:
+            return None
+        best = min(h.edits for h in hits)
+        return TypeHits(sorted((h for h in hits if h.edits <= best + MARGIN), key=lambda h: (h.edits, h.ref)))
+
+    def type_of(self, ref: str) -> str:
+        return self.panel.refs[ref].naming.display
+
+    def reference_label(self, placed: TypeHits | None) -> str:
+        """The read's best type, or its tied types joined by ',' (sorted); 'unplaced' without one."""
+        if placed is None:
+            return "unplaced"
+        return ",".join(sorted({self.type_of(h.ref) for h in placed.hits if h.edits == placed.best}))
+
+
+@dataclass
+class EMResult:
+    refs: list[str]  # the references any read matched, sorted
+    abundance: np.ndarray  # (R,) share of reads per reference
+    read: np.ndarray  # (H,) read index of each hit
+    ref: np.ndarray  # (H,) reference index of each hit
+    posterior: np.ndarray  # (H,) the read's share on that reference
+    iterations: int
+
+
+def run_em(placed: list[TypeHits], read_lengths: list[int] | None = None) -> EMResult:
+    """Abundances of the references, and each read's posterior over its matches."""
+    refs = sorted({h.ref for p in placed for h in p.hits})
+    index = {r: i for i, r in enumerate(refs)}
+    read = np.array([i for i, p in enumerate(placed) for _ in p.hits], dtype=np.int64)
+    ref = np.array([index[h.ref] for p in placed for h in p.hits], dtype=np.int64)
+    edits = np.array([h.edits - p.best for p in placed for h in p.hits], dtype=np.float64)
+    n, r = len(placed), len(refs)
+    if n == 0:
+        return EMResult(refs, np.zeros(0), read, ref, np.zeros(0), 0)
+    like = np.exp(-edits * math.log((1 - ERROR_RATE) / ERROR_RATE))  # relative to the read's best
+    abundance = np.full(r, 1.0 / r)
+    it = 0
+    for it in range(1, EM_ITERATIONS + 1):
+        w = abundance[ref] * like
+        posterior = w / np.bincount(read, w, n)[read]
+        new = np.bincount(ref, posterior, r) / n
+        moved = float(np.abs(new - abundance).max())
+        abundance = new
+        if moved < EM_TOLERANCE:
+            break
+    w = abundance[ref] * like
+    posterior = w / np.bincount(read, w, n)[read]
+    return EMResult(refs, abundance, read, ref, posterior, it)
+
+
+@dataclass
+class TypeRow:
+    virus: str
+    type: str
+    reads: float  # EM-assigned
+    unique_reads: int  # reads matching no other type within MARGIN
+    covered_bases: int  # of the lead reference, by reads mostly assigned to the type
+    genome_length: int  # the lead reference's
+    mean_depth: float
+    lead: str  # the type's reference with the highest abundance
+    matching_reads: int  # reads with a match on the type (within MARGIN of their best)
+    reads_shared: dict[str, int] = field(default_factory=dict)  # other type -> reads of this type matching it
+
+
+def type_rows(placed: list[TypeHits], em: EMResult, naming, lengths: dict[str, int]) -> list[TypeRow]:
+    """Per type: EM reads, unique reads, coverage and depth on its lead reference. `naming`: ref ->
+    ViralName; `lengths`: ref -> genome length."""
+    types = sorted({naming[r].display for r in em.refs})
+    t_index = {t: i for i, t in enumerate(types)}
+    ref_type = np.array([t_index[naming[r].display] for r in em.refs], dtype=np.int64)
+    hit_type = ref_type[em.ref]
+    n = max(len(placed), 1)
+    # a read's posterior summed over each type's references: (type, read) pairs, sorted
+    keys, inverse = np.unique(hit_type * n + em.read, return_inverse=True)
+    share = np.bincount(inverse.ravel(), em.posterior, keys.size)
+    pair_type, pair_read = keys // n, keys % n
+    rows = []
+    for t, name in enumerate(types):
+        members = [i for i, rt in enumerate(ref_type.tolist()) if rt == t]
+        lead = min(members, key=lambda i: (-em.abundance[i], em.refs[i]))
+        lead_ref = em.refs[lead]
+        length = lengths[lead_ref]
+        mask = pair_type == t
+        reads = float(share[mask].sum())
+        depth_bases = 0.0
+        covered = np.zeros(length, dtype=bool)
+        unique = 0
+        shared: dict[str, int] = {}
+        for i, w in zip(pair_read[mask].tolist(), share[mask].tolist()):
+            hits = placed[i].hits
+            mine = [h for h in hits if naming[h.ref].display == name]
+            others = {naming[h.ref].display for h in hits} - {name}
+            if not others:
+                unique += 1
+            for o in others:
+                shared[o] = shared.get(o, 0) + 1
+            depth_bases += w * mine[0].aligned
+            if w >= 0.5:
+                on_lead = [h for h in mine if h.ref == lead_ref]
+                if on_lead:
+                    h = on_lead[0]
+                    covered[np.arange(h.r_st, h.r_en) % length] = True
+        naming_t = naming[lead_ref]
+        rows.append(TypeRow(naming_t.virus, name, reads, unique, int(covered.sum()), length,
+                            depth_bases / length, lead_ref, int(mask.sum()), dict(sorted(shared.items()))))
+    rows.sort(key=lambda r: (-round(r.reads, 6), r.type))
+    return rows

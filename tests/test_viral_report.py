@@ -1,0 +1,158 @@
+"""classify-reads' per-sample viral report (issue 32): the reference column, typing by EM,
+--report, --sample, --host-genome-size and summary.json's viral_report, on
+test-data/viral_report/mix.fq.gz (made by test-data/make_viral_report_data.py: 1,500 human reads
+of chr20_slice.fa.gz's 100 kb, 150 HPV16, 15 HPV31 and 40 HBV genotype C reads, 150 bp)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import DATA
+
+MIX = DATA / "viral_report" / "mix.fq.gz"
+SLICE = 100_000  # bp of the human background: the host genome of the copies
+TRUTH_READS = {"HPV16": 150, "HPV31": 15, "HBV genotype C": 40}
+GENOMES = {"HPV16": 7906, "HPV31": 7912, "HBV genotype C": 3215}
+
+
+def table(path) -> list[dict]:
+    lines = path.read_text().splitlines()
+    head = lines[0].split("\t")
+    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
+
+
+@pytest.fixture(scope="module")
+def mix_run(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    from genointerp.cli import app
+
+    out = tmp_path_factory.mktemp("mix")
+    args = ["classify-reads", str(MIX), "-o", str(out / "calls.tsv"), "--summary", str(out / "s.json"),
+            "--report", str(out / "report.tsv"), "--host-genome-size", str(SLICE), "--kraken-report", str(out / "k.txt"),
+            "--multiqc", str(out / "mix_mqc.tsv")]
+    res = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_reference_column_names_each_viral_read_by_its_type(mix_run):
+    rows = table(mix_run / "calls.tsv")
+    assert list(rows[0])[-1] == "reference"  # new columns go last
+    names = {"HPV16": "HPV16", "HPV31": "HPV31", "HBV_4": "HBV genotype C"}
+    viral = [r for r in rows if r["call"] == "viral"]
+    assert all(r["reference"] == "NA" for r in rows if r["call"] != "viral")
+    right = sum(names[r["read_id"].split("|")[2]] in r["reference"].split(",") for r in viral)
+    assert right == len(viral) >= 200
+    # a tie is the tied types joined by ',', sorted
+    assert all(r["reference"].split(",") == sorted(r["reference"].split(",")) for r in viral)
+
+
+def test_report_rows_types_reads_and_copies(mix_run):
+    rows = {r["type"]: r for r in table(mix_run / "report.tsv")}
+    assert {t: r["status"] for t, r in rows.items()} == {t: "detected" for t in TRUTH_READS}
+    assert {t: r["virus"] for t, r in rows.items()} == {"HPV16": "HPV", "HPV31": "HPV", "HBV genotype C": "HBV"}
+    host_depth = 1500 * 150 / SLICE
+    for t, n in TRUTH_READS.items():
+        r = rows[t]
+        assert r["sample"] == "mix"
+        assert float(r["reads"]) == pytest.approx(n, abs=0.5)  # every read of the type, shared ties aside
+        assert 0 < int(r["unique_reads"]) <= n
+        truth_depth = n * 150 / GENOMES[t]
+        # depth counts aligned bases: within a few % of the simulated reads' bases
+        assert float(r["mean_depth"]) == pytest.approx(truth_depth, rel=0.05)
+        assert float(r["copies_per_genome"]) == pytest.approx(truth_depth / host_depth, rel=0.05)
+        assert 0 < float(r["genome_fraction"]) <= 1
+    assert float(rows["HPV16"]["genome_fraction"]) > 0.8  # 150 reads of 150 bp on 7.9 kb: 2.8x
+
+
+def test_summary_holds_the_report(mix_run):
+    vr = json.loads((mix_run / "s.json").read_text())["viral_report"]
+    assert vr["sample"] == "mix" and vr["top_type"] == "HPV16"
+    assert vr["host_bases"] == 1500 * 150 and vr["host_genome_size"] == SLICE
+    assert "whole-genome sequencing" in vr["assumption"]
+    assert vr["detected"] == ["HPV16", "HBV genotype C", "HPV31"]
+    tsv = table(mix_run / "report.tsv")
+    assert [t["type"] for t in vr["types"]] == [r["type"] for r in tsv]
+    for t, r in zip(vr["types"], tsv):
+        assert t["status"] == r["status"] and t["unique_reads"] == int(r["unique_reads"])
+        assert t["reads"] == pytest.approx(float(r["reads"]), abs=0.01)
+
+
+def test_same_inputs_give_byte_identical_report(mix_run, cli, tmp_path):
+    res = cli("classify-reads", MIX, "-o", tmp_path / "calls.tsv", "--report", tmp_path / "report.tsv",
+              "--host-genome-size", SLICE)
+    assert res.exit_code == 0
+    assert (tmp_path / "report.tsv").read_bytes() == (mix_run / "report.tsv").read_bytes()
+    assert (tmp_path / "calls.tsv").read_bytes() == (mix_run / "calls.tsv").read_bytes()
+
+
+def test_sample_name_and_default_host_size(mix_run, cli, tmp_path):
+    res = cli("-q", "classify-reads", MIX, "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv", "--sample", "T-01")
+    assert res.exit_code == 0
+    rows, base = table(tmp_path / "r.tsv"), {r["type"]: r for r in table(mix_run / "report.tsv")}
+    assert {r["sample"] for r in rows} == {"T-01"}
+    for r in rows:  # GRCh38's 3.1e9 bp instead of 100 kb: 31,000 times the copies
+        assert float(r["copies_per_genome"]) == pytest.approx(float(base[r["type"]]["copies_per_genome"]) * 31_000,
+                                                              rel=1e-3)
+
+
+def test_report_refuses_chunks_and_bad_host_size(cli, tmp_path):
+    for option in ("--report", "--kraken-report", "--multiqc"):
+        res = cli("classify-reads", MIX, "--chunk", "1/2", "-o", tmp_path / "c.tsv", option, tmp_path / "r.tsv")
+        assert res.exit_code == 2 and option in res.stderr
+    res = cli("classify-reads", MIX, "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv", "--host-genome-size", "0")
+    assert res.exit_code == 2 and "--host-genome-size" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_chunked_calls_keep_the_reference_column(mix_run, cli, tmp_path):
+    for i in (1, 2):
+        assert cli("classify-reads", MIX, "--chunk", f"{i}/2", "-o", tmp_path / f"c{i}.tsv",
+                   "--summary", tmp_path / f"c{i}.json").exit_code == 0
+    assert cli("merge-calls", tmp_path / "c1.tsv", tmp_path / "c2.tsv", tmp_path / "c1.json", tmp_path / "c2.json",
+               "-o", tmp_path / "m.tsv").exit_code == 0
+    assert (tmp_path / "m.tsv").read_bytes() == (mix_run / "calls.tsv").read_bytes()
+    assert "viral_report" not in json.loads((tmp_path / "c1.json").read_text())
+
+
+def test_a_type_whose_reads_all_match_a_detected_type_is_no_second_infection():
+    from genointerp.viral.sample_report import build_rows
+    from genointerp.viral.typing import TypeRow
+
+    major = TypeRow("HPV", "HPV16", 400.0, 380, 7000, 7906, 7.0, "HPV16", 400, {"HPV35": 20})
+    shadow = TypeRow("HPV", "HPV35", 20.0, 0, 900, 7879, 0.3, "HPV35", 20, {"HPV16": 20})
+    minor = TypeRow("HPV", "HPV31", 20.0, 18, 2500, 7912, 0.3, "HPV31", 20, {"HPV16": 2})
+    rows = {r.type: r for r in build_rows("s", [major, shadow, minor], 1.0)}
+    assert rows["HPV16"].status == "detected" and rows["HPV31"].status == "detected"
+    assert rows["HPV35"].status == "not_detected" and rows["HPV35"].shared_with == "HPV16"
+
+
+def test_kraken_report_in_kraken2s_format(mix_run):
+    import re
+
+    # the line MultiQC's kraken module parses (multiqc/modules/kraken), and kraken2's columns
+    pattern = re.compile(r"^\s{0,2}(\d{1,3}\.\d{1,2})\t(\d+)\t(\d+)\t([URDKPCOFGS-]\d{0,2})\t(\d+)(\s+)(.+)")
+    lines = (mix_run / "k.txt").read_text().splitlines()
+    parsed = [pattern.match(line).groups() for line in lines]
+    by_name = {g[6]: (int(g[1]), int(g[2]), g[3], int(g[4]), float(g[0])) for g in parsed}
+    assert by_name["unclassified"][:3] == (1500, 1500, "U")
+    assert by_name["Viruses"][:2] == (205, 0) and by_name["root"][0] == 205
+    assert by_name["Human papillomavirus"] == (165, 0, "S", 10566, pytest.approx(100 * 165 / 1705, abs=0.01))
+    assert by_name["HPV16"][:4] == (150, 150, "S1", 333760)  # NCBI's Human papillomavirus type 16
+    assert by_name["HPV31"][:3] == (15, 15, "S1")
+    assert by_name["Hepatitis B virus"][:3] == (40, 0, "S") and by_name["HBV genotype C"][:3] == (40, 40, "S1")
+    indent = {g[6]: len(g[5]) for g in parsed}
+    assert indent["Viruses"] < indent["Human papillomavirus"] < indent["HPV16"]
+
+
+def test_multiqc_custom_content_row(mix_run):
+    text = (mix_run / "mix_mqc.tsv").read_text()
+    assert "# plot_type: 'generalstats'" in text and "# id: 'genointerp_viral'" in text
+    head, row = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
+    got = dict(zip(head, row))
+    report = {r["type"]: r for r in table(mix_run / "report.tsv")}
+    assert got == {"Sample": "mix", "viral_reads": "205", "top_type": "HPV16",
+                   "copies_per_genome": report["HPV16"]["copies_per_genome"]}
