@@ -156,3 +156,41 @@ def test_multiqc_custom_content_row(mix_run):
     report = {r["type"]: r for r in table(mix_run / "report.tsv")}
     assert got == {"Sample": "mix", "viral_reads": "205", "top_type": "HPV16",
                    "copies_per_genome": report["HPV16"]["copies_per_genome"]}
+
+
+def test_simulate_reads_sample_mode_round_trip(cli, tmp_path):
+    """simulate-reads --sample: a type mix at a viral load, truth in names and table; classify-reads
+    --report finds the types and their copies per genome."""
+    args = ["simulate-reads", "-s", f"human={DATA / 'chr20_slice.fa.gz'}", "-s", f"viral={DATA / 'hpv4.fa'}",
+            "--circular", "viral", "--sample", "viral=human", "--viral-load", "2", "--type-mix", "HPV16=0.9",
+            "--type-mix", "HPV18=0.1", "--count", "human=2000"]
+    res = cli(*args, "-o", tmp_path / "s.fq", "--truth", tmp_path / "s.tsv")
+    assert res.exit_code == 0, res.output
+    truth = table(tmp_path / "s.tsv")
+    labels = {}
+    for r in truth:
+        labels[r["label"]] = labels.get(r["label"], 0) + 1
+        assert r["read_id"].split("|")[0] == r["label"]
+    # load * share * genome length * host reads / host size: 2 * 0.9 * 7906 * 2000 / 100,000
+    assert labels == {"human": 2000, "viral:HPV16": round(1.8 * 7906 * 0.02), "viral:HPV18": round(0.2 * 7857 * 0.02)}
+    assert cli(*args, "-o", tmp_path / "again.fq").exit_code == 0
+    assert (tmp_path / "again.fq").read_bytes() == (tmp_path / "s.fq").read_bytes()
+    res = cli("-q", "classify-reads", tmp_path / "s.fq", "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv",
+              "--host-genome-size", SLICE)
+    rows = {r["type"]: r for r in table(tmp_path / "r.tsv")}
+    assert rows["HPV16"]["status"] == "detected" and rows["HPV18"]["status"] == "detected"
+    assert float(rows["HPV16"]["copies_per_genome"]) == pytest.approx(1.8, rel=0.2)
+    assert float(rows["HPV18"]["copies_per_genome"]) == pytest.approx(0.2, rel=0.2)
+
+
+def test_simulate_reads_sample_mode_errors(cli, tmp_path):
+    base = ["simulate-reads", "-s", f"human={DATA / 'chr20_slice.fa.gz'}", "-s", f"viral={DATA / 'hpv4.fa'}",
+            "-o", tmp_path / "s.fq"]
+    res = cli(*base, "--sample", "viral=human", "--type-mix", "HPV99=1", "--count", "human=10")
+    errors = [line for line in res.stderr.splitlines() if "error" in line]
+    assert res.exit_code == 1 and len(errors) == 1 and "HPV99" in errors[0]
+    res = cli(*base, "--type-mix", "HPV16=1", "-n", "10")
+    assert res.exit_code == 2 and "--sample" in res.stderr
+    res = cli(*base, "--sample", "viral=human", "--count", "human=10", "--count", "viral=5")
+    assert res.exit_code == 1 and "--viral-load" in res.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -57,6 +57,10 @@ def simulate_reads(
     host_deletion: int = typer.Option(10, "--host-deletion", min=0, help="Insertion mode: host bases deleted at each site."),
     depth: Optional[float] = typer.Option(None, "--depth", min=0.01, help="Insertion mode: read depth of the host (instead of -n)."),
     truth_bedpe: Optional[str] = typer.Option(None, "--truth-bedpe", help="Insertion mode: write the junctions as BEDPE (host first)."),
+    sample: Optional[str] = typer.Option(None, "--sample", metavar="VIRAL=HOST", help="Sample mode: a tumour-like sample of the HOST label's reads (--count) holding the VIRAL label's genomes at --viral-load; each genome's reads are labelled VIRAL:CONTIG (e.g. viral:HPV16) in the names and the truth table."),
+    viral_load: float = typer.Option(1.0, "--viral-load", min=0, help="Sample mode: viral copies per host haploid genome, all types together."),
+    type_mix: List[str] = typer.Option([], "--type-mix", metavar="CONTIG=W", help="Sample mode: weight of a viral genome (repeatable); genomes not named get none (default: equal weights)."),
+    host_genome_size: Optional[float] = typer.Option(None, "--host-genome-size", min=1, help="Sample mode: the host genome size the copies refer to (default: the HOST label's length)."),
     seed: int = seed_option("Random seed: same inputs and seed give byte-identical output."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing output files."),
 ) -> None:
@@ -71,11 +75,23 @@ def simulate_reads(
     from genointerp.reads.simulate import SimulationRequest, run
 
     from genointerp.reads.insertions import InsertionPlan
+    from genointerp.reads.sample_mix import SamplePlan
 
     sources = parse_pairs(source, "--source", "LABEL=PATH")
     counts = {k: number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
     fractions = {k: number(v, float, "--fraction", min_value=0, max_value=1) for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")}
     plan = None
+    sample_plan = None
+    if sample is not None:
+        (viral_label, host_label), = parse_pairs([sample], "--sample", "VIRAL=HOST")
+        if insert is not None or num_reads is not None or balance or fractions:
+            raise typer.BadParameter("with --sample the viral reads come from --viral-load and the others from --count; "
+                                     "drop --insert/-n/--balance/--fraction", param_hint="--sample")
+        mix = {k: number(v, float, "--type-mix", min_value=0) for k, v in parse_pairs(type_mix, "--type-mix", "CONTIG=W")}
+        sample_plan = SamplePlan(viral_label, host_label, viral_load, mix, host_genome_size)
+    elif type_mix or host_genome_size is not None:
+        raise typer.BadParameter("--type-mix and --host-genome-size belong to sample mode: give --sample VIRAL=HOST",
+                                 param_hint="--sample")
     if insert is not None:
         (viral_label, host_label), = parse_pairs([insert], "--insert", "VIRAL=HOST")
         if depth is None:
@@ -86,7 +102,7 @@ def simulate_reads(
         plan = InsertionPlan(viral_label, host_label, insertions, depth, insert_length, host_deletion)
     elif depth is not None or truth_bedpe is not None:
         raise typer.BadParameter("--depth and --truth-bedpe belong to insertion mode: give --insert VIRAL=HOST", param_hint="--insert")
-    if plan is None and (num_reads is None) == (not counts):
+    if plan is None and sample_plan is None and (num_reads is None) == (not counts):
         raise typer.BadParameter("give either -n/--num-reads or --count for every label", param_hint="-n/--count")
     if counts and (balance or fractions):
         raise typer.BadParameter("--count fixes every label's reads; drop --balance/--fraction", param_hint="--count")
@@ -99,7 +115,7 @@ def simulate_reads(
         sources=[(lab, path) for lab, path in sources], layout=layout, num_reads=num_reads, counts=counts,
         fractions=fractions, balance=balance, circular=set(circular), profile=profile, profile2=profile2,
         read_ins_rate=read_ins_rate, read_del_rate=read_del_rate, sub_rate=sub_rate, ins_rate=ins_rate,
-        del_rate=del_rate, seed=seed, insertion=plan,
+        del_rate=del_rate, seed=seed, insertion=plan, sample=sample_plan,
     )
     with AtomicOutputs(force, inputs=[path for _, path in sources] + [profile, profile2]) as outputs:
         with outputs.streams(output, output2, truth, truth_bedpe) as out:

@@ -25,6 +25,7 @@ from genointerp.io.junctions import write_bedpe
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.reads.insertions import BEDPE_EXTRA, InsertionPlan, apply_insertions, insertion_counts
+from genointerp.reads.sample_mix import SamplePlan, sample_sources
 from genointerp.seq.alphabet import clean_reference
 from genointerp.seq.error_profile import QualityProfile, builtin_profile, load_art_profile
 from genointerp.seq.mutate import mutate_codes
@@ -52,6 +53,7 @@ class SimulationRequest:
     del_rate: float = 0.0
     seed: int = 1
     insertion: InsertionPlan | None = None  # integrate viral fragments into a host (truth as BEDPE)
+    sample: SamplePlan | None = None  # a type mix at a viral load over a host (genointerp.reads.sample_mix)
 
 
 def label_counts(req: SimulationRequest, lengths: dict[str, int]) -> dict[str, int]:
@@ -125,6 +127,10 @@ def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth
                    f"{len(junctions)} junctions")
         if out_bedpe is not None:
             write_bedpe(out_bedpe, junctions, BEDPE_EXTRA)
+    elif req.sample is not None:
+        sources, counts, lines = sample_sources(sources, req.sample, req.layout, req.counts)
+        for line in lines:
+            report.log(line)
     else:
         counts = label_counts(req, {lab: int(s.lengths.sum()) for lab, s in sources.items()})
     labels = list(sources)
