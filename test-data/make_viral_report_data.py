@@ -7,6 +7,8 @@ test-data/chr20_slice.fa.gz (100 kb of GRCh37 chr20).
 - mix.fq.gz: `genointerp simulate-reads`, 150 bp single reads: 1,500 human, 150 HPV16,
   15 HPV31 (a minor type of the same species group, alpha-9) and 40 HBV genotype C (AB033550,
   named HBV_4 as in the built-in model's references).
+- negative.fq.gz: 600 reads of chr20_slice.fa.gz and test-data/ecoli_slice.fa (length-weighted), no
+  virus: the third sample of the Snakemake workflow's MultiQC report.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def main() -> None:
                         "--circular", "hpv16", "--circular", "hpv31", "--circular", "hbv",
                         "--count", "human=1500", "--count", "hpv16=150", "--count", "hpv31=15", "--count", "hbv=40",
                         "--seed", "32", "-o", str(OUT / "mix.fq.gz"), "--force"], check=True)
+    subprocess.run([GENOINTERP, "simulate-reads", "-s", f"human={HERE / 'chr20_slice.fa.gz'}",
+                    "-s", f"bacterial={HERE / 'ecoli_slice.fa'}", "-n", "600", "--seed", "32",
+                    "-o", str(OUT / "negative.fq.gz"), "--force"], check=True)
 
 
 if __name__ == "__main__":

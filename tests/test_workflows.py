@@ -93,7 +93,9 @@ def smk_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("snakemake")
     # every job and the direct runs they are compared with under hostile arithmetic (tests/hostile.py),
     # so that "gather = one unchunked run" holds by design, not by this CPU's kernels
-    env = subprocess_env(dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
+    # multiqc (workflows/snakemake/requirements.txt) from the workflow venv
+    path = os.pathsep.join([str(Path(sys.executable).parent), str(WORKFLOW_VENV), os.environ.get("PATH", "")])
+    env = subprocess_env(dict(os.environ, PATH=path))
     res = subprocess.run([*cmd, "-s", str(SMK / "Snakefile"), "--cores", "2", "--directory", str(work),
                           "--config", f"genointerp={GENOINTERP}"],
                          capture_output=True, text=True, env=env)
@@ -271,3 +273,23 @@ def test_nextflow_stub_writes_the_header_find_integrations_writes():
     text = (NF / "findintegrations" / "main.nf").read_text()
     printed = re.search(r"printf '([^']*)'", text.split("stub:")[1]).group(1)
     assert printed.replace("\\\\t", "\t").replace("\\\\n", "\n") == "\t".join(TSV_COLUMNS) + "\n"
+
+
+def test_snakemake_multiqc_shows_the_viral_report_of_three_samples(smk_run):
+    """Issue 32: MultiQC gathers every sample's kraken-style report and genointerp's custom content
+    (viral reads, top type, copies per genome) into its general statistics."""
+    work, _, _ = smk_run
+    data = json.loads((work / "results" / "multiqc" / "multiqc_data" / "multiqc_data.json").read_text())
+    general = data["report_general_stats_data"]
+    ours = general["custom_content"] if "custom_content" in general else general["genointerp_viral"]
+    assert set(ours) == {"tumor_small", "mix", "negative"}
+    assert ours["mix"]["top_type"] == "HPV16" and ours["mix"]["viral_reads"] == 205
+    assert ours["negative"]["top_type"] == "none" and ours["negative"]["viral_reads"] == 0
+    for sample, row in ours.items():  # the values of the sample's own report
+        summary = json.loads((work / "reports" / f"{sample}.summary.json").read_text())
+        assert row["viral_reads"] == summary["reads_called_viral"], sample
+        top = summary["viral_report"]["top_type"]
+        assert row["top_type"] == (top or "none"), sample
+    assert set(general["kraken"]) == {"tumor_small", "mix", "negative"}
+    stats = (work / "results" / "multiqc" / "multiqc_data" / "multiqc_general_stats.txt").read_text()
+    assert "genointerp_viral-top_type" in stats
