@@ -174,7 +174,7 @@ def test_inference_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_pat
     import genointerp.viral.classify as classify
 
     seen = _denormal_probe(monkeypatch, classify, "score_batch")
-    res = cli("-q", "classify-reads", inputs / "a.fq", "-o", tmp_path / "c.tsv")  # the built-in model
+    res = cli("-q", "classify-reads", inputs / "a.fq", "--model-all", "-o", tmp_path / "c.tsv")  # the built-in model, on every read
     assert res.exit_code == 0, res.output
     assert seen and set(seen) == {0.0}
 
