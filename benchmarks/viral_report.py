@@ -30,6 +30,7 @@ SHARED = ROOT.parent / "shared" / "data"
 TYPES = ["HPV16", "HPV31", "HPV35", "HPV18", "HPV45", "HPV33", "HPV52", "HPV58", "HPV6", "HPV11", "HPV39", "HPV51",
          "HPV56", "HPV59", "HPV66", "HPV68", "HPV73", "HPV26", "HPV53", "HPV82", "HPV70", "HPV2", "HPV1", "HPV4",
          "HPV5", "HPV8", "HPV3", "HPV10", "HPV27", "HPV57"]
+SPARE = ["HPV34", "HPV61", "HPV62", "HPV81", "HPV84", "HPV30", "HPV67", "HPV69", "HPV9", "HPV7"]  # if one is missing
 HOST_START, HOST_SIZE = 30_000_000, 2_000_000
 
 
@@ -44,6 +45,9 @@ def prepare(work: Path) -> None:
 
     fa = pysam.FastaFile(str(SHARED / "human" / "GRCh37.chr20.fa.gz"))
     (work / "host.fa").write_text(">20_slice\n" + fa.fetch("20", HOST_START, HOST_START + HOST_SIZE) + "\n")
+    present = {line[1:].split()[0] for line in (SHARED / "viral" / "hpv_genomes.fa").read_text().splitlines()
+               if line.startswith(">")}
+    TYPES[:] = ([t for t in TYPES if t in present] + [t for t in SPARE if t in present])[:30]
     wanted, keep, out = set(TYPES), False, []
     for line in (SHARED / "viral" / "hpv_genomes.fa").read_text().splitlines():
         if line.startswith(">"):
