@@ -23,9 +23,16 @@ def joined_owner(lengths: np.ndarray, m: int) -> np.ndarray:
     return np.repeat(np.arange(lengths.size), lengths + 1)[:m]
 
 
-def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, floor: float) -> np.ndarray:
+def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, floor: float,
+                reads: np.ndarray | None = None) -> np.ndarray:
     """float64 (n, n_symbols): each read's letter frequencies (+1 pseudocount each), at least
-    `floor`, from letters `symbols` (P,) (values >= n_symbols are not letters) of reads `owner` (P,)."""
+    `floor`, from letters `symbols` (P,) (values >= n_symbols are not letters) of reads `owner` (P,);
+    with `reads` (int (r,)) only those reads' rows are counted (the others hold 1 / n_symbols)."""
+    if reads is not None:  # nearly every read has no match: count only the ones that do
+        wanted = np.zeros(n, bool)
+        wanted[reads] = True
+        keep = wanted[owner]
+        symbols, owner = symbols[keep], owner[keep]
     letter = symbols < n_symbols
     counts = np.bincount(owner[letter] * n_symbols + symbols[letter], minlength=n * n_symbols).reshape(n, n_symbols)
     freq = (counts + 1) / (counts.sum(1, keepdims=True) + n_symbols)

@@ -196,7 +196,8 @@ class KmerIndex:
         flat = np.where(flat == INVALID, N_CODE, flat)
         ids, valid = canonical_ids(flat, self.settings.seed)
         pos = np.flatnonzero(valid)
-        owner = np.searchsorted(starts, pos, side="right") - 1  # the separators keep windows inside a read
+        read_at = joined_owner(lengths, flat.size)  # the separators keep windows inside a read
+        owner = read_at[pos]
         found = self.contains(ids[pos])
         at, read = pos[found], owner[found]  # matched window starts, in order, and their reads
         clean = np.bincount(owner, minlength=n)
@@ -210,8 +211,8 @@ class KmerIndex:
         marks = (at[:, None] + compared[None, :]).ravel()
         cluster = np.repeat(np.cumsum(opens) - 1, compared.size)
         marks, first_mark = np.unique(marks, return_index=True)
-        freq = composition(flat, joined_owner(lengths, flat.size), n, 4, NT_FLOOR)  # (n, 4)
-        mark_read = np.searchsorted(starts, marks, side="right") - 1
+        freq = composition(flat, read_at, n, 4, NT_FLOOR, of)  # (n, 4)
+        mark_read = read_at[marks]
         # Either strand's seed may match a window: twice the windows tested.
         bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), cluster[first_mark], of, 2 * clean, self.ids.size, n)
         return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean,

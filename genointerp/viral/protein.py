@@ -124,20 +124,22 @@ class ProteinIndex:
         flat = np.where(flat == INVALID, N_CODE, flat)
         strands = (flat, reverse_complement_codes(flat))
         tested = np.zeros(n, np.int64)
+        read_at = joined_owner(lengths, m)
         # per strand: matched k-mer starts (in that strand's coordinates) and their reads
         matched = []
         residues = []
         for s, codes in enumerate(strands):
             aa, ids, valid = _strand_kmers(codes, k)
             pos = np.flatnonzero(valid)
-            fwd_start = pos if s == 0 else m - pos - 3 * k  # the window's first base on the forward strand
-            owner = np.searchsorted(starts, fwd_start, side="right") - 1
+            owner = read_at[pos if s == 0 else m - pos - 3 * k]  # by the window's first base on the forward strand
             tested += np.bincount(owner, minlength=n)
             found = self.contains(ids[pos])
             matched.append((pos[found], owner[found]))
             residues.append(aa)
-        freq = _aa_composition(residues, lengths, m)
         hits = np.zeros(n, np.int64)
+        if not any(at.size for at, _ in matched):
+            return ProteinEvidence(hits, np.zeros(n))
+        freq = _aa_composition(residues, read_at, np.unique(np.concatenate([read for _, read in matched])), n)
         log_freq, mark_cluster, cluster_read = [], [], []
         clusters = 0
         for s, (at, read) in enumerate(matched):
@@ -164,14 +166,15 @@ class ProteinIndex:
         return ProteinEvidence(hits, bits)
 
 
-def _aa_composition(residues: list[np.ndarray], lengths: np.ndarray, m: int) -> np.ndarray:
-    """float64 (n, 20): each read's residue frequencies over all six frames, at least AA_FLOOR.
-    A reverse-strand codon at j covers forward bases m-3-j .. m-1-j: it counts to their read."""
-    owner = joined_owner(lengths, m)
+def _aa_composition(residues: list[np.ndarray], read_at: np.ndarray, reads: np.ndarray, n: int) -> np.ndarray:
+    """float64 (n, 20): the residue frequencies of `reads` of n over all six frames, at least AA_FLOOR
+    (read_at (m,): the read of each forward position). A reverse-strand codon at j covers forward
+    bases m-3-j .. m-1-j: it counts to their read."""
+    m = read_at.size
     fwd, rev = residues
     symbols = np.concatenate([fwd, rev])
-    owners = np.concatenate([owner[: fwd.size], owner[m - 3 - np.arange(rev.size)]])
-    return composition(symbols, owners, lengths.size, len(AMINO_ACIDS), AA_FLOOR)
+    owners = np.concatenate([read_at[: fwd.size], read_at[m - 3 - np.arange(rev.size)]])
+    return composition(symbols, owners, n, len(AMINO_ACIDS), AA_FLOOR, reads)
 
 
 def build_protein_index(folder: str | Path, records: list[tuple[str, str]], negatives: list[str],
