@@ -185,11 +185,12 @@ ALL_NEGATIVES = ["human_train.fa", "human_heldout.fa", "bacteria_train.fa", "bac
                  "yeast_heldout.fa", "pfal_heldout.fa"]
 
 
-def ship_evidence(shared: Path, work: Path, model: Path) -> None:
+def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, ...] = ()) -> None:
     """The model folder's viral indexes as users get them: seeds and proteins of every genome of
     ../shared/data/viral (all HPV genomes, the other oncoviruses), minus what every negative
     reference shares with them, and the calling rule (genointerp.viral.calling's defaults, chosen on
-    benchmarks/viral_calls.py's validation split). The XVir model itself is not retrained."""
+    benchmarks/viral_calls.py's validation split). The XVir model itself is not retrained.
+    `leave_out`: types whose genomes (lineages included) a benchmark's copy must not know."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
     from genointerp.viral.calling import RULE_KEY, CallingRule
@@ -198,7 +199,7 @@ def ship_evidence(shared: Path, work: Path, model: Path) -> None:
 
     viral = work / "viral_all.fa"
     records = [(r.name, r.sequence) for name in ("hpv_genomes.fa", "oncoviruses.fa")
-               for r in pysam.FastxFile(str(shared / "viral" / name))]
+               for r in pysam.FastxFile(str(shared / "viral" / name)) if hpv_type(r.name) not in leave_out]
     write_fasta(viral, records)
     negatives = [str(work / ref) for ref in ALL_NEGATIVES]
     entry = build_index(model, [str(viral)], negatives, KmerSettings(), True, REPORTER)

@@ -176,7 +176,7 @@ def test_classify_reads_reports_an_empty_read_too_short(data, cli, tmp_path):
     assert res.exit_code == 0, res.output
     rows = (tmp_path / "o.tsv").read_text().splitlines()
     assert [r.split("\t")[0] for r in rows[1:]] == [n for n, _, _ in READS[:2]] + ["trimmed"] + [n for n, _, _ in READS[2:4]]
-    assert rows[3] == "trimmed\t0\tNA\tNA\ttoo_short\t0\tnone\t0.00"
+    assert rows[3] == "trimmed\t0\tNA\tNA\ttoo_short\t0\tnone\t0.00\tNA"
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["reads_total"] == 5
     assert summary["status_counts"] == {"scored": 4, "model_abstained": 0, "too_short": 1, "ambiguous": 0}
