@@ -12,7 +12,7 @@ WF_VENV ?= .venv-workflow
 WF_STAMP := $(WF_VENV)/.installed
 HADOLINT_VERSION ?= 2.15.1
 
-.PHONY: install test run default-model tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
+.PHONY: install test run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
 install: $(STAMP)
 
@@ -50,13 +50,7 @@ run: install
 	@echo "outputs in $(RUN)/: calls.tsv summary.json viral.fq.gz"
 
 # Rebuild the built-in model (reads ../shared/data and Debian example genomes; about three hours on 2 CPUs).
-default-model: install
-	test -f /usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz && test -f /usr/share/doc/kleborate/examples/data/MGH78578.fna.xz && \
-	  test -f /usr/share/doc/smalt/test/data/genome_1.fa.gz && test -f /usr/share/spaln/seqdb/dictdisc_g.gf.gz && \
-	  test -f /usr/share/doc/maffilter/examples/Umaydis/Umaydis.fasta.gz && test -d /usr/share/doc/sibelia/examples/Sibelia && \
-	  test -f /var/lib/gbrowse/databases/yeast_scaffolds/chr1.fa || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples \
-	    sibelia-examples maffilter-examples spaln-data smalt-examples gbrowse-data; }
+default-model: install example-genomes
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED)
 	$(BIN)/python scripts/build_default_model.py --shared $(SHARED) --stage fresh
 
@@ -67,18 +61,37 @@ tracks-model: install
 	$(BIN)/python scripts/build_tracks_model.py --shared $(SHARED)
 
 # Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish, kraken2, plink2 (+ bgzip, GNU time).
+# (+ minimap2 and bcftools for find-integrations, blastdbcmd and UniVec (ncbi-data) and phage
+# lambda (bowtie2-examples) for the per-read viral benchmark's contaminants.)
 bench-deps:
 	command -v art_illumina >/dev/null && command -v wgsim >/dev/null && command -v jellyfish >/dev/null && \
 	  command -v kraken2 >/dev/null && command -v plink2 >/dev/null && command -v bgzip >/dev/null && \
+	  command -v minimap2 >/dev/null && command -v bcftools >/dev/null && command -v blastdbcmd >/dev/null && \
+	  test -f /usr/share/ncbi/data/UniVec_Core.nsq && test -f /usr/share/doc/bowtie2/examples/reference/lambda_virus.fa.gz && \
 	  test -x /usr/bin/time || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish kraken2 \
-	    plink2 tabix time; }
+	    plink2 tabix time minimap2 bcftools ncbi-blast+ ncbi-data bowtie2-examples; }
 
-bench: install bench-deps
+# The viral benchmarks read the references of the built-in model's recipe (`make default-model`'s
+# prepare steps; about a minute when the Debian example genomes are installed).
+# The Debian example genomes the built-in model's recipe and the viral benchmarks read.
+example-genomes:
+	test -f /usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz && test -f /usr/share/doc/kleborate/examples/data/MGH78578.fna.xz && \
+	  test -f /usr/share/doc/smalt/test/data/genome_1.fa.gz && test -f /usr/share/spaln/seqdb/dictdisc_g.gf.gz && \
+	  test -f /usr/share/doc/maffilter/examples/Umaydis/Umaydis.fasta.gz && test -d /usr/share/doc/sibelia/examples/Sibelia && \
+	  test -f /var/lib/gbrowse/databases/yeast_scaffolds/chr1.fa || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bowtie-examples kleborate-examples \
+	    sibelia-examples maffilter-examples spaln-data smalt-examples gbrowse-data; }
+
+bench: install bench-deps example-genomes
+	$(BIN)/python scripts/build_default_model.py --shared $(SHARED) --stage refs
 	$(BIN)/python benchmarks/simulate_reads.py --shared $(SHARED)
 	$(BIN)/python benchmarks/kmerize.py --shared $(SHARED)
-	$(BIN)/python benchmarks/classify_reads.py --work build/default-model
+	$(BIN)/python benchmarks/viral_calls.py --shared $(SHARED) --work build/default-model
+	$(BIN)/python benchmarks/find_integrations.py --shared $(SHARED) --work build/default-model
+	$(BIN)/python benchmarks/viral_report.py
+	$(BIN)/python benchmarks/classify_reads.py --speed-only --shared $(SHARED)
 	$(BIN)/python benchmarks/gene_pca.py --shared $(SHARED)
 	$(BIN)/python benchmarks/capsule.py --shared $(SHARED)
 	$(MAKE) bench-tracks

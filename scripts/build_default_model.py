@@ -396,10 +396,11 @@ def main() -> None:
     ap.add_argument("--reads", type=int, default=60_000)
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--stage", choices=["all", "calling", "fresh", "evidence"], default="all",
+    ap.add_argument("--stage", choices=["all", "calling", "fresh", "evidence", "refs"], default="all",
                     help="calling: rebuild only the installed model's k-mer index and threshold (no training); "
                          "fresh: fine-tune the installed model on fresh reads, install it if better on held-out reads; "
-                         "evidence: rebuild the installed model's shipped viral indexes from every genome and negative")
+                         "evidence: rebuild the installed model's shipped viral indexes from every genome and negative; "
+                         "refs: only write the reference sets into --work (what the benchmarks read)")
     ap.add_argument("--device", default="cpu", help="train-xvir --device: cpu, or cuda for a GPU (the way to a "
                                                       "bigger FINETUNE and a sharper model)")
     args = ap.parse_args()
@@ -408,6 +409,8 @@ def main() -> None:
     prepare(Path(args.shared), work)
     target = ROOT / "genointerp/resources/models/xvir_hpv"
     prepare_wide(work)
+    if args.stage == "refs":
+        return
     if args.stage == "fresh":
         install_if_better(work, fresh_stage(work, target, args), target)
         return
