@@ -19,21 +19,21 @@ alone, on 2 cores (`-t 2`).
 
     python benchmarks/find_integrations.py --shared ../shared/data [--out bench-output/find_integrations]
 
-Results (AMD EPYC, 2 cores; 2026-11-26; `--model` a copy of the built-in model of commit b7f5957, 463 HPV
-genomes; every HPV39 and HBV junction found; README "find-integrations"):
+Results (AMD EPYC, 2 cores; 2026-11-26; the built-in model's copy without HPV39, 557 references;
+every HPV39 and HBV junction found; README "find-integrations"):
 
 | input | depth | junctions | calls | sensitivity | FDR | split-read calls within 5 bp | time | peak RSS | reads/s |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| genointerp reads, BAM | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 78 | 7 s | 247 MB | 275,636 |
-| ART reads, BAM | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 7 s | 379 MB | 281,850 |
-| ART reads, unmapped-only BAM | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 22 | 3 s | 383 MB | 8,141 |
-| ART reads, host+virus BAM (SA tags) | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 7 s | 401 MB | 303,779 |
-| ART reads, paired FASTQ | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 78 | 36 s | 496 MB | 55,460 |
-| genointerp reads, BAM | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 13 s | 329 MB | 323,450 |
-| ART reads, BAM | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 80 | 12 s | 399 MB | 324,456 |
-| ART reads, unmapped-only BAM | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 38 | 5 s | 395 MB | 10,361 |
-| ART reads, host+virus BAM (SA tags) | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 80 | 12 s | 504 MB | 330,496 |
-| ART reads, paired FASTQ | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 70 s | 538 MB | 57,510 |
+| genointerp reads, BAM | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 6 s | 500 MB | 341,601 |
+| ART reads, BAM | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 6 s | 500 MB | 343,285 |
+| ART reads, unmapped-only BAM | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 22 | 3 s | 500 MB | 8,451 |
+| ART reads, host+virus BAM (SA tags) | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 5 s | 548 MB | 371,494 |
+| ART reads, paired FASTQ | 15x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 78 | 24 s | 607 MB | 84,641 |
+| genointerp reads, BAM | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 9 s | 500 MB | 439,263 |
+| ART reads, BAM | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 80 | 10 s | 502 MB | 414,226 |
+| ART reads, unmapped-only BAM | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 38 | 6 s | 502 MB | 9,371 |
+| ART reads, host+virus BAM (SA tags) | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 80 | 10 s | 557 MB | 416,028 |
+| ART reads, paired FASTQ | 30x | 80 | 80 | 100.0 % | 0.0 % | 100.0 % of 79 | 53 s | 592 MB | 76,290 |
 
 reads/s: records scanned (BAM) or reads screened (FASTQ) per second; the unmapped-only BAM holds
 only its 55,289 unmapped records (30x). The 30x host+virus BAM has 1,269 primary records with SA tags.
