@@ -41,6 +41,7 @@ import numpy as np
 import pysam
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # provenance.py beside this script
 GI = [sys.executable, "-m", "genointerp"]
 ECOLI = "/usr/share/doc/bowtie/examples/genomes/NC_008253.fna.gz"
 KLEBS = "/usr/share/doc/kleborate/examples/data/{}.fna.xz"
@@ -259,6 +260,14 @@ def ship_taxids(model: Path, names_dmp: Path = TAXONOMY) -> None:
     (model / TAXIDS_FILE).write_text("# type\tNCBI taxid\tname (emboss-data's NCBI taxonomy names.dmp)\n" + "".join(rows))
 
 
+def without_machine_paths(model: Path, shared: Path, work: Path) -> None:
+    """The installed config.json names its inputs as users know them, not by this machine's paths."""
+    from provenance import relative_paths, shipped_roots
+
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps(relative_paths(config, shipped_roots(shared, work)), indent=2) + "\n")
+
+
 def describe_index_sources(model: Path) -> None:
     """The index's sources named by what they are, not by paths on the machine that built it."""
     config = json.loads((model / "config.json").read_text())
@@ -294,7 +303,7 @@ def calibrate(work: Path, model: Path, threads: int) -> dict:
                                     CALIBRATION_FPR, "cpu", "32")
 
 
-def install_if_better(work: Path, candidate: Path, target: Path) -> None:
+def install_if_better(shared: Path, work: Path, candidate: Path, target: Path) -> None:
     """Replace the installed model by `candidate` when better() on the held-out reads."""
     old, new = heldout_scores(work, target), heldout_scores(work, candidate)
     for name, scores in (("installed", old), (candidate.name, new)):
@@ -306,6 +315,7 @@ def install_if_better(work: Path, candidate: Path, target: Path) -> None:
     shutil.copytree(candidate, target, ignore=shutil.ignore_patterns(".genointerp"))
     shutil.copy(work / "heldout_types.txt", target / "heldout_types.txt")
     describe_index_sources(target)
+    without_machine_paths(target, shared, work)
     print(f"{candidate.name} installed in {target}")
 
 
@@ -412,7 +422,7 @@ def main() -> None:
     if args.stage == "refs":
         return
     if args.stage == "fresh":
-        install_if_better(work, fresh_stage(work, target, args), target)
+        install_if_better(Path(args.shared), work, fresh_stage(work, target, args), target)
         return
     if args.stage == "evidence":
         ship_evidence(Path(args.shared), work, target)
@@ -435,9 +445,10 @@ def main() -> None:
     if args.stage == "all":
         shutil.rmtree(target)
         shutil.copytree(candidate, target)
+        without_machine_paths(target, Path(args.shared), work)
         print(f"built-in model installed in {target}")
     else:
-        install_if_better(work, candidate, target)
+        install_if_better(Path(args.shared), work, candidate, target)
 
 
 if __name__ == "__main__":

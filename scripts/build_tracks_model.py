@@ -44,6 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEST = ROOT / "genointerp" / "resources" / "models" / "tracks_dream_chr20"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # provenance.py beside this script
+from provenance import relative_paths, shipped_roots  # noqa: E402
 PEAKS = "tracks/dream2016_tfchip.hg19.chr20.narrowPeak.gz"
 FASTA = "human/GRCh37.chr20.fa.gz"
 TRAIN_ARGS = ["--arch", "swin1d", "--width", "64", "--patch", "4", "--seq-len", "3072", "--bin-size", "128",
@@ -187,7 +189,7 @@ def soup(members: list[Path], out: Path, fasta: Path, targets: Path) -> None:
     tmp.rename(out)
 
 
-def install(model: Path, only_if_better: bool) -> None:
+def install(model: Path, only_if_better: bool, shared: Path) -> None:
     if only_if_better:
         new, old = (json.loads((d / "config.json").read_text())["training"]["valid_pearson"] for d in (model, DEST))
         test = json.loads((model / "test_metrics.json").read_text())["pearson_mean"]
@@ -206,7 +208,7 @@ def install(model: Path, only_if_better: bool) -> None:
     if config["training"].get("init_from"):  # the model it started from is overwritten now: name it, not its path
         config["training"]["init_from"]["path"] = (f"{DEST.relative_to(ROOT)} as installed before stage {model.name} "
                                                    "(scripts/build_tracks_model.py)")
-    (DEST / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (DEST / "config.json").write_text(json.dumps(relative_paths(config, shipped_roots(shared, ROOT / "build")), indent=2) + "\n")
     print(f"installed {model} in {DEST}", file=sys.stderr)
 
 
@@ -242,11 +244,11 @@ def main() -> None:
     data = ["--fasta", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--chroms", "20", *TRAIN_ARGS]
     if args.stage == "soup":
         soup([Path(m) for m in args.soup_of.split(",") if m], work / "soup", shared / FASTA, work / "targets.tsv")
-        install(work / "soup", only_if_better=True)
+        install(work / "soup", only_if_better=True, shared=shared)
         return
     if args.stage in ("all", "scratch"):
         train_stage(work / "model", data, args.threads)
-        install(work / "model", only_if_better=False)
+        install(work / "model", only_if_better=False, shared=shared)
     stages = dict(STAGES) if args.stage == "all" else {args.stage: STAGES[args.stage]} if args.stage in STAGES else {}
     if args.stage == "finetune":
         stages = {"finetune": {"epochs": args.finetune_epochs, "lr": args.lr, "track_weights": args.track_weights,
@@ -254,7 +256,7 @@ def main() -> None:
                                "head_width": args.head_width, "motif_scan": args.motif_scan}}
     for name, opts in stages.items():
         train_stage(work / name, [*data, *finetune_args(**opts, work=work)], args.threads)
-        install(work / name, only_if_better=True)
+        install(work / name, only_if_better=True, shared=shared)
 
 
 if __name__ == "__main__":

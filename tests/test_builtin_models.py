@@ -308,3 +308,23 @@ def test_every_builtin_model_file_is_package_data():
     models = builtin_model_dir(BUILTIN_XVIR).parent
     files = [p.relative_to(models.parent).as_posix() for p in models.rglob("*") if p.is_file() and p.name != "__init__.py"]
     assert files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+@pytest.mark.parametrize("name", [BUILTIN_XVIR, BUILTIN_TRACKS])
+def test_shipped_configs_name_their_sources_without_machine_paths(name):
+    """A user's copy must not carry the build machine's folders (scripts/provenance.py rewrites them)."""
+    config = json.loads((builtin_model_dir(name) / "config.json").read_text())
+    paths = [s for s in _strings(config) if s.rpartition("=")[2].startswith("/")]
+    assert paths == []
+    assert any(s.startswith("../shared/data/") for s in _strings(config)) or name == BUILTIN_XVIR
