@@ -41,7 +41,7 @@ from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
-from genointerp.viral.blocks import BLOCK, PASS, block_rows
+from genointerp.viral.blocks import PASS, block_rows
 from genointerp.viral.calling import CallingRule, rule_of
 from genointerp.viral.evidence import KmerIndex, index_files, load_index
 from genointerp.viral.protein import ProteinIndex, load_protein_index
