@@ -39,6 +39,26 @@ def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, 
     return np.maximum(freq, floor)
 
 
+def stretches(read: np.ndarray, at: np.ndarray, gap: int, frame: np.ndarray | None = None) -> np.ndarray:
+    """bool (h,): where a stretch opens among matched windows starting at `at` (h,) of reads `read`
+    (h,), sorted by read (and frame) then start: at a new read, a new frame, or `gap` or more after
+    the window before."""
+    if at.size == 0:
+        return np.zeros(0, bool)
+    new = (read[1:] != read[:-1]) | (at[1:] - at[:-1] >= gap)
+    if frame is not None:
+        new |= frame[1:] != frame[:-1]
+    return np.r_[True, new]
+
+
+def fixed_letters(at: np.ndarray, read: np.ndarray, opens: np.ndarray, offsets: np.ndarray):
+    """The positions the matched windows fix (each window at + offsets), each once: (positions (P,),
+    the stretch of each (P,, numbered from 0 in `opens`' order), the read of each (P,))."""
+    marks = (at[:, None] + offsets[None, :]).ravel()
+    marks, first = np.unique(marks, return_index=True)
+    return marks, np.repeat(np.cumsum(opens) - 1, offsets.size)[first], np.repeat(read, offsets.size)[first]
+
+
 def chance_bits(log_freq: np.ndarray, mark_cluster: np.ndarray, cluster_read: np.ndarray, tested: np.ndarray,
                 index_size: int, n: int) -> np.ndarray:
     """float64 (n,): per read, the sum over its clusters of -log10(chance count), each at least 0.

@@ -36,7 +36,7 @@ from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
 from genointerp.seq.idset import IdSet, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, kmer_ids, reverse_complement_ids
-from genointerp.viral.chance import chance_bits, composition, joined_owner
+from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
 # Chosen on held-out genomes (README "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
@@ -184,8 +184,22 @@ class KmerIndex:
         """(hits int64 (n,), clean k-mers int64 (n,)) per read, from reads codes joined by N
         (flat uint8 (M,), starts and lengths int64 (n,), as reads.kmerize.encode_joined gives):
         the number of window positions found in the index and the number free of N."""
-        ev = self.evidence(flat, starts, lengths)
-        return ev.hits, ev.clean
+        n = len(starts)
+        if flat.size < self.settings.k:
+            return np.zeros(n, np.int64), np.zeros(n, np.int64)
+        _, _, owner, _, read = self._matches(flat, lengths)
+        return np.bincount(read, minlength=n), np.bincount(owner, minlength=n)
+
+    def _matches(self, flat: np.ndarray, lengths: np.ndarray):
+        """(codes with N for odd letters (M,), the read of each position (M,), the read of each
+        window free of N, matched window starts in order (h,), their reads (h,))."""
+        flat = np.where(flat == INVALID, N_CODE, flat)
+        ids, valid = canonical_ids(flat, self.settings.seed)
+        pos = np.flatnonzero(valid)
+        read_at = joined_owner(lengths, flat.size)  # the separators keep windows inside a read
+        owner = read_at[pos]
+        found = self.contains(ids[pos])
+        return flat, read_at, owner, pos[found], owner[found]
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "SeedEvidence":
         """Per read (codes joined by N, as `hits` takes them): its matched windows, and how much
@@ -193,32 +207,18 @@ class KmerIndex:
         k, n = self.settings.k, len(starts)
         if flat.size < k:
             return SeedEvidence.none(n)
-        flat = np.where(flat == INVALID, N_CODE, flat)
-        ids, valid = canonical_ids(flat, self.settings.seed)
-        pos = np.flatnonzero(valid)
-        read_at = joined_owner(lengths, flat.size)  # the separators keep windows inside a read
-        owner = read_at[pos]
-        found = self.contains(ids[pos])
-        at, read = pos[found], owner[found]  # matched window starts, in order, and their reads
+        flat, read_at, owner, at, read = self._matches(flat, lengths)
         clean = np.bincount(owner, minlength=n)
-        # A cluster: matched windows each within k of the previous (one stretch of matching sequence,
-        # which overlapping windows would otherwise count several times).
-        opens = np.r_[True, (read[1:] != read[:-1]) | (at[1:] - at[:-1] >= k)] if at.size else np.zeros(0, bool)
-        first, last = at[opens], at[np.r_[opens[1:], True]] if at.size else at
+        # A stretch: matched windows each within k of the previous (one stretch of matching
+        # sequence, which overlapping windows would otherwise count several times).
+        opens = stretches(read, at, k)
         of = read[opens]
-        # The bases the matched seeds compare, each once, and the cluster each belongs to.
         compared = np.flatnonzero(np.frombuffer(self.settings.seed.encode(), np.uint8) == ord("1"))
-        marks = (at[:, None] + compared[None, :]).ravel()
-        cluster = np.repeat(np.cumsum(opens) - 1, compared.size)
-        marks, first_mark = np.unique(marks, return_index=True)
+        marks, mark_cluster, mark_read = fixed_letters(at, read, opens, compared)
         freq = composition(flat, read_at, n, 4, NT_FLOOR, of)  # (n, 4)
-        mark_read = read_at[marks]
         # Either strand's seed may match a window: twice the windows tested.
-        bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), cluster[first_mark], of, 2 * clean, self.ids.size, n)
-        return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean,
-                            clusters=np.bincount(of, minlength=n),
-                            span=np.bincount(of, weights=last - first + k, minlength=n).astype(np.int64),
-                            disjoint=np.bincount(of, weights=1 + (last - first) // k, minlength=n).astype(np.int64),
+        bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n)
+        return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean, clusters=np.bincount(of, minlength=n),
                             bits=bits)
 
 
@@ -228,22 +228,19 @@ class SeedEvidence:
 
     hits: window positions whose seed is in the index (one ~30 bp match counts up to k - weight + 1
     times over); clean: window positions free of N; clusters: stretches of matched windows, each
-    within k of the previous; span: bases those stretches cover; disjoint: the most matched
-    windows that share no base (per stretch 1 + (last - first) // k); bits: float64, how unlikely
-    the stretches are by chance, -log10 summed over stretches (genointerp.viral.chance).
+    within k of the previous; bits: float64, how unlikely the stretches are by chance, -log10
+    summed over stretches (genointerp.viral.chance).
     """
 
     hits: np.ndarray
     clean: np.ndarray
     clusters: np.ndarray
-    span: np.ndarray
-    disjoint: np.ndarray
     bits: np.ndarray
 
     @classmethod
     def none(cls, n: int) -> "SeedEvidence":
         zero = np.zeros(n, np.int64)
-        return cls(zero, zero.copy(), zero.copy(), zero.copy(), zero.copy(), np.zeros(n))
+        return cls(zero, zero.copy(), zero.copy(), np.zeros(n))
 
 
 def build_index(folder: str | Path, viral: list[str], negatives: list[str], settings: KmerSettings,

@@ -34,7 +34,7 @@ from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import IdSet, sorted_unique
 from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
-from genointerp.viral.chance import chance_bits, composition, joined_owner
+from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
 from genointerp.viral.evidence import read_fixed_lines, reference_codes, require_files
 
 CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
@@ -149,16 +149,13 @@ class ProteinIndex:
             frame = at % 3
             order = np.lexsort((at, frame, read))
             at, read, frame = at[order], read[order], frame[order]
-            opens = np.r_[True, (read[1:] != read[:-1]) | (frame[1:] != frame[:-1]) | (at[1:] - at[:-1] >= 3 * k)]
-            cluster = clusters + np.cumsum(opens) - 1
-            clusters += int(opens.sum())
-            marks = (at[:, None] + 3 * np.arange(k)[None, :]).ravel()  # each matched residue's codon
-            mark_of = np.repeat(cluster, k)
-            marks, first = np.unique(marks, return_index=True)  # one frame per cluster: a codon once
-            mark_read = np.repeat(read, k)[first]
+            opens = stretches(read, at, 3 * k, frame)
+            # each matched residue's codon, once (a stretch keeps to one frame)
+            marks, stretch, mark_read = fixed_letters(at, read, opens, 3 * np.arange(k))
             log_freq.append(np.log10(freq[mark_read, residues[s][marks]]))
-            mark_cluster.append(mark_of[first])
+            mark_cluster.append(clusters + stretch)
             cluster_read.append(read[opens])
+            clusters += int(opens.sum())
         if not cluster_read:
             return ProteinEvidence(hits, np.zeros(n))
         bits = chance_bits(np.concatenate(log_freq), np.concatenate(mark_cluster), np.concatenate(cluster_read),
