@@ -375,7 +375,7 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list], 
         if clf.evidence == "model":
             return model_alone(flat, starts, lengths, seeds.hits, bits)
         status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
-        callable_ = status == "scored"
+        callable_ = status == "scored"  # before any turns model_abstained: those are called too
         undecided = callable_ & clf.rule.undecided(bits)
         p = np.full(len(batch), np.nan)
         model_reads = 0
@@ -385,7 +385,7 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list], 
                 p[which], model_status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown, which)
                 model_reads = int((model_status == "scored").sum())
                 status[which[(model_status != "scored") & undecided[which]]] = "model_abstained"
-        viral = (status != "too_short") & (status != "ambiguous") & (clf.rule.score(bits, p) >= clf.rule.min_bits)
+        viral = callable_ & (clf.rule.score(bits, p) >= clf.rule.min_bits)
         call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
         evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
         return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads)
