@@ -59,6 +59,19 @@ def is_stream(path: str | os.PathLike) -> bool:
         return False
 
 
+def _stdin() -> BinaryIO:
+    """stdin as a file object of this reader's own, over a duplicate of descriptor 0. A reading
+    thread (io.sequences' feed) may still be blocked in it when a signal ends the command, and the
+    interpreter's shutdown then takes sys.stdin.buffer's lock: a private object keeps that lock
+    free (else: "Fatal Python error: could not acquire lock for <stdin>", exit 134, not 128 + n).
+    Where stdin has no descriptor (a test runner's), sys.stdin.buffer itself."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return sys.stdin.buffer
+    return open(os.dup(fd), "rb")
+
+
 @contextmanager
 def open_binary(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """The bytes of an input, gzip/bgzip (multi-member) decompressed when the data say so.
@@ -71,9 +84,10 @@ def open_binary(path: str | os.PathLike) -> Iterator[BinaryIO]:
     check_readable(path)
     raw: BinaryIO
     try:
-        raw = sys.stdin.buffer if path == STDIN else open(path, "rb")
+        raw = _stdin() if path == STDIN else open(path, "rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    owned = raw is not sys.stdin.buffer
     buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
     try:
         head = buffered.peek(2)[:2]
@@ -88,7 +102,7 @@ def open_binary(path: str | os.PathLike) -> Iterator[BinaryIO]:
         except GZIP_ERRORS as exc:
             raise InputError(f"{path}: truncated or corrupt gzip data ({exc or type(exc).__name__})") from None
     finally:
-        if path != STDIN:
+        if owned:
             raw.close()
 
 
