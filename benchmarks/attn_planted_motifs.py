@@ -95,7 +95,7 @@ def one_hot(codes: np.ndarray):
 def build(seed: int):
     import torch
 
-    from genointerp.checkpoint import build_model
+    from genointerp.model_folder import build_model
     from genointerp.models.track_configs import default_track_config
 
     config = default_track_config("swin1d", SEQ_LEN, BIN, BINS, 1, None, width=48, dropout=0.0, window=16,
@@ -240,7 +240,7 @@ def cli_demo(model, out: Path, codes, a_pos, b_pos) -> list[str]:
 
     import pysam
 
-    from genointerp.checkpoint import save_model_dir
+    from genointerp.model_folder import save_model_dir
 
     mdir = out / "model"
     shutil.rmtree(mdir, ignore_errors=True)

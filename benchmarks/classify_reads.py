@@ -272,7 +272,7 @@ def forward_rates(windows: int = 4096) -> dict[str, float]:
     """Windows/s of the model's forward pass alone (no I/O), module vs folded inference form."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.models.xvir_inference import XVirInference
     from genointerp.runtime import predict_proba
 

@@ -66,7 +66,7 @@ def build(model: str, length: int, args):
                                     attn_dim_key=args.width // heads, output_heads={"human": args.tracks},
                                     target_length=target, num_downsamples=int(math.log2(args.bin_size)), dim_divisible_by=8)
         return net, lambda x: net(x, head="human")
-    from genointerp.checkpoint import build_model
+    from genointerp.model_folder import build_model
     from genointerp.models.track_configs import default_track_config
 
     config = default_track_config(model, length, args.bin_size, target, args.tracks, None, args.width,

@@ -288,7 +288,7 @@ def calibrate(work: Path, model: Path, threads: int) -> dict:
     for calibration never overlap its training draws). In a tumour sample nearly every read is
     human, so false positives, not recall, decide whether the calls are usable; the paper's 0.5
     is far too permissive here."""
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.cli.common import REPORTER
     from genointerp.runtime import use_threads
     from genointerp.viral.evidence import load_index

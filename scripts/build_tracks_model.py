@@ -157,7 +157,7 @@ def soup(members: list[Path], out: Path, fasta: Path, targets: Path) -> None:
     import torch
     from safetensors.torch import load_file
 
-    from genointerp.checkpoint import load_model_dir, save_model_dir
+    from genointerp.model_folder import load_model_dir, save_model_dir
     from genointerp.tracks.pearson import group_means, write_evaluation_tsv
 
     if out.exists():

@@ -101,7 +101,8 @@ def main() -> None:
     args = ap.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    # this checkout's own code, whichever checkout the installed package points at
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
     for cmd in commands(args.work):
         res = subprocess.run([sys.executable, "-m", "genointerp", "-q", *cmd], cwd=args.work, env=env,
                              capture_output=True, text=True)

@@ -19,7 +19,7 @@ READS = DATA / "tumor_small.fq.gz"
 
 
 def small_model(arch: str, seq_len: int = 256, **kw):
-    from genointerp.checkpoint import build_model
+    from genointerp.model_folder import build_model
     from genointerp.models.track_configs import default_track_config
     from genointerp.models.xvir import XVirConfig
 
@@ -255,7 +255,7 @@ def test_region_off_the_chromosome_is_refused(swin, tmp_path, cli):
 
 
 def test_a_cnn_model_is_refused(tmp_path, cli):
-    from genointerp.checkpoint import build_model, save_model_dir
+    from genointerp.model_folder import build_model, save_model_dir
     from genointerp.models.track_configs import default_track_config
 
     folder = tmp_path / "cnn"

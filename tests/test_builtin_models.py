@@ -213,7 +213,7 @@ def tumor_small_tokens(read_ids: list[str] | None = None) -> torch.Tensor:
 def pinned_logits(folder, form: str) -> np.ndarray:
     """Logits float64 (len(XVIR_LOGITS),) of the pinned reads, by the folded form (what
     classify-reads runs in fp32 on CPU) or the PyTorch module (bf16, CUDA, other variants)."""
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.models.xvir_inference import XVirInference
 
     model, _ = load_model_dir(folder, expect="xvir")

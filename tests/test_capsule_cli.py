@@ -212,7 +212,7 @@ def test_one_routing_iteration_leaves_the_coupling_uniform(tmp_path, cli, traine
 def test_primary_capsule_is_the_one_the_gene_scores_read(tmp_path, cli):
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
 
     features, y = cohort(60, 4)
     feats, pheno = write_cohort(tmp_path, features, y)

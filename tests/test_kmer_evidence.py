@@ -118,7 +118,7 @@ def test_a_damaged_index_is_one_error(indexed, tmp_path):
 
 def test_builtin_model_index_is_small():
     """Load time is a benchmark's business (README: about 0.5 s), not a test's."""
-    from genointerp.checkpoint import CONFIG
+    from genointerp.model_folder import CONFIG
     from genointerp.resources import builtin_model_dir
 
     folder = builtin_model_dir()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from genointerp.checkpoint import build_model, load_model_dir, save_model_dir
+from genointerp.model_folder import build_model, load_model_dir, save_model_dir
 from genointerp.errors import InputError
 from genointerp.models.swin1d import GenomicInterpreter, Swin1DBlock, Swin1DConfig
 from genointerp.models.track_baselines import AttPoolCNNConfig

@@ -188,7 +188,7 @@ def test_predicted_bins_equal_the_model_on_the_window(model, cli, tmp_path, host
     float32), even under arithmetic that moves with the batch shape (`hostile`)."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.io.reference import Reference
     from genointerp.seq.onehot import one_hot
 
@@ -209,7 +209,7 @@ def _window_outputs(model, starts, rc=False):
     their reverse complements, flipped back to forward bin order."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.io.reference import Reference
     from genointerp.seq.onehot import one_hot
 
@@ -348,7 +348,7 @@ def numpy_pearson(model_dir, bed, batch_size: int | None = None, rc_average: boo
     evaluate-tracks should report."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.io.reference import Reference
     from genointerp.io.regions import read_regions
     from genointerp.io.tracks import read_targets
@@ -588,7 +588,7 @@ def test_stat_and_clip_make_the_targets_the_test_pass_scores_against(tmp_path, c
     """train-tracks' own test Pearson r equals one computed from bigWig maxima soft-clipped at 2."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.io.reference import Reference
     from genointerp.seq.onehot import one_hot
 
@@ -705,7 +705,7 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     """motif_a is the AP-1 site TGACTCA, JUND's motif: named as a JUND track, its JASPAR profile
     becomes the stem's first filter, the other filters come from the broad set, and a filter frozen
     for the only epoch leaves training exactly as it started."""
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.tracks.motifs import RELEASE, _profiles, motif_filter, stem_conv
 
     args = ["train-tracks", "--fasta", FASTA, "--targets", _jund_targets(tmp_path), *SMALL, "--epochs", 1, "--motif-init",
@@ -740,7 +740,7 @@ def test_motif_scan_reads_the_named_factors_motif_and_predicts(model, cli, tmp_p
     track ids naming no factor, is one error line."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.tracks.motifs import scan_motifs
 
     targets = _jund_targets(tmp_path)
@@ -842,7 +842,7 @@ def test_added_track_heads_leave_the_outputs_and_dropping_them_restores_the_mode
 
     import torch
 
-    from genointerp.checkpoint import build_model
+    from genointerp.model_folder import build_model
     from genointerp.models.track_configs import default_track_config
     from genointerp.models.track_heads import add_track_groups, drop_track_groups
 
@@ -955,7 +955,7 @@ def test_init_from_with_head_width_widens_the_head_and_predicts_as_before(model,
     weight 0; a head no wider than the model's is one error line and no output."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
 
     a, _ = load_model_dir(model)
     have = a.output.pointwise.out_features
@@ -980,7 +980,7 @@ def test_init_from_with_stem_filters_widens_the_stem_and_predicts_as_before(mode
     """With lr 0 nothing moves, so the widened model is the starting one plus filters read with weight 0."""
     import torch
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
 
     res = cli(*train_args(tmp_path / "ft", "--epochs", 1, "--lr", 0, "--stem-filters", 20, "--init-from", model))
     assert res.exit_code == 0, res.output

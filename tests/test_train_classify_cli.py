@@ -272,7 +272,7 @@ def test_train_directly_from_fastq_labels_from_read_names(dataset, cli, tmp_path
 
 
 def test_builtin_model_is_installed_and_is_the_papers_architecture():
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.models.xvir import XVirConfig, count_parameters
     from genointerp.resources import builtin_model_dir
 
@@ -377,7 +377,7 @@ def test_valid_test_sets_and_positive_label_decide_the_test_metrics(split_sets, 
     import torch
     from sklearn.metrics import roc_auc_score
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.io.kmer_dataset import open_kmer_dataset
 
     d = split_sets

@@ -50,7 +50,7 @@ def test_the_builtin_model_folds_to_within_float32_rounding():
     relative (1e-5 absolute near 0). Measured: at most 4.8e-6 natively and under
     ATEN_CPU_CAPABILITY=default/avx2 and MKL_ENABLE_INSTRUCTIONS=SSE4_2, at most 0.42 of the bound
     even against the module run one read at a time, whose kernels sum in yet another order."""
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.resources import builtin_model_dir
     from test_builtin_models import tumor_small_tokens
 

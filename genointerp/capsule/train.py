@@ -452,7 +452,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
     Returns (primary capsule used for the gene scores, None for gene primary capsules; ranked gene rows)."""
     from genointerp.capsule import interpret as interp
     from genointerp.capsule.predict import predictions_table
-    from genointerp.checkpoint import save_model_dir
+    from genointerp.model_folder import save_model_dir
 
     # interpretation on the samples the final model was trained on, standardised as it saw them
     xs = r.scaler(x[r.split.train])

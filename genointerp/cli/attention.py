@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
+from genointerp.cli.options import device_option, force_option, threads_option
 from genointerp.cli.common import REPORTER, device_for, log
 from genointerp.runtime import Precision, use_threads
 
@@ -40,9 +41,9 @@ def attn_maps(
                                        "(regions). Default: the region and a window either side; reads: the whole read."),
     plot_items: int = typer.Option(1, "--plot-items", min=0, help="Items to draw figures for (0 = no figures)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+    device: str = device_option(),
+    threads: int = threads_option(),
+    force: bool = force_option("an existing output folder"),
 ) -> None:
     """Attention maps of every layer, head and window for reads (XVir) or reference regions (track models).
 

@@ -8,8 +8,9 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, device_for, log, warn
-from genointerp.cli.options import seed_option
-from genointerp.cli.genotypes import PANEL, one_stdin
+from genointerp.cli.options import device_option, force_option, seed_option, threads_option
+from genointerp.cli.genotypes import PANEL
+from genointerp.job import one_stdin
 from genointerp.runtime import Precision, usable_threads, use_threads
 
 
@@ -80,10 +81,10 @@ def capsule_train(
     gene_sets: Optional[str] = typer.Option(None, "--gene-sets", metavar="FILE.gmt", help="Gene sets (GMT: name, description, gene symbols; tab-separated; gzip or - read too), e.g. an MSigDB or GO export: test the decisive genes for enrichment in each (hypergeometric, Benjamini-Hochberg FDR) into enrichment.tsv. Example: --gene-sets h.all.v2024.1.Hs.symbols.gmt"),
     min_set_size: int = typer.Option(5, "--min-set-size", min=1, help="With --gene-sets: test only sets with at least this many feature genes."),
     max_set_size: int = typer.Option(500, "--max-set-size", min=1, help="With --gene-sets: test only sets with at most this many feature genes."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads (torch and the random forest)."),
+    device: str = device_option(),
+    threads: int = threads_option("CPU threads (torch and the random forest)."),
     seed: int = seed_option("Seeds splits, initialisation and shuffling: same inputs and seed, same outputs."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory."),
+    force: bool = force_option("an existing model directory"),
 ) -> None:
     """Train a DiseaseCapsule network (capsule network over Gene-PCs) for a binary phenotype.
 
@@ -194,14 +195,14 @@ def capsule_predict(
     model_dir: str = typer.Argument(..., metavar="MODEL_DIR", help="Model directory from capsule-train."),
     features_path: str = typer.Argument(..., metavar="FEATURES", help="gene-pca output folder or TSV with the model's feature columns (extra columns are ignored); for a new cohort, gene-pca --apply the training cohort's folder."),
     output: str = typer.Option("-", "-o", "--output", help="TSV: sample, p_<class> (capsule lengths normalised to sum 1), call; - is stdout."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+    device: str = device_option(),
+    threads: int = threads_option(),
+    force: bool = force_option("an existing output file"),
 ) -> None:
     """Score samples with a capsule-train model: per-class probabilities and the called class."""
     from genointerp.capsule.predict import model_fields, model_matrix, predictions_table
     from genointerp.capsule.train import Scaler, capsule_lengths, class_probabilities
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.io.atomic import STDOUT, AtomicOutputs
     from genointerp.io.features import read_features
 
@@ -269,9 +270,9 @@ def capsule_search(
     capsule_dim: int = typer.Option(8, "--capsule-dim", min=1, help="Primary capsule dimension (with 4, gene capsules fit a strong gene worse than logistic regression does)."),
     class_dim: int = typer.Option(16, "--class-dim", min=1, help="Phenotype capsule dimension."),
     routing: int = typer.Option(3, "--routing", min=1, help="Routing-by-agreement iterations."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="Fitness evaluations of a generation run in parallel in this many processes (one torch thread each); results do not depend on it."),
+    threads: int = threads_option("Fitness evaluations of a generation run in parallel in this many processes (one torch thread each); results do not depend on it."),
     seed: int = seed_option("Seeds the folds, the GA and every training: same inputs and seed, same result."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+    force: bool = force_option("an existing output folder"),
 ) -> None:
     """Search for gene subsets whose genes act together: a genetic algorithm maximising how far the
     capsule network's cross-validated accuracy exceeds logistic regression's, both on the subset's Gene-PCs.

@@ -8,33 +8,10 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, log
+from genointerp.cli.options import force_option, threads_option
 from genointerp.runtime import usable_threads
 
 PANEL = "Genotypes (DiseaseCapsule)"
-
-
-def _read_ids(path: str, what: str) -> list[str]:
-    """Sample ids, one per line (first tab/space-separated word; blank and # lines skipped); gzip
-    and `-` read transparently, a binary file refused with one line."""
-    from genointerp.errors import InputError
-    from genointerp.io.inputs import read_lines
-
-    try:
-        lines = read_lines(path)
-    except InputError as exc:
-        raise InputError(f"{exc} ({what})") from None
-    ids = [line.split()[0] for line in lines if line.strip() and not line.startswith("#")]
-    if not ids:
-        raise InputError(f"{path}: no sample ids ({what})")
-    return ids
-
-
-def one_stdin(*inputs: tuple[str, Optional[str]]) -> None:
-    """A usage error when two inputs are `-`: stdin can be read only once."""
-    names = [name for name, value in inputs if value == "-"]
-    if len(names) > 1:
-        raise typer.BadParameter(f"{names[0]} and {names[1]} are both - (stdin), which can be read only once",
-                                 param_hint=names[1])
 
 
 @app.command(
@@ -60,10 +37,10 @@ def gene_pca(
     max_missing: float = typer.Option(0.1, "--max-missing", min=0, max=1, help="Fit only: drop SNPs missing in more than this fraction of the fit samples."),
     nearest_gene: bool = typer.Option(False, "--nearest-gene", help="Assign SNPs outside every gene to the nearest gene (default: drop them)."),
     pcs_rule: str = typer.Option("4:1,20:4,inf:8", "--pcs-rule", help="Fit only: PCs kept per gene as MAX_SNPS:N_PCS steps: the default keeps 1 PC for 1-4 SNPs, 4 for 5-20, 8 for more (never above the rank)."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="Threads for the per-gene PCAs (parsing runs alongside)."),
+    threads: int = threads_option("Threads for the per-gene PCAs (parsing runs alongside)."),
     tsv: bool = typer.Option(True, "--tsv/--no-tsv", help="Also write features.tsv (at 10,000 samples x 100,000 PCs that is 10 GB and most of the run time; capsule-train reads features.npy)."),
     keep_dosages: bool = typer.Option(False, "--keep-dosages", help="Also write dosages.npy (int8 samples x SNPs, -1 missing) and snps.tsv: the SNPs behind the PCs, for capsule-train's PRS baseline. With --apply: the fit's SNPs, oriented as there. 1 byte per call: 45 MB at 3,000 samples x 15,000 SNPs."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+    force: bool = force_option("an existing output folder"),
 ) -> None:
     """Per-gene PCA of genotypes: the Gene-PC features of DiseaseCapsule (capsule-train input).
 
@@ -73,43 +50,13 @@ def gene_pca(
     the mean) and reduced to the gene's top principal components. The fitted transform is saved so
     that a new cohort can be projected with --apply.
     """
-    from threadpoolctl import threadpool_limits
-
     from genointerp.genotypes.gene_pca import GenePcaRequest, run
-    from genointerp.genotypes.pca import PcsRule
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.io.features import read_phenotypes
+    from genointerp.job import execute
 
-    if apply is None and genes is None:
-        raise typer.BadParameter("give a gene annotation (-g), or --apply a fitted transform", param_hint="--genes")
-    if apply is not None:
-        changed = [name for name, given in (("--genes", genes), ("--fit-samples", fit_samples),
-                                            ("--nearest-gene", nearest_gene or None)) if given is not None]
-        if changed:
-            raise typer.BadParameter(f"{changed[0]} is fixed by the fitted transform", param_hint="--apply")
-    if samples is not None and phenotypes is not None:
-        raise typer.BadParameter("give --samples or --phenotypes, not both", param_hint="--samples")
-    one_stdin(("VCF", vcf), ("--genes", genes), ("--samples", samples), ("--phenotypes", phenotypes),
-              ("--fit-samples", fit_samples))
-    try:
-        rule = PcsRule.parse(pcs_rule)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--pcs-rule") from None
-    selected = None
-    if samples is not None:
-        selected = _read_ids(samples, "--samples")
-    elif phenotypes is not None:
-        pheno = read_phenotypes(phenotypes, phenotype_column)
-        selected = pheno.samples
-        if pheno.dropped:
-            log(f"{pheno.dropped} sample(s) without a {pheno.column!r} value left out")
-    req = GenePcaRequest(vcf=vcf, genes=genes, apply=apply, samples=selected,
-                         fit_samples=_read_ids(fit_samples, "--fit-samples") if fit_samples else None,
-                         maf=maf, max_missing=max_missing, nearest=nearest_gene, rule=rule,
-                         threads=usable_threads(threads), table=tsv, dosages=keep_dosages)
-    # parallelism is over genes: one BLAS thread per fit keeps the cores for them (and results stable)
-    with threadpool_limits(1), AtomicOutputs(force, inputs=[vcf, genes, apply, samples, phenotypes, fit_samples]) as outputs:
-        folder = outputs.folder(output)
-        summary = run(req, folder, REPORTER)
+    req = GenePcaRequest(vcf=vcf, output=output, genes=genes, apply=apply, samples=samples, phenotypes=phenotypes,
+                         phenotype_column=phenotype_column, fit_samples=fit_samples, maf=maf, max_missing=max_missing,
+                         nearest_gene=nearest_gene, pcs_rule=pcs_rule, threads=usable_threads(threads), tsv=tsv,
+                         keep_dosages=keep_dosages)
+    summary = execute(run, req, force, REPORTER)
     n_features = summary.get("genes_with_pcs")
     log(f"wrote {output}/" + (f" ({n_features} genes with PCs)" if n_features is not None else ""))

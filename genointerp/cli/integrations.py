@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
+from genointerp.cli.options import force_option, threads_option
 from genointerp.cli.common import REPORTER, log
 
 PANEL = "Viral detection"
@@ -39,8 +40,8 @@ def find_integrations(
     min_clip: int = typer.Option(20, "--min-clip", min=15, help="Least soft-clipped (or unaligned) bases for a split read."),
     min_support: int = typer.Option(3, "--min-support", min=1, help="Least split reads + spanning pairs for a junction."),
     max_fragment: int = typer.Option(1000, "--max-fragment", min=100, help="Longest fragment (insert) of the library: how far from its anchor a pair's junction can lie."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="Threads for BAM/CRAM decompression."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    threads: int = threads_option("Threads for BAM/CRAM decompression."),
+    force: bool = force_option(),
 ) -> None:
     """Find where a virus is integrated in the host: junctions from split reads and read pairs.
 

@@ -31,3 +31,18 @@ def number(text: str, kind: type, option: str, min_value=None, max_value=None, n
         lo, hi = ("" if v is None else f"{v:g}" for v in (min_value, max_value))
         raise typer.BadParameter(f"{what} is outside {lo}..{hi}", param_hint=option)
     return value
+
+
+def device_option():
+    """--device (default auto)."""
+    return typer.Option("auto", "--device", help="auto (a GPU when there is one), cpu, cuda or cuda:N.")
+
+
+def threads_option(help: str = "CPU threads for torch."):
+    """-t/--threads (default 1); `help` says what the threads do where it is not torch's pool."""
+    return typer.Option(1, "-t", "--threads", min=1, help=help)
+
+
+def force_option(what: str = "existing outputs"):
+    """--force: overwrite `what` (the command's outputs, named as its help names them)."""
+    return typer.Option(False, "--force", help=f"Overwrite {what}.")

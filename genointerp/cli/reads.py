@@ -9,7 +9,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, log, parse_pairs
-from genointerp.cli.options import number, seed_option
+from genointerp.cli.options import force_option, number, seed_option
 
 PANEL = "Reads"
 
@@ -62,7 +62,7 @@ def simulate_reads(
     type_mix: List[str] = typer.Option([], "--type-mix", metavar="CONTIG=W", help="Sample mode: weight of a viral genome (repeatable); genomes not named get none (default: equal weights)."),
     host_genome_size: Optional[float] = typer.Option(None, "--host-genome-size", min=1, help="Sample mode: the host genome size the copies refer to (default: the HOST label's length)."),
     seed: int = seed_option("Random seed: same inputs and seed give byte-identical output."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing output files."),
+    force: bool = force_option("existing output files"),
 ) -> None:
     """Simulate Illumina-like short reads with ground truth in their names.
 
@@ -164,7 +164,7 @@ def kmerize(
     truth: Optional[str] = typer.Option(None, "--truth", help="Labels from a truth TSV (read_id, label columns; simulate-reads --truth)."),
     label_field: Optional[int] = typer.Option(None, "--label-field", min=0, help="Labels from this 0-based field of the read name (simulate-reads names: 0)."),
     label_sep: str = typer.Option("|", "--label-sep", help="Read-name field separator for --label-field."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = force_option(),
 ) -> None:
     """Turn reads into overlapping k-mer tokens (a dataset for train-xvir) and/or count k-mers.
 

@@ -10,7 +10,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, device_for, log, training_outputs, warn
-from genointerp.cli.options import seed_option
+from genointerp.cli.options import device_option, force_option, seed_option, threads_option
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Genomic tracks"
@@ -135,12 +135,12 @@ def train_tracks(
     rc_augment: bool = typer.Option(True, "--rc-augment/--no-rc-augment", help="Reverse-complement half of the windows each epoch."),
     shift: int = typer.Option(3, "--shift", min=0, help="Shift each training window by up to this many bp (augmentation)."),
     grad_clip: float = typer.Option(1.0, "--grad-clip", min=0, help="Clip the gradient norm to this (0 = off)."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16, 16 (CUDA)."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
+    threads: int = threads_option(),
     seed: int = seed_option(),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was started with; others are refused."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
+    force: bool = force_option("an existing model directory / discard an old checkpoint"),
 ) -> None:
     """Train a track model: DNA windows -> binned assay signal per track (Poisson loss).
 
@@ -211,10 +211,10 @@ def predict_tracks(
     bedgraph: bool = typer.Option(False, "--bedgraph", help="Also write <track id>.bedGraph.gz."),
     tsv: bool = typer.Option(False, "--tsv", help="Also write tracks.tsv.gz (one column per track)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision"),
-    threads: int = typer.Option(1, "-t", "--threads", min=1),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output folder."),
+    threads: int = threads_option(),
+    force: bool = force_option("an existing output folder"),
 ) -> None:
     """Predict tracks over regions or whole chromosomes: a bigWig and a peak BED per track.
 
@@ -271,10 +271,10 @@ def evaluate_tracks(
     rc_average: bool = typer.Option(False, "--rc-average", help="Score the models' mean of the forward and "
                                     "reverse-complement predictions (predict-tracks --rc-average; twice the time)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
-    device: str = typer.Option("auto", "--device"),
+    device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision"),
-    threads: int = typer.Option(1, "-t", "--threads", min=1),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    threads: int = threads_option(),
+    force: bool = force_option(),
 ) -> None:
     """Pearson r per track of one or two models against measured tracks on held-out windows.
 

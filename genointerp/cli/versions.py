@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 
 from genointerp.cli import app
+from genointerp.cli.options import force_option
 
 # What shapes this package's numbers: the model runtime and the file-format libraries.
 COMPONENTS = ("torch", "numpy", "pysam", "pyBigWig", "safetensors", "scikit-learn")
@@ -44,7 +45,7 @@ def versions_yaml(process: str, found: dict[str, str]) -> str:
 def versions_command(
     output: str = typer.Option("-", "-o", "--output", help="YAML file to write (- is stdout); name it *_mqc_versions.yml for MultiQC."),
     process: str = typer.Option("genointerp", "--process", help="Process/rule name the versions are reported under."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    force: bool = force_option("an existing file"),
 ) -> None:
     """Print genointerp's version and its key libraries' as a versions.yml (MultiQC, nf-core)."""
     from genointerp.io.atomic import STDOUT, AtomicOutputs

@@ -10,7 +10,7 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs, training_outputs
-from genointerp.cli.options import number, seed_option
+from genointerp.cli.options import device_option, force_option, number, seed_option, threads_option
 from genointerp.runtime import Precision, use_threads
 
 PANEL = "Viral detection"
@@ -62,9 +62,9 @@ def train_xvir(
     dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9),
     position: Position = typer.Option(Position.sinusoidal, "--position", help="Position encoding (the paper: sinusoidal)."),
     pre_norm: bool = typer.Option(False, "--pre-norm", help="LayerNorm before each block (the paper: after)."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CPU or CUDA), 16 (CUDA)."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
+    threads: int = threads_option(),
     seed: int = seed_option(),
     viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated from it."),
     negative_refs: List[str] = typer.Option([], "--negative", metavar="LABEL=REF", help="Negative reference (repeatable; with --viral), e.g. human=chr20.fa.gz: its k-mers are left out of the index; without DATASET, negative training reads are simulated from it."),
@@ -78,7 +78,7 @@ def train_xvir(
     target_fpr: Optional[float] = typer.Option(None, "--target-fpr", min=0, max=0.5, help="Set the model's calling threshold so that at most this share of negative reads is called viral: per negative label on fresh reads (with the k-mer index, under classify-reads' combined rule), or on the test split for datasets."),
     init_from: Optional[str] = typer.Option(None, "--init-from", help="Start from this model directory's weights (fine-tuning; same architecture)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was started with; others are refused."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing model directory / discard an old checkpoint."),
+    force: bool = force_option("an existing model directory / discard an old checkpoint"),
 ) -> None:
     """Train an XVir read classifier (transformer over k-mer tokens) on kmerize datasets.
 
@@ -183,10 +183,10 @@ def classify_reads(
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
     chunk: Optional[str] = typer.Option(None, "--chunk", metavar="I/N", help="Classify only chunk I of N (1-based) of the reads, for scatter/gather on a cluster: N jobs cover the input exactly once, and merge-calls joins their outputs into the unchunked run's. Each job first counts the reads (one extra parsing pass)."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CUDA; on CPU it runs the PyTorch module, slower than 32's folded CPU form, and emulated without AVX512-BF16 or AMX; p_viral within 0.005 of fp32), 16 (CUDA)."),
-    threads: int = typer.Option(1, "-t", "--threads", min=1, help="CPU threads for torch."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    threads: int = threads_option(),
+    force: bool = force_option(),
 ) -> None:
     """Call every read viral or not; the built-in model knows HPV.
 
@@ -259,7 +259,7 @@ def merge_calls(
     output: str = typer.Option("-", "-o", "--output", help="Merged calls TSV; - is stdout."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the merged summary JSON (needs the chunks' summaries)."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the merged reads called viral (needs the chunks' --viral-out files)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing outputs."),
+    force: bool = force_option(),
 ) -> None:
     """Gather classify-reads --chunk outputs: the TSVs, viral reads and summaries of the whole run.
 

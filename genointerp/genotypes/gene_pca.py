@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from genointerp import __version__
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 from genointerp.genotypes.assign import GeneAssigner
 from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
-from genointerp.io.features import DosageWriter, Features, write_features
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.features import DosageWriter, Features, read_phenotypes, write_features
+from genointerp.io.ids import read_ids
+from genointerp.job import one_stdin
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, Site, VcfGenotypes
@@ -34,18 +38,51 @@ GENES_TABLE = "genes.tsv"
 
 @dataclass
 class GenePcaRequest:
+    """gene-pca: the fields are its options (files as paths, `-` for stdin)."""
+
     vcf: str
+    output: str  # folder
     genes: str | None = None  # annotation (fit mode)
     apply: str | None = None  # fitted transform folder (apply mode)
-    samples: list[str] | None = None  # restrict to these (None: all in the VCF)
-    fit_samples: list[str] | None = None  # fit on these (None: all selected)
+    samples: str | None = None  # ids file: restrict to these (None: all in the VCF)
+    phenotypes: str | None = None  # or: the samples with a value in this phenotype table
+    phenotype_column: str | None = None
+    fit_samples: str | None = None  # ids file: fit on these (None: all selected)
     maf: float = 0.01
     max_missing: float = 0.1
-    nearest: bool = False
-    rule: PcsRule = field(default_factory=lambda: PcsRule.parse(DEFAULT_RULE))
+    nearest_gene: bool = False
+    pcs_rule: str = DEFAULT_RULE
     threads: int = 1
-    table: bool = True  # also write features.tsv
-    dosages: bool = False  # also write dosages.npy + snps.tsv (the SNPs behind the PCs)
+    tsv: bool = True  # also write features.tsv
+    keep_dosages: bool = False  # also write dosages.npy + snps.tsv (the SNPs behind the PCs)
+
+    def check(self) -> None:
+        if self.apply is None and self.genes is None:
+            raise UsageError("--genes: give a gene annotation (-g), or --apply a fitted transform")
+        if self.apply is not None:
+            fixed = [name for name, given in (("--genes", self.genes), ("--fit-samples", self.fit_samples),
+                                              ("--nearest-gene", self.nearest_gene or None)) if given is not None]
+            if fixed:
+                raise UsageError(f"--apply: {fixed[0]} is fixed by the fitted transform")
+        if self.samples is not None and self.phenotypes is not None:
+            raise UsageError("--samples: give --samples or --phenotypes, not both")
+        one_stdin(("VCF", self.vcf), ("--genes", self.genes), ("--samples", self.samples),
+                  ("--phenotypes", self.phenotypes), ("--fit-samples", self.fit_samples))
+        for name, value, lo, hi in (("--maf", self.maf, 0, 0.5), ("--max-missing", self.max_missing, 0, 1)):
+            if not lo <= value <= hi:
+                raise UsageError(f"{name}: {value} is outside {lo}..{hi}")
+        if self.threads < 1:
+            raise UsageError(f"--threads: {self.threads} is below 1")
+        self.rule()
+
+    def rule(self) -> PcsRule:
+        try:
+            return PcsRule.parse(self.pcs_rule)
+        except ValueError as exc:
+            raise UsageError(f"--pcs-rule: {exc}") from None
+
+    def inputs(self) -> list[str | None]:
+        return [self.vcf, self.genes, self.apply, self.samples, self.phenotypes, self.fit_samples]
 
 
 @dataclass
@@ -98,44 +135,60 @@ def _fit_rows(vcf: VcfGenotypes, fit_samples: list[str] | None) -> np.ndarray:
     return rows
 
 
-def run(req: GenePcaRequest, folder: Path, report: Reporter) -> dict:
-    """Write features.*, genes.tsv and (fit mode) transform.* into `folder`; return the summary."""
-    with VcfGenotypes(req.vcf, req.samples) as vcf:  # a pipe stays open from the header to the records
+def run(req: GenePcaRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Write features.*, genes.tsv and (fit mode) transform.* into the output folder; return the summary."""
+    selected = _selected_samples(req, report.log)
+    fit_ids = read_ids(req.fit_samples, "--fit-samples") if req.fit_samples else None
+    folder = outputs.folder(req.output)
+    # parallelism is over genes: one BLAS thread per fit keeps the cores for them (and results stable)
+    with threadpool_limits(1), VcfGenotypes(req.vcf, selected) as vcf:  # a pipe stays open from header to records
         if req.apply:
             summary = _apply(req, vcf, folder, report.log, report.warn)
         else:
-            summary = _fit(req, vcf, folder, report.log, report.warn)
+            summary = _fit(req, vcf, folder, report.log, report.warn, fit_ids, req.rule())
     if vcf.duplicates:
         report.warn(f"{req.vcf}: {vcf.duplicates:,} exact duplicate record(s) dropped (same CHROM, POS, REF, ALT and "
                     "genotypes as an earlier record, which is kept)")
     return summary
 
 
-def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dict:
+def _selected_samples(req: GenePcaRequest, log) -> list[str] | None:
+    if req.samples is not None:
+        return read_ids(req.samples, "--samples")
+    if req.phenotypes is not None:
+        pheno = read_phenotypes(req.phenotypes, req.phenotype_column)
+        if pheno.dropped:
+            log(f"{pheno.dropped} sample(s) without a {pheno.column!r} value left out")
+        return pheno.samples
+    return None
+
+
+def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn, fit_ids: list[str] | None,
+         rule: PcsRule) -> dict:
     """Fit mode: per-gene PCA on the fit samples, written with the transform; returns the counts."""
-    fit_rows = _fit_rows(vcf, req.fit_samples)
+    fit_rows = _fit_rows(vcf, fit_ids)
     annotation = read_genes(req.genes)
     by_chrom: dict[str, list[Gene]] = {}
     for g in annotation:
         by_chrom.setdefault(g.chrom, []).append(g)
     aliases = _Aliases(by_chrom, warn, req.genes)
     _check_overlap(vcf, by_chrom, req.genes)
-    log(f"{len(vcf.samples)} samples ({len(fit_rows)} fit), {len(annotation)} genes; PCs per gene: {req.rule}")
+    log(f"{len(vcf.samples)} samples ({len(fit_rows)} fit), {len(annotation)} genes; PCs per gene: {rule}")
 
-    writer = DosageWriter(folder, len(vcf.samples)) if req.dosages else None
+    writer = DosageWriter(folder, len(vcf.samples)) if req.keep_dosages else None
     scratch_row: dict[tuple, int] = {}  # (chrom, pos, ref, alt) -> scratch row of its dosages
 
     def keep(site: Site) -> None:  # a duplicated record ends as its last copy, as in --apply
         scratch_row[(site.chrom, site.pos, site.ref, site.alt)] = writer.append(site.dosage)
 
-    with _Fitter(fit_rows, req.rule, req.threads) as fitter:
+    with _Fitter(fit_rows, rule, req.threads) as fitter:
         counts, vcf_chroms = _gene_sites(req, vcf, fit_rows, by_chrom, aliases, fitter.close,
                                          keep if writer is not None else None)
         fitter.wait()
     done = fitter.done
     if not done:
         raise InputError(f"no SNP of {req.vcf} (chromosomes {', '.join(vcf_chroms[:5])}) falls in "
-                         f"{'or near ' if req.nearest else ''}a gene of {req.genes}")
+                         f"{'or near ' if req.nearest_gene else ''}a gene of {req.genes}")
     done.sort(key=lambda item: item.order)
     fitted = [item for item in done if item.fit is not None and item.fit.components.shape[1] > 0]
     if not fitted:
@@ -147,7 +200,7 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
 
     genes_meta = _gene_table(done)
     info = {"program": f"genointerp {__version__} gene-pca", "vcf": req.vcf, "genes": req.genes,
-            "maf": req.maf, "max_missing": req.max_missing, "nearest_gene": req.nearest, "pcs_rule": str(req.rule),
+            "maf": req.maf, "max_missing": req.max_missing, "nearest_gene": req.nearest_gene, "pcs_rule": str(rule),
             "n_fit_samples": int(len(fit_rows)), "fit_samples": [vcf.samples[i] for i in fit_rows]}
     transform = _stack_transform(fitted, genes_meta, info)
     transform.save(folder)
@@ -155,7 +208,7 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> dic
     summary = {**counts, "genes_with_sites": len(done), "genes_with_pcs": len(fitted)}
     if writer is not None:
         summary["dosage_snps"] = _finish_dosages(writer, transform, log, scratch_row)
-    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.table)
+    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.tsv)
     return summary
 
 
@@ -203,7 +256,7 @@ def _gene_sites(req: GenePcaRequest, vcf: VcfGenotypes, fit_rows: np.ndarray, by
                 aliases: _Aliases, close: Callable[[_Gene], None],
                 keep: Callable[[Site], None] | None = None) -> tuple[dict, list[str]]:
     """Stream the VCF once, buffering each kept SNP's int8 (n,) dosages in the genes it falls in (or
-    near, with req.nearest) and handing every gene to `close` once the stream is past its reach, in
+    near, with req.nearest_gene) and handing every gene to `close` once the stream is past its reach, in
     the order genes close; `keep` also gets every kept site. Returns (site counts by fate, the VCF's
     chromosomes in stream order)."""
     subset = len(fit_rows) < len(vcf.samples)
@@ -218,7 +271,7 @@ def _gene_sites(req: GenePcaRequest, vcf: VcfGenotypes, fit_rows: np.ndarray, by
                 close(open_genes.pop(i))
             chrom_rank[site.chrom] = len(chrom_rank)
             alias = aliases(site.chrom)
-            assigner = GeneAssigner(by_chrom[alias], req.nearest) if alias else None
+            assigner = GeneAssigner(by_chrom[alias], req.nearest_gene) if alias else None
         if assigner is None:
             counts["other_chrom"] += 1
             continue
@@ -327,7 +380,7 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     n = len(vcf.samples)
     counts = {"sites": 0, "matched": 0, "flipped": 0, "allele_mismatch": 0, "imputed_calls": 0}
     writer, column = None, None
-    if req.dosages:  # the fit's SNP columns, in its order; an absent SNP stays missing (-1) for everyone
+    if req.keep_dosages:  # the fit's SNP columns, in its order; an absent SNP stays missing (-1) for everyone
         first, column = t.snp_columns()
         writer = DosageWriter(folder, n, len(first))
     scores, found = _project_sites(t, vcf, aliases, counts, writer, column)
@@ -351,7 +404,7 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     info = {"program": f"genointerp {__version__} gene-pca --apply", "vcf": req.vcf, "applied": req.apply,
             "fit_vcf": t.info.get("vcf"), "pcs_rule": t.info.get("pcs_rule")}
     _write(folder, vcf.samples, fitted_columns(t.genes), [scores[i] for i in range(len(t.genes))], t.genes,
-           {**info, **counts}, req.table)
+           {**info, **counts}, req.tsv)
     return counts
 
 

@@ -68,7 +68,7 @@ class Item:
 # --- model ---------------------------------------------------------------------------------------
 def load_attention_model(path: str | None, reads_mode: bool):
     """(model, config dict, model folder) of an attention model; refuses models without attention."""
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.interpret.capture import attention_layout
     from genointerp.tracks.predict import load_track_model
     from genointerp.resources import builtin_model_dir

@@ -29,7 +29,7 @@ class PredictRequest:
 
 def load_track_model(path: str | None):
     """(model, config) of a track model directory, or of the built-in one when path is None."""
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.resources import BUILTIN_TRACKS, builtin_model_dir
 
     folder = path or builtin_model_dir(BUILTIN_TRACKS)

@@ -259,7 +259,7 @@ class TrackTraining(TrainingJob):
     def build(self, config):
         import torch
 
-        from genointerp.checkpoint import build_model
+        from genointerp.model_folder import build_model
 
         if self.req.init_from:
             self.model = self._init_model()
@@ -317,7 +317,7 @@ class TrackTraining(TrainingJob):
         if self.aux_sizes:
             return add_track_groups(model, self.aux_sizes)
         if model is self.init_model:  # a fresh copy in training mode, like every other path
-            from genointerp.checkpoint import build_model
+            from genointerp.model_folder import build_model
 
             model = build_model(model.config.to_dict())
             model.load_state_dict(self.init_model.state_dict())

@@ -115,7 +115,7 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
     from its last finished epoch."""
     import torch
 
-    from genointerp.checkpoint import save_model_dir
+    from genointerp.model_folder import save_model_dir
     from genointerp.train.loop import fit, init_distributed
 
     dist = init_distributed(settings.device)

@@ -91,7 +91,7 @@ class ClassifyRequest:
 def default_threshold(config: dict, where: str = "model config.json") -> float:
     """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5.
     A damaged one (not a number from 0 to 1) is an InputError naming `where`."""
-    from genointerp.checkpoint import check_calling
+    from genointerp.model_folder import check_calling
 
     threshold = check_calling(config, where)
     return 0.5 if threshold is None else threshold
@@ -100,7 +100,7 @@ def default_threshold(config: dict, where: str = "model config.json") -> float:
 def model_sha256(folder: str, config: dict) -> str:
     """SHA-256 over the model's config.json, weights and k-mer index files: tells summaries of
     different models apart even when the same model sits at different paths (host and container)."""
-    from genointerp.checkpoint import CONFIG, WEIGHTS
+    from genointerp.model_folder import CONFIG, WEIGHTS
 
     digest = hashlib.sha256()
     for path in [f"{folder}/{CONFIG}", f"{folder}/{WEIGHTS}", *index_files(folder, config)]:
@@ -234,7 +234,7 @@ def load_classifier(req: ClassifyRequest) -> Classifier:
     evidence indexes (bits and kmer_hits are reported in every mode that has them)."""
     from dataclasses import replace
 
-    from genointerp.checkpoint import load_model_dir
+    from genointerp.model_folder import load_model_dir
     from genointerp.resources import builtin_model_dir
 
     path = req.model_path or str(builtin_model_dir())

@@ -102,7 +102,7 @@ class ViralPanel:
     """The model folder's seed index and references plus added references, with their aligners."""
 
     def __init__(self, model_dir: str | Path, extra: list[str], log, best_n: int = 5, index=None) -> None:
-        from genointerp.checkpoint import CONFIG
+        from genointerp.model_folder import CONFIG
         from genointerp.io.jsonfile import read_json_object
         from genointerp.viral.evidence import REFS_FILE, load_index
 

@@ -144,7 +144,7 @@ class XVirTraining(TrainingJob):
 
         if not self.req.init_from:
             return XVir(config)
-        from genointerp.checkpoint import load_model_dir
+        from genointerp.model_folder import load_model_dir
 
         model, _ = load_model_dir(self.req.init_from, expect="xvir")
         if model.config != config:

@@ -1,0 +1,58 @@
+"""The contract every command keeps, so that a library caller gets what the CLI gets.
+
+A command is two pieces:
+
+- a **request**: a dataclass of the command's inputs, outputs and settings, named as its options
+  are (``--max-missing`` is ``max_missing``). ``check()`` applies every rule about how settings
+  combine and raises ``UsageError`` (one line naming the option, exit status 2 from the CLI) when the
+  request cannot run as given; ``inputs()`` lists the paths it reads, which no output may replace.
+- a **job**: ``run(req, outputs, report) -> dict`` reads the inputs, reserves every output through
+  ``outputs`` (an open ``AtomicOutputs``: nothing appears until all of them are complete) and returns
+  the summary it also logs.
+
+The CLI only turns the command line into a request and calls :func:`execute`; so does a library
+caller::
+
+    from genointerp.job import execute
+    from genointerp.genotypes.gene_pca import GenePcaRequest, run
+    summary = execute(run, GenePcaRequest(vcf="cohort.vcf.gz", genes="genes.bed", output="gene_pcs"))
+
+Errors are ``genointerp.errors`` exceptions with one-line messages: ``UsageError`` for a request that
+cannot run, ``InputError`` for data that cannot be read.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Protocol, TypeVar
+
+from genointerp.errors import UsageError
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.report import SILENT, Reporter
+
+
+class Request(Protocol):
+    def check(self) -> None:
+        """UsageError unless the settings can run together."""
+
+    def inputs(self) -> Iterable[str | None]:
+        """The paths the job reads (None and `-` allowed): outputs may not replace them."""
+
+
+R = TypeVar("R", bound=Request)
+Job = Callable[[R, AtomicOutputs, Reporter], dict]
+
+
+def execute(run: Job, req: R, force: bool = False, report: Reporter | None = None) -> dict:
+    """Check `req`, then run the job with its outputs committed together when it succeeds (and
+    removed when it fails). `force` lets outputs replace existing files; `report` receives logs,
+    warnings and progress (silent by default)."""
+    req.check()
+    with AtomicOutputs(force, inputs=req.inputs()) as outputs:
+        return run(req, outputs, report or SILENT)
+
+
+def one_stdin(*inputs: tuple[str, str | None]) -> None:
+    """UsageError when two of the (option, path) inputs are `-`: stdin can be read only once."""
+    names = [name for name, value in inputs if value == "-"]
+    if len(names) > 1:
+        raise UsageError(f"{names[1]}: {names[0]} and {names[1]} are both - (stdin), which can be read only once")
