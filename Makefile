@@ -12,7 +12,7 @@ WF_VENV ?= .venv-workflow
 WF_STAMP := $(WF_VENV)/.installed
 HADOLINT_VERSION ?= 2.15.1
 
-.PHONY: install test run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
+.PHONY: install test docs run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
 install: $(STAMP)
 
@@ -25,6 +25,10 @@ $(STAMP): pyproject.toml
 # The workflow tooling too, so that `make test` runs what CI runs (the Snakemake tests would skip).
 test: install workflow-deps
 	$(BIN)/python -m pytest
+
+# The command reference, docs/cli.md, generated from the CLI (tests/test_docs.py fails when it is stale).
+docs: install
+	$(BIN)/python scripts/cli_reference.py > docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
 
 # Workflow/container tooling, kept apart from the project's venv: Snakemake (pinned in
 # workflows/snakemake/requirements.txt; tests/test_workflows.py runs the Snakefile with it) and
