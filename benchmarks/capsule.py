@@ -22,7 +22,7 @@ For every seed (--seeds 1,2,3: each seed its own cohort, causal genes and splits
 `genointerp capsule-train` (5-fold CV + balanced 20 % test set; --primary gene with every baseline on
 the same folds: logistic regression, SVM, random forest, AdaBoost, MLP and the PRS, gene-pca keeps
 the SNP dosages; a second kind, --primary gene,conv, with --no-baselines on the same folds;
---primary conv --scenarios additive,cooccur,xor is the README's first capsule-train table). Printed: CV
+--primary conv --scenarios additive,cooccur,xor is the first capsule-train table of benchmarks/README.md). Printed: CV
 accuracy per seed, mean ± sd over the seeds of each seed's 5-fold mean, capsule minus logistic
 regression and the best baseline, and how many causal genes are among the decisive genes (top 5 %
 of genes.tsv; logistic regression's per-gene |coefficient| sums as a linear reference). With

@@ -20,7 +20,7 @@ alone, on 2 cores (`-t 2`).
     python benchmarks/find_integrations.py --shared ../shared/data [--out bench-output/find_integrations]
 
 Results (AMD EPYC, 2 cores; 2026-11-26; the built-in model's copy without HPV39, 557 references;
-every HPV39 and HBV junction found; README "find-integrations"):
+every HPV39 and HBV junction found; benchmarks/README.md "find-integrations"):
 
 | input | depth | junctions | calls | sensitivity | FDR | split-read calls within 5 bp | time | peak RSS | reads/s |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |

@@ -23,7 +23,7 @@ validation types and human_val reads (genointerp.viral.calling); test sets took 
 Needs `make bench-deps` (ART, kraken2, blastdbcmd, UniVec, phage lambda) and `make
 example-genomes`; the references of `scripts/build_default_model.py --stage refs` in --work.
 
-Results (AMD EPYC with AVX-512, 2 cores, 2026-11-26; README "How well it calls"): unseen test types
+Results (AMD EPYC with AVX-512, 2 cores, 2026-11-26; benchmarks/README.md "classify-reads: how well it calls"): unseen test types
 at 150 bp 87.34 % (validation 88.28 %; kraken2 35.56 %, 2.46x), at 100 bp 78.01 % (3.31x), at 75 bp
 69.01 % (4.12x); known genomes 100 / 99.99 / 99.97 % at 150 / 100 / 75 bp; human test reads 2 of
 313,357 (kraken2 3), validation 0 of 199,999; no poly-G, adapter, lambda, phiX, vector or bacterial

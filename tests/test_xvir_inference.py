@@ -46,7 +46,7 @@ def test_folded_logits_equal_the_modules(cfg):
 
 
 def test_the_builtin_model_folds_to_within_float32_rounding():
-    """The README's "within 1e-5": each logit of test-data's 2,000 reads (-19.6 to 9.1) within 1e-5
+    """docs/viral.md's "within 1e-5": each logit of test-data's 2,000 reads (-19.6 to 9.1) within 1e-5
     relative (1e-5 absolute near 0). Measured: at most 4.8e-6 natively and under
     ATEN_CPU_CAPABILITY=default/avx2 and MKL_ENABLE_INSTRUCTIONS=SSE4_2, at most 0.42 of the bound
     even against the module run one read at a time, whose kernels sum in yet another order."""

@@ -27,8 +27,8 @@ def _fractions(value: Optional[str]) -> list[float]:
 
 
 # capsule-train's training defaults per kind of primary capsule (chosen on the planted cohorts of
-# benchmarks/capsule.py, tuning seeds 11 and 12, not the seeds the README reports; the pair screen
-# was turned on by default after the README's seeds 1-3 tables: it lifts XOR at 1,000 samples and mixed at 3,000)
+# benchmarks/capsule.py, tuning seeds 11 and 12, not the seeds benchmarks/README.md reports; the pair screen
+# was turned on by default after the seeds 1-3 tables of benchmarks/README.md: it lifts XOR at 1,000 samples and mixed at 3,000)
 GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True}
 CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False}
 

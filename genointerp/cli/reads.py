@@ -68,7 +68,7 @@ def simulate_reads(
 
     Reads come from each labelled reference in proportion to its length (or --balance,
     --fraction, --count), with HiSeq 2500-like per-cycle qualities, matching substitution
-    errors and rare indels. Names: LABEL|SERIAL|CONTIG|START|END|STRAND|ERRORS (README).
+    errors and rare indels. Names: LABEL|SERIAL|CONTIG|START|END|STRAND|ERRORS (docs/viral.md).
     """
     from genointerp.io.atomic import AtomicOutputs
     from genointerp.seq.simulate import Layout

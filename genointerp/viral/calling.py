@@ -15,7 +15,7 @@ decided by their evidence alone, at the speed of the index lookups. Where the mo
 a read (shorter than its windows, or every window holding N), its evidence alone decides.
 
 The defaults were chosen on the validation split of benchmarks/viral_calls.py (validation HPV
-types and human reads no choice elsewhere touched; README "How well it calls"): the highest
+types and human reads no choice elsewhere touched; docs/viral.md "How well it calls"): the highest
 recall of validation types with no false call among 200,000 validation human reads.
 """
 

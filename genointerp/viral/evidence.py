@@ -15,7 +15,7 @@ pattern skips every third base because most of an HPV genome codes for protein a
 differ mostly at the third codon position (synonymous changes): whichever of its three offsets
 falls in frame with a read's codons tolerates those differences. At the same weight (compared
 bases, hence the same chance of a random match), it finds reads of unseen HPV types that plain
-k-mers miss (README "Exact-match evidence"). Patterns are palindromes, so one pattern serves both
+k-mers miss (benchmarks/README.md, "Exact-match evidence"). Patterns are palindromes, so one pattern serves both
 strands and canonical ids work as for k-mers.
 
 A read's `kmer_hits` is the number of its window positions whose seed is in the index; `min_hits`
@@ -39,7 +39,7 @@ from genointerp.seq.kmers import MAX_COUNT_K, kmer_ids, reverse_complement_ids
 from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
-# Chosen on held-out genomes (README "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
+# Chosen on held-out genomes (benchmarks/README.md "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
 # over 26 bases, every third base skipped, entropy >= 1.5 and three hits.
 CODON_SEED = "11" + "011" * 8
 DEFAULT_SEED, DEFAULT_MIN_HITS, DEFAULT_MIN_ENTROPY = CODON_SEED, 3, 1.5
