@@ -58,6 +58,11 @@ def _epilog(text: str) -> list[str]:
     return lines
 
 
+def _usage(command, ctx) -> str:
+    """The usage line, unwrapped (click's get_usage wraps it at the terminal's width)."""
+    return " ".join(["Usage:", ctx.command_path, *command.collect_usage_pieces(ctx)])
+
+
 def _params(command, ctx) -> tuple[list[str], list[str]]:
     arguments, options = [], []
     for param in command.get_params(ctx):
@@ -97,7 +102,7 @@ def reference() -> str:
         "Given before the command name (`genointerp -q classify-reads ...`).",
         "",
         "```",
-        group.get_usage(root).strip(),
+        _usage(group, root),
         "```",
         "",
     ]
@@ -115,7 +120,7 @@ def reference() -> str:
         out += [f"## {name}", ""]
         if paragraphs:
             out += [f"**{paragraphs[0]}**", ""]
-        out += ["```", command.get_usage(ctx).strip(), "```", ""]
+        out += ["```", _usage(command, ctx), "```", ""]
         for paragraph in paragraphs[1:]:
             out += [paragraph, ""]
         arguments, options = _params(command, ctx)
@@ -141,7 +146,7 @@ def main(argv: list[str]) -> int:
     if argv:
         print(f"usage: {REGENERATE} | python scripts/cli_reference.py --check", file=sys.stderr)
         return 2
-    sys.stdout.write(reference())
+    sys.stdout.buffer.write(reference().encode("utf-8"))  # UTF-8 whatever the locale
     return 0
 
 

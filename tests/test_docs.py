@@ -29,6 +29,15 @@ def test_cli_reference_is_up_to_date():
     assert current == module.reference(), f"docs/cli.md is out of date with the CLI: run `{module.REGENERATE}`"
 
 
+def test_cli_reference_does_not_depend_on_the_terminal(monkeypatch):
+    module = _cli_reference()
+    wide = module.reference()
+    for name in ("COLUMNS", "TERMINAL_WIDTH"):
+        monkeypatch.setenv(name, "30")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert module.reference() == wide
+
+
 def test_cli_reference_check_names_the_command_to_run(tmp_path, monkeypatch, capsys):
     module = _cli_reference()
     stale = tmp_path / "cli.md"
