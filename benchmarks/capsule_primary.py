@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from capsule import SCENARIOS, decisive_genes, lr_gene_ranking, planted_cohort  # noqa: E402
 from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
-from genointerp.capsule import train as ct  # noqa: E402
+from genointerp.capsule.baselines import baseline_models  # noqa: E402
+from genointerp.capsule.scaler import Scaler  # noqa: E402
 
 PRIMARY = ("conv", "gene")
 
@@ -48,8 +49,8 @@ def lr_fold_accuracy(x: np.ndarray, y: np.ndarray, split_tsv: Path, seed: int) -
     for fold in folds:
         tr = np.array([i for i, s in enumerate(sets) if s not in ("test", fold)])
         ev = np.array([i for i, s in enumerate(sets) if s == fold])
-        scaler = ct.Scaler.fit(x[tr])
-        model = ct.baseline_models(seed, 1)["logistic_regression"]().fit(scaler(x[tr]), y[tr])
+        scaler = Scaler.fit(x[tr])
+        model = baseline_models(seed, 1)["logistic_regression"]().fit(scaler(x[tr]), y[tr])
         acc.append(float((model.predict(scaler(x[ev])) == y[ev]).mean()))
     return acc
 

@@ -20,7 +20,11 @@ import time
 import numpy as np
 import torch
 
-from genointerp.capsule import train as ct
+from genointerp.capsule import protocol
+from genointerp.capsule.baselines import baseline_models
+from genointerp.capsule.cohort import align, order_case_last
+from genointerp.capsule.settings import CapsuleSettings
+from genointerp.capsule.splits import make_split
 from genointerp.io.features import read_features, read_phenotypes
 from genointerp.models.capsule import CapsuleConfig
 
@@ -35,19 +39,19 @@ def main() -> None:
     torch.set_num_threads(1)
 
     features = read_features(f"{args.bench}/genepcs")
-    pheno = ct.order_case_last(read_phenotypes(f"{args.bench}/pheno.tsv", args.scenario), None, "pheno.tsv")
-    x, y, _ = ct.align(features, pheno, "pheno.tsv")
+    pheno = order_case_last(read_phenotypes(f"{args.bench}/pheno.tsv", args.scenario), None, "pheno.tsv")
+    x, y, _ = align(features, pheno, "pheno.tsv")
     config = CapsuleConfig(n_features=x.shape[1], **json.loads(args.config))
-    s = ct.CapsuleSettings(baselines=False, **json.loads(args.settings))
-    split = ct.make_split(y, pheno.classes, s.folds, s.test_fraction, s.seed)
+    s = CapsuleSettings(baselines=False, **json.loads(args.settings))
+    split = make_split(y, pheno.classes, s.folds, s.test_fraction, s.seed)
     t0 = time.perf_counter()
     capsule, lr, epochs = [], [], []
     for k in range(s.folds):  # the same folds and fold seeds as capsule-train
         tr, ev = split.fold(k)
         history: list[dict] = []
-        _, scaler, lengths, _ = ct.fold_run(x, y, tr, ev, config, s, ct.fold_seed(s, k), history)
+        _, scaler, lengths, _ = protocol.fold_run(x, y, tr, ev, config, s, protocol.fold_seed(s, k), history)
         capsule.append(float((lengths.argmax(1) == y[ev]).mean()))
-        logistic = ct.baseline_models(s.seed, 1)["logistic_regression"]()
+        logistic = baseline_models(s.seed, 1)["logistic_regression"]()
         lr.append(float((logistic.fit(scaler(x[tr]), y[tr]).predict(scaler(x[ev])) == y[ev]).mean()))
         epochs.append(len(history))
     print(f"{args.scenario}\tconfig {args.config}\tsettings {args.settings}\tcapsule {np.mean(capsule):.4f} ± "

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from genointerp.capsule.interpret import gene_groups, primary_length_per_gene
-from genointerp.capsule.train import make_split
+from genointerp.capsule.splits import make_split
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet, margin_loss, parameter_count, route, squash
 from genointerp.models.xvir import XVirConfig, count_parameters
 
@@ -175,7 +175,8 @@ def test_a_gene_capsule_depends_on_its_own_pcs_only():
 
 
 def test_gene_capsules_train_deterministically_and_padding_stays_zero():
-    from genointerp.capsule.train import CapsuleSettings, fit_capsule
+    from genointerp.capsule.fit import fit_capsule
+    from genointerp.capsule.settings import CapsuleSettings
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(40, 10)).astype(np.float32)
@@ -248,7 +249,8 @@ def test_group_penalty_is_the_size_weighted_sum_of_gene_map_norms():
 
 
 def test_the_group_penalty_switches_off_genes_that_do_not_help():
-    from genointerp.capsule.train import CapsuleSettings, fit_capsule
+    from genointerp.capsule.fit import fit_capsule
+    from genointerp.capsule.settings import CapsuleSettings
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(200, 10)).astype(np.float32)
@@ -268,7 +270,8 @@ def test_the_group_penalty_switches_off_genes_that_do_not_help():
 
 
 def test_the_penalty_weight_falls_with_the_training_rows():
-    from genointerp.capsule.train import CapsuleSettings, penalty_weight
+    from genointerp.capsule.fit import penalty_weight
+    from genointerp.capsule.settings import CapsuleSettings
 
     s = CapsuleSettings(gene_penalty=0.0012)
     assert penalty_weight(s, 1000) == pytest.approx(0.0012)
@@ -281,7 +284,7 @@ def test_the_penalty_weight_falls_with_the_training_rows():
 
 
 def test_the_pair_screen_finds_an_xor_pair_and_the_penalty_spares_it():
-    from genointerp.capsule.train import screened_pair
+    from genointerp.capsule.pair_screen import screened_pair
 
     rng = np.random.default_rng(4)
     x = rng.normal(size=(300, 10)).astype(np.float32)

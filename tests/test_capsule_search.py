@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from conftest import DATA, assert_one_error_line, interrupt_at_call
+from genointerp.capsule import pair_screen
 from genointerp.capsule import search as cs
+from genointerp.capsule.settings import CapsuleSettings
+from genointerp.capsule.splits import make_splits
 
 # tiny: 4 subsets x 2 generations, 3 folds of 3 epochs
 TINY = ["--population", "4", "--generations", "2", "--epochs", "3", "--patience", "2", "--subset-size", "2",
@@ -67,7 +70,7 @@ def test_next_population_keeps_the_elite_and_breeds_new_subsets():
 
 def test_fitness_credits_only_what_beats_logistic_regression_and_the_chance_gate():
     y = np.array([0, 1] * 500)
-    chance, gate = cs.chance_threshold(y, 2.0)
+    chance, gate = pair_screen.chance_threshold(y, 2.0)
     assert chance == 0.5 and gate == pytest.approx(0.5 + 2 * np.sqrt(0.25 / 1000))
     # logistic regression below chance by noise: the capsule near chance gets no credit from it
     assert cs.fitness_of(0.50, 0.45, gate, 2, 2, 0.0) == pytest.approx(0.50 - gate) and 0.50 - gate < 0
@@ -77,8 +80,8 @@ def test_fitness_credits_only_what_beats_logistic_regression_and_the_chance_gate
 
 def test_repeats_are_different_stratified_splits_and_seeded():
     y = np.array([0] * 40 + [1] * 20)
-    splits = cs.make_splits(y, ["a", "b"], 3, 3, seed=5)
-    again = cs.make_splits(y, ["a", "b"], 3, 3, seed=5)
+    splits = make_splits(y, ["a", "b"], 3, 3, seed=5)
+    again = make_splits(y, ["a", "b"], 3, 3, seed=5)
     assert all(np.array_equal(a.fold_of, b.fold_of) for a, b in zip(splits, again))
     assert not np.array_equal(splits[0].fold_of, splits[1].fold_of)
     for s in splits:
@@ -92,16 +95,14 @@ def test_repeats_are_different_stratified_splits_and_seeded():
 
 def xor_problem(n=600, seed=0):
     """Five genes of 2 PCs each; the phenotype is the XOR of the signs of gene 1's and gene 3's first PC."""
-    from genointerp.capsule import train as ct
-
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, 10))
     y = ((x[:, 2] > 0) ^ (x[:, 6] > 0)).astype(np.int64)
     y = np.where(rng.random(n) < 0.1, 1 - y, y)  # 10 % label noise
     columns = [f"1:G{g}:pc{k}" for g in range(5) for k in (1, 2)]
-    splits = cs.make_splits(y, ["a", "b"], 3, 1, 1)
+    splits = make_splits(y, ["a", "b"], 3, 1, 1)
     return cs.Problem(x, y, [np.array([2 * g, 2 * g + 1]) for g in range(5)], columns, splits,
-                      ct.CapsuleSettings(folds=3, test_fraction=0.0), {}, 2.0, 0.0, 2)
+                      CapsuleSettings(folds=3, test_fraction=0.0), {}, 2.0, 0.0, 2)
 
 
 def test_the_pair_screen_puts_an_xor_pair_first_and_is_deterministic():
@@ -173,7 +174,7 @@ def test_search_writes_best_history_plot_and_settings(searched):
         [".genointerp", "best.tsv", "screen.tsv", "history.tsv", "history.png", "search.json"])
     screen = tsv(out / "screen.tsv")
     genes = json.loads((out / "search.json").read_text())["inputs"]["genes"]
-    assert list(screen[0]) == list(cs.SCREEN_COLUMNS) and len(screen) == min(100, genes * (genes - 1) // 2)
+    assert list(screen[0]) == list(pair_screen.SCREEN_COLUMNS) and len(screen) == min(100, genes * (genes - 1) // 2)
     assert [float(r["score"]) for r in screen] == sorted((float(r["score"]) for r in screen), reverse=True)
     assert not (d / "a.checkpoint").exists()
     best = tsv(out / "best.tsv")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+from scipy.stats import hypergeom
 
 from genointerp.errors import InputError
 from genointerp.io.inputs import read_lines
@@ -120,8 +121,6 @@ def enrichment(sets: Sequence[GeneSet], feature_genes: Iterable[str], decisive: 
     the keys of COLUMNS: set (str), description (str), set_size K, overlap k, decisive_in_universe
     n, universe N (ints), p_value, fdr (floats), genes (list of str, the overlap).
     """
-    from scipy.stats import hypergeom  # here: only --gene-sets pays for importing scipy.stats
-
     universe = universe_of(sets, feature_genes)
     hits = [g for g in dict.fromkeys(decisive) if g in universe]
     rows = []

@@ -74,6 +74,13 @@ def gene_index(columns: list[str]) -> list[int]:
 
 
 @torch.inference_mode()
+def spared_genes(model: CapsuleNet, columns: list[str]) -> list[str]:
+    """Names (chrom:gene, as gene_groups spells them) of the genes the model's group penalty spared
+    (its `screened_pair`, set by fit.fit_capsule); [] where it spared none."""
+    names = [name for name, _ in gene_groups(columns)]
+    return [names[g] for g in model.screened_pair]
+
+
 def primary_length_per_gene(model: CapsuleNet, x: np.ndarray, groups, primary: int) -> np.ndarray:
     """|u_i| float64 (G, n) for each gene kept alone (others at 0), plus a last row (1, n) for all at 0.
 
@@ -153,6 +160,7 @@ def plot_coupling(coupling: np.ndarray, classes: list[str], rows: int, path: Pat
                   axes_labels: tuple[str, str] = ("position", "capsule channel")) -> None:
     """Heatmaps of c_ij, one per (true class, capsule): the N primary capsules laid out as `rows`
     rows (capsule channel x convolution position; one row of genes for gene capsules)."""
+    # here: capsule-predict and capsule-search's worker processes import this module and never plot
     import matplotlib
 
     matplotlib.use("Agg")

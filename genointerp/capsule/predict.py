@@ -1,4 +1,4 @@
-"""capsule-predict: score samples with a trained capsule model; shared with capsule-train's test output.
+"""Scoring with a trained capsule network: capsule-predict's, and capsule-train's test output.
 
 Output TSV: sample, p_<class> for every class, call. p = phenotype-capsule lengths normalised to
 sum 1 over the classes (raw lengths are independent numbers in [0, 1); normalised ones read as
@@ -10,12 +10,26 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+import torch
 
 from genointerp.capsule.interpret import gene_index
 from genointerp.errors import InputError
 from genointerp.io.features import Features
 from genointerp.io.jsonfile import is_name_list
-from genointerp.models.capsule import CapsuleConfig
+from genointerp.models.capsule import CapsuleConfig, CapsuleNet
+
+
+@torch.inference_mode()
+def capsule_lengths(model: CapsuleNet, x: np.ndarray, device: str, batch_size: int = 512) -> np.ndarray:
+    """Phenotype-capsule lengths float64 (n, C) for standardised x (n, F)."""
+    out = [model(torch.from_numpy(np.ascontiguousarray(x[a:a + batch_size], dtype=np.float32)).to(device)).cpu()
+           for a in range(0, len(x), batch_size)]
+    return torch.cat(out).double().numpy()
+
+
+def class_probabilities(lengths: np.ndarray) -> np.ndarray:
+    """Lengths (n, C) normalised to sum 1 per sample; the call (argmax) is the same as on raw lengths."""
+    return lengths / np.clip(lengths.sum(1, keepdims=True), 1e-12, None)
 
 
 def model_fields(config: dict, model_dir: str, network: CapsuleConfig) -> tuple[list[str], dict, list[str]]:

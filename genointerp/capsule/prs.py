@@ -27,6 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import f as f_dist
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 
 from genointerp.genotypes.pca import fit_means, impute
 
@@ -53,8 +56,6 @@ def _centred(d: np.ndarray, means: np.ndarray, cols) -> np.ndarray:
 
 def marginal_effects(d: np.ndarray, y: np.ndarray) -> Effects:
     """Least-squares effect of each SNP's dosage on y, one SNP at a time: d int8 (n, S), y 0/1 (n,)."""
-    from scipy.stats import f as f_dist
-
     n, s = d.shape
     means = np.nan_to_num(fit_means(d), nan=0.0)  # no call at all: a constant 0 column, no effect
     yc = y.astype(np.float64) - y.mean()
@@ -141,8 +142,6 @@ def choose_threshold(d: np.ndarray, y: np.ndarray, inner_train: np.ndarray, inne
                      ld: Ld) -> tuple[float, list[float]]:
     """(the P_THRESHOLDS value whose score has the best validation AUC, the AUC of each): effects and
     clumping on rows inner_train, scores of rows inner_valid (int64 positions into d int8 (n, S), y)."""
-    from sklearn.metrics import roc_auc_score
-
     fit = marginal_effects(d[inner_train], y[inner_train])
     kept = clump(fit.p, ld)
     weights = np.stack([fit.beta * (kept & (fit.p <= t)) for t in P_THRESHOLDS], axis=1)  # (S, thresholds)
@@ -174,8 +173,6 @@ class Calibration:
 
     def __init__(self, score: np.ndarray, y: np.ndarray) -> None:
         """score float (n,), y 0/1 (n,): the training rows."""
-        from sklearn.linear_model import LogisticRegression
-
         sd = score.std()
         self.centre, self.scale = float(score.mean()), float(sd) if sd > 0 else 1.0
         self.model = LogisticRegression().fit(self._standardised(score), y)

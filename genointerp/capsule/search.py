@@ -14,15 +14,16 @@ falling below chance (cross-validation on noise is biased below chance), and one
 rewarded a lucky split. Training accuracies are kept too (they reward memorising, so they are
 reported, not optimised).
 
-The folds, standardisation, capsule fit and logistic regression are capsule/train.py's
-(make_split with no test set, Scaler, fit_capsule, baseline_models); every subset is scored on the
-same splits and with the same training seeds, so a subset's fitness is a pure function of the
-subset and the settings, which is what makes the cache, -t and --resume safe.
+The folds, standardisation, capsule fit and logistic regression are capsule-train's
+(splits.make_splits with no test set, scaler.Scaler, fit.fit_capsule, baselines.baseline_models);
+every subset is scored on the same splits and with the same training seeds, so a subset's fitness is
+a pure function of the subset and the settings, which is what makes the cache, -t and --resume safe.
 
-Generation 1 comes from a pair screen (screen_pairs: every gene pair in seconds, a least-squares
-classifier with and without the products of the two genes' PCs): with ~100 genes there are ~5,000
-pairs and a GA of ~100 capsule evaluations started at random almost never meets a pair without
-marginal effects (XOR); the screen's best pairs are where the capsule fitness is spent first.
+Generation 1 comes from the pair screen (pair_screen.py, run on the problem by screen_pairs: every
+gene pair, a least-squares classifier with and without the products of the two genes' PCs): with
+~100 genes there are ~5,000 pairs and a GA of ~100 capsule evaluations started at random almost
+never meets a pair without marginal effects (XOR); the screen's best pairs are where the capsule
+fitness is spent first.
 GA: a population of subsets (sizes within [min_size, max_size]); each generation is evaluated, then
 the next is bred: the `elite` best are copied, every other child comes from two tournament-selected
 parents (uniform crossover on the gene sets, repaired to a size within the bounds) and a mutation
@@ -32,18 +33,30 @@ state is part of the checkpoint written after every generation.
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
+from genointerp.capsule.baselines import baseline_models
+from genointerp.capsule.fit import fit_capsule
+from genointerp.capsule.interpret import gene_index
+from genointerp.capsule.pair_screen import Subset, chance_threshold, screen_gene_pairs
+from genointerp.capsule.predict import capsule_lengths
+from genointerp.capsule.scaler import Scaler
+from genointerp.capsule.settings import CapsuleSettings
+from genointerp.capsule.splits import Split
 from genointerp.errors import InputError
+from genointerp.models.capsule import CapsuleConfig
 from genointerp.report import Reporter
+from genointerp.runtime import use_threads
 from genointerp.train.fingerprint import load_state, save_state
-
-Subset = tuple[int, ...]  # sorted gene numbers
 
 
 @dataclass
@@ -152,31 +165,17 @@ class Problem:
     y: np.ndarray  # int64 (n,)
     gene_columns: list[np.ndarray]  # column indices of each gene
     columns: list[str]
-    splits: list  # capsule.train.Split (no test set), one per repeat
-    settings: object  # capsule.train.CapsuleSettings
+    splits: list[Split]  # no test set, one per repeat
+    settings: CapsuleSettings
     config: dict  # CapsuleConfig fields other than n_features/gene_index
     gate: float = 2.0
     size_penalty: float = 0.0
     min_size: int = 1
 
 
-def make_splits(y: np.ndarray, classes: list[str], folds: int, repeats: int, seed: int) -> list:
-    """`repeats` stratified fold splits (no test set); repeat r is seeded with (seed, r)."""
-    from genointerp.capsule import train as ct
-
-    return [ct.make_split(y, classes, folds, 0.0, [seed, r]) for r in range(repeats)]
-
-
 def repeat_fold_seed(seed: int, folds: int, repeat: int, fold: int) -> int:
     """The capsule training seed of fold `fold` of repeat `repeat` (repeat 0 = capsule-train's fold_seed)."""
     return seed + repeat * folds + fold + 1
-
-
-def chance_threshold(y: np.ndarray, gate: float) -> tuple[float, float]:
-    """(chance, chance + gate * SE): the majority-class share, and what a no-signal model's
-    held-out accuracy over len(y) samples exceeds with probability ~ Phi(-gate)."""
-    chance = float(max(y.mean(), 1 - y.mean()))
-    return chance, chance + gate * float(np.sqrt(chance * (1 - chance) / len(y)))
 
 
 def fitness_of(cv_capsule: float, cv_logistic: float, threshold: float, size: int, min_size: int,
@@ -188,14 +187,6 @@ def evaluate(problem: Problem, subset: Subset) -> dict:
     """Mean over repeats x folds of the capsule network's and logistic regression's accuracy on the
     held-out fold (cv_*) and on the rows they were fit on (train_*), on the Gene-PCs of `subset`;
     cv_diff_sd is the sd over repeats of (capsule - logistic), and fitness the module's formula."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    from genointerp.capsule import train as ct
-    from genointerp.capsule.interpret import gene_index
-    from genointerp.models.capsule import CapsuleConfig
-
     cols = np.concatenate([problem.gene_columns[g] for g in subset])
     names = [problem.columns[j] for j in cols]
     x, y, s = problem.x[:, cols], problem.y, problem.settings
@@ -207,15 +198,15 @@ def evaluate(problem: Problem, subset: Subset) -> dict:
         correct = {"cv_capsule": 0, "cv_logistic": 0}
         for k in range(s.folds):
             tr, ev = split.fold(k)
-            scaler = ct.Scaler.fit(x[tr])
+            scaler = Scaler.fit(x[tr])
             xt, xe = scaler(x[tr]), scaler(x[ev])
-            model = ct.fit_capsule(xt, y[tr], config, s, repeat_fold_seed(s.seed, s.folds, r, k))
-            hit = ct.capsule_lengths(model, xe, s.device).argmax(1) == y[ev]
+            model = fit_capsule(xt, y[tr], config, s, repeat_fold_seed(s.seed, s.folds, r, k))
+            hit = capsule_lengths(model, xe, s.device).argmax(1) == y[ev]
             correct["cv_capsule"] += int(hit.sum())
-            acc["train_capsule"].append(np.mean(ct.capsule_lengths(model, xt, s.device).argmax(1) == y[tr]))
+            acc["train_capsule"].append(np.mean(capsule_lengths(model, xt, s.device).argmax(1) == y[tr]))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                lr = ct.baseline_models(repeat_fold_seed(s.seed, s.folds, r, k), 1)["logistic_regression"]().fit(xt, y[tr])
+                lr = baseline_models(repeat_fold_seed(s.seed, s.folds, r, k), 1)["logistic_regression"]().fit(xt, y[tr])
             correct["cv_logistic"] += int((lr.predict(xe) == y[ev]).sum())
             acc["train_logistic"].append(np.mean(lr.predict(xt) == y[tr]))
         n = len(split.train)  # every sample held out once per repeat: accuracy over all of them
@@ -230,64 +221,12 @@ def evaluate(problem: Problem, subset: Subset) -> dict:
     return out
 
 
-# ---- the pair screen: a fast start for the GA ----------------------------------------------------------
-
-SCREEN_RIDGE = 1.0
-
+# ---- the first generation: from the pair screen ----------------------------------------------------------
 
 def screen_pairs(problem: Problem) -> list[tuple[Subset, float, float, float]]:
-    """screen_gene_pairs on the problem's genes, cross-validated on its first repeat's folds."""
+    """pair_screen.screen_gene_pairs on the problem's genes, cross-validated on its first repeat's folds."""
     return screen_gene_pairs(problem.x, problem.y, problem.gene_columns, problem.splits[0],
                              problem.settings.folds, problem.gate)
-
-
-def screen_gene_pairs(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], split, folds: int,
-                      gate: float) -> list[tuple[Subset, float, float, float]]:
-    """Every gene pair (a, b) of x (n, F) float64, y (n,) int64, `genes` the column indices of each
-    gene, scored in seconds: a ridge least-squares classifier (labels -1/+1, ridge SCREEN_RIDGE,
-    sign of the fit as the call) on [1, PCs of a, PCs of b, every product PC_a x PC_b] against the
-    same without the products, cross-validated on `split`'s `folds` folds (a capsule.train.Split,
-    standardised on each training fold). Returns (pair, score, cv_accuracy_products,
-    cv_accuracy_additive), best first, score = products - max(additive, chance + `gate` SE) as the
-    fitness has it: the products are what an additive model lacks, and the gate keeps pure noise
-    at the bottom."""
-    from genointerp.capsule import train as ct
-
-    t = 2.0 * y - 1
-    n_genes = len(genes)
-    correct = np.zeros((2, n_genes, n_genes))
-    for k in range(folds):
-        tr, ev = split.fold(k)
-        xs = ct.Scaler.fit(x[tr])(x).astype(np.float64)
-        hit_tr, hit_ev = t[tr], y[ev] == 1
-        for a in range(n_genes):
-            xa = xs[:, genes[a]]
-            for b in range(a + 1, n_genes):
-                xb = xs[:, genes[b]]
-                main = np.hstack([np.ones((len(y), 1)), xa, xb])
-                full = np.hstack([main, (xa[:, :, None] * xb[:, None, :]).reshape(len(y), -1)])
-                for m, design in enumerate((full, main)):
-                    d = design[tr]
-                    w = np.linalg.solve(d.T @ d + SCREEN_RIDGE * np.eye(d.shape[1]), d.T @ hit_tr)
-                    correct[m, a, b] += np.sum((design[ev] @ w > 0) == hit_ev)
-    _, threshold = chance_threshold(y, gate)
-    out = []
-    for a in range(n_genes):
-        for b in range(a + 1, n_genes):
-            products, additive = correct[0, a, b] / len(y), correct[1, a, b] / len(y)
-            out.append(((a, b), round(products - max(additive, threshold), 6), round(products, 6), round(additive, 6)))
-    return sorted(out, key=lambda r: (-r[1], r[0]))
-
-
-SCREEN_COLUMNS = ("rank", "genes", "score", "cv_accuracy_products", "cv_accuracy_additive")
-
-
-def screen_table(screened: list, gene_names: list[str], top: int = 100) -> str:
-    """screen.tsv: the `top` pairs of the screen, best first."""
-    lines = ["\t".join(SCREEN_COLUMNS)]
-    lines += [f"{r}\t{gene_names[a]},{gene_names[b]}\t{score:.4f}\t{products:.4f}\t{additive:.4f}"
-              for r, ((a, b), score, products, additive) in enumerate(screened[:top], 1)]
-    return "\n".join(lines) + "\n"
 
 
 def first_generation(n_genes: int, s: SearchSettings, rng: np.random.Generator,
@@ -315,10 +254,6 @@ _WORKER: dict = {}
 
 
 def _worker_init(problem: Problem) -> None:
-    import signal
-
-    from genointerp.runtime import use_threads
-
     # Ctrl-C reaches every process of the terminal's process group: the parent alone answers it
     # (one line, exit 130) and stops the workers; SIGINT was blocked while they started (Evaluator)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -348,11 +283,7 @@ class Evaluator:
     def __call__(self, subsets: list[Subset]) -> list[dict]:
         if self.threads <= 1 or len(subsets) <= 1:
             return [evaluate(self.problem, sub) for sub in subsets]
-        import signal
-
         if self.pool is None:
-            import multiprocessing
-
             self.pool = ProcessPoolExecutor(self.threads, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_worker_init, initargs=(self.problem,))
         # workers start as tasks are submitted, and inherit this thread's signal mask: with SIGINT
@@ -470,6 +401,8 @@ def history_table(history: list[dict], gene_names: list[str]) -> str:
 
 
 def plot_history(history: list[dict], path: Path) -> None:
+    """history.png: best and mean fitness by generation."""
+    # here: the worker processes (spawned) import this module and never plot
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,0 +1,70 @@
+"""What a capsule-train model directory holds besides the result tables' text: the weights and
+config.json (feature columns, classes, scaler, training settings), the test predictions and the
+interpretation read-outs (coupling.tsv/.png, genes.tsv)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from genointerp.capsule import interpret as interp
+from genointerp.capsule.predict import class_probabilities, predictions_table
+from genointerp.capsule.protocol import TrainResult
+from genointerp.capsule.settings import CapsuleSettings, settings_dict
+from genointerp.capsule.tables import curve_table, folds_table, history_table, results_table, split_table
+from genointerp.io.features import Features, Phenotypes
+from genointerp.model_folder import save_model_dir
+from genointerp.models.capsule import CapsuleConfig
+
+
+def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, samples: list[str],
+                    features: Features, features_path: str, pheno: Phenotypes, phenotypes_path: str,
+                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> tuple[int | None, list[dict]]:
+    """Fill a capsule-train model directory: weights + config.json, the result tables, the test
+    predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes.
+    Returns (primary capsule used for the gene scores, None for gene primary capsules; ranked gene rows)."""
+    # interpretation on the samples the final model was trained on, standardised as it saw them
+    xs = r.scaler(x[r.split.train])
+    coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
+    by_gene = config.primary == "gene"
+    chosen = None if by_gene else (interp.default_primary(coupling, case=1) if primary_capsule is None else primary_capsule)
+    genes = interp.gene_scores(r.model, xs, features.columns, chosen, coupling)
+    read_out = ({"gene_score": "mean over classes t of c[t|t] of the gene's capsule, less 1/C"} if by_gene else
+                {"primary_capsule": chosen, "primary_capsule_choice": "given" if primary_capsule is not None
+                 else "highest mean coupling to the case capsule"})
+
+    test_samples = [samples[i] for i in r.split.test]
+    info = {
+        "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
+        "features": {"columns": features.columns, "source": str(features_path),
+                     # scalars only: a feature folder may list every fit sample
+                     "provenance": {k: v for k, v in features.info.items() if not isinstance(v, (list, dict))}},
+        "phenotype": {"file": str(phenotypes_path), "column": pheno.column, "classes": pheno.classes,
+                      "case": pheno.classes[1], "n_samples": len(samples)},
+        "scaler": r.scaler.to_dict(),
+        "training": {**settings_dict(s), "n_train": int(len(r.split.train)), "n_test": len(test_samples),
+                     "final_model": "all non-test samples less the inner validation part",
+                     # the genes the final model's group penalty spared (--pair-screen)
+                     **({"screened_pair": interp.spared_genes(r.model, features.columns)} if s.pair_screen else {})},
+        "test_metrics": r.test_scores.get("capsule"),
+        **({"prs": r.prs} if r.prs else {}),
+        "interpretation": read_out,
+    }
+    save_model_dir(folder, r.model, info)
+    (folder / "results.tsv").write_text(results_table(r))
+    (folder / "folds.tsv").write_text(folds_table(r))
+    (folder / "split.tsv").write_text(split_table(r, samples, y, pheno.classes))
+    (folder / "metrics.tsv").write_text(history_table(r.history))
+    if len(test_samples):
+        (folder / "test_predictions.tsv").write_text(predictions_table(
+            test_samples, class_probabilities(r.test_lengths), pheno.classes,
+            [pheno.classes[y[i]] for i in r.split.test]))
+    if s.train_fractions:
+        (folder / "train_fraction.tsv").write_text(curve_table(r))
+    (folder / "coupling.tsv").write_text(interp.coupling_table(coupling, pheno.classes,
+                                                               *interp.primary_labels(r.model, features.columns)))
+    interp.plot_coupling(coupling, pheno.classes, 1 if by_gene else config.primary_channels, folder / "coupling.png",
+                         ("gene", "") if by_gene else ("position", "capsule channel"))
+    (folder / "genes.tsv").write_text(interp.genes_table(genes))
+    return chosen, genes

@@ -1,0 +1,53 @@
+"""The capsule-predict job: a capsule-train model directory + Gene-PCs in, per-sample class
+probabilities and calls out (a TSV, or stdout for `-`).
+
+    from genointerp.job import execute
+    from genointerp.capsule.predict_job import CapsulePredictRequest, run
+    execute(run, CapsulePredictRequest(model_dir="model", features="new_gene_pcs", output="calls.tsv"))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from genointerp.capsule.predict import capsule_lengths, class_probabilities, model_fields, model_matrix, \
+    predictions_table
+from genointerp.capsule.rules import within
+from genointerp.capsule.scaler import Scaler
+from genointerp.io.atomic import STDOUT, AtomicOutputs
+from genointerp.io.features import read_features
+from genointerp.model_folder import load_model_dir
+from genointerp.report import Reporter
+from genointerp.runtime import Precision, device_for, use_threads
+
+
+@dataclass
+class CapsulePredictRequest:
+    """capsule-predict: the fields are its options."""
+
+    model_dir: str
+    features: str  # gene-pca folder or TSV with the model's feature columns
+    output: str = STDOUT  # TSV: sample, p_<class>..., call
+    device: str = "auto"
+    threads: int = 1
+
+    def check(self) -> None:
+        within(("--threads", self.threads, 1, None))
+
+    def inputs(self) -> list[str | None]:
+        return [self.model_dir, self.features]
+
+
+def run(req: CapsulePredictRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Write the predictions table; return the summary (samples scored)."""
+    # the table is written as is whatever the name (a .gz name is not compressed), as it always was
+    with outputs.streams(req.output, plain=[req.output]) as streams:
+        use_threads(req.threads)
+        dev = device_for(req.device, Precision.fp32, report.warn)
+        model, config = load_model_dir(req.model_dir, expect="capsule")
+        columns, scaler, classes = model_fields(config, req.model_dir, model.config)
+        features = read_features(req.features)
+        x = model_matrix(features, columns, req.features, report.warn)
+        lengths = capsule_lengths(model.to(dev), Scaler.from_dict(scaler)(x), dev)
+        streams[req.output].write(predictions_table(features.samples, class_probabilities(lengths), classes).encode())
+    return {"samples": len(features.samples)}

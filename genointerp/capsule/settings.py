@@ -1,0 +1,32 @@
+"""How a capsule network is trained: capsule-train's protocol settings, which capsule-search's
+fitness trainings take too (with no test set and no baselines)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class CapsuleSettings:
+    folds: int = 5
+    test_fraction: float = 0.2
+    valid_fraction: float = 0.15
+    epochs: int = 100
+    patience: int = 10
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    lr_decay: float = 0.97  # exponential: lr * lr_decay ** epoch
+    gene_penalty: float = 0.0  # group lasso weight at PENALTY_ROWS training rows (fit.penalty_weight); 0: none
+    pair_screen: bool = False  # exempt the pair screen's best gene pair from the group penalty
+    seed: int = 1
+    device: str = "cpu"
+    threads: int = 1
+    baselines: bool = True
+    train_fractions: list[float] = field(default_factory=list)
+
+
+def settings_dict(s: CapsuleSettings) -> dict:
+    d = asdict(s)
+    d.pop("device"), d.pop("threads")  # where it ran does not describe the model
+    return d
