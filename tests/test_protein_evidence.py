@@ -72,7 +72,7 @@ def _orf_genome(length=200, seed=1):
 
 
 def test_orf_kmers_hold_both_strands_of_open_frames_only():
-    settings = ProteinSettings(k=8, min_orf=60, min_distinct=5)
+    settings = ProteinSettings.contiguous(8, min_orf=60, min_distinct=5)
     gene = _orf_genome()
     fwd = orf_kmers([("v", gene)], settings, circular=False)
     rev = orf_kmers([("v", revcomp(gene))], settings, circular=False)
@@ -86,7 +86,8 @@ def test_orf_kmers_hold_both_strands_of_open_frames_only():
 
 def test_a_synonymous_copy_of_a_gene_has_protein_evidence_but_random_dna_has_none():
     gene = _orf_genome(400, seed=3)
-    index = ProteinIndex(orf_kmers([("v", gene)], ProteinSettings(), circular=False), ProteinSettings())
+    kmers = ProteinSettings.contiguous(8)  # the counts below are for plain 8-mers
+    index = ProteinIndex(orf_kmers([("v", gene)], kmers, circular=False), kmers)
     prot = "".join(AMINO_ACIDS[a] for a in codons(encode(gene))[::3][:-1])
     synonymous = "".join(SYNONYM[a] for a in prot)  # every codon changed where the code allows
     assert sum(a != b for a, b in zip(gene, synonymous)) > 300  # far apart as DNA
@@ -101,6 +102,35 @@ def test_a_synonymous_copy_of_a_gene_has_protein_evidence_but_random_dna_has_non
     # than 5 different residues) are one cluster of 50 residues, whose evidence is at most
     # -log10(I * 0.05^50) (each residue at least the 1/20 floor, >= 1 k-mer tested)
     assert ev.hits[0] == 40 and ev.bits[0] <= -math.log10(index.ids.size * 0.05 ** 50)
+
+
+def test_a_spaced_seed_finds_a_protein_whose_substitutions_leave_no_eight_residues_alike():
+    """Every 7th residue of the read's protein differs from the indexed one: each window of 8
+    residues holds a difference, so plain 8-mers find nothing, while the default seed 110110111
+    placed with a difference on a skipped residue (and the next one 7 residues on, past its span of
+    9) compares 7 equal residues."""
+    gene = _orf_genome(400, seed=3)
+    prot = "".join(AMINO_ACIDS[a] for a in codons(encode(gene))[::3][:-1])
+    changed = "".join(("W" if a != "W" else "Y") if i % 7 == 0 else a for i, a in enumerate(prot))
+    read = "".join(CODON[a] for a in changed)[300:450]
+    for settings, found in ((ProteinSettings.contiguous(7), False), (ProteinSettings.contiguous(8), False),
+                            (ProteinSettings(), True)):
+        index = ProteinIndex(orf_kmers([("v", gene)], settings, circular=False), settings)
+        ev = index.evidence(*encode_joined([read]))
+        assert (ev.hits[0] > 0) == found and (ev.bits[0] > 0) == found, settings.seed
+
+
+def test_aa_seed_ids_compare_only_the_seeds_ones():
+    aa = np.array([1, 2, 3, 4, 5, 6], np.uint8)
+    ids, valid = aa_kmer_ids(aa, "101", step=1)  # residues i and i+2
+    assert list(ids) == [1 * 20 + 3, 2 * 20 + 4, 3 * 20 + 5, 4 * 20 + 6] and valid.all()
+    with_stop = aa.copy()
+    with_stop[1] = STOP  # a stop on a skipped residue still breaks the frame
+    assert list(aa_kmer_ids(with_stop, "101", step=1)[1]) == [False, False, True, True]
+    assert list(distinct_residues(np.array([1, 9, 1, 2], np.uint8), "101", step=1)) == [1, 2]
+    with pytest.raises(InputError, match="starts and ends with 1"):
+        ProteinSettings("0111011").check()
+    assert ProteinSettings.from_dict({"k": 8, "min_orf": 60, "min_distinct": 5}).seed == "11111111"
 
 
 def test_build_and_load_a_protein_index_subtracting_negatives(tmp_path):

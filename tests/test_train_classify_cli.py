@@ -456,8 +456,8 @@ def test_train_xvir_with_viral_references_ships_a_kmer_index(indexed_model):
         {"k": 26, "seed": "11011011011011011011011011", "min_hits": 3, "min_entropy": 1.5, "circular": True, "n_contigs": 4}
     assert (indexed_model / "kmer_refs.fa.gz").exists() and (indexed_model / "kmer_excluded.txt.gz").exists()
     protein = cfg["protein_index"]
-    assert {k: protein[k] for k in ("k", "min_orf", "min_distinct", "circular")} == \
-        {"k": 8, "min_orf": 60, "min_distinct": 5, "circular": True}
+    assert {k: protein[k] for k in ("seed", "k", "min_orf", "min_distinct", "circular")} == \
+        {"seed": "110110111", "k": 7, "min_orf": 60, "min_distinct": 5, "circular": True}
     assert protein["n_kmers"] > 1000 and (indexed_model / "protein_excluded.txt.gz").exists()
 
 

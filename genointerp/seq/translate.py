@@ -32,30 +32,41 @@ def codons(codes: np.ndarray) -> np.ndarray:
     return aa
 
 
-def aa_kmer_ids(aa: np.ndarray, k: int, step: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def aa_kmer_ids(aa: np.ndarray, k: int | str, step: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """(ids uint64 (n,), valid bool (n,)) of the k residues aa[i], aa[i+step], ..., for every i
     (n = len(aa) - step*(k-1)); valid where none of them is STOP or NO_CODON. step 3 reads
-    `codons` output in frame; step 1 reads a protein sequence."""
-    if not 1 <= k <= MAX_AA_K:
+    `codons` output in frame; step 1 reads a protein sequence.
+
+    `k` may be a spaced seed instead, a pattern of '1' (a compared residue, a digit of the id) and
+    '0' (a residue skipped, though it must still be an amino acid): "110110111" spans 9 residues
+    and compares 7."""
+    seed = _seed(k)
+    if not 1 <= seed.count("1") <= MAX_AA_K:
         raise ValueError(f"amino-acid k must be 1..{MAX_AA_K}")
-    n = aa.size - step * (k - 1)
+    n = aa.size - step * (len(seed) - 1)
     if n <= 0:
         return np.zeros(0, np.uint64), np.zeros(0, bool)
     ids = np.zeros(n, np.uint64)
     valid = np.ones(n, bool)
-    for j in range(k):
+    for j, compared in enumerate(seed):
         residue = aa[j * step : j * step + n]
         valid &= residue < STOP
-        ids = ids * np.uint64(20) + np.minimum(residue, 19).astype(np.uint64)
+        if compared == "1":
+            ids = ids * np.uint64(20) + np.minimum(residue, 19).astype(np.uint64)
     return ids, valid
 
 
-def distinct_residues(aa: np.ndarray, k: int, step: int = 3) -> np.ndarray:
-    """int (n,): how many different residues each k-mer of `aa_kmer_ids` holds (low complexity:
-    few)."""
-    n = aa.size - step * (k - 1)
+def distinct_residues(aa: np.ndarray, k: int | str, step: int = 3) -> np.ndarray:
+    """int (n,): how many different residues each k-mer (or spaced seed's compared residues) of
+    `aa_kmer_ids` holds (low complexity: few)."""
+    seed = _seed(k)
+    n = aa.size - step * (len(seed) - 1)
     if n <= 0:
         return np.zeros(0, np.int64)
-    window = np.stack([aa[j * step : j * step + n] for j in range(k)], 1)
+    window = np.stack([aa[j * step : j * step + n] for j, compared in enumerate(seed) if compared == "1"], 1)
     window.sort(axis=1)
     return 1 + (window[:, 1:] != window[:, :-1]).sum(1)
+
+
+def _seed(k: int | str) -> str:
+    return "1" * k if isinstance(k, int) else k

@@ -52,11 +52,13 @@ def stretches(read: np.ndarray, at: np.ndarray, gap: int, frame: np.ndarray | No
 
 
 def fixed_letters(at: np.ndarray, read: np.ndarray, opens: np.ndarray, offsets: np.ndarray):
-    """The positions the matched windows fix (each window at + offsets), each once: (positions (P,),
-    the stretch of each (P,, numbered from 0 in `opens`' order), the read of each (P,))."""
-    marks = (at[:, None] + offsets[None, :]).ravel()
+    """The positions the matched windows fix (each window at + offsets: (w,) for all windows, or
+    (h, w) per window), each once: (positions (P,), the stretch of each (P,, numbered from 0 in
+    `opens`' order), the read of each (P,))."""
+    w = offsets.shape[-1]
+    marks = (at[:, None] + offsets.reshape(-1, w)).ravel()
     marks, first = np.unique(marks, return_index=True)
-    return marks, np.repeat(np.cumsum(opens) - 1, offsets.size)[first], np.repeat(read, offsets.size)[first]
+    return marks, np.repeat(np.cumsum(opens) - 1, w)[first], np.repeat(read, w)[first]
 
 
 def chance_bits(log_freq: np.ndarray, mark_cluster: np.ndarray, cluster_read: np.ndarray, tested: np.ndarray,

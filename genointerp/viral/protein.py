@@ -5,15 +5,16 @@ the amino acid, so a read of a type no index has seen still matches the known ty
 where its bases no longer match theirs. The codon seeds (genointerp.viral.evidence) tolerate
 third-position changes in one frame; amino-acid k-mers tolerate every synonymous change.
 
-The index: every amino-acid k-mer (default k = 8) of the references' open reading frames (stretches
-of at least `min_orf` codons without a stop, in all six frames, circular contigs wrapped), with at
-least `min_distinct` different residues (low-complexity peptides such as poly-K match anything
-AT-rich), minus those found in any frame of the negative references (the k-mers listed in
-`protein_excluded.txt.gz`). A read is translated in all six frames at every position; its matches
-form clusters (matched k-mers of one frame each within k codons of the previous), and their
-evidence is how unlikely they are by chance, as for the seeds (genointerp.viral.chance): W
-k-mers tested against I index entries yield a match fixing residues r1 .. rm about
-W * I * f(r1) ... f(rm) times.
+The index: every amino-acid seed of the references' open reading frames (stretches of at least
+`min_orf` codons without a stop, in all six frames, circular contigs wrapped). A seed is a pattern
+of compared ('1') and skipped ('0') residues, "110110111" by default; "1" * k is a plain k-mer.
+Seeds whose compared residues hold fewer than `min_distinct` different residues are left out
+(low-complexity peptides such as poly-K match anything AT-rich), and so are those found in any frame
+of the negative references (listed in `protein_excluded.txt.gz`). A read is translated in all six
+frames at every position; its matches form clusters (matched seeds of one frame each within one
+span of the previous), and their evidence is how unlikely they are by chance, as for the
+nucleotide seeds (genointerp.viral.chance): W seeds tested against I index entries yield a match
+fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ... f(rm) times.
 
 The index is built at load from the model folder's references (the seeds' `kmer_refs.fa.gz`) and
 its excluded list, settings in config.json's "protein_index"; building takes about a second for
@@ -40,19 +41,62 @@ from genointerp.viral.evidence import read_fixed_lines, reference_codes, require
 CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
 AA_FLOOR = 0.05  # a residue's chance probability in `bits` is at least 1/20 (see genointerp.viral.chance)
 _NEGATIVE_BLOCK = 6_000_000  # bases of a negative reference translated at once
+# Seven compared residues over nine, chosen on the validation types of benchmarks/viral_calls.py
+# (benchmarks/README.md): related types differ by scattered substitutions, which a contiguous
+# 8-mer must avoid for eight residues in a row and this seed only at its seven.
+DEFAULT_SEED = "110110111"
 
 
 @dataclass(frozen=True)
 class ProteinSettings:
-    k: int = 8  # residues per k-mer
+    seed: str = DEFAULT_SEED  # residues: '1' compared, '0' skipped ("1" * k: plain k-mers); several: "a,b"
     min_orf: int = 60  # codons of a stop-free stretch for its k-mers to join the index
-    min_distinct: int = 5  # different residues a k-mer must hold
+    min_distinct: int = 5  # different residues a k-mer's compared residues must hold
+
+    @classmethod
+    def contiguous(cls, k: int, min_orf: int = 60, min_distinct: int = 5) -> "ProteinSettings":
+        return cls("1" * k, min_orf, min_distinct)
+
+    @property
+    def patterns(self) -> list[str]:
+        """The seeds: each window of a read is tested with every one."""
+        return self.seed.split(",")
+
+    @property
+    def span(self) -> int:
+        """Residues a seed spans."""
+        return len(self.patterns[0])
+
+    @property
+    def weight(self) -> int:
+        """Residues a seed compares (the digits of its id)."""
+        return self.patterns[0].count("1")
+
+    @property
+    def compared(self) -> np.ndarray:
+        """int64 (seeds, weight): each seed's compared residues' places."""
+        return np.stack([np.flatnonzero(np.frombuffer(p.encode(), np.uint8) == ord("1")) for p in self.patterns])
 
     def check(self) -> None:
-        if not 5 <= self.k <= 12:
-            raise InputError(f"protein index: k must be 5..12 residues, not {self.k}")
-        if self.min_orf < self.k or not 1 <= self.min_distinct <= self.k:
-            raise InputError(f"protein index: need min_orf >= k and 1 <= min_distinct <= k ({self})")
+        for p in self.patterns:
+            if not p or set(p) - {"0", "1"} or p[0] != "1" or p[-1] != "1":
+                raise InputError(f"protein index: a seed is a pattern of 1 (compared) and 0 (skipped) residues that "
+                                 f"starts and ends with 1, not {p!r}")
+        if len({(len(p), p.count("1")) for p in self.patterns}) > 1 or len(set(self.patterns)) < len(self.patterns):
+            raise InputError(f"protein index: seeds {self.seed} must differ and share one span and weight")
+        if not 5 <= self.weight <= 12 or self.span > 16 or len(self.patterns) > 9:
+            raise InputError(f"protein index: up to 9 seeds comparing 5..12 residues over at most 16; {self.seed} "
+                             f"compares {self.weight} over {self.span}")
+        if self.min_orf < self.span or not 1 <= self.min_distinct <= self.weight:
+            raise InputError(f"protein index: need min_orf >= the seed's span and 1 <= min_distinct <= its weight ({self})")
+
+    def as_dict(self) -> dict:
+        return {"seed": self.seed, "k": self.weight, "min_orf": self.min_orf, "min_distinct": self.min_distinct}
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> "ProteinSettings":
+        """From config.json's entry; folders written before spaced seeds hold k alone (k-mers)."""
+        return cls(str(entry.get("seed") or "1" * int(entry["k"])), int(entry["min_orf"]), int(entry["min_distinct"]))
 
 
 @dataclass
@@ -64,9 +108,17 @@ class ProteinEvidence:
     bits: np.ndarray
 
 
+def seed_ids(aa: np.ndarray, settings: ProteinSettings, step: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per seed, (ids uint64 (n,), valid bool (n,)) of `aa_kmer_ids`, the i-th seed's ids offset by
+    i * 20^weight so that one index holds them all apart."""
+    width = np.uint64(20**settings.weight)
+    return [(ids + np.uint64(i) * width, valid)
+            for i, (ids, valid) in enumerate(aa_kmer_ids(aa, p, step) for p in settings.patterns)]
+
+
 def orf_kmers(records: list[tuple[str, str]], settings: ProteinSettings, circular: bool,
               path: str = "references") -> np.ndarray:
-    """Sorted unique amino-acid k-mer ids uint64 (n,) of the contigs' open reading frames."""
+    """Sorted unique amino-acid seed ids uint64 (n,) of the contigs' open reading frames."""
     found = []
     for name, seq in records:
         codes = reference_codes(name, seq, path)
@@ -76,10 +128,10 @@ def orf_kmers(records: list[tuple[str, str]], settings: ProteinSettings, circula
             aa = codons(strand)
             for frame in range(3):
                 protein = aa[frame::3]
-                ids, valid = aa_kmer_ids(protein, settings.k, step=1)
-                keep = valid & _in_orf(protein, settings.min_orf, settings.k)
-                keep &= distinct_residues(protein, settings.k, step=1) >= settings.min_distinct
-                found.append(ids[keep])
+                in_orf = _in_orf(protein, settings.min_orf, settings.span)
+                for pattern, (ids, valid) in zip(settings.patterns, seed_ids(protein, settings, 1)):
+                    keep = valid & in_orf & (distinct_residues(protein, pattern, step=1) >= settings.min_distinct)
+                    found.append(ids[keep])
     return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
@@ -97,12 +149,6 @@ def _in_orf(protein: np.ndarray, min_orf: int, k: int) -> np.ndarray:
     return prefix[k:] - prefix[:-k] == k
 
 
-def _strand_kmers(codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For one strand's codes (M,): codons (M-2,), and the ids and valid flags (M-3k+1,) of the
-    amino-acid k-mer starting at every position, in frame with it."""
-    aa = codons(codes)
-    ids, valid = aa_kmer_ids(aa, k, step=3)
-    return aa, ids, valid
 
 
 class ProteinIndex:
@@ -118,40 +164,46 @@ class ProteinIndex:
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> ProteinEvidence:
         """Per read, from codes joined by N (flat uint8 (M,), starts and lengths int64 (n,), as
         reads.kmerize.encode_joined gives)."""
-        k, n, m = self.settings.k, len(starts), flat.size
-        if m < 3 * k:
+        span, n, m = self.settings.span, len(starts), flat.size
+        if m < 3 * span:
             return ProteinEvidence(np.zeros(n, np.int64), np.zeros(n))
         flat = np.where(flat == INVALID, N_CODE, flat)
         strands = (flat, reverse_complement_codes(flat))
         tested = np.zeros(n, np.int64)
         read_at = joined_owner(lengths, m)
-        # per strand: matched k-mer starts (in that strand's coordinates) and their reads
+        # per strand: matched window starts (in that strand's coordinates), their reads and seeds
         matched = []
         residues = []
         for s, codes in enumerate(strands):
-            aa, ids, valid = _strand_kmers(codes, k)
-            pos = np.flatnonzero(valid)
-            owner = read_at[pos if s == 0 else m - pos - 3 * k]  # by the window's first base on the forward strand
-            tested += np.bincount(owner, minlength=n)
-            found = self.contains(ids[pos])
-            matched.append((pos[found], owner[found]))
+            aa = codons(codes)
+            hit_at, hit_read, hit_seed = [], [], []
+            for i, (ids, valid) in enumerate(seed_ids(aa, self.settings, 3)):
+                pos = np.flatnonzero(valid)
+                owner = read_at[pos if s == 0 else m - pos - 3 * span]  # by the window's first base on the forward strand
+                tested += np.bincount(owner, minlength=n)
+                found = self.contains(ids[pos])
+                hit_at.append(pos[found])
+                hit_read.append(owner[found])
+                hit_seed.append(np.full(int(found.sum()), i))
+            matched.append((np.concatenate(hit_at), np.concatenate(hit_read), np.concatenate(hit_seed)))
             residues.append(aa)
         hits = np.zeros(n, np.int64)
-        if not any(at.size for at, _ in matched):
+        if not any(at.size for at, _, _ in matched):
             return ProteinEvidence(hits, np.zeros(n))
-        freq = _aa_composition(residues, read_at, np.unique(np.concatenate([read for _, read in matched])), n)
+        freq = _aa_composition(residues, read_at, np.unique(np.concatenate([read for _, read, _ in matched])), n)
         log_freq, mark_cluster, cluster_read = [], [], []
         clusters = 0
-        for s, (at, read) in enumerate(matched):
+        compared = 3 * self.settings.compared
+        for s, (at, read, seed) in enumerate(matched):
             hits += np.bincount(read, minlength=n)
             if not at.size:
                 continue
             frame = at % 3
-            order = np.lexsort((at, frame, read))
-            at, read, frame = at[order], read[order], frame[order]
-            opens = stretches(read, at, 3 * k, frame)
-            # each matched residue's codon, once (a stretch keeps to one frame)
-            marks, stretch, mark_read = fixed_letters(at, read, opens, 3 * np.arange(k))
+            order = np.lexsort((seed, at, frame, read))
+            at, read, frame, seed = at[order], read[order], frame[order], seed[order]
+            opens = stretches(read, at, 3 * span, frame)
+            # each compared residue's codon, once, whichever seeds compared it (a stretch keeps to one frame)
+            marks, stretch, mark_read = fixed_letters(at, read, opens, compared[seed])
             log_freq.append(np.log10(freq[mark_read, residues[s][marks]]))
             mark_cluster.append(clusters + stretch)
             cluster_read.append(read[opens])
@@ -180,63 +232,65 @@ def build_protein_index(folder: str | Path, records: list[tuple[str, str]], nega
     reference paths; returns the config.json "protein_index" entry to record."""
     settings.check()
     index = ProteinIndex(orf_kmers(records, settings, circular), settings)
-    report.log(f"protein index: {index.ids.size:,} amino-acid {settings.k}-mers from the reading frames of "
+    report.log(f"protein index: {index.ids.size:,} amino-acid seeds {settings.seed} from the reading frames of "
                f"{len(records):,} viral contigs")
     excluded = np.zeros(0, np.uint64)
     for path in negatives:
         excluded = np.union1d(excluded, _negative_kmers(index, path, report))
     report.log(f"protein index: {excluded.size:,} of them also occur in the negative references and are excluded")
-    text = b"".join(_aa_text(excluded, settings.k))
+    text = b"".join(_aa_text(excluded, settings))
     with open(Path(folder) / EXCLUDED_FILE, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as fh:
         fh.write(text)
-    return {"k": settings.k, "min_orf": settings.min_orf, "min_distinct": settings.min_distinct,
-            "circular": circular, "excluded": EXCLUDED_FILE, "n_excluded": int(excluded.size),
+    return {**settings.as_dict(), "circular": circular, "excluded": EXCLUDED_FILE, "n_excluded": int(excluded.size),
             "n_kmers": int(index.ids.size - excluded.size)}
 
 
 def _negative_kmers(index: ProteinIndex, path: str, report: Reporter) -> np.ndarray:
-    found, k = [], index.settings.k
+    found, span = [], index.settings.span
     records = read_reference(path)
     total = sum(len(s) for _, s in records)
     with report.progress(f"protein index: subtracting {Path(path).name}", total) as advance:
         for name, seq in records:
-            for start in range(0, max(len(seq) - 3 * k + 1, 1), _NEGATIVE_BLOCK):
-                codes = reference_codes(name, seq[start : start + _NEGATIVE_BLOCK + 3 * k - 1], path)
+            for start in range(0, max(len(seq) - 3 * span + 1, 1), _NEGATIVE_BLOCK):
+                codes = reference_codes(name, seq[start : start + _NEGATIVE_BLOCK + 3 * span - 1], path)
                 for strand in (codes, reverse_complement_codes(codes)):
-                    _, ids, valid = _strand_kmers(strand, k)
-                    ids = ids[valid]
-                    found.append(sorted_unique(ids[index.contains(ids)]))
+                    for ids, valid in seed_ids(codons(strand), index.settings, 3):
+                        ids = ids[valid]
+                        found.append(sorted_unique(ids[index.contains(ids)]))
                 advance(min(_NEGATIVE_BLOCK, len(seq) - start))
     return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
-def _aa_text(ids: np.ndarray, k: int) -> list[bytes]:
+def _aa_text(ids: np.ndarray, settings: ProteinSettings) -> list[bytes]:
+    """One line per id: its compared residues, after the seed's number (0..8) where there are several."""
+    k = settings.weight
     letters = np.frombuffer(AMINO_ACIDS.encode(), np.uint8)
     digits = np.zeros((ids.size, k), np.uint8)
     rest = ids.copy()
     for j in reversed(range(k)):
         digits[:, j] = (rest % np.uint64(20)).astype(np.uint8)
         rest //= np.uint64(20)
-    return [row.tobytes() + b"\n" for row in letters[digits]]
+    text = letters[digits]
+    if len(settings.patterns) > 1:
+        text = np.concatenate([(rest.astype(np.uint8) + ord("0"))[:, None], text], 1)
+    return [row.tobytes() + b"\n" for row in text]
 
 
-def _read_aa_kmers(path: Path, k: int) -> np.ndarray:
-    rows = read_fixed_lines(path, k, "amino-acid k-mer list", f"{k}-residue peptide")
+def _read_aa_kmers(path: Path, settings: ProteinSettings) -> np.ndarray:
+    k, several = settings.weight, len(settings.patterns) > 1
+    rows = read_fixed_lines(path, k + several, "amino-acid k-mer list",
+                            f"{k}-residue peptide" + (" after its seed's number" if several else ""))
     table = np.full(256, 255, np.uint8)
     table[np.frombuffer(AMINO_ACIDS.encode(), np.uint8)] = np.arange(20, dtype=np.uint8)
-    digits = table[rows]
-    if (digits == 255).any():
-        raise InputError(f"{path}: damaged amino-acid k-mer list (letters other than the 20 amino acids)")
-    return _row_ids(digits)
-
-
-def _row_ids(digits: np.ndarray) -> np.ndarray:
-    """Sorted unique ids uint64 (n,) of peptides given as residue codes uint8 (n, k)."""
+    digits = table[rows[:, several:]]
+    seed = rows[:, 0].astype(np.int64) - ord("0") if several else np.zeros(len(rows), np.int64)
+    if (digits == 255).any() or ((seed < 0) | (seed >= len(settings.patterns))).any():
+        raise InputError(f"{path}: damaged amino-acid k-mer list (letters other than the 20 amino acids, or no such seed)")
     ids = np.zeros(len(digits), np.uint64)
-    for j in range(digits.shape[1]):
+    for j in range(k):
         ids = ids * np.uint64(20) + digits[:, j].astype(np.uint64)
-    return sorted_unique(ids)
+    return sorted_unique(ids + seed.astype(np.uint64) * np.uint64(20**k))
 
 
 def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
@@ -247,7 +301,7 @@ def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
         return None
     folder, where = Path(folder), f"{folder}/config.json"
     try:
-        settings = ProteinSettings(int(entry["k"]), int(entry["min_orf"]), int(entry["min_distinct"]))
+        settings = ProteinSettings.from_dict(entry)
         circular, expected = bool(entry["circular"]), int(entry["n_kmers"])
         excluded_file = folder / str(entry["excluded"])
         refs = folder / str(config["kmer_index"]["references"])
@@ -256,7 +310,7 @@ def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
     settings.check()
     require_files(folder, (refs, excluded_file), "protein index")
     ids = np.setdiff1d(orf_kmers(read_reference(str(refs)), settings, circular, str(refs)),
-                       _read_aa_kmers(excluded_file, settings.k), assume_unique=True)
+                       _read_aa_kmers(excluded_file, settings), assume_unique=True)
     if ids.size != expected:
         raise InputError(f"{folder}: the protein index holds {ids.size:,} k-mers, config.json says {expected:,}; "
                          f"{refs.name} or {excluded_file.name} is damaged")
