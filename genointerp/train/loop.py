@@ -22,8 +22,7 @@ import torch
 from genointerp.errors import InputError
 from genointerp.report import Reporter
 from genointerp.runtime import autocast
-from genointerp.train.driver import CHECKPOINT
-
+from genointerp.train.run_folder import CHECKPOINT
 
 
 @dataclass
