@@ -15,7 +15,6 @@ from genointerp.interrupts import Interrupted, signals_as_exceptions
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, PrecisionUnsupported
 from genointerp.runtime import device_for as checked_device
-from genointerp.train import run_folder
 
 
 # click's UsageError as Typer raises it (Typer 0.29 vendors click as typer._click, which it does
@@ -149,13 +148,20 @@ def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, st
     return pairs
 
 
-# train-xvir (cli/viral.py) still calls these by their old names here; the training-run folder's
-# lifecycle lives in genointerp.train.run_folder.
-is_main_rank = run_folder.is_main_rank
+# train-xvir (cli/viral.py) still calls these two by their old names here; the training-run
+# folder's lifecycle lives in genointerp.train.run_folder, imported when called: inference commands
+# load nothing of genointerp.train (tests/test_runtime.py).
+def is_main_rank() -> bool:
+    """genointerp.train.run_folder.is_main_rank."""
+    from genointerp.train import run_folder
+
+    return run_folder.is_main_rank()
 
 
 def training_outputs(output: str, inputs: list, resume: bool, force: bool):
     """genointerp.train.run_folder.training_outputs, warnings on stderr."""
+    from genointerp.train import run_folder
+
     return run_folder.training_outputs(output, inputs, resume, force, warn)
 
 

@@ -16,6 +16,7 @@ each token's first bp. Rows are queries (attending), columns keys (attended to).
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -44,8 +45,6 @@ def _grid(fig, rows: int, cols: int, top_in: float = 0.7, bottom_in: float = 0.5
 
 def _suptitle(fig, text: str, fontsize: float = 8) -> None:
     """A figure title wrapped to the figure's width (small figures would cut a long one off)."""
-    import textwrap
-
     chars = max(30, int(fig.get_figwidth() * 130 / fontsize))
     fig.suptitle(textwrap.fill(text, chars), fontsize=fontsize)
 

@@ -27,7 +27,7 @@ from genointerp.model_folder import save_model_dir
 from genointerp.report import Reporter
 from genointerp.train.fingerprint import load_state, save_state
 from genointerp.train.loop import Distributed, Task, TrainSettings, fit, init_distributed
-from genointerp.train.run_folder import RUN, checkpoint_dir, finish  # noqa: F401 (finish: callers import it here)
+from genointerp.train.run_folder import RUN, checkpoint_dir
 
 
 def epoch_table(path: Path, columns: list[str], fresh: bool) -> Callable[[dict], None]:

@@ -48,9 +48,8 @@ def is_main_rank() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def check_resume(output: str, resume: bool) -> None:
-    """UsageError when --resume finds no interrupted run of OUTPUT to go on from."""
-    ckpt = checkpoint_dir(output)
+def check_resume(ckpt: Path, resume: bool) -> None:
+    """UsageError when --resume finds no interrupted run in the training-run folder `ckpt` to go on from."""
     if resume and not (ckpt / CHECKPOINT).exists():
         raise UsageError(f"--resume: no checkpoint to resume in {ckpt}")
 
@@ -63,8 +62,7 @@ def training_checkpoint(ckpt: Path, resume: bool, force: bool, warn: Callable[[s
     it ends, so a second run into the same output fails at once, naming the folder and the run
     holding it. The caller finishes (renames the model directory into place, drops the folder)
     inside the block, under the lock."""
-    if resume and not (ckpt / CHECKPOINT).exists():
-        raise UsageError(f"--resume: no checkpoint to resume in {ckpt}")
+    check_resume(ckpt, resume)
     if not is_main_rank():
         yield
         return
@@ -124,17 +122,17 @@ def _empty(folder: Path) -> None:
 
 
 @contextmanager
-def model_folder(outputs: AtomicOutputs, output: str, resume: bool, force: bool,
-                 warn: Callable[[str], None]) -> Iterator[Path]:
+def model_folder(outputs: AtomicOutputs, output: str, resume: bool, warn: Callable[[str], None]) -> Iterator[Path]:
     """Inside a training job: yields the folder to fill, the model directory OUTPUT reserved in
     `outputs` on rank 0 (a scratch folder on other DDP ranks, which write nothing), with the
-    training-run folder OUTPUT.checkpoint/ guarded and locked by training_checkpoint; once the
+    training-run folder OUTPUT.checkpoint/ guarded and locked by training_checkpoint (`outputs.force`
+    discards an interrupted run); once the
     body is done, the model directory is committed and the checkpoint dropped, both under the
     lock. The output is reserved before the checkpoint folder exists, so a refused run leaves nothing."""
     main_rank = is_main_rank()
     with tempfile.TemporaryDirectory() as scratch:
         folder = outputs.folder(output) if main_rank else Path(scratch)
-        with training_checkpoint(checkpoint_dir(output), resume, force, warn):
+        with training_checkpoint(checkpoint_dir(output), resume, outputs.force, warn):
             yield folder
             if main_rank:  # before the lock goes: no other run may take the folder over in between
                 outputs.commit()
@@ -146,5 +144,5 @@ def training_outputs(output: str, inputs: list, resume: bool, force: bool,
                      warn: Callable[[str], None]) -> Iterator[Path]:
     """model_folder with its own AtomicOutputs (refusing outputs that replace `inputs`), for a
     training command that does not run through genointerp.job.execute."""
-    with AtomicOutputs(force, inputs=inputs) as outputs, model_folder(outputs, output, resume, force, warn) as folder:
+    with AtomicOutputs(force, inputs=inputs) as outputs, model_folder(outputs, output, resume, warn) as folder:
         yield folder
