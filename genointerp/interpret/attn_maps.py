@@ -88,8 +88,8 @@ class AttnMapsRequest:
 
 def run(req: AttnMapsRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Fill the output folder; returns {"files": the names written, "figures": how many are figures}."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
     device = job_device(req.device, "32", report.warn)
-    use_threads(req.threads)
     folder = outputs.folder(req.output)
     result, config, model_folder, chrom_sizes = capture(req, device, report)
     written = write_outputs(folder, req, result, config, model_folder, chrom_sizes)
@@ -346,8 +346,6 @@ def zoom_range(req: AttnMapsRequest, item: Item | None, layer: LayerMaps, length
     if req.zoom:
         text = req.zoom
         if ":" in text:
-            from genointerp.io.regions import parse_region
-
             chrom, lo, hi = parse_region(text, "--zoom")
             if item is None or item.chrom is None:
                 raise InputError("--zoom chr:start-end needs regions without --mean; give START-END (bp from "

@@ -197,7 +197,7 @@ def plot_kmer_map(layer: LayerMaps, item: int, kmers: Sequence[str], tokens: np.
                   title: str = "", per_row: int = 2) -> None:
     """Every head of an XVir layer over `tokens`, rows and columns labelled with their k-mers
     (outer panels only; the top axis gives each k-mer's 0-based offset in the read)."""
-    import matplotlib.ticker as mticker
+    import matplotlib.ticker as mticker  # lazy, as in _figure: matplotlib only when drawing
 
     n, h = tokens.size, layer.heads
     cols = min(h, per_row)

@@ -94,8 +94,8 @@ class EvaluateTracksRequest:
 
 def run(req: EvaluateTracksRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Write the TSV (and the figures asked for); returns {label: mean Pearson r} per model."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
     device = job_device(req.device, req.precision, report.warn)
-    use_threads(req.threads)
     tsv = outputs.file(req.output)
     fig2 = outputs.file(req.scatter) if req.scatter else None
     fig3 = outputs.file(req.plot) if req.plot else None

@@ -59,8 +59,8 @@ class PredictTracksRequest:
 
 def run(req: PredictTracksRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Fill the output folder; returns {"tracks": T, "peaks": peak count per track id}."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
     device = job_device(req.device, req.precision, report.warn)
-    use_threads(req.threads)
     folder = outputs.folder(req.output)
     runs, track_ids, sizes = predict(req, device, report)
     threshold = req.peak_threshold

@@ -160,8 +160,8 @@ class TrainTracksRequest(TrackTrainRequest):
 def run(req: TrainTracksRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Train and fill the model directory req.output (rank 0); returns the test metrics
     (pearson_mean, pearson_by_group, poisson_loss, n_windows)."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
     settings = req.settings(job_device(req.device, req.precision, report.warn))
-    use_threads(req.threads)
     with model_folder(outputs, req.output, req.resume, report.warn) as folder:
         return run_training(TrackTraining(req, req.resume), settings, folder, req.output, req.resume, report)
 
