@@ -110,7 +110,7 @@ def model_worker(folder: str, args) -> dict:
     """Predicted bp/s of a trained track model (one thread, batches of args.batch windows)."""
     import torch
 
-    from genointerp.tracks.predict import load_track_model
+    from genointerp.tracks.inference import load_track_model
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

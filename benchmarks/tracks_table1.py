@@ -80,7 +80,7 @@ def run_logged(cmd: list[str], log: Path, cwd: Path | None = None) -> float:
 
 def n_parameters(model_dir: Path) -> int:
     """Trainable parameters (as train-tracks counts them; buffers in the weights file excluded)."""
-    from genointerp.tracks.predict import load_track_model
+    from genointerp.tracks.inference import load_track_model
 
     model, _ = load_track_model(str(model_dir))
     return sum(p.numel() for p in model.parameters())

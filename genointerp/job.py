@@ -56,3 +56,21 @@ def one_stdin(*inputs: tuple[str, str | None]) -> None:
     names = [name for name, value in inputs if value == "-"]
     if len(names) > 1:
         raise UsageError(f"{names[1]}: {names[0]} and {names[1]} are both - (stdin), which can be read only once")
+
+
+def in_range(option: str, value, lo=None, hi=None) -> None:
+    """UsageError "OPTION: VALUE is below LO" / "... is outside LO..HI" unless lo <= value <= hi
+    (None: unbounded), for a request's numbers that a library caller may pass out of range."""
+    if value != value:  # NaN
+        raise UsageError(f"{option}: {value} is not a number")
+    if hi is None:
+        if lo is not None and value < lo:
+            raise UsageError(f"{option}: {value} is below {lo}")
+    elif (lo is not None and value < lo) or value > hi:
+        raise UsageError(f"{option}: {value} is outside {'' if lo is None else lo}..{hi}")
+
+
+def one_of(option: str, value, choices) -> None:
+    """UsageError unless `value` is one of `choices` (an option's fixed set of values)."""
+    if value not in choices:
+        raise UsageError(f"{option}: {value!r} is not one of {', '.join(map(str, choices))}")

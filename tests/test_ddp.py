@@ -22,6 +22,7 @@ import torch
 
 from genointerp.models.xvir import XVir, XVirConfig
 from genointerp.report import SILENT
+from genointerp.runtime import use_threads
 from genointerp.viral.task import ReadClassificationTask
 from genointerp.train.loop import Distributed, TrainSettings, fit, init_distributed
 
@@ -91,7 +92,7 @@ def _rank(rank: int, world: int, rendezvous: str, out: str) -> None:
     import torch.distributed as dist
 
     os.environ["WORLD_SIZE"] = str(world)
-    torch.set_num_threads(1)
+    use_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
                             timeout=timedelta(minutes=2))  # not gloo's 30: a rank that died early fails the test soon
     try:

@@ -252,8 +252,9 @@ def _toy_job(bad_config: bool = False):
 
 
 def test_the_driver_runs_a_job_in_order_and_fills_the_model_directory(tmp_path):
-    from genointerp.train.driver import checkpoint_dir, finish, run_training
+    from genointerp.train.driver import run_training
     from genointerp.train.loop import TrainSettings
+    from genointerp.train.run_folder import checkpoint_dir, finish
 
     job, calls = _toy_job()
     folder, output = tmp_path / "model", str(tmp_path / "model")

@@ -65,7 +65,7 @@ def test_rc_average_is_strand_symmetric(arch, device):
     """predict-tracks --rc-average: the reverse complement of a window gets the window's prediction
     with its bins reversed, exactly, as both are the mean of the same two passes; the model alone is
     not symmetric, so the averaging is what makes it so."""
-    from genointerp.tracks.predict import predict_rates
+    from genointerp.tracks.inference import predict_rates
 
     model = build_model(tiny(arch).to_dict()).eval().to(device)
     x = one_hot().numpy()

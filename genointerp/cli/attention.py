@@ -8,8 +8,8 @@ import typer
 
 from genointerp.cli import app
 from genointerp.cli.options import device_option, force_option, threads_option
-from genointerp.cli.common import REPORTER, device_for, log
-from genointerp.runtime import Precision, use_threads
+from genointerp.cli.common import REPORTER, log
+from genointerp.job import execute
 
 PANEL = "Interpretation"
 
@@ -54,28 +54,12 @@ def attn_maps(
     regions, to view next to the tracks), and figures: all layers, all heads of a layer, all
     windows of a layer, a zoom-in, and for XVir k-mer x k-mer maps per head.
     """
-    from genointerp.interpret.attn_maps import AttnRequest, run, write_outputs
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.io.regions import parse_region
+    from genointerp.interpret.attn_maps import AttnMapsRequest, run  # imports torch: not at --help
 
-    reads = list(reads or [])
-    if reads and (fasta or region or regions):
-        raise typer.BadParameter("give READS (XVir) or --fasta with --region/--regions (track models), not both")
-    if not reads and not (fasta and (region or regions)):
-        raise typer.BadParameter("give READS for an XVir model, or --fasta with --region/--regions for a track model")
-    if read_ids and not reads:
-        raise typer.BadParameter("--read-id picks reads: give READS", param_hint="--read-id")
-    if read_ids and max_reads is not None:
-        raise typer.BadParameter("give --read-id or --max-reads, not both", param_hint="--max-reads")
-    for text in region:  # a malformed chr:start-end is a usage error before the model is loaded
-        parse_region(text, "--region")
-    use_threads(threads)
-    req = AttnRequest(model=model_dir, reads=reads, read_ids=list(read_ids), max_reads=max_reads, fasta=fasta,
-                      regions=list(region), regions_bed=regions, mean=mean, layer=layer, zoom=zoom,
-                      plot_items=plot_items, batch_size=batch_size, device=device_for(device, Precision.fp32))
-    with AtomicOutputs(force, inputs=[model_dir, *reads, fasta, regions]) as outputs:
-        folder = outputs.folder(output)
-        result, config, model_folder, chrom_sizes = run(req, REPORTER)
-        written = write_outputs(folder, req, result, config, model_folder, chrom_sizes)
-    log(f"wrote {len(written)} files to {output}: attention.npz, distance.tsv, rollout, "
-        f"{sum(f.startswith('figures/') for f in written)} figures")
+    req = AttnMapsRequest(output=output, reads=list(reads or []), model=model_dir, read_ids=list(read_ids),
+                          max_reads=max_reads, fasta=fasta, region=list(region), regions=regions, mean=mean,
+                          layer=layer, zoom=zoom, plot_items=plot_items, batch_size=batch_size, device=device,
+                          threads=threads)
+    summary = execute(run, req, force, REPORTER)
+    log(f"wrote {len(summary['files'])} files to {output}: attention.npz, distance.tsv, rollout, "
+        f"{summary['figures']} figures")

@@ -148,117 +148,21 @@ def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, st
     return pairs
 
 
+# train-xvir (cli/viral.py) still calls these two by their old names here; the training-run
+# folder's lifecycle lives in genointerp.train.run_folder, imported when called: inference commands
+# load nothing of genointerp.train (tests/test_runtime.py).
 def is_main_rank() -> bool:
-    """Under torchrun only rank 0 writes files; a plain run is rank 0."""
-    return os.environ.get("RANK", "0") == "0"
+    """genointerp.train.run_folder.is_main_rank."""
+    from genointerp.train import run_folder
+
+    return run_folder.is_main_rank()
 
 
-@contextmanager
-def training_checkpoint(ckpt, resume: bool, force: bool) -> Iterator[None]:
-    """The training-run folder OUTPUT.checkpoint/ around training (rank 0 only touches it).
+def training_outputs(output: str, inputs: list, resume: bool, force: bool):
+    """genointerp.train.run_folder.training_outputs, warnings on stderr."""
+    from genointerp.train import run_folder
 
-    One run at a time: the folder is locked (flock on the folder itself, released by the kernel
-    when the process ends however it ends), so a second run into the same output fails at once,
-    naming the folder and the run holding it. Before: refuse to resume what is not there, refuse
-    to discard a run with finished epochs unless forced, and never delete a folder genointerp did
-    not write. After a failure or an interruption the folder stays only if it holds a finished
-    epoch (what --resume needs); otherwise nothing of the run is left behind. The caller finishes
-    (renames the model directory into place, drops the folder) inside the block, under the lock.
-    """
-    import shutil
-    import socket
-
-    from genointerp.interrupts import deferred
-    from genointerp.io.atomic import MARKER, check_replaceable_folder
-    from genointerp.train.driver import CHECKPOINT
-
-    if resume and not (ckpt / CHECKPOINT).exists():
-        raise typer.BadParameter(f"no checkpoint to resume in {ckpt}", param_hint="--resume")
-    if not is_main_rank():
-        yield
-        return
-    if os.path.lexists(ckpt) and not ckpt.is_dir():
-        raise GenointerpError(f"{ckpt}: exists and is not a folder; the training run needs that name")
-    lock, armed = None, False  # armed: a failure removes the folder (unless it holds a finished epoch)
-    try:
-        with deferred():  # a signal right after mkdir must not leave an empty run folder
-            fresh, lock = _locked_run_folder(ckpt)
-            armed = fresh
-        if not fresh and not resume:
-            if (ckpt / CHECKPOINT).exists() and not force:
-                raise GenointerpError(f"{ckpt} holds an interrupted run: --resume it, or --force to start over")
-            check_replaceable_folder(ckpt, str(ckpt))
-            _empty(ckpt)  # no epoch finished there, or --force: nothing worth keeping (the folder, locked, stays)
-        armed = True
-        (ckpt / MARKER).write_text(f"training run of genointerp pid {os.getpid()} on {socket.gethostname()}\n")
-        yield
-    except BaseException:
-        if armed and (ckpt / CHECKPOINT).exists():
-            warn(f"the finished epochs are kept in {ckpt}: rerun with --resume to continue")
-        elif armed:
-            shutil.rmtree(ckpt, ignore_errors=True)
-        raise
-    finally:
-        if lock is not None:
-            os.close(lock)
-
-
-def _locked_run_folder(ckpt) -> tuple[bool, int]:
-    """Make `ckpt` if need be and lock it: (whether this call made it, the locked descriptor)."""
-    import fcntl
-
-    from genointerp.io.atomic import MARKER
-
-    try:
-        ckpt.mkdir()
-        fresh = True
-    except FileExistsError:
-        fresh = False
-    fd = os.open(ckpt, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        try:
-            holder = (ckpt / MARKER).read_text().strip().removeprefix("training run of ")
-        except OSError:
-            holder = "another run"
-        raise GenointerpError(f"{ckpt}: in use by another training run ({holder}); wait for it to end, "
-                              "or choose another output name") from None
-    return fresh, fd
-
-
-def _empty(folder) -> None:
-    import shutil
-
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
-@contextmanager
-def training_outputs(output: str, inputs: list, resume: bool, force: bool) -> Iterator:
-    """Around a training job (genointerp.train.driver): yields the folder to fill, the model directory
-    OUTPUT on rank 0 (a scratch folder on other DDP ranks, which write nothing), with the training-run
-    folder OUTPUT.checkpoint/ guarded and locked by training_checkpoint; once the model directory is
-    in place, the checkpoint is dropped, both under the lock. The output is reserved before the
-    checkpoint folder exists, so a refused run leaves nothing."""
-    import tempfile
-    from pathlib import Path
-
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.train.driver import checkpoint_dir, finish
-
-    main_rank = is_main_rank()
-    with AtomicOutputs(force, inputs=inputs) as outputs, tempfile.TemporaryDirectory() as scratch:
-        folder = outputs.folder(output) if main_rank else Path(scratch)
-        with training_checkpoint(checkpoint_dir(output), resume, force):
-            yield folder
-            if main_rank:  # before the lock goes: no other run may take the folder over in between
-                outputs.commit()
-                finish(output)
+    return run_folder.training_outputs(output, inputs, resume, force, warn)
 
 
 def device_for(requested: str, precision: Precision) -> str:

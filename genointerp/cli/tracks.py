@@ -1,4 +1,9 @@
-"""Genomic tracks panel: train-tracks, predict-tracks, evaluate-tracks (Genomic Interpreter and baselines)."""
+"""Genomic tracks panel: train-tracks, predict-tracks, evaluate-tracks (Genomic Interpreter and baselines).
+
+Each command builds its request and runs its job (genointerp.tracks.train/predict/evaluate) through
+genointerp.job.execute; the job modules are imported inside the commands because they import torch,
+which `genointerp --help` must not pay for.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import REPORTER, device_for, log, training_outputs, warn
+from genointerp.cli.common import REPORTER, log
 from genointerp.cli.options import device_option, force_option, seed_option, threads_option
-from genointerp.runtime import Precision, use_threads
+from genointerp.job import execute
+from genointerp.runtime import Precision
 
 PANEL = "Genomic tracks"
 
@@ -148,43 +154,21 @@ def train_tracks(
     test_pearson.tsv. Targets are binned once and cached in OUTPUT.checkpoint/, so later epochs (and
     --resume) never re-read the track files. Runs under torchrun (DDP; rank 0 writes).
     """
-    from genointerp.train.loop import TrainSettings
-    from genointerp.tracks.train import TrackTrainRequest, run
+    from genointerp.tracks.train import TrainTracksRequest, run
 
-    use_threads(threads)
-    settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
-                             seed=seed, rc_augment=rc_augment, device=device_for(device, precision),
-                             precision=precision.value, schedule="cosine", shift_augment=shift,
-                             grad_clip=grad_clip)
-    req = TrackTrainRequest(fasta=fasta, targets=targets, regions=regions, chroms=_chroms(chroms),
-                            valid_chroms=_chroms(valid_chroms), test_chroms=_chroms(test_chroms),
-                            valid_regions=valid_regions, test_regions=test_regions, basenji=basenji,
-                            arch=arch.value, width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size, target_bins=target_bins,
-                            stat=stat.value, clip=clip or None, max_n_fraction=max_n, motif_init=motif_init.value,
-                            motif_freeze_epochs=motif_freeze, motif_filters=motif_filters, init_from=init_from,
-                            track_weights=track_weights.value, stem_filters=stem_filters, aux_targets=aux_targets,
-                            loss=loss.value, head_width=head_width, motif_scan=motif_scan.value)
-    if basenji and (fasta or targets):
-        raise typer.BadParameter("give either --basenji or --fasta/--targets", param_hint="--basenji")
-    if loss == TrackLoss.mse and track_weights != TrackWeights.none:
-        raise typer.BadParameter("--loss mse weighs each track by its training variance already",
-                                 param_hint="--track-weights")
-    if basenji and motif_scan != MotifScanKind.none:
-        raise typer.BadParameter("the motif scan names its motifs from track ids: give --fasta/--targets, not --basenji",
-                                 param_hint="--motif-scan")
-    if basenji and aux_targets:
-        raise typer.BadParameter("auxiliary tracks need --fasta/--targets, not --basenji", param_hint="--aux-targets")
-    if init_from and motif_init != MotifInit.none:
-        raise typer.BadParameter("--init-from starts from trained filters: leave out --motif-init", param_hint="--init-from")
-    if motif_freeze and motif_init == MotifInit.none:
-        raise typer.BadParameter("freezes the --motif-init filters: give --motif-init jaspar", param_hint="--motif-freeze-epochs")
-    if motif_filters and motif_init == MotifInit.none:
-        raise typer.BadParameter("sets how many --motif-init filters: give --motif-init jaspar", param_hint="--motif-filters")
-    if not basenji and not (fasta and targets):
-        raise typer.BadParameter("give --fasta and --targets (or --basenji DIR)", param_hint="--fasta")
-    with training_outputs(output, [fasta, targets, regions, valid_regions, test_regions, basenji, init_from], resume,
-                          force) as folder:
-        metrics = run(req, settings, folder, output, resume, REPORTER)
+    req = TrainTracksRequest(fasta=fasta, targets=targets, regions=regions, chroms=_chroms(chroms),
+                             valid_chroms=_chroms(valid_chroms), test_chroms=_chroms(test_chroms),
+                             valid_regions=valid_regions, test_regions=test_regions, basenji=basenji, arch=arch.value,
+                             width=width, patch=patch, dropout=dropout, seq_len=seq_len, bin_size=bin_size,
+                             target_bins=target_bins, stat=stat.value, clip=clip or None, max_n_fraction=max_n,
+                             motif_init=motif_init.value, motif_freeze_epochs=motif_freeze, motif_filters=motif_filters,
+                             init_from=init_from, track_weights=track_weights.value, stem_filters=stem_filters,
+                             aux_targets=aux_targets, loss=loss.value, head_width=head_width,
+                             motif_scan=motif_scan.value, output=output, epochs=epochs, patience=patience,
+                             batch_size=batch_size, lr=lr, weight_decay=weight_decay, rc_augment=rc_augment,
+                             shift=shift, grad_clip=grad_clip, device=device, precision=precision.value,
+                             threads=threads, seed=seed, resume=resume)
+    metrics = execute(run, req, force, REPORTER)
     groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())
     log(f"test: mean Pearson r {metrics['pearson_mean']:.4f} ({groups}) over {metrics['n_windows']:,} windows")
 
@@ -221,22 +205,14 @@ def predict_tracks(
     bigWig headers follow the FASTA's .fai order, with one fixed-span entry per bin. Windows overlap by --overlap-bins; each bin is taken from the window where it lies farthest
     from the window's edges. Bins whose sequence is all N (assembly gaps) are left out: no value, no peak.
     """
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.tracks.predict import PredictRequest, run, write_outputs
+    from genointerp.tracks.predict import PredictTracksRequest, run
 
-    if regions and chroms:
-        raise typer.BadParameter("give --regions or --chroms, not both", param_hint="--regions")
-    if not regions and not chroms:
-        raise typer.BadParameter("give --regions BED or --chroms", param_hint="--regions")
-    use_threads(threads)
-    req = PredictRequest(model, fasta, regions, _chroms(chroms), overlap, rc_average, batch_size,
-                         device_for(device, precision), precision.value)
-    with AtomicOutputs(force, inputs=[model, fasta, regions]) as outputs:
-        folder = outputs.folder(output)
-        runs, track_ids, sizes, _ = run(req, REPORTER)
-        counts = write_outputs(folder, runs, track_ids, sizes, peak_threshold,
-                               None if peak_threshold is not None else peak_quantile, bedgraph, tsv)
-    log(f"wrote {len(track_ids)} bigWigs and peak BEDs to {output} ({sum(counts.values()):,} peaks)")
+    req = PredictTracksRequest(fasta=fasta, output=output, model=model, regions=regions, chroms=_chroms(chroms),
+                               overlap_bins=overlap, rc_average=rc_average, peak_threshold=peak_threshold,
+                               peak_quantile=peak_quantile, bedgraph=bedgraph, tsv=tsv, batch_size=batch_size,
+                               device=device, precision=precision.value, threads=threads)
+    summary = execute(run, req, force, REPORTER)
+    log(f"wrote {summary['tracks']} bigWigs and peak BEDs to {output} ({sum(summary['peaks'].values()):,} peaks)")
 
 
 @app.command(
@@ -282,51 +258,12 @@ def evaluate_tracks(
     summarised by track group and overall. The cpg and gc controls (-m cpg, --controls) predict the
     first model's tracks on its windows from sequence composition alone: a model is judged by its
     margin over them."""
-    import numpy as np
+    from genointerp.tracks.evaluate import EvaluateTracksRequest, run
 
-    from genointerp.tracks.controls import CONTROLS
-
-    from genointerp.tracks.evaluate import EvaluateRequest, region_truth_and_prediction, run
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.io.regions import parse_region
-    from genointerp.tracks.pearson import plot_pearson_scatter, plot_region as draw_region, write_evaluation_tsv
-
-    if len(models) > 2:
-        raise typer.BadParameter("give at most two models", param_hint="--model")
-    if scatter and len(models) != 2:
-        raise typer.BadParameter("--scatter compares two models: give -m twice", param_hint="--scatter")
-    wants_controls = controls or any(m in CONTROLS for m in models)
-    if fit_regions and fit_chroms:
-        raise typer.BadParameter("give --fit-regions or --fit-chroms, not both", param_hint="--fit-regions")
-    if wants_controls and not (basenji or fit_regions or fit_chroms):
-        raise typer.BadParameter("the cpg/gc controls are fitted per track on training data: give --fit-regions BED "
-                                 "or --fit-chroms (the model's training regions)", param_hint="--fit-regions")
-    if bool(plot_region) != bool(plot):
-        raise typer.BadParameter("give --plot-region and --plot together", param_hint="--plot")
-    if plot and not (fasta and targets):
-        raise typer.BadParameter("--plot needs --fasta and --targets", param_hint="--plot")
-    where = parse_region(plot_region, "--plot-region") if plot_region else None
-    use_threads(threads)
-    req = EvaluateRequest(models or [None], fasta, targets, regions, _chroms(chroms) or None, basenji, split,
-                          batch_size=batch_size, device=device_for(device, precision), precision=precision.value,
-                          rc_average=rc_average, controls=list(CONTROLS) if controls else [], fit_regions=fit_regions,
-                          fit_chroms=_chroms(fit_chroms) or None)
-    model_paths = [m for m in models if m not in CONTROLS]
-    with AtomicOutputs(force, inputs=[*model_paths, fasta, targets, regions, basenji, fit_regions]) as outputs:
-        tsv = outputs.file(output)
-        fig2 = outputs.file(scatter) if scatter else None
-        fig3 = outputs.file(plot) if plot else None
-        res = run(req, REPORTER)
-        # the i-th -m is column pearson_i (the first: pearson); controls added by --controls are pearson_<name>
-        extra = {(f"pearson_{i + 1}" if i < len(req.models) else f"pearson_{name}"): r
-                 for i, (name, r) in enumerate(zip(res["names"][1:], res["pearson"][1:]), start=1)}
-        write_evaluation_tsv(tsv, res["tracks"], res["groups"], res["pearson"][0], extra or None)
-        if fig2:
-            plot_pearson_scatter(res["pearson"][0], res["pearson"][1], res["groups"], res["labels"][0],
-                                 res["labels"][1], fig2)
-        if fig3:
-            bins, pred, truth, ids = region_truth_and_prediction(*res["models"][0], req, *where, warn)
-            top = np.argsort(-truth.sum(axis=0), kind="stable")[:6]  # the tracks with the most signal there
-            draw_region(pred[:, top], truth[:, top], bins, where[0], [ids[i] for i in top], fig3)
-    summary = {label: float(np.nanmean(r)) for label, r in zip(res["labels"], res["pearson"])}
+    req = EvaluateTracksRequest(output=output, models=list(models), fasta=fasta, targets=targets, regions=regions,
+                                chroms=_chroms(chroms), basenji=basenji, split=split, scatter=scatter,
+                                plot_region=plot_region, plot=plot, controls=controls, fit_regions=fit_regions,
+                                fit_chroms=_chroms(fit_chroms), rc_average=rc_average, batch_size=batch_size,
+                                device=device, precision=precision.value, threads=threads)
+    summary = execute(run, req, force, REPORTER)
     log("mean Pearson r: " + json.dumps(summary))

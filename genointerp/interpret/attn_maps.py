@@ -18,33 +18,82 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
+import torch
 
 from genointerp import __version__
-from genointerp.errors import InputError
-from genointerp.interpret.capture import ATTENTION_ARCHITECTURES, LayerMaps, TokenGrid, output_grid
-from genointerp.interpret.summaries import RESIDUAL, AttentionAccumulator, layer_mean_distance, uniform_distance
+from genointerp.errors import InputError, UsageError
+from genointerp.interpret import plots
+from genointerp.interpret.capture import (ATTENTION_ARCHITECTURES, AttentionCapture, LayerMaps, TokenGrid,
+                                          attention_layout, output_grid)
+from genointerp.interpret.export import merge_pieces, write_bedgraph, write_bigwig, write_npz
+from genointerp.interpret.summaries import (RESIDUAL, AttentionAccumulator, layer_mean_distance, per_bp,
+                                            rollout_importance, uniform_distance)
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.reference import Reference
+from genointerp.io.regions import parse_region, read_regions
+from genointerp.io.sequences import iter_records
+from genointerp.job import in_range
+from genointerp.model_folder import load_model_dir
 from genointerp.report import Reporter
+from genointerp.resources import BUILTIN_TRACKS, builtin_model_dir
+from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp.seq.alphabet import INVALID, N_CODE, encode
+from genointerp.seq.kmers import PAD_CODE, tokenize
+from genointerp.tracks.inference import TRACK_TASK, load_track_model, window_batch
 
 FORMAT = "genointerp attention maps 1"
-TRACK_TASK = "track prediction"
 DEFAULT_READS = 10
 
 
 @dataclass
-class AttnRequest:
-    model: str | None = None  # None: the built-in XVir model (reads) or tracks model (regions)
+class AttnMapsRequest:
+    """attn-maps: the fields are its options (READS for an XVir model, or --fasta with --region/--regions)."""
+
+    output: str  # folder
     reads: list[str] = field(default_factory=list)
+    model: str | None = None  # None: the built-in XVir model (reads) or tracks model (regions)
     read_ids: list[str] = field(default_factory=list)
     max_reads: int | None = None  # None: DEFAULT_READS, or every read with mean
     fasta: str | None = None
-    regions: list[str] = field(default_factory=list)  # chr:start-end, 0-based half-open
-    regions_bed: str | None = None
+    region: list[str] = field(default_factory=list)  # chr:start-end, 0-based half-open
+    regions: str | None = None  # BED
     mean: bool = False
     layer: int | None = None  # layer for the one-layer figures; None = the deepest windowed layer
     zoom: str | None = None  # START-END (bp from the window/read start) or chr:START-END
     plot_items: int = 1
     batch_size: int = 8
-    device: str = "cpu"
+    device: str = "auto"
+    threads: int = 1
+
+    def check(self) -> None:
+        if self.reads and (self.fasta or self.region or self.regions):
+            raise UsageError("READS: give READS (XVir) or --fasta with --region/--regions (track models), not both")
+        if not self.reads and not (self.fasta and (self.region or self.regions)):
+            raise UsageError("READS: give READS for an XVir model, or --fasta with --region/--regions for a track model")
+        if self.read_ids and not self.reads:
+            raise UsageError("--read-id: --read-id picks reads: give READS")
+        if self.read_ids and self.max_reads is not None:
+            raise UsageError("--max-reads: give --read-id or --max-reads, not both")
+        for text in self.region:  # a malformed chr:start-end is a usage error before the model is loaded
+            parse_region(text, "--region")
+        if self.max_reads is not None:
+            in_range("--max-reads", self.max_reads, 1)
+        in_range("--plot-items", self.plot_items, 0)
+        in_range("--batch-size", self.batch_size, 1)
+        check_settings(self.threads)
+
+    def inputs(self) -> list[str | None]:
+        return [self.model, *self.reads, self.fasta, self.regions]
+
+
+def run(req: AttnMapsRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Fill the output folder; returns {"files": the names written, "figures": how many are figures}."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
+    device = job_device(req.device, "32", report.warn)
+    folder = outputs.folder(req.output)
+    result, config, model_folder, chrom_sizes = capture(req, device, report)
+    written = write_outputs(folder, req, result, config, model_folder, chrom_sizes)
+    return {"files": written, "figures": sum(f.startswith("figures/") for f in written)}
 
 
 @dataclass
@@ -68,19 +117,12 @@ class Item:
 # --- model ---------------------------------------------------------------------------------------
 def load_attention_model(path: str | None, reads_mode: bool):
     """(model, config dict, model folder) of an attention model; refuses models without attention."""
-    from genointerp.model_folder import load_model_dir
-    from genointerp.interpret.capture import attention_layout
-    from genointerp.tracks.predict import load_track_model
-    from genointerp.resources import builtin_model_dir
-
     if path is None:
         if reads_mode:
             folder = builtin_model_dir()
             model, config = load_model_dir(folder, expect="xvir")
         else:
             model, config = load_track_model(None)
-            from genointerp.resources import BUILTIN_TRACKS
-
             folder = builtin_model_dir(BUILTIN_TRACKS)
     else:
         folder = Path(path)
@@ -103,9 +145,6 @@ def load_attention_model(path: str | None, reads_mode: bool):
 # --- items -------------------------------------------------------------------------------------------
 def _read_codes(name: str, seq: str, L: int, k: int, has_unknown: bool, has_pad: bool) -> tuple[np.ndarray | None, str]:
     """(codes (L,) or None, reason it cannot be used)."""
-    from genointerp.seq.alphabet import INVALID, N_CODE, encode
-    from genointerp.seq.kmers import PAD_CODE
-
     codes = encode(seq[:L])
     bad = np.flatnonzero(codes == INVALID)
     if bad.size:
@@ -119,11 +158,8 @@ def _read_codes(name: str, seq: str, L: int, k: int, has_unknown: bool, has_pad:
     return codes.astype(np.uint8), ""
 
 
-def read_batches(req: AttnRequest, config: dict, warn: Callable[[str], None]) -> Iterator[tuple[list[Item], np.ndarray]]:
+def read_batches(req: AttnMapsRequest, config: dict, warn: Callable[[str], None]) -> Iterator[tuple[list[Item], np.ndarray]]:
     """Batches of (items, tokens (B, n_tokens)) from the read files."""
-    from genointerp.io.sequences import iter_records
-    from genointerp.seq.kmers import tokenize
-
     m = config["model"]
     L, k = m["read_length"], m["k"]
     has_unknown, has_pad = m["vocab_size"] > 4**k, m["vocab_size"] > 4**k + 1
@@ -173,12 +209,10 @@ def read_batches(req: AttnRequest, config: dict, warn: Callable[[str], None]) ->
         yield items, tokenize(np.stack([c for _, _, c in batch]), k)
 
 
-def region_items(req: AttnRequest, ref, seq_len: int, warn: Callable[[str], None]) -> list[Item]:
+def region_items(req: AttnMapsRequest, ref, seq_len: int, warn: Callable[[str], None]) -> list[Item]:
     """Items of --region and --regions, checked against the reference, windows centred on each."""
-    from genointerp.io.regions import parse_region, read_regions
-
     spans = []
-    for text in req.regions:
+    for text in req.region:
         chrom, start, end = parse_region(text)
         name = ref.resolve(chrom, "--region")
         length = ref.lengths[name]
@@ -187,8 +221,8 @@ def region_items(req: AttnRequest, ref, seq_len: int, warn: Callable[[str], None
         if end > length:
             raise InputError(f"--region {text} is off the end of {name} ({length:,} bp)")
         spans.append((f"{name}:{start}-{end}", name, start, end))
-    if req.regions_bed:
-        for r in read_regions(req.regions_bed, ref, warn):
+    if req.regions:
+        for r in read_regions(req.regions, ref, warn):
             spans.append((r.name or f"{r.chrom}:{r.start}-{r.end}", r.chrom, r.start, r.end))
     longer = [s for s in spans if s[3] - s[2] > seq_len]
     if longer:
@@ -212,16 +246,12 @@ class Result:
     pieces: list = field(default_factory=list)  # (chrom, window_start, per-bp importance) per region
 
 
-def run(req: AttnRequest, report: Reporter):
-    """Returns (Result, model config, model folder, reference chrom sizes or None)."""
-    import torch
-
-    from genointerp.interpret.capture import AttentionCapture
-    from genointerp.interpret.summaries import per_bp, rollout_importance
-
+def capture(req: AttnMapsRequest, device: str, report: Reporter):
+    """Run the model on `device` over the request's items, capturing every attention map.
+    Returns (Result, model config, model folder, reference chrom sizes or None)."""
     reads_mode = bool(req.reads)
     model, config, folder = load_attention_model(req.model, reads_mode)
-    model.to(req.device)
+    model.to(device)
     out_grid = output_grid(model)
     chrom_sizes = None
     if reads_mode:
@@ -229,8 +259,6 @@ def run(req: AttnRequest, report: Reporter):
         batches = read_batches(req, config, report.warn)
         total = None
     else:
-        from genointerp.io.reference import Reference
-
         ref = Reference(req.fasta, report.warn)
         chrom_sizes = [(c, ref.lengths[c]) for c in ref.names]
         length_bp = config["window"]["seq_len"]
@@ -244,7 +272,7 @@ def run(req: AttnRequest, report: Reporter):
     with report.progress("capturing attention", total) as advance, AttentionCapture(model) as cap:
         for batch_items, x in batches:
             with torch.inference_mode():
-                xt = torch.from_numpy(np.ascontiguousarray(x)).to(req.device)
+                xt = torch.from_numpy(np.ascontiguousarray(x)).to(device)
                 model(xt)
             layers = cap.layers()
             imp_tok, input_grid = rollout_importance(layers, out_grid)
@@ -281,8 +309,6 @@ def run(req: AttnRequest, report: Reporter):
 
 def region_batches(items: list[Item], ref, length_bp: int, batch_size: int) -> Iterator[tuple[list[Item], np.ndarray]]:
     """Batches of (items, one-hot float32 (B, length_bp, 4)) of the regions' model windows."""
-    from genointerp.tracks.predict import window_batch
-
     for a in range(0, len(items), batch_size):
         batch = items[a: a + batch_size]
         xs = [window_batch(ref, it.chrom, np.array([it.window_start]), length_bp) for it in batch]
@@ -315,13 +341,11 @@ def pick_layer(layers: list[LayerMaps], requested: int | None) -> int:
     return requested % n
 
 
-def zoom_range(req: AttnRequest, item: Item | None, layer: LayerMaps, length_bp: int) -> tuple[float, float]:
+def zoom_range(req: AttnMapsRequest, item: Item | None, layer: LayerMaps, length_bp: int) -> tuple[float, float]:
     """Window-relative [lo, hi) bp of the zoom-in figure."""
     if req.zoom:
         text = req.zoom
         if ":" in text:
-            from genointerp.io.regions import parse_region
-
             chrom, lo, hi = parse_region(text, "--zoom")
             if item is None or item.chrom is None:
                 raise InputError("--zoom chr:start-end needs regions without --mean; give START-END (bp from "
@@ -350,11 +374,8 @@ def _safe(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_")[:60] or "item"
 
 
-def write_figures(fig_dir: Path, req: AttnRequest, res: Result, reads_mode: bool) -> list[str]:
+def write_figures(fig_dir: Path, req: AttnMapsRequest, res: Result, reads_mode: bool) -> list[str]:
     """PNG figures for the first req.plot_items items (or the mean); returns their names."""
-    from genointerp.interpret import plots
-    from genointerp.interpret.plots import zoom_tokens
-
     written = []
     layers = res.layers
     j = pick_layer(layers, req.layer)
@@ -383,7 +404,7 @@ def write_figures(fig_dir: Path, req: AttnRequest, res: Result, reads_mode: bool
             plots.plot_windows(sel_layer, n, fig_dir / name, origin, title)
             written.append(name)
         lo, hi = zoom_range(req, item, sel_layer, res.length_bp)
-        tokens = zoom_tokens(sel_layer, lo, hi)
+        tokens = plots.zoom_tokens(sel_layer, lo, hi)
         name = f"{label}.zoom.layer{j}.png"
         axis = "read offset" if reads_mode else (f"{item.chrom} bp" if item is not None else "bp from input start")
         plots.plot_zoom(sel_layer, n, tokens, fig_dir / name, origin, title, axis)
@@ -427,10 +448,8 @@ def distance_tsv(res: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(folder: Path, req: AttnRequest, res: Result, config: dict, model_folder, chrom_sizes) -> list[str]:
+def write_outputs(folder: Path, req: AttnMapsRequest, res: Result, config: dict, model_folder, chrom_sizes) -> list[str]:
     """Fill `folder`; returns the names written."""
-    from genointerp.interpret.export import write_npz
-
     reads_mode = bool(req.reads)
     arrays, described, layer_docs = _attention_arrays(req, res)
     written = ["attention.npz", "attention.json", "distance.tsv"]
@@ -447,7 +466,7 @@ def write_outputs(folder: Path, req: AttnRequest, res: Result, config: dict, mod
     return written + figures
 
 
-def _attention_arrays(req: AttnRequest, res: Result) -> tuple[dict[str, np.ndarray], dict[str, dict], list[dict]]:
+def _attention_arrays(req: AttnMapsRequest, res: Result) -> tuple[dict[str, np.ndarray], dict[str, dict], list[dict]]:
     """The arrays of attention.npz, N items (1 with --mean): per layer float32 weights (N, H, W, Q, K),
     int32 token_index (W, slot), int64 token_start (N, T), float64 mean_distance_bp (N, H); float32
     rollout (N, length_bp) and int64 window_start (N,). Returns (arrays by name, their descriptions for
@@ -486,13 +505,11 @@ def _attention_arrays(req: AttnRequest, res: Result) -> tuple[dict[str, np.ndarr
     return arrays, described, layer_docs
 
 
-def _write_rollout(folder: Path, req: AttnRequest, res: Result, chrom_sizes) -> list[str]:
+def _write_rollout(folder: Path, req: AttnMapsRequest, res: Result, chrom_sizes) -> list[str]:
     """Write the rollout importance (res.importance, float32 (N, length_bp)): per read base for reads
     (rollout.tsv), else over the regions' windows on the genome (rollout.bedGraph and rollout.bw, overlaps
     averaged; chrom_sizes: (name, length) pairs) and, with --mean, by bp from the input start
     (rollout_profile.tsv). Returns the names written."""
-    from genointerp.interpret.export import merge_pieces, write_bedgraph, write_bigwig
-
     if req.reads:
         lines = ["read_id\toffset\tbase\timportance"] if not req.mean else ["offset\timportance"]
         for i in range(1 if req.mean else len(res.items)):
@@ -516,7 +533,7 @@ def _write_rollout(folder: Path, req: AttnRequest, res: Result, chrom_sizes) -> 
     return written
 
 
-def _attention_doc(req: AttnRequest, res: Result, config: dict, model_folder, layer_docs: list[dict],
+def _attention_doc(req: AttnMapsRequest, res: Result, config: dict, model_folder, layer_docs: list[dict],
                    described: dict[str, dict], figures: list[str]) -> dict:
     """attention.json: the model, inputs, items, coordinate conventions, per-layer records, the
     rollout method, the arrays' descriptions and every file written (figures as given)."""
@@ -527,7 +544,7 @@ def _attention_doc(req: AttnRequest, res: Result, config: dict, model_folder, la
         "model": {"path": str(model_folder), "architecture": config["model"]["architecture"],
                   "task": config.get("task")},
         "input": ({"reads": list(req.reads), "read_ids": list(req.read_ids)} if reads_mode else
-                  {"fasta": req.fasta, "regions": list(req.regions), "regions_bed": req.regions_bed,
+                  {"fasta": req.fasta, "regions": list(req.region), "regions_bed": req.regions,
                    "window_bp": res.length_bp, "window": "seq_len bp centred on the region midpoint; bases past "
                    "a chromosome end are N"}),
         "mean": req.mean,

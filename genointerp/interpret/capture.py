@@ -28,6 +28,9 @@ import numpy as np
 
 from genointerp.errors import InputError
 
+# torch is imported inside the two functions that run a model: summaries and plots import this
+# module's data classes (TokenGrid, LayerMaps) and stay numpy-only (interpret/__init__).
+
 ATTENTION_ARCHITECTURES = ("xvir", "swin1d", "enformer-like")
 
 

@@ -16,6 +16,7 @@ each token's first bp. Rows are queries (attending), columns keys (attended to).
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -44,8 +45,6 @@ def _grid(fig, rows: int, cols: int, top_in: float = 0.7, bottom_in: float = 0.5
 
 def _suptitle(fig, text: str, fontsize: float = 8) -> None:
     """A figure title wrapped to the figure's width (small figures would cut a long one off)."""
-    import textwrap
-
     chars = max(30, int(fig.get_figwidth() * 130 / fontsize))
     fig.suptitle(textwrap.fill(text, chars), fontsize=fontsize)
 
@@ -198,7 +197,7 @@ def plot_kmer_map(layer: LayerMaps, item: int, kmers: Sequence[str], tokens: np.
                   title: str = "", per_row: int = 2) -> None:
     """Every head of an XVir layer over `tokens`, rows and columns labelled with their k-mers
     (outer panels only; the top axis gives each k-mer's 0-based offset in the read)."""
-    import matplotlib.ticker as mticker
+    import matplotlib.ticker as mticker  # lazy, as in _figure: matplotlib only when drawing
 
     n, h = tokens.size, layer.heads
     cols = min(h, per_row)

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from genointerp.tracks.pearson import PearsonAccumulator
+
 CONTROLS = ("cpg", "gc")
 SMOOTH_BINS = 9
 
@@ -91,8 +93,6 @@ def fit_controls(models: list[ControlModel], source, batch_size: int = 64) -> No
     """Least-squares slope and intercept per track of every control over all bins of `source`
     (training windows: `batch(idx) -> (x (B, L, 4), y (B, bins, T))`). A feature that is constant
     over the source gets slope 0 (its prediction is the mean of each track)."""
-    from genointerp.tracks.pearson import PearsonAccumulator
-
     accs = [PearsonAccumulator(m.config.n_tracks) for m in models]
     for a in range(0, len(source), batch_size):
         x, y = source.batch(np.arange(a, min(a + batch_size, len(source))))

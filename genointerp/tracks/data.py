@@ -20,6 +20,8 @@ from typing import Callable
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.tfrecord import BasenjiDataset
+from genointerp.io.tracks import TrackSpec, binned_signals
 from genointerp.seq.alphabet import N_CODE
 from genointerp.seq.onehot import one_hot
 
@@ -150,8 +152,6 @@ class ArrayWindows:
 def basenji_windows(folder: str, split: str, columns: list[int] | None = None) -> tuple[ArrayWindows, object]:
     """(all records of one split of a Basenji set in memory, its BasenjiDataset); target columns
     taken in the order `columns` (the model's track order) when given."""
-    from genointerp.io.tfrecord import BasenjiDataset
-
     ds = BasenjiDataset(folder, split)
     seqs, targets = [], []
     for x, y in ds:
@@ -166,8 +166,6 @@ def basenji_windows(folder: str, split: str, columns: list[int] | None = None) -
 def basenji_tracks(folder: str, n: int) -> list:
     """Track specs of a Basenji set from its targets.txt (identifier, description; the group is the
     assay prefix of the description, e.g. `DNASE:` or `CHIP:`), or target_0.. when there is none."""
-    from genointerp.io.tracks import TrackSpec
-
     path = Path(folder) / "targets.txt"
     if not path.exists():
         return [TrackSpec(f"target_{i}", "", "signal", "") for i in range(n)]
@@ -205,8 +203,6 @@ def _cache_key(specs, chrom: str, length: int, bin_size: int, stat: str) -> str:
 def load_chromosome_targets(specs, ref, chrom: str, bin_size: int, stat: str, cache: Path | None,
                             warn: Callable[[str], None]) -> np.ndarray:
     """float32 (ceil(length / bin_size), n_tracks), from the cache folder when it has them."""
-    from genointerp.io.tracks import binned_signals
-
     path = None
     if cache is not None:
         path = cache / f"targets.{chrom}.{_cache_key(specs, chrom, ref.lengths[chrom], bin_size, stat)}.npy"

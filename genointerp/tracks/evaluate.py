@@ -1,5 +1,6 @@
-"""The evaluate-tracks job: Pearson r per track of one or two track models against measured tracks
-over the windows that tile a region set (the paper's metric), plus the paper's figures."""
+"""The evaluate-tracks job: Pearson r per track of one or two track models (and the cpg/gc controls)
+against measured tracks over the windows that tile a region set (the paper's metric), written as
+one TSV, plus the paper's figures (Figure 2: r of model 1 vs model 2; Figure 3: a region)."""
 
 from __future__ import annotations
 
@@ -9,28 +10,109 @@ from pathlib import Path
 
 import numpy as np
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.reference import Reference
+from genointerp.io.regions import parse_region, read_regions, whole_chromosomes
+from genointerp.io.tfrecord import read_statistics
+from genointerp.io.tracks import read_targets
 from genointerp.report import Reporter
+from genointerp.job import in_range
+from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp.tracks.controls import CONTROLS, ControlConfig, ControlModel, fit_controls
+from genointerp.tracks.data import (SplitRule, WindowGeometry, assign_splits, basenji_tracks, basenji_windows,
+                                    build_windows, load_chromosome_targets, soft_clip)
+from genointerp.tracks.inference import load_track_model, predict_run
+from genointerp.tracks.pearson import plot_pearson_scatter, plot_region, write_evaluation_tsv
+from genointerp.tracks.task import evaluate
+from genointerp.tracks.tiling import plan_windows
+
+FIT_HINT = ("the cpg/gc controls are fitted per track on training data: give --fit-regions BED or --fit-chroms "
+            "(the model's training regions)")
+PLOT_TRACKS = 6  # Figure 3 shows the tracks with the most measured signal in the region
 
 
 @dataclass
-class EvaluateRequest:
-    models: list[str | None]  # one or two model directories (None = built-in) or control names (cpg, gc)
+class EvaluateTracksRequest:
+    """evaluate-tracks: the fields are its options (stat and max_n_fraction: library settings only)."""
+
+    output: str  # TSV
+    models: list[str] = field(default_factory=list)  # model directories or control names (cpg, gc); []: built-in
     fasta: str | None = None
     targets: str | None = None
     regions: str | None = None
-    chroms: list[str] | None = None
+    chroms: list[str] = field(default_factory=list)
     basenji: str | None = None
-    basenji_split: str = "test"
+    split: str = "test"  # the Basenji split evaluated
+    scatter: str | None = None  # PNG: Figure 2 (two models)
+    plot_region: str | None = None  # chr:start-end of Figure 3 ...
+    plot: str | None = None  # ... and its PNG
+    controls: bool = False  # also score every control (after the models)
+    fit_regions: str | None = None  # training regions the controls are fitted on (BED) ...
+    fit_chroms: list[str] = field(default_factory=list)  # ... or training chromosomes; a Basenji set's train split
+    rc_average: bool = False  # models (not controls) score the mean of both strands' predictions
+    batch_size: int = 8
+    device: str = "auto"
+    precision: str = "32"
+    threads: int = 1
     stat: str | None = None  # default: the model's own bin statistic
     max_n_fraction: float = 0.5
-    batch_size: int = 8
-    device: str = "cpu"
-    precision: str = "32"
-    rc_average: bool = False  # models (not controls) score the mean of both strands' predictions
-    controls: list[str] = field(default_factory=list)  # controls scored after the models (tracks.controls)
-    fit_regions: str | None = None  # training regions the controls are fitted on (BED) ...
-    fit_chroms: list[str] | None = None  # ... or training chromosomes; a Basenji set's train split
+
+    def check(self) -> None:
+        if len(self.models) > 2:
+            raise UsageError("--model: give at most two models")
+        if self.scatter and len(self.models) != 2:
+            raise UsageError("--scatter: --scatter compares two models: give -m twice")
+        if not self.basenji and not (self.fasta and self.targets):
+            raise UsageError("--fasta: give --fasta and --targets (or --basenji DIR)")
+        if not self.basenji and not (self.regions or self.chroms):
+            raise UsageError("--regions: give the regions to evaluate on: --regions BED or --chroms (held out of "
+                             "training)")
+        if self.fit_regions and self.fit_chroms:
+            raise UsageError("--fit-regions: give --fit-regions or --fit-chroms, not both")
+        if any(name in CONTROLS for name in self.names()) and not (self.basenji or self.fit_regions or self.fit_chroms):
+            raise UsageError(f"--fit-regions: {FIT_HINT}")
+        if bool(self.plot_region) != bool(self.plot):
+            raise UsageError("--plot: give --plot-region and --plot together")
+        if self.plot and not (self.fasta and self.targets):
+            raise UsageError("--plot: --plot needs --fasta and --targets")
+        if self.plot_region:
+            parse_region(self.plot_region, "--plot-region")
+        in_range("--batch-size", self.batch_size, 1)
+        check_settings(self.threads, self.precision)
+
+    def inputs(self) -> list[str | None]:
+        return [*(m for m in self.models if m not in CONTROLS), self.fasta, self.targets, self.regions, self.basenji,
+                self.fit_regions]
+
+    def names(self) -> list[str | None]:
+        """What is scored, in column order: the models (None: the built-in one), then with
+        `controls` every control not among them."""
+        models = list(self.models) or [None]
+        return models + [c for c in CONTROLS if self.controls and c not in models]
+
+
+def run(req: EvaluateTracksRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Write the TSV (and the figures asked for); returns {label: mean Pearson r} per model."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
+    device = job_device(req.device, req.precision, report.warn)
+    tsv = outputs.file(req.output)
+    fig2 = outputs.file(req.scatter) if req.scatter else None
+    fig3 = outputs.file(req.plot) if req.plot else None
+    res = score(req, device, report)
+    # the i-th model is column pearson_i (the first: pearson); controls added by `controls` are pearson_<name>
+    extra = {(f"pearson_{i + 1}" if i < len(req.models) else f"pearson_{name}"): r
+             for i, (name, r) in enumerate(zip(res["names"][1:], res["pearson"][1:]), start=1)}
+    write_evaluation_tsv(tsv, res["tracks"], res["groups"], res["pearson"][0], extra or None)
+    if fig2:
+        plot_pearson_scatter(res["pearson"][0], res["pearson"][1], res["groups"], res["labels"][0], res["labels"][1],
+                             fig2)
+    if fig3:
+        where = parse_region(req.plot_region, "--plot-region")
+        bins, pred, truth, ids = region_truth_and_prediction(*res["models"][0], req, device, *where, report.warn)
+        top = np.argsort(-truth.sum(axis=0), kind="stable")[:PLOT_TRACKS]
+        plot_region(pred[:, top], truth[:, top], bins, where[0], [ids[i] for i in top], fig3)
+    return {label: float(np.nanmean(r)) for label, r in zip(res["labels"], res["pearson"])}
 
 
 def match_tracks(config: dict, specs: list, source: str) -> list:
@@ -44,16 +126,8 @@ def match_tracks(config: dict, specs: list, source: str) -> list:
     return [by_id[i] for i in ids]
 
 
-def _genome_inputs(req: EvaluateRequest, config: dict, warn):
+def _genome_inputs(req: EvaluateTracksRequest, config: dict, warn):
     """(reference, target specs in the model's track order, evaluated regions) of a genome evaluation."""
-    from genointerp.io.reference import Reference
-    from genointerp.io.regions import read_regions, whole_chromosomes
-    from genointerp.io.tracks import read_targets
-
-    if not req.fasta or not req.targets:
-        raise InputError("give --fasta and --targets (or --basenji DIR)")
-    if not req.regions and not req.chroms:
-        raise InputError("give the regions to evaluate on: --regions BED or --chroms (held out of training)")
     ref = Reference(req.fasta, warn)
     specs = match_tracks(config, read_targets(req.targets), req.targets)
     regions = (read_regions(req.regions, ref, warn) if req.regions
@@ -61,30 +135,23 @@ def _genome_inputs(req: EvaluateRequest, config: dict, warn):
     return ref, specs, regions
 
 
-def _build(req: EvaluateRequest, config: dict, ref, specs, regions, log, warn):
-    from genointerp.tracks.data import WindowGeometry, build_windows
-
+def _build(req: EvaluateTracksRequest, config: dict, ref, specs, regions, log, warn):
     w = config["window"]
     g = WindowGeometry(w["seq_len"], w["bin_size"], w["target_bins"])
     return build_windows(ref, specs, regions, g, req.stat or w.get("stat", "mean"), None, req.max_n_fraction, log,
                          warn, w.get("clip"))
 
 
-def _genome_windows(req: EvaluateRequest, config: dict, log, warn):
+def _genome_windows(req: EvaluateTracksRequest, config: dict, log, warn):
     return _build(req, config, *_genome_inputs(req, config, warn), log, warn)
 
 
-def _fit_windows(req: EvaluateRequest, config: dict, log, warn):
+def _fit_windows(req: EvaluateTracksRequest, config: dict, log, warn):
     """The training windows the controls are fitted on, in the model's geometry: the Basenji set's
     train split, or the windows tiling --fit-regions/--fit-chroms less every window whose sequence
     reaches into an evaluated target span (train-tracks' rule), so no evaluated bin is fitted on."""
-    from genointerp.io.regions import read_regions, whole_chromosomes
-    from genointerp.tracks.data import SplitRule, assign_splits
-
     if req.basenji:
         return _basenji_windows(req, config, "train")
-    if not req.fit_regions and not req.fit_chroms:
-        raise InputError(FIT_HINT)
     ref, specs, held = _genome_inputs(req, config, warn)
     regions = (read_regions(req.fit_regions, ref, warn) if req.fit_regions
                else whole_chromosomes(ref, [ref.resolve(c, "--fit-chroms") for c in req.fit_chroms]))
@@ -98,49 +165,34 @@ def _fit_windows(req: EvaluateRequest, config: dict, log, warn):
     return windows.subset(np.flatnonzero(keep))
 
 
-FIT_HINT = ("the cpg/gc controls are fitted per track on training data: give --fit-regions BED or --fit-chroms "
-            "(the model's training regions)")
-
-
-def _basenji_windows(req: EvaluateRequest, config: dict, split: str | None = None):
+def _basenji_windows(req: EvaluateTracksRequest, config: dict, split: str | None = None):
     """The split's records with their target columns in the model's track order (train-tracks
     regroups a Basenji set's targets by group, so column i of the set need not be track i)."""
-    from genointerp.io.tfrecord import read_statistics
-    from genointerp.tracks.data import basenji_tracks, basenji_windows
-
     stats, w = read_statistics(req.basenji), config["window"]
     if (stats["seq_length"], stats["target_length"]) != (w["seq_len"], w["target_bins"]):
         raise InputError(f"{req.basenji}: sequences of {stats['seq_length']} bp with {stats['target_length']} target "
                          f"bins, but the model takes {w['seq_len']} bp -> {w['target_bins']} bins")
     in_set = basenji_tracks(req.basenji, stats["num_targets"])
     columns = [in_set.index(s) for s in match_tracks(config, in_set, req.basenji)]
-    src, _ = basenji_windows(req.basenji, split or req.basenji_split, columns)
+    src, _ = basenji_windows(req.basenji, split or req.split, columns)
     return src
 
 
 def _control(kind: str, reference: dict) -> tuple:
     """(unfitted ControlModel, config) predicting the reference model's tracks on its windows."""
-    from genointerp.tracks.controls import ControlConfig, ControlModel
-
     w = reference["window"]
     c = ControlConfig(kind, w["seq_len"], w["bin_size"], w["target_bins"], len(reference["tracks"]))
     return ControlModel(c), {**reference, "model": {"architecture": kind, **vars(c)}, "control": True}
 
 
-def run(req: EvaluateRequest, report: Reporter) -> dict:
+def score(req: EvaluateTracksRequest, device: str, report: Reporter) -> dict:
     """Returns {"tracks", "groups", "pearson": [r (T,) per model], "labels", "windows": [source per model],
     "models": [(model, config) per model], "names": [model path, None or control name per model]}.
-    Models are req.models, then the req.controls not among them; a control takes its tracks and
-    windows from the first real model (the built-in one when there is none) and is fitted first."""
-    from genointerp.tracks.controls import CONTROLS, fit_controls
-    from genointerp.tracks.predict import load_track_model
-    from genointerp.tracks.task import evaluate
-
-    names = list(req.models) + [c for c in req.controls if c not in req.models]
+    Models are req.names(); a control takes its tracks and windows from the first real model (the
+    built-in one when there is none) and is fitted first. Runs on `device` (the job resolves --device)."""
+    names = req.names()
     real = {path: load_track_model(path) for path in names if path not in CONTROLS}
     if len(real) < len(names):
-        if not req.basenji and not req.fit_regions and not req.fit_chroms:
-            raise InputError(FIT_HINT)
         reference = next(iter(real.values()), None) or load_track_model(None)
     results, labels, sources, models, tracks, loaded = [], [], [], [], None, {}
     for path in names:
@@ -148,7 +200,7 @@ def run(req: EvaluateRequest, report: Reporter) -> dict:
             model, config = _control(path, reference[1])
         else:
             model, config = real[path]
-        model.to(req.device)
+        model.to(device)
         ids = [t["id"] for t in config["tracks"]]
         if tracks is None:
             tracks, groups = ids, [t["group"] for t in config["tracks"]]
@@ -169,7 +221,7 @@ def run(req: EvaluateRequest, report: Reporter) -> dict:
         else:
             # the folder name, not the path: labels go into plot titles and legends
             label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
-        r, _ = evaluate(model, source, req.device, req.precision, req.batch_size,
+        r, _ = evaluate(model, source, device, req.precision, req.batch_size,
                         rc_average=req.rc_average and path not in CONTROLS)
         report.log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
         results.append(r)
@@ -186,16 +238,10 @@ def run(req: EvaluateRequest, report: Reporter) -> dict:
             "models": models, "names": names}
 
 
-def region_truth_and_prediction(model, config: dict, req: EvaluateRequest, chrom: str, start: int, end: int,
-                                warn) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def region_truth_and_prediction(model, config: dict, req: EvaluateTracksRequest, device: str, chrom: str, start: int,
+                                end: int, warn) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """For the Figure-3 plot: (bin starts (n,), predicted (n, T), measured (n, T), track ids) over a
     region, predicted as predict-tracks does (overlapping windows, stitched)."""
-    from genointerp.io.reference import Reference
-    from genointerp.io.tracks import read_targets
-    from genointerp.tracks.predict import predict_run
-    from genointerp.tracks.data import load_chromosome_targets, soft_clip
-    from genointerp.tracks.tiling import plan_windows
-
     ref = Reference(req.fasta, warn)
     chrom = ref.resolve(chrom, "--plot-region")
     if not 0 <= start < end <= ref.lengths[chrom]:
@@ -204,7 +250,7 @@ def region_truth_and_prediction(model, config: dict, req: EvaluateRequest, chrom
     specs = match_tracks(config, read_targets(req.targets), req.targets)
     starts, run_start, n_bins = plan_windows(start, end, ref.lengths[chrom], w["seq_len"], w["target_bins"],
                                              w["bin_size"], w["target_bins"] // 4)
-    run = predict_run(model, w, ref, chrom, starts, run_start, n_bins, req.batch_size, req.device, req.precision,
+    run = predict_run(model, w, ref, chrom, starts, run_start, n_bins, req.batch_size, device, req.precision,
                       False)
     truth = load_chromosome_targets(specs, ref, chrom, w["bin_size"], w.get("stat", "mean"), None, warn)
     b0 = run_start // w["bin_size"]

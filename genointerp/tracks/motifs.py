@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from genointerp.errors import InputError
 
@@ -47,7 +48,7 @@ class MotifFilter:
 
 
 def _profiles(release: str):
-    try:
+    try:  # an optional dependency (genointerp[motifs]): imported where it is needed
         from pyjaspar import jaspardb
     except ImportError:
         raise InputError("--motif-init jaspar needs pyjaspar: pip install 'genointerp[motifs]'") from None
@@ -149,8 +150,6 @@ def stem_conv(model):
 
 def apply_motif_filters(model, filters: list[MotifFilter]) -> None:
     """Overwrite the first len(filters) output channels of the model's stem conv (in place)."""
-    import torch
-
     conv = stem_conv(model)
     with torch.no_grad():
         for i, f in enumerate(filters):

@@ -171,7 +171,7 @@ def plot_pearson_scatter(r_a, r_b, groups: Sequence[str], label_a: str, label_b:
     r_a, r_b = np.asarray(r_a, np.float64), np.asarray(r_b, np.float64)
     labels = np.asarray(groups, dtype=object)
     ok = ~np.isnan(r_a) & ~np.isnan(r_b)
-    import matplotlib
+    import matplotlib  # lazy, as in _figure: only the figures need it
 
     fig = _figure(5.2, 5.0)
     ax = fig.add_subplot()

@@ -8,6 +8,9 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from genointerp.tracks.inference import predict_rates
+from genointerp.tracks.pearson import PearsonAccumulator
+
 
 class TrackTask:
     """`train` and `valid` are window sources with `__len__` and
@@ -108,9 +111,7 @@ def balanced_weights(source, batch_size: int = 256) -> np.ndarray:
 def predict_batches(model, source, idx: np.ndarray, device: str, precision: str = "32", batch_size: int = 32,
                     rc_average: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Yield (window indices (B,), predicted rates float32 (B, bins, T), targets (B, bins, T)); with
-    rc_average the rates are the mean of both strands' (tracks.predict.predict_rates)."""
-    from genointerp.tracks.predict import predict_rates
-
+    rc_average the rates are the mean of both strands' (tracks.inference.predict_rates)."""
     model.eval()
     for a in range(0, len(idx), batch_size):
         i = idx[a : a + batch_size]
@@ -122,8 +123,6 @@ def evaluate(model, source, device: str, precision: str = "32", batch_size: int 
              tracks: int | None = None, rc_average: bool = False) -> tuple[np.ndarray, float]:
     """Per-track Pearson r (T,) over every window and bin of `source`, and the mean Poisson loss; of
     the first `tracks` tracks only when given (T = tracks); rc_average: of both strands' mean."""
-    from genointerp.tracks.pearson import PearsonAccumulator
-
     acc, total, n = None, 0.0, 0
     for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size, rc_average):
         rate, y = rate[..., :tracks], y[..., :tracks]

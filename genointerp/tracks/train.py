@@ -1,18 +1,44 @@
-"""The train-tracks job: reference + target tracks (or a Basenji TFRecord set) in, model directory out."""
+"""The train-tracks job: reference + target tracks (or a Basenji TFRecord set) in, model directory out.
+
+`TrackTrainRequest` holds what defines the data and the model (what --resume fingerprints);
+`TrainTracksRequest` adds the training settings and the output: the command's request.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.reference import Reference
+from genointerp.io.regions import read_regions, whole_chromosomes
+from genointerp.io.tfrecord import read_statistics
+from genointerp.io.tracks import read_targets
+from genointerp.job import in_range, one_of
+from genointerp.model_folder import build_model
+from genointerp.models.swin1d import widen_stem
+from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
+from genointerp.models.track_heads import add_motif_scan, add_track_groups, drop_track_groups, widen_head
 from genointerp.report import Reporter
-from genointerp.tracks.data import SPLITS, SplitRule, WindowGeometry
+from genointerp.runtime import Precision, check_settings, job_device, use_threads
+from genointerp.tracks.data import (SPLITS, SplitRule, WindowGeometry, assign_splits, basenji_tracks, basenji_windows,
+                                    build_windows, describe_split)
+from genointerp.tracks.inference import TRACK_TASK, load_track_model
+from genointerp.tracks.motif_readout import fit_motif_readout
+from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, scan_motifs, stem_conv
+from genointerp.tracks.pearson import group_means, write_evaluation_tsv
+from genointerp.tracks.task import TrackTask, balanced_weights, evaluate, inverse_variance_weights
 from genointerp.train.driver import TrainingJob, run_training
+from genointerp.train.fingerprint import fingerprint
+from genointerp.train.loop import TrainSettings
+from genointerp.train.run_folder import check_resume, checkpoint_dir, model_folder
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_pearson", "seconds"]
+SEED_MAX = 2**32 - 1  # as cli.options.SEED_MAX: scikit-learn's limit, kept by every command's --seed
 
 
 @dataclass
@@ -49,6 +75,96 @@ class TrackTrainRequest:
     aux_targets: str | None = None
     loss: str = "poisson"  # or "mse": squared error over each track's training variance (tracks.task)
 
+    def check(self) -> None:
+        """The rules between the data and model options (UsageError naming the option)."""
+        if self.basenji and (self.fasta or self.targets):
+            raise UsageError("--basenji: give either --basenji or --fasta/--targets")
+        if not self.basenji and not (self.fasta and self.targets):
+            raise UsageError("--fasta: give --fasta and --targets (or --basenji DIR)")
+        if self.loss == "mse" and self.track_weights != "none":
+            raise UsageError("--track-weights: --loss mse weighs each track by its training variance already")
+        if self.basenji and self.motif_scan != "none":
+            raise UsageError("--motif-scan: the motif scan names its motifs from track ids: give --fasta/--targets, "
+                             "not --basenji")
+        if self.basenji and self.aux_targets:
+            raise UsageError("--aux-targets: auxiliary tracks need --fasta/--targets, not --basenji")
+        if self.init_from and self.motif_init != "none":
+            raise UsageError("--init-from: --init-from starts from trained filters: leave out --motif-init")
+        if self.motif_freeze_epochs and self.motif_init == "none":
+            raise UsageError("--motif-freeze-epochs: freezes the --motif-init filters: give --motif-init jaspar")
+        if self.motif_filters and self.motif_init == "none":
+            raise UsageError("--motif-filters: sets how many --motif-init filters: give --motif-init jaspar")
+        for option, value, choices in (("--arch", self.arch, TRACK_ARCHITECTURES), ("--stat", self.stat, STATS),
+                                       ("--motif-init", self.motif_init, ("none", "jaspar", "jaspar-centred")),
+                                       ("--motif-scan", self.motif_scan, ("none", "jaspar")),
+                                       ("--track-weights", self.track_weights, ("none", "balanced")),
+                                       ("--loss", self.loss, ("poisson", "mse"))):
+            one_of(option, value, choices)
+        for option, value, lo, hi in (("--width", self.width, 8, None), ("--patch", self.patch, 1, None),
+                                      ("--stem-filters", self.stem_filters, 0, None),
+                                      ("--head-width", self.head_width, 0, None),
+                                      ("--motif-freeze-epochs", self.motif_freeze_epochs, 0, None),
+                                      ("--motif-filters", self.motif_filters, 0, None),
+                                      ("--dropout", self.dropout, 0, 0.9), ("--seq-len", self.seq_len, 64, None),
+                                      ("--bin-size", self.bin_size, 1, None), ("--target-bins", self.target_bins, 1, None),
+                                      ("--clip", self.clip or 0, 0, None), ("--max-n", self.max_n_fraction, 0, 1)):
+            in_range(option, value, lo, hi)
+
+
+STATS = ("mean", "sum", "max")  # how a bin summarises its bases' signal (--stat)
+
+
+@dataclass
+class TrainTracksRequest(TrackTrainRequest):
+    """train-tracks: the fields are its options (clip None: --clip 0, off; max_n_fraction: --max-n)."""
+
+    output: str = ""  # model directory; OUTPUT.checkpoint/ beside it holds the run until it is in place
+    epochs: int = 20
+    patience: int = 5
+    batch_size: int = 16
+    lr: float = 3e-4
+    weight_decay: float = 0.0
+    rc_augment: bool = True
+    shift: int = 3
+    grad_clip: float = 1.0
+    device: str = "auto"
+    precision: str = "32"
+    threads: int = 1
+    seed: int = 1
+    resume: bool = False
+
+    def check(self) -> None:
+        if not self.output:
+            raise UsageError("--output: give the model directory to write")
+        super().check()
+        for option, value, lo, hi in (("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
+                                      ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
+                                      ("--weight-decay", self.weight_decay, 0, None), ("--shift", self.shift, 0, None),
+                                      ("--grad-clip", self.grad_clip, 0, None), ("--seed", self.seed, 0, SEED_MAX)):
+            in_range(option, value, lo, hi)
+        check_settings(self.threads, self.precision)
+        check_resume(checkpoint_dir(self.output), self.resume)
+
+    def inputs(self) -> list[str | None]:
+        return [self.fasta, self.targets, self.regions, self.valid_regions, self.test_regions, self.basenji,
+                self.init_from]
+
+    def settings(self, device: str) -> TrainSettings:
+        """The loop's settings, on `device` (resolved from --device)."""
+        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                             patience=self.patience, seed=self.seed, rc_augment=self.rc_augment, device=device,
+                             precision=Precision(self.precision).value, schedule="cosine", shift_augment=self.shift,
+                             grad_clip=self.grad_clip)
+
+
+def run(req: TrainTracksRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Train and fill the model directory req.output (rank 0); returns the test metrics
+    (pearson_mean, pearson_by_group, poisson_loss, n_windows)."""
+    use_threads(req.threads)  # first: torch's thread pool takes its settings when it starts
+    settings = req.settings(job_device(req.device, req.precision, report.warn))
+    with model_folder(outputs, req.output, req.resume, report.warn) as folder:
+        return run_training(TrackTraining(req, req.resume), settings, folder, req.output, req.resume, report)
+
 
 def _group_order(specs) -> list:
     """Tracks regrouped so each group is contiguous (one output head per group), order otherwise kept."""
@@ -76,13 +192,6 @@ def _with_aux(specs: list, aux: list) -> list:
 def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
     """(windows, split int8 (W,), track specs (the --targets tracks, then any auxiliary ones),
     reference description, split rule)."""
-    from genointerp.io.reference import Reference
-    from genointerp.io.regions import read_regions, whole_chromosomes
-    from genointerp.io.tracks import read_targets
-    from genointerp.tracks.data import assign_splits, build_windows, describe_split
-
-    if not req.fasta or not req.targets:
-        raise InputError("give --fasta and --targets (or --basenji DIR)")
     g = WindowGeometry(req.seq_len, req.bin_size, req.target_bins)
     g.check()
     ref = Reference(req.fasta, warn)
@@ -112,9 +221,6 @@ def load_genome_data(req: TrackTrainRequest, cache: Path | None, log, warn):
 def load_basenji_data(folder: str, log):
     """(train, valid, test) array window sources and track specs from a Basenji TFRecord set, the
     target columns regrouped like the specs."""
-    from genointerp.io.tfrecord import read_statistics
-    from genointerp.tracks.data import basenji_tracks, basenji_windows
-
     specs = basenji_tracks(folder, read_statistics(folder)["num_targets"])
     ordered = _group_order(specs)
     columns = [specs.index(s) for s in ordered]
@@ -138,10 +244,8 @@ class TrackTraining(TrainingJob):
 
     def fingerprint(self) -> dict:
         """The data files (FASTA, BED, the targets tables and every track file they name, a Basenji
-        set, a model to start from) and the request's other fields."""
-        from genointerp.io.tracks import read_targets
-        from genointerp.train.fingerprint import fingerprint
-
+        set, a model to start from) and the request's other data and model fields (TrackTrainRequest's:
+        the training settings are checked by train.loop, the output and --threads may change)."""
         req = self.req
         files = ("fasta", "targets", "aux_targets", "regions", "valid_regions", "test_regions", "basenji", "init_from")
         inputs = {f"--{name.replace('_', '-')}": getattr(req, name) for name in files}
@@ -150,12 +254,11 @@ class TrackTraining(TrainingJob):
             if getattr(req, name) and not req.basenji and Path(getattr(req, name)).is_file():
                 option = f"--{name.replace('_', '-')}"
                 inputs.update({f"{option} track {spec.id}": spec.path for spec in read_targets(getattr(req, name))})
-        return fingerprint(inputs, {key: value for key, value in asdict(req).items() if key not in files})
+        options = {f.name: getattr(req, f.name) for f in fields(TrackTrainRequest) if f.name not in files}
+        return fingerprint(inputs, options)
 
     def load(self, dist, cache, report) -> None:
         req = self.req
-        if req.basenji and req.aux_targets:
-            raise InputError("--aux-targets needs --fasta and --targets (not --basenji)")
         if req.basenji:
             (self.train, self.valid, self.test_set), self.g, self.specs = load_basenji_data(req.basenji, report.log)
             self.data_info = {"basenji": str(Path(req.basenji).resolve())}
@@ -181,8 +284,6 @@ class TrackTraining(TrainingJob):
                        "dropped from the saved model")
 
     def model_config(self):
-        from genointerp.models.track_configs import default_track_config
-
         req, g = self.req, self.g
         self.scan = self._scan_motifs()
         if req.init_from:
@@ -199,8 +300,6 @@ class TrackTraining(TrainingJob):
         """--motif-scan jaspar: the tracked factors' JASPAR matrices (tracks.motifs.scan_motifs)."""
         if self.req.motif_scan == "none":
             return []
-        from genointerp.tracks.motifs import scan_motifs
-
         scan = scan_motifs([{"id": s.id, "name": s.name} for s in self.specs])
         self.log(f"motif scan: {len(scan)} JASPAR profiles of the tracked factors ({', '.join(f.name for f in scan[:8])}"
                  f"{' ...' if len(scan) > 8 else ''}), {scan[0].weight.shape[1]} bp wide, beside the trunk")
@@ -210,14 +309,10 @@ class TrackTraining(TrainingJob):
         return {"motifs": tuple(f"{f.matrix_id} {f.name}" for f in self.scan), "motif_kernel": self.scan[0].weight.shape[1]}
 
     def _scan_matrices(self):
-        import torch
-
         return torch.from_numpy(np.stack([f.weight for f in self.scan]))
 
     def _init_config(self):
         """The --init-from model's architecture, once its windows and tracks are checked against the data."""
-        from genointerp.tracks.predict import load_track_model
-
         src = self.req.init_from
         self.init_model, cfg = load_track_model(src)
         w, g = cfg["window"], self.g
@@ -257,10 +352,6 @@ class TrackTraining(TrainingJob):
         return config
 
     def build(self, config):
-        import torch
-
-        from genointerp.model_folder import build_model
-
         if self.req.init_from:
             self.model = self._init_model()
             assert self.model.config == config
@@ -270,15 +361,11 @@ class TrackTraining(TrainingJob):
                 with torch.no_grad():
                     self.model.output.scan.pwm.copy_(self._scan_matrices())
         if self.scan and not self.resume:
-            from genointerp.tracks.motif_readout import fit_motif_readout
-
             fit = fit_motif_readout(self.model, self.train)
             self.log(f"motif read-out fitted by least squares to the model's residuals on {fit['windows']:,} training "
                      f"windows: it removes {100 * fit['explained']:.1f} % of their variance")
         self.motifs = []
         if self.req.motif_init != "none" and not self.req.init_from:
-            from genointerp.tracks.motifs import RELEASE, apply_motif_filters, jaspar_filters, stem_conv
-
             conv = stem_conv(self.model)
             tracks = [{"id": s.id, "name": s.name} for s in self.specs]
             n = min(self.req.motif_filters or conv.out_channels, conv.out_channels)
@@ -293,13 +380,9 @@ class TrackTraining(TrainingJob):
     def _init_model(self):
         """The --init-from model, its stem widened by --stem-filters and its head by --head-width,
         a --motif-scan added, with zero-weight heads for the auxiliary tracks."""
-        from genointerp.models.track_heads import add_track_groups, widen_head
-
         src, model = self.req.init_from, self.init_model
         self.log(f"weights from --init-from {src} (its --arch/--width/--patch; the options given here are not used)")
         if self.req.stem_filters:
-            from genointerp.models.swin1d import widen_stem
-
             before = model.config.stem_filters or model.config.d_model
             model = widen_stem(model, self.req.stem_filters)
             self.log(f"its stem widened from {before} to {self.req.stem_filters} filters (the new ones are read "
@@ -310,15 +393,11 @@ class TrackTraining(TrainingJob):
             self.log(f"its output head widened from {before} to {self.req.head_width} hidden units (the new ones are "
                      "read with weight 0: training starts from the same predictions)")
         if self.scan:
-            from genointerp.models.track_heads import add_motif_scan
-
             model = add_motif_scan(model, list(self._scan_config()["motifs"]), self._scan_matrices())
             self.log("a motif scan added beside its trunk")
         if self.aux_sizes:
             return add_track_groups(model, self.aux_sizes)
         if model is self.init_model:  # a fresh copy in training mode, like every other path
-            from genointerp.model_folder import build_model
-
             model = build_model(model.config.to_dict())
             model.load_state_dict(self.init_model.state_dict())
         return model
@@ -331,33 +410,22 @@ class TrackTraining(TrainingJob):
                 f"valid {len(self.valid):,}, test {len(self.test_set):,}")
 
     def task(self, settings):
-        from genointerp.tracks.task import TrackTask
-
         frozen = []
         if self.req.motif_freeze_epochs and self.motifs:
-            from genointerp.tracks.motifs import stem_conv
-
             frozen = list(stem_conv(self.model).parameters())
         weights = None
         if self.req.track_weights == "balanced":
-            from genointerp.tracks.task import balanced_weights
-
             weights = balanced_weights(self.train)
             order = np.argsort(weights)
             self.log(f"track loss weights {weights.min():.2f}-{weights.max():.2f} (lowest {self.all_specs[order[0]].id}, "
                      f"highest {self.all_specs[order[-1]].id})")
         if self.req.loss == "mse":
-            from genointerp.tracks.task import inverse_variance_weights
-
             weights = inverse_variance_weights(self.train)
         return TrackTask(self.train, self.valid, settings.rc_augment, settings.shift_augment, settings.device,
                          settings.precision, frozen=frozen, freeze_epochs=self.req.motif_freeze_epochs, weights=weights,
                          scored=len(self.specs), loss=self.req.loss)
 
     def test(self, model, settings) -> dict:
-        from genointerp.tracks.pearson import group_means
-        from genointerp.tracks.task import evaluate
-
         self.r, loss = evaluate(model, self.test_set, settings.device, settings.precision, tracks=len(self.specs))
         return {"pearson_mean": float(np.nanmean(self.r)), "pearson_by_group": group_means(self.r, self.groups),
                 "poisson_loss": loss, "n_windows": len(self.test_set)}
@@ -365,7 +433,7 @@ class TrackTraining(TrainingJob):
     def model_info(self, settings, history, best_row, test_metrics) -> dict:
         req, g = self.req, self.g
         return {
-            "task": "track prediction",
+            "task": TRACK_TASK,
             "tracks": [{"id": s.id, "group": s.group, "description": s.description} for s in self.specs],
             "window": {"seq_len": g.seq_len, "bin_size": g.bin_size, "target_bins": g.target_bins,
                        "stat": req.stat, "clip": None if req.basenji else req.clip},
@@ -386,8 +454,6 @@ class TrackTraining(TrainingJob):
         return {"path": str(Path(self.req.aux_targets).resolve()), "tracks": [s.id for s in aux]}
 
     def export(self, model):
-        from genointerp.models.track_heads import drop_track_groups
-
         return drop_track_groups(model, len(self.sizes)) if self.aux_sizes else model
 
     def _arch_info(self) -> dict:
@@ -396,8 +462,6 @@ class TrackTraining(TrainingJob):
         return {"arch": self.req.arch, "width": self.req.width}
 
     def motif_info(self) -> dict | None:
-        from genointerp.tracks.motifs import RELEASE
-
         if not self.motifs:
             return None
         return {"source": f"{RELEASE} CORE vertebrates (pyjaspar)", "init": self.req.motif_init,
@@ -405,11 +469,5 @@ class TrackTraining(TrainingJob):
                 "filters": [f"{f.matrix_id} {f.name} ({f.why})" for f in self.motifs]}
 
     def write_extra(self, folder: Path) -> None:
-        from genointerp.tracks.pearson import write_evaluation_tsv
-
         write_evaluation_tsv(folder / "test_pearson.tsv", [s.id for s in self.specs], self.groups, self.r)
 
-
-def run(req: TrackTrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
-    """Train and fill `folder` (rank 0). Returns the test metrics."""
-    return run_training(TrackTraining(req, resume), settings, folder, output, resume, report)

@@ -9,7 +9,7 @@
 
 A job supplies only what differs, as a `TrainingJob`: its data, config, model, task, test
 evaluation, config.json fields and extra files. The CLI keeps the parts that concern the user's
-files: reserving the output (AtomicOutputs) and guarding OUTPUT.checkpoint (training_checkpoint).
+files: the job reserves the output (AtomicOutputs) and guards OUTPUT.checkpoint (train.run_folder).
 """
 
 from __future__ import annotations
@@ -18,27 +18,16 @@ import json
 import shutil
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
+
+import torch
 
 from genointerp.errors import InputError
+from genointerp.model_folder import save_model_dir
 from genointerp.report import Reporter
-
-if TYPE_CHECKING:
-    from genointerp.train.loop import Distributed, Task, TrainSettings
-
-
-CHECKPOINT = "last.pt"  # in checkpoint_dir: the state after the last finished epoch (train.loop writes it)
-RUN = "run.json"  # in checkpoint_dir: the fingerprint of the run's inputs and options (train.fingerprint)
-
-
-def checkpoint_dir(output: str) -> Path:
-    """The training-run folder beside the model directory OUTPUT: last.pt, metrics.tsv, data caches."""
-    return Path(f"{output}.checkpoint")
-
-
-def finish(output: str) -> None:
-    """After the model directory is in place: the checkpoint (and any data cache in it) has served its purpose."""
-    shutil.rmtree(checkpoint_dir(output), ignore_errors=True)
+from genointerp.train.fingerprint import load_state, save_state
+from genointerp.train.loop import Distributed, Task, TrainSettings, fit, init_distributed
+from genointerp.train.run_folder import RUN, checkpoint_dir
 
 
 def epoch_table(path: Path, columns: list[str], fresh: bool) -> Callable[[dict], None]:
@@ -113,11 +102,6 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
 
     The run's checkpoint and per-epoch metrics live in checkpoint_dir(output); `resume` goes on
     from its last finished epoch."""
-    import torch
-
-    from genointerp.model_folder import save_model_dir
-    from genointerp.train.loop import fit, init_distributed
-
     dist = init_distributed(settings.device)
     ckpt = checkpoint_dir(output)
     check_inputs(job, ckpt, resume, dist.main)
@@ -151,8 +135,6 @@ def run_training(job: TrainingJob, settings: TrainSettings, folder: Path, output
 def check_inputs(job: TrainingJob, ckpt: Path, resume: bool, main: bool) -> None:
     """Before any data is read: a resumed run must have the inputs and options it was started with
     (one error line naming what differs; every rank checks), a fresh run records them (rank 0)."""
-    from genointerp.train.fingerprint import load_state, save_state
-
     current = job.fingerprint()
     if resume:
         load_state(ckpt / RUN, current, "training-run record", "the interrupted run was started with other inputs or "

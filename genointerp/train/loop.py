@@ -18,12 +18,12 @@ from typing import Callable, Protocol
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from genointerp.errors import InputError
 from genointerp.report import Reporter
 from genointerp.runtime import autocast
-from genointerp.train.driver import CHECKPOINT
-
+from genointerp.train.run_folder import CHECKPOINT
 
 
 @dataclass
@@ -79,8 +79,6 @@ def init_distributed(device: str) -> Distributed:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return Distributed()
-    import torch.distributed as dist
-
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
     return Distributed(dist.get_rank(), world)
@@ -195,8 +193,6 @@ def train_epoch(net, model, task: Task, opt, s: TrainSettings, dist_info: Distri
             seen += len(idx)
             advance(len(idx))
     if dist_info.world > 1:  # every rank's reads count in the epoch's training loss, not rank 0's alone
-        import torch.distributed as dist
-
         sums = torch.tensor([total, float(seen)], dtype=torch.float64, device=device)
         dist.all_reduce(sums)
         total, seen = float(sums[0]), int(sums[1])

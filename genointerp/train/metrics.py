@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics import roc_auc_score, roc_curve
 
 
 def binary_metrics(y: np.ndarray, p: np.ndarray, threshold: float = 0.5) -> dict[str, float]:
     """y: 0/1 (n,), p: P(positive) (n,). Accuracy, AUROC, TPR (recall), TNR, PPV (precision)."""
-    from sklearn.metrics import roc_auc_score
-
     call = p >= threshold
     pos, neg = y == 1, y == 0
     tp, tn = int((call & pos).sum()), int((~call & neg).sum())
@@ -27,8 +26,6 @@ def binary_metrics(y: np.ndarray, p: np.ndarray, threshold: float = 0.5) -> dict
 
 def recall_at_fpr(y: np.ndarray, p: np.ndarray, fpr: float = 0.01) -> float:
     """Largest TPR reachable with a false-positive rate at most `fpr`."""
-    from sklearn.metrics import roc_curve
-
     f, t, _ = roc_curve(y, p)
     return float(t[f <= fpr].max()) if (f <= fpr).any() else 0.0
 
@@ -50,11 +47,10 @@ def threshold_at_fpr(y: np.ndarray, p: np.ndarray, fpr: float, decimals: int = 4
 
 
 def plot_roc(y: np.ndarray, p: np.ndarray, path, title: str) -> None:
-    import matplotlib
+    import matplotlib  # here: only train-xvir's roc.png needs it, and it is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from sklearn.metrics import roc_auc_score, roc_curve
 
     f, t, _ = roc_curve(y, p)
     fig, ax = plt.subplots(figsize=(4.5, 4.5))

@@ -1,0 +1,62 @@
+"""Track inference, the library the track jobs share: load a track model, one-hot its windows,
+predict rates (optionally strand-averaged) and stitch overlapping windows into one binned run."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from genointerp.errors import InputError
+from genointerp.io.track_writers import BinnedRun
+from genointerp.model_folder import load_model_dir
+from genointerp.resources import BUILTIN_TRACKS, builtin_model_dir
+from genointerp.runtime import autocast
+from genointerp.seq.onehot import one_hot
+from genointerp.tracks.tiling import Stitcher
+
+TRACK_TASK = "track prediction"
+
+
+def load_track_model(path: str | None):
+    """(model, config) of a track model directory, or of the built-in one when path is None."""
+    folder = path or builtin_model_dir(BUILTIN_TRACKS)
+    if path is None and not (folder / "config.json").exists():
+        raise InputError("this installation has no built-in tracks model; give --model (train-tracks) "
+                         "or build it with `make tracks-model`")
+    model, config = load_model_dir(folder)
+    if config.get("task") != TRACK_TASK:
+        raise InputError(f"{folder}: a {config.get('task', 'unknown')!r} model, not a track model (train-tracks)")
+    return model, config
+
+
+def window_batch(ref, chrom: str, starts: np.ndarray, seq_len: int) -> np.ndarray:
+    """One-hot float32 (B, seq_len, 4) of windows on `chrom` (N-padded past the ends)."""
+    return one_hot(np.stack([ref.codes(chrom, int(s), int(s) + seq_len) for s in starts]))
+
+
+def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average: bool) -> np.ndarray:
+    """float32 (B, bins, T) for one-hot x (B, seq_len, 4); with rc_average the mean of the forward
+    and the reverse-complement pass (its bins flipped back), which removes strand bias the model learnt."""
+    with torch.inference_mode(), autocast(device, precision):
+        xt = torch.from_numpy(x).to(device)
+        out = model(xt).float()
+        if rc_average:
+            out = (out + model(xt.flip(1, 2)).float().flip(1)) / 2
+    return out.cpu().numpy()
+
+
+def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_start: int, n_bins: int,
+                batch_size: int, device: str, precision: str, rc_average: bool,
+                advance: Callable[[int], None] = lambda n: None) -> BinnedRun:
+    """The stitched BinnedRun (values float32 (n_bins, T)) of the windows `starts` (from
+    plan_windows) on `chrom`; `window` is the model config's window geometry (seq_len, bin_size, target_bins)."""
+    seq_len, bin_size, target_bins = window["seq_len"], window["bin_size"], window["target_bins"]
+    stitch = Stitcher(run_start, n_bins, model.config.n_tracks, bin_size, starts, seq_len, target_bins)
+    for a in range(0, len(starts), batch_size):
+        idx = np.arange(a, min(a + batch_size, len(starts)))
+        x = window_batch(ref, chrom, starts[idx], seq_len)
+        stitch.add(idx, predict_rates(model, x, device, precision, rc_average))
+        advance(len(idx))
+    return BinnedRun(chrom, run_start, bin_size, stitch.result(), ref.lengths[chrom])
