@@ -56,3 +56,25 @@ def one_stdin(*inputs: tuple[str, str | None]) -> None:
     names = [name for name, value in inputs if value == "-"]
     if len(names) > 1:
         raise UsageError(f"{names[1]}: {names[0]} and {names[1]} are both - (stdin), which can be read only once")
+
+
+def stdin_once(option: str, paths: list[str], why: str) -> None:
+    """UsageError when `-` (stdin) is among the values of one repeatable input `option` twice or more."""
+    n = paths.count("-")
+    if n > 1:
+        raise UsageError(f"{option}: - (stdin) is given {n} times: {why}")
+
+
+def one_stdout(*outputs: tuple[str, str | None]) -> None:
+    """UsageError when two of the (option, path) outputs are `-` (stdout)."""
+    names = [name for name, value in outputs if value == "-"]
+    if len(names) > 1:
+        raise UsageError(f"{names[1]}: only one output can be - (stdout), and {names[0]} is - too")
+
+
+def in_ranges(*limits: tuple[str, float | None, float | None, float | None]) -> None:
+    """UsageError for the first (option, value, lowest, highest) whose value lies outside its
+    limits; a value or limit of None is not checked."""
+    for name, value, lo, hi in limits:
+        if value is not None and ((lo is not None and value < lo) or (hi is not None and value > hi)):
+            raise UsageError(f"{name}: {value} is outside {'' if lo is None else lo}..{'' if hi is None else hi}")
