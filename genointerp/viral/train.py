@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-# The training-run folder (OUTPUT.checkpoint/) lifecycle lives in the CLI's common module for now
-from genointerp.cli.common import is_main_rank, training_checkpoint
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.kmer_dataset import open_kmer_dataset
@@ -106,7 +104,7 @@ class TrainXvirRequest:
                              "train on fresh reads")
         if (self.valid or self.test) and not self.datasets:
             raise UsageError("--valid: fresh-read training draws its own validation and test reads")
-        if not is_main_rank() and not all(os.path.isdir(p) for p in self.datasets + self.valid + self.test):
+        if not _cli_common().is_main_rank() and not all(os.path.isdir(p) for p in self.datasets + self.valid + self.test):
             raise UsageError("DATASET: under torchrun, give kmerize dataset folders (kmerize first)")
 
     def inputs(self) -> list[str | None]:
@@ -358,12 +356,13 @@ def run(req: TrainXvirRequest, outputs: AtomicOutputs, report: Reporter) -> dict
     """Train and fill the model folder req.output (rank 0; other DDP ranks write nothing), with the
     training-run folder OUTPUT.checkpoint/ guarded, locked and dropped once the model folder is in
     place (genointerp.cli.common.training_checkpoint). Returns the test metrics."""
+    common = _cli_common()
     use_threads(req.threads)
-    plan, settings, main_rank = req.plan(), req.settings(), is_main_rank()
+    plan, settings, main_rank = req.plan(), req.settings(), common.is_main_rank()
     with tempfile.TemporaryDirectory() as scratch:
         # reserved before the checkpoint folder exists, so a refused run leaves nothing
         folder = outputs.folder(req.output) if main_rank else Path(scratch)
-        with training_checkpoint(checkpoint_dir(req.output), req.resume, outputs.force):
+        with common.training_checkpoint(checkpoint_dir(req.output), req.resume, outputs.force):
             if main_rank and plan.datasets:
                 if not all(os.path.isdir(p) for p in plan.datasets + plan.valid + plan.test):
                     plan.read_files = {"inputs": {"DATASET": plan.datasets, "--valid": plan.valid, "--test": plan.test,
@@ -379,6 +378,15 @@ def run(req: TrainXvirRequest, outputs: AtomicOutputs, report: Reporter) -> dict
                 outputs.commit()
                 finish(req.output)
     return metrics
+
+
+def _cli_common():
+    """genointerp.cli.common, which holds the training-run folder lifecycle (OUTPUT.checkpoint/) and
+    the DDP rank test until they move into genointerp.train: imported when used, not at the top, so
+    that importing this library module does not import the CLI package (a package circle)."""
+    from genointerp.cli import common
+
+    return common
 
 
 def train(plan: TrainPlan, settings: TrainSettings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
