@@ -130,15 +130,15 @@ def prepare(shared: Path, out: Path) -> None:
             if f[0] == "chr20" and int(f[1]) >= START and int(f[2]) <= END:
                 fh.write(f"{HOST}\t{int(f[1]) - START}\t{int(f[2]) - START}\t{f[3]}\t{f[4]}\n")
     from genointerp.reads.insertions import InsertionPlan, apply_insertions
-    from genointerp.reads.simulate import SimulationRequest, load_sources
+    from genointerp.reads.simulate import load_sources
     from genointerp.seq.alphabet import decode
     from genointerp.seq.simulate import Layout
 
     layout = Layout(150, True, 500, 100, max_n=7)
     plan = InsertionPlan("viral", "host", 40, 15)
-    req = SimulationRequest(sources=[("host", str(out / "host.fa")), ("viral", str(out / "viral.fa"))], layout=layout,
-                            circular={"viral"}, seed=SEED, insertion=plan)
-    sources, _ = apply_insertions(load_sources(req, lambda m: None), plan, layout, np.random.default_rng([SEED, 3]))
+    sources = load_sources([("host", str(out / "host.fa")), ("viral", str(out / "viral.fa"))], layout, {"viral"}, SEED,
+                           lambda m: None)
+    sources, _ = apply_insertions(sources, plan, layout, np.random.default_rng([SEED, 3]))
     c = sources["host"].contigs[0]
     mod = decode(sources["host"].padded[c.offset:c.offset + c.length]).decode()
     (out / "modified.fa").write_text(f">{HOST}\n" + "\n".join(mod[i:i + 80] for i in range(0, len(mod), 80)) + "\n")

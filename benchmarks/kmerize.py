@@ -50,7 +50,7 @@ def main() -> None:
     t0 = time.perf_counter()
     records = [(n, s, None) for n, s, _ in iter_records(str(fq))]
     t_parse = time.perf_counter() - t0
-    req = KmerizeRequest(inputs=[str(fq)])
+    req = KmerizeRequest([str(fq)])
     t0 = time.perf_counter()
     for i in range(0, len(records), 65_536):
         process_batch(req, records[i : i + 65_536], Stats(), None)

@@ -74,3 +74,24 @@ def one_of(option: str, value, choices) -> None:
     """UsageError unless `value` is one of `choices` (an option's fixed set of values)."""
     if value not in choices:
         raise UsageError(f"{option}: {value!r} is not one of {', '.join(map(str, choices))}")
+
+
+def stdin_once(option: str, paths: list[str], why: str) -> None:
+    """UsageError when `-` (stdin) is among the values of one repeatable input `option` twice or more."""
+    n = paths.count("-")
+    if n > 1:
+        raise UsageError(f"{option}: - (stdin) is given {n} times: {why}")
+
+
+def one_stdout(*outputs: tuple[str, str | None]) -> None:
+    """UsageError when two of the (option, path) outputs are `-` (stdout)."""
+    names = [name for name, value in outputs if value == "-"]
+    if len(names) > 1:
+        raise UsageError(f"{names[1]}: only one output can be - (stdout), and {names[0]} is - too")
+
+
+def in_ranges(*limits: tuple[str, float | None, float | None, float | None]) -> None:
+    """`in_range` for each (option, value, lowest, highest); a value of None is not checked."""
+    for name, value, lo, hi in limits:
+        if value is not None:
+            in_range(name, value, lo, hi)

@@ -318,7 +318,7 @@ def test_default_threshold_comes_from_the_models_calibration(model, dataset, cli
 def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_path, monkeypatch):
     import shutil
 
-    import genointerp.resources
+    import genointerp.viral.classify
     from genointerp.resources import builtin_model_dir
 
     damaged = tmp_path / "model"
@@ -329,7 +329,7 @@ def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_
     (tmp_path / "r.fq").write_text("@r\n" + "ACGT" * 40 + "\n+\n" + "I" * 160 + "\n")
     args = ["-m", damaged] if which == "user" else []
     if which == "built-in":
-        monkeypatch.setattr(genointerp.resources, "builtin_model_dir", lambda *a: damaged)
+        monkeypatch.setattr(genointerp.viral.classify, "builtin_model_dir", lambda *a: damaged)
     res = cli("classify-reads", tmp_path / "r.fq", *args, "-o", tmp_path / "o.tsv")
     assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
     assert_one_error_line(res, f"{damaged}/config.json: ")
@@ -504,7 +504,7 @@ def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset
     assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
     assert_one_error_line(res, "has no viral index")
     res = cli("classify-reads", dataset / "r.fq", "-m", indexed_model, "--min-bits", 0, "-o", tmp_path / "c.tsv")
-    assert res.exit_code == 2 and "--min-bits must be above 0" in res.stderr
+    assert res.exit_code == 2 and "--min-bits: must be above 0" in res.stderr
     res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", f"human={dataset / 'r.fq'}", "--epochs", 1)
     assert res.exit_code == 2 and "give --viral" in res.stderr and not (tmp_path / "m").exists()
     from conftest import DATA

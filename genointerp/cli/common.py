@@ -158,13 +158,6 @@ def is_main_rank() -> bool:
     return run_folder.is_main_rank()
 
 
-def training_outputs(output: str, inputs: list, resume: bool, force: bool):
-    """genointerp.train.run_folder.training_outputs, warnings on stderr."""
-    from genointerp.train import run_folder
-
-    return run_folder.training_outputs(output, inputs, resume, force, warn)
-
-
 def device_for(requested: str, precision: Precision) -> str:
     """The torch device for --device (genointerp.runtime.device_for), an unsupported --precision
     reported as that option's usage error and the bf16-emulation warning on stderr."""

@@ -51,16 +51,14 @@ def find_integrations(
     host position and strand, virus, type and viral position, orientation, split reads, spanning
     pairs, nearest genes and status (precise: split reads give the base; imprecise: pairs only).
     """
-    from genointerp.io.atomic import AtomicOutputs
+    from genointerp.job import execute
     from genointerp.runtime import usable_threads
     from genointerp.viral.integrations import IntegrationRequest, run
 
-    if bam is not None and bam == "-":
-        raise typer.BadParameter("the BAM must be an indexed file, not stdin", param_hint="BAM")
-    req = IntegrationRequest(host=host, bam=bam, reads1=reads1, reads2=reads2, genes=genes, viral_refs=list(viral_refs),
-                             model=model, min_mapq=min_mapq, min_clip=min_clip, min_support=min_support,
-                             max_fragment=max_fragment, threads=usable_threads(threads))
-    with AtomicOutputs(force, inputs=[bam, host, reads1, reads2, genes, model, *viral_refs]) as outputs:
-        result = run(req, outputs, output, vcf, bedpe, summary, REPORTER)
+    req = IntegrationRequest(host=host, bam=bam, reads1=reads1, reads2=reads2, output=output, vcf=vcf, bedpe=bedpe,
+                             summary=summary, genes=genes, viral_refs=list(viral_refs), model=model, min_mapq=min_mapq,
+                             min_clip=min_clip, min_support=min_support, max_fragment=max_fragment,
+                             threads=usable_threads(threads))
+    result = execute(run, req, force, REPORTER)
     log(f"{result['junctions']:,} junctions ({result['precise']:,} precise, {result['imprecise']:,} imprecise) "
         f"from {result['reads_scanned']:,} reads")

@@ -1,4 +1,4 @@
-"""Reads panel: simulate-reads and kmerize."""
+"""Reads panel: simulate-reads and kmerize (each builds its request and calls genointerp.job.execute)."""
 
 from __future__ import annotations
 
@@ -70,56 +70,27 @@ def simulate_reads(
     --fraction, --count), with HiSeq 2500-like per-cycle qualities, matching substitution
     errors and rare indels. Names: LABEL|SERIAL|CONTIG|START|END|STRAND|ERRORS (docs/viral.md).
     """
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.seq.simulate import Layout
-    from genointerp.reads.simulate import SimulationRequest, run
+    from genointerp.job import execute
+    from genointerp.reads.simulate import SimulateReadsRequest, run
 
-    from genointerp.reads.insertions import InsertionPlan
-    from genointerp.reads.sample_mix import SamplePlan
+    def one_pair(value: str | None, option: str, what: str) -> tuple[str, str] | None:
+        return None if value is None else parse_pairs([value], option, what)[0]
 
-    sources = parse_pairs(source, "--source", "LABEL=PATH")
-    counts = {k: number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")}
-    fractions = {k: number(v, float, "--fraction", min_value=0, max_value=1) for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")}
-    plan = None
-    sample_plan = None
-    if sample is not None:
-        (viral_label, host_label), = parse_pairs([sample], "--sample", "VIRAL=HOST")
-        if insert is not None or num_reads is not None or balance or fractions:
-            raise typer.BadParameter("with --sample the viral reads come from --viral-load and the others from --count; "
-                                     "drop --insert/-n/--balance/--fraction", param_hint="--sample")
-        mix = {k: number(v, float, "--type-mix", min_value=0) for k, v in parse_pairs(type_mix, "--type-mix", "CONTIG=W")}
-        sample_plan = SamplePlan(viral_label, host_label, viral_load, mix, host_genome_size)
-    elif type_mix or host_genome_size is not None:
-        raise typer.BadParameter("--type-mix and --host-genome-size belong to sample mode: give --sample VIRAL=HOST",
-                                 param_hint="--sample")
-    if insert is not None:
-        (viral_label, host_label), = parse_pairs([insert], "--insert", "VIRAL=HOST")
-        if depth is None:
-            raise typer.BadParameter("insertion mode draws the host's reads at a depth: give --depth", param_hint="--insert")
-        if num_reads is not None or balance or fractions:
-            raise typer.BadParameter("with --insert the reads come from --depth (and --count for other labels); "
-                                     "drop -n/--balance/--fraction", param_hint="--insert")
-        plan = InsertionPlan(viral_label, host_label, insertions, depth, insert_length, host_deletion)
-    elif depth is not None or truth_bedpe is not None:
-        raise typer.BadParameter("--depth and --truth-bedpe belong to insertion mode: give --insert VIRAL=HOST", param_hint="--insert")
-    if plan is None and sample_plan is None and (num_reads is None) == (not counts):
-        raise typer.BadParameter("give either -n/--num-reads or --count for every label", param_hint="-n/--count")
-    if counts and (balance or fractions):
-        raise typer.BadParameter("--count fixes every label's reads; drop --balance/--fraction", param_hint="--count")
-    if output2 and not paired:
-        raise typer.BadParameter("--output2 needs --paired", param_hint="--output2")
-    if paired and fragment_mean < read_length:
-        raise typer.BadParameter(f"fragment mean {fragment_mean:g} is shorter than the read length {read_length}", param_hint="--fragment-mean")
-    layout = Layout(read_length, paired, fragment_mean, fragment_sd, max_n=int(max_n_frac * read_length))
-    req = SimulationRequest(
-        sources=[(lab, path) for lab, path in sources], layout=layout, num_reads=num_reads, counts=counts,
-        fractions=fractions, balance=balance, circular=set(circular), profile=profile, profile2=profile2,
-        read_ins_rate=read_ins_rate, read_del_rate=read_del_rate, sub_rate=sub_rate, ins_rate=ins_rate,
-        del_rate=del_rate, seed=seed, insertion=plan, sample=sample_plan,
-    )
-    with AtomicOutputs(force, inputs=[path for _, path in sources] + [profile, profile2]) as outputs:
-        with outputs.streams(output, output2, truth, truth_bedpe) as out:
-            per_label = run(req, out[output], out.get(output2), out.get(truth), REPORTER, out.get(truth_bedpe))
+    req = SimulateReadsRequest(
+        source=parse_pairs(source, "--source", "LABEL=PATH"), output=output, num_reads=num_reads,
+        count={k: number(v, int, "--count", min_value=0) for k, v in parse_pairs(count, "--count", "LABEL=N")},
+        balance=balance,
+        fraction={k: number(v, float, "--fraction", min_value=0, max_value=1)
+                  for k, v in parse_pairs(fraction, "--fraction", "LABEL=F")},
+        circular=circular, read_length=read_length, paired=paired, output2=output2, fragment_mean=fragment_mean,
+        fragment_sd=fragment_sd, profile=profile, profile2=profile2, read_ins_rate=read_ins_rate,
+        read_del_rate=read_del_rate, sub_rate=sub_rate, ins_rate=ins_rate, del_rate=del_rate, max_n_frac=max_n_frac,
+        truth=truth, insert=one_pair(insert, "--insert", "VIRAL=HOST"), insertions=insertions,
+        insert_length=insert_length, host_deletion=host_deletion, depth=depth, truth_bedpe=truth_bedpe,
+        sample=one_pair(sample, "--sample", "VIRAL=HOST"), viral_load=viral_load,
+        type_mix={k: number(v, float, "--type-mix", min_value=0) for k, v in parse_pairs(type_mix, "--type-mix", "CONTIG=W")},
+        host_genome_size=host_genome_size, seed=seed)
+    per_label = execute(run, req, force, REPORTER)["reads_per_label"]
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if paired else " reads"))
 
 
@@ -171,37 +142,14 @@ def kmerize(
     Token id of a k-mer: A=0, C=1, G=2, T=3 with the first base most significant, so
     AAAAAA=0 and TTTTTT=4095 for k=6. Streams the input in batches of 65,536 reads.
     """
-    from genointerp.io.atomic import STDOUT, AtomicOutputs
-    from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels, run
-    from genointerp.seq.kmers import MAX_COUNT_K, MAX_TOKEN_K
+    from genointerp.job import execute
+    from genointerp.reads.kmerize import KmerizeRequest, run
 
-    if not (output or tsv or counts):
-        raise typer.BadParameter("nothing to write: give -o/--output, --tsv and/or --counts", param_hint="-o")
-    if not 1 <= k <= MAX_TOKEN_K:
-        raise typer.BadParameter(f"k must be 1..{MAX_TOKEN_K}: token ids are uint16 and a 4^k embedding table must fit in memory", param_hint="-k")
-    if count_k is not None and not 1 <= count_k <= MAX_COUNT_K:
-        raise typer.BadParameter(f"must be 1..{MAX_COUNT_K} (2-bit k-mers in 64 bits)", param_hint="--count-k")
-    if (output or tsv) and length < k:
-        raise typer.BadParameter(f"--length {length} is shorter than k={k}", param_hint="--length")
-    if sum(x is not None and x != [] for x in (label or None, truth, label_field)) > 1:
-        raise typer.BadParameter("choose one label source: --label, --truth or --label-field", param_hint="--label")
-    if label and len(label) != len(inputs):
-        raise typer.BadParameter(f"{len(label)} labels for {len(inputs)} input files", param_hint="--label")
-    if not label_sep:
-        raise typer.BadParameter("the separator cannot be empty", param_hint="--label-sep")
-    if inputs.count("-") > 1:
-        raise typer.BadParameter("stdin (-) can be read only once", param_hint="READS")
-    req = KmerizeRequest(
-        inputs=inputs, k=k, length=length, n_policy=n_policy.value, short_policy=short.value,
-        long_policy=long.value, file_labels=label, truth=read_truth_labels(truth) if truth else None,
-        name_field=label_field, name_sep=label_sep, canonical=canonical, count_k=count_k,
-    )
-    if output == STDOUT:
-        raise typer.BadParameter("the dataset is a folder and cannot go to stdout; use --tsv - for text", param_hint="-o")
-    with AtomicOutputs(force, inputs=[*inputs, truth]) as outputs:
-        folder = outputs.folder(output) if output else None
-        with outputs.streams(tsv, counts) as out:
-            stats, header = run(req, folder, out.get(tsv), out.get(counts), REPORTER)
+    req = KmerizeRequest(inputs, output=output, tsv=tsv, counts=counts, k=k, count_k=count_k, canonical=canonical,
+                         length=length, n_policy=n_policy.value, short=short.value, long=long.value, label=label,
+                         truth=truth, label_field=label_field, label_sep=label_sep)
+    result = execute(run, req, force, REPORTER)
+    stats, header = result["stats"], result["header"]
     kept = f"{stats.kept:,} of {stats.reads_in:,} reads tokenised" if (output or tsv) else f"{stats.reads_in:,} reads counted"
     dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(stats.dropped.items()) if n)
     log(kept + (f" (dropped: {dropped})" if dropped else ""))

@@ -1,4 +1,7 @@
-"""Viral detection panel: train-xvir and classify-reads."""
+"""Viral detection panel: train-xvir, classify-reads and merge-calls.
+
+Each command builds its request and calls genointerp.job.execute; the job modules (torch) are
+imported inside the command functions so that `genointerp --help` does not import torch."""
 
 from __future__ import annotations
 
@@ -9,9 +12,9 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli import app
-from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs, training_outputs
+from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs
 from genointerp.cli.options import device_option, force_option, number, seed_option, threads_option
-from genointerp.runtime import Precision, use_threads
+from genointerp.runtime import Precision
 
 PANEL = "Viral detection"
 
@@ -90,63 +93,24 @@ def train_xvir(
     every epoch (seeded: a resumed or repeated run draws the same reads), so the model never sees
     a read twice.
     """
-    import os
-    from dataclasses import replace
+    from genointerp.job import execute
+    from genointerp.viral.train import TrainXvirRequest, run
 
-    from genointerp.train.driver import checkpoint_dir
-    from genointerp.train.loop import TrainSettings
-    from genointerp.viral.evidence import CODON_SEED, KmerSettings
-    from genointerp.viral.fresh import FreshReads
-    from genointerp.viral.train import IndexRequest, TrainRequest, run, tokenize_read_files
-
-    datasets = datasets or []
-    use_threads(threads)
-    settings = TrainSettings(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, patience=patience,
-                             seed=seed, rc_augment=rc_augment, device=device_for(device, precision), precision=precision.value)
-    req = TrainRequest(datasets, valid, test, positive, init_from=init_from, model={
-        "d_model": d_model, "n_heads": heads, "n_layers": layers, "d_ff": 4 * d_model, "dropout": dropout,
-        "position": position.value, "norm_first": pre_norm})
-    negatives = parse_pairs(negative_refs, "--negative", "LABEL=REF (e.g. human=chr20.fa.gz)")
-    if viral_refs:
-        if kmer_k is not None and kmer_seed is not None:
-            raise typer.BadParameter("give --kmer-seed or --kmer-k, not both", param_hint="--kmer-k")
-        shape = KmerSettings.contiguous(kmer_k) if kmer_k is not None else KmerSettings(kmer_seed or CODON_SEED)
-        req.index = IndexRequest(viral_refs, [path for _, path in negatives],
-                                 replace(shape, min_entropy=kmer_min_entropy), circular)
-    elif negative_refs or circular:
-        raise typer.BadParameter("--negative and --circular describe --viral references; give --viral", param_hint="--viral")
-    fresh_options = [name for name, given in (("--reads-per-epoch", reads_per_epoch is not None), ("--mix", mix),
-                                              ("--viral-sub-rate", viral_sub_rate > 0)) if given]
-    if datasets and fresh_options:
-        raise typer.BadParameter(f"{fresh_options[0]} is for training on fresh reads (no DATASET)", param_hint=fresh_options[0])
-    if not datasets:
-        if not (viral_refs and negatives):
-            raise typer.BadParameter("give kmerize datasets or read files, or --viral and --negative references to "
-                                     "train on fresh reads", param_hint="DATASET")
-        weights = {}
-        for label, value in parse_pairs(mix, "--mix", "LABEL=WEIGHT"):
-            weights[label] = number(value, float, "--mix", min_value=0, name=f"{label} weight")
-        req.fresh = FreshReads(viral_refs, negatives, circular, reads_per_epoch or 200_000, weights, viral_sub_rate, k, length)
-    if valid or test:
-        if not datasets:
-            raise typer.BadParameter("fresh-read training draws its own validation and test reads", param_hint="--valid")
-    req.target_fpr = target_fpr
-    main_rank = is_main_rank()
-    if not main_rank and not all(os.path.isdir(p) for p in datasets + valid + test):
-        raise typer.BadParameter("under torchrun, give kmerize dataset folders (kmerize first)", param_hint="DATASET")
-    with training_outputs(output, [*datasets, *valid, *test, truth, init_from, *viral_refs, *(p for _, p in negatives)],
-                          resume, force) as folder:
-        if main_rank and datasets:
-            if not all(os.path.isdir(p) for p in datasets + valid + test):
-                req.read_files = {"inputs": {"DATASET": datasets, "--valid": valid, "--test": test, "--truth": truth},
-                                  "options": {"k": k, "length": length, "label_field": None if truth else label_field}}
-            groups = tokenize_read_files({"train": datasets, "valid": valid, "test": test},
-                                         checkpoint_dir(output) / "data", k, length, truth, label_field, REPORTER)
-            req.datasets, req.valid, req.test = groups["train"], groups["valid"], groups["test"]
-        metrics = run(req, settings, folder, output, resume, REPORTER)
+    mix_weights = {label: number(value, float, "--mix", min_value=0, name=f"{label} weight")
+                   for label, value in parse_pairs(mix, "--mix", "LABEL=WEIGHT")}
+    req = TrainXvirRequest(
+        datasets or [], output, valid=valid, test=test, positive=positive, truth=truth, label_field=label_field, k=k,
+        length=length, epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+        rc_augment=rc_augment, d_model=d_model, heads=heads, layers=layers, dropout=dropout, position=position.value,
+        pre_norm=pre_norm, device=device_for(device, precision), precision=precision.value, threads=threads, seed=seed,
+        viral=viral_refs, negative=parse_pairs(negative_refs, "--negative", "LABEL=REF (e.g. human=chr20.fa.gz)"),
+        circular=circular, kmer_seed=kmer_seed, kmer_k=kmer_k, kmer_min_entropy=kmer_min_entropy,
+        reads_per_epoch=reads_per_epoch, mix=mix_weights, viral_sub_rate=viral_sub_rate, target_fpr=target_fpr,
+        init_from=init_from, resume=resume)
+    metrics = execute(run, req, force, REPORTER)
     log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
         f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
-    if target_fpr is not None and main_rank:
+    if target_fpr is not None and is_main_rank():
         import json
 
         calling = json.loads((Path(output) / "config.json").read_text())["calling"]
@@ -196,44 +160,16 @@ def classify_reads(
     get a call; the model scores 150 bp windows (tiled along longer reads) and abstains on
     shorter ones, whose evidence then decides (status model_abstained).
     """
-    from genointerp.io.atomic import STDOUT, AtomicOutputs
-    from genointerp.resources import builtin_model_dir
-    from genointerp.viral.classify import ClassifyRequest, run, summary_json
-    from genointerp.viral.scatter import parse_chunk
+    from genointerp.job import execute
+    from genointerp.viral.classify import ClassifyRequest, run
 
-    if [output, summary, viral_out, report, kraken_report, multiqc].count(STDOUT) > 1:
-        raise typer.BadParameter("only one output can be - (stdout)")
-    _stdin_once(inputs, "READS...", "it cannot be read twice")
-    reports = [(hint, path) for hint, path in (("--report", report), ("--kraken-report", kraken_report),
-                                               ("--multiqc", multiqc)) if path]
-    if chunk is not None and reports:
-        raise typer.BadParameter("the per-sample report needs every read of the sample: run classify-reads "
-                                 "unchunked for it", param_hint=reports[0][0])
-    chunk_of = None
-    if chunk is not None:
-        try:
-            chunk_of = parse_chunk(chunk)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--chunk") from None
-        from genointerp.io.inputs import is_stream
-
-        streams = [p for p in inputs if is_stream(p)]
-        if streams:
-            what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
-            raise typer.BadParameter(f"{what} cannot be chunked: every job must count the whole input, "
-                                     "so it is read twice; give a file", param_hint="--chunk")
-    use_threads(threads)
-    model_path = str(model_dir or builtin_model_dir())
-    req = ClassifyRequest(inputs, threshold, unmapped_only, reference, device_for(device, precision), precision.value,
-                          chunk=chunk_of, model_path=model_path, evidence=evidence and evidence.value,
-                          min_bits=min_bits, model_all=model_all, report=bool(reports), sample=sample,
-                          host_genome_size=host_genome_size)
-    with AtomicOutputs(force, inputs=[*inputs, model_path, reference]) as outputs:
-        with outputs.streams(output, summary, viral_out, report, kraken_report, multiqc, plain=[summary]) as out:
-            result = run(req, out[output], out.get(viral_out), REPORTER,  # the summary above: plain JSON
-                         {"tsv": out.get(report), "kraken": out.get(kraken_report), "multiqc": out.get(multiqc)})
-            if summary:
-                out[summary].write(summary_json(result).encode())
+    req = ClassifyRequest(inputs, output=output, model=model_dir, threshold=threshold,
+                          evidence=evidence and evidence.value, min_bits=min_bits, model_all=model_all, summary=summary,
+                          report=report, kraken_report=kraken_report, multiqc=multiqc, sample=sample,
+                          host_genome_size=host_genome_size, viral_out=viral_out, unmapped_only=unmapped_only,
+                          reference=reference, chunk=chunk, device=device_for(device, precision),
+                          precision=precision.value, threads=threads)
+    result = execute(run, req, force, REPORTER)
     sc = result["status_counts"]
     log(f"{result['reads_total']:,} reads, {result['reads_scored']:,} scored, {result['reads_called_viral']:,} called viral "
         f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}; "
@@ -267,75 +203,12 @@ def merge_calls(
     and threshold, and the files are put in chunk order; the outputs are then byte for byte those
     of one unchunked run. Without summaries the TSVs are joined in the order given.
     """
-    import tempfile
+    from genointerp.job import execute
+    from genointerp.viral.merge_calls import MergeCallsRequest, run
 
-    from genointerp.io.atomic import STDOUT
-
-    if [output, summary, viral_out].count(STDOUT) > 1:
-        raise typer.BadParameter("only one output can be - (stdout)")
-    _stdin_once(chunks, "CHUNK...", "one stream cannot be two chunk files")
-    with tempfile.TemporaryDirectory(prefix="genointerp-merge-") as scratch:  # copies of piped inputs
-        merged, n_tables = _merge_chunk_files(chunks, output, summary, viral_out, force, scratch)
+    result = execute(run, MergeCallsRequest(chunks, output=output, summary=summary, viral_out=viral_out), force, REPORTER)
+    merged, n_tables = result["summary"], result["chunks"]
     if merged:
         log(f"merged {n_tables} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
     else:
         log(f"merged {n_tables} calls TSVs")
-
-
-def _stdin_once(paths: list[str], hint: str, why: str) -> None:
-    if paths.count("-") > 1:
-        raise typer.BadParameter(f"- (stdin) is given {paths.count('-')} times: {why}", param_hint=hint)
-
-
-def _each_file_once(paths: list[str]) -> None:
-    """Refuse one chunk file given twice, however it is spelt (relative and absolute, a link):
-    without summaries nothing else would notice, and its reads would be merged twice."""
-    import os
-
-    seen: dict[tuple[int, int], str] = {}
-    for path in paths:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue  # a missing file gets its own error when it is opened
-        if not os.path.isfile(path):
-            continue  # pipes and /dev/fd/N of process substitutions are each their own stream
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            same = "" if seen[key] == path else f" (as {seen[key]} and {path})"
-            raise typer.BadParameter(f"{path} is given twice{same}: each chunk file once", param_hint="CHUNK...")
-        seen[key] = path
-
-
-def _merge_chunk_files(chunks: list[str], output: str, summary: str | None, viral_out: str | None, force: bool,
-                       scratch: str) -> tuple[dict | None, int]:
-    from genointerp.viral.classify import summary_json
-    from genointerp.io.atomic import AtomicOutputs
-    from genointerp.viral.scatter import merge_calls as gather
-    from genointerp.viral.scatter import open_chunk_files
-
-    kinds: dict[str, list] = {"calls": [], "summary": [], "viral": []}
-    for cf in open_chunk_files(chunks, scratch):
-        kinds[cf.kind].append(cf)
-    tables, summaries, virals = kinds["calls"], kinds["summary"], kinds["viral"]
-    if not tables:
-        raise typer.BadParameter("no calls TSV among them", param_hint="CHUNK...")
-    if not summaries:  # with summaries, the chunk set check names a repeated chunk by its number
-        _each_file_once([cf.path for cf in tables + virals])
-    for what, given in (("summary JSONs", summaries), ("viral-read files", virals)):
-        if given and len(given) != len(tables):
-            raise typer.BadParameter(f"{len(given)} {what} for {len(tables)} calls TSVs: give one per chunk", param_hint="CHUNK...")
-    if summary and not summaries:
-        raise typer.BadParameter("needs the chunks' summary JSONs among the inputs", param_hint="--summary")
-    if viral_out and not virals:
-        raise typer.BadParameter("needs the chunks' --viral-out files among the inputs", param_hint="--viral-out")
-    if virals and not viral_out:
-        names = ", ".join(v.path for v in virals[:3]) + (", ..." if len(virals) > 3 else "")
-        raise typer.BadParameter(f"viral-read files given ({names}; an empty file is one, from a chunk that called no "
-                                 "read viral): name the merged file with --viral-out", param_hint="CHUNK...")
-    with AtomicOutputs(force, inputs=chunks) as outputs:
-        with outputs.streams(output, summary, viral_out, plain=[summary]) as out:  # the summary: plain JSON
-            merged = gather(tables, summaries, virals, out[output], out.get(viral_out))
-            if summary:
-                out[summary].write(summary_json(merged).encode())
-    return merged, len(tables)

@@ -11,32 +11,75 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 
 from genointerp import __version__
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import STDOUT, AtomicOutputs
 from genointerp.io.inputs import open_text
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
+from genointerp.job import one_stdout, stdin_once
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode_ascii
-from genointerp.seq.kmers import KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize, unknown_token
+from genointerp.seq.kmers import (MAX_COUNT_K, MAX_TOKEN_K, KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize,
+                                  unknown_token)
 
 BATCH = 65_536  # reads per vectorised step
 TOKEN_CONVENTION = "A=0,C=1,G=2,T=3; first base most significant; id = sum code[i]*4^(k-1-i)"
 
 
+POLICIES = {"--n-policy": ("drop", "token"), "--short": ("drop", "pad"), "--long": ("truncate", "tile")}
+
+
 @dataclass
 class KmerizeRequest:
-    inputs: list[str]
+    """kmerize: the fields are its options (files as paths, `-` for stdin/stdout)."""
+
+    reads: list[str]  # READS...
+    output: str | None = None  # dataset folder
+    tsv: str | None = None  # tokens as TSV
+    counts: str | None = None  # k-mer counts TSV
     k: int = 6
+    count_k: int | None = None  # k of the counts; None: k
+    canonical: bool = False
     length: int = 150
     n_policy: str = "drop"  # drop | token
-    short_policy: str = "drop"  # drop | pad
-    long_policy: str = "truncate"  # truncate | tile
-    file_labels: list[str] = field(default_factory=list)  # one per input, or empty
-    truth: dict[str, str] | None = None  # read id -> label
-    name_field: int | None = None
-    name_sep: str = "|"
-    canonical: bool = False
-    count_k: int | None = None
+    short: str = "drop"  # drop | pad
+    long: str = "truncate"  # truncate | tile
+    label: list[str] = field(default_factory=list)  # one per input, or empty
+    truth: str | None = None  # truth TSV: read id -> label
+    label_field: int | None = None  # labels from this field of the read name
+    label_sep: str = "|"
+
+    def check(self) -> None:
+        if not (self.output or self.tsv or self.counts):
+            raise UsageError("--output: nothing to write: give -o/--output, --tsv and/or --counts")
+        if not 1 <= self.k <= MAX_TOKEN_K:
+            raise UsageError(f"-k: k must be 1..{MAX_TOKEN_K}: token ids are uint16 and a 4^k embedding table must fit "
+                             "in memory")
+        if self.count_k is not None and not 1 <= self.count_k <= MAX_COUNT_K:
+            raise UsageError(f"--count-k: must be 1..{MAX_COUNT_K} (2-bit k-mers in 64 bits)")
+        if not 1 <= self.length <= 100_000:
+            raise UsageError(f"--length: {self.length} is outside 1..100000")
+        if (self.output or self.tsv) and self.length < self.k:
+            raise UsageError(f"--length: --length {self.length} is shorter than k={self.k}")
+        for option, allowed in POLICIES.items():
+            value = getattr(self, option.removeprefix("--").replace("-", "_"))
+            if value not in allowed:
+                raise UsageError(f"{option}: {value!r} is not one of {', '.join(allowed)}")
+        if sum(x is not None for x in (self.label or None, self.truth, self.label_field)) > 1:
+            raise UsageError("--label: choose one label source: --label, --truth or --label-field")
+        if self.label and len(self.label) != len(self.reads):
+            raise UsageError(f"--label: {len(self.label)} labels for {len(self.reads)} input files")
+        if self.label_field is not None and self.label_field < 0:
+            raise UsageError(f"--label-field: {self.label_field} is below 0")
+        if not self.label_sep:
+            raise UsageError("--label-sep: the separator cannot be empty")
+        stdin_once("READS...", self.reads, "it can be read only once")
+        if self.output == STDOUT:
+            raise UsageError("--output: the dataset is a folder and cannot go to stdout; use --tsv - for text")
+        one_stdout(("--tsv", self.tsv), ("--counts", self.counts))
+
+    def inputs(self) -> list[str | None]:
+        return [*self.reads, self.truth]
 
 
 @dataclass
@@ -63,26 +106,28 @@ def read_truth_labels(path: str) -> dict[str, str]:
     return table
 
 
-def _labelled_records(req: KmerizeRequest, begun: list[tuple[int, str]] | None = None) -> Iterator[tuple[str, str, str | None]]:
-    """(name, sequence, label) of every record of every input; `begun` gets (records before it,
-    path) as each input begins, so that a record's place in the stream names its file and number."""
+def _labelled_records(req: KmerizeRequest, truth: dict[str, str] | None,
+                      begun: list[tuple[int, str]] | None = None) -> Iterator[tuple[str, str, str | None]]:
+    """(name, sequence, label) of every record of every input, labels from req.label, `truth`
+    (read id -> label) or req.label_field; `begun` gets (records before it, path) as each input
+    begins, so that a record's place in the stream names its file and number."""
     n = 0
-    for i, path in enumerate(req.inputs):
+    for i, path in enumerate(req.reads):
         if begun is not None:
             begun.append((n, path))
         for name, seq, _ in iter_records(path):
             n += 1
-            if req.file_labels:
-                label = req.file_labels[i]
-            elif req.truth is not None:
-                label = req.truth.get(name)
+            if req.label:
+                label = req.label[i]
+            elif truth is not None:
+                label = truth.get(name)
                 if label is None:
                     raise InputError(f"{path}: read {name} is not in the truth table")
-            elif req.name_field is not None:
-                parts = name.split(req.name_sep)
-                if req.name_field >= len(parts):
-                    raise InputError(f"{path}: read {name} has no field {req.name_field} when split on {req.name_sep!r}")
-                label = parts[req.name_field]
+            elif req.label_field is not None:
+                parts = name.split(req.label_sep)
+                if req.label_field >= len(parts):
+                    raise InputError(f"{path}: read {name} has no field {req.label_field} when split on {req.label_sep!r}")
+                label = parts[req.label_field]
             else:
                 label = None
             yield name, seq, label
@@ -134,7 +179,7 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     stats.reads_in += len(batch)
     if counter is not None:
         counter.add(flat)
-    if lengths.max() > L and req.long_policy == "tile":
+    if lengths.max() > L and req.long == "tile":
         tiled_names, tiled_seqs, tiled_labels = [], [], []
         for name, seq, label in batch:
             pieces = max(1, math.ceil(len(seq) / L))  # an empty read stays one (empty, dropped) piece
@@ -149,7 +194,7 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     too_short_k = lens < k
     stats.dropped["shorter_than_k"] += int(too_short_k.sum())
     keep &= ~too_short_k
-    if req.short_policy == "drop":
+    if req.short == "drop":
         short = keep & (lens < L)
         stats.dropped["shorter_than_length"] += int(short.sum())
         keep &= ~short
@@ -169,11 +214,11 @@ def process_batch(req: KmerizeRequest, batch, stats: Stats, counter: KmerCounter
     return tokenize(mat, k), labels, names
 
 
-def _batches(req: KmerizeRequest) -> Iterator[tuple[list, Callable[[int], str]]]:
+def _batches(req: KmerizeRequest, truth: dict[str, str] | None) -> Iterator[tuple[list, Callable[[int], str]]]:
     """Batches of BATCH records, each with a function from a record's index in the batch to
     "PATH: record N" (N counted in its file)."""
     begun: list[tuple[int, str]] = []
-    records = _labelled_records(req, begun)
+    records = _labelled_records(req, truth, begun)
     done = 0
     while batch := list(islice(records, BATCH)):
         def where(i: int, first: int = done) -> str:
@@ -184,17 +229,28 @@ def _batches(req: KmerizeRequest) -> Iterator[tuple[list, Callable[[int], str]]]
         done += len(batch)
 
 
-def run(req: KmerizeRequest, dataset_dir, tsv: BinaryIO | None, counts: BinaryIO | None,
-        report: Reporter) -> tuple[Stats, dict | None]:
-    """Stream all inputs once, writing whichever outputs were asked for: the dataset into the (temporary)
-    folder dataset_dir, the token TSV to `tsv`, the k-mer counts to `counts`; None skips one."""
+def run(req: KmerizeRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Write whichever of the dataset folder, the token TSV and the k-mer counts the request names;
+    returns {"stats": Stats, "header": the dataset's header.json or None}."""
+    truth = read_truth_labels(req.truth) if req.truth else None
+    folder = outputs.folder(req.output) if req.output else None
+    with outputs.streams(req.tsv, req.counts) as out:
+        stats, header = tokenize_into(req, truth, folder, out.get(req.tsv), out.get(req.counts), report)
+    return {"stats": stats, "header": header}
+
+
+def tokenize_into(req: KmerizeRequest, truth: dict[str, str] | None, dataset_dir, tsv: BinaryIO | None,
+                  counts: BinaryIO | None, report: Reporter) -> tuple[Stats, dict | None]:
+    """Stream all inputs once (labels from `truth`, read id -> label, when given), writing the
+    dataset into the folder dataset_dir, the token TSV to `tsv`, the k-mer counts to `counts`;
+    None skips one."""
     stats = Stats()
     counter = KmerCounter(req.count_k or req.k, req.canonical) if counts is not None else None
     writer = KmerDatasetWriter(dataset_dir, req.length - req.k + 1) if dataset_dir else None
     with report.progress("kmerizing reads", None) as advance:
         if tsv:
             tsv.write(b"read_id\tlabel\ttokens\n")
-        for batch, where in _batches(req):
+        for batch, where in _batches(req, truth):
             out = process_batch(req, batch, stats, counter, where)
             advance(len(batch))
             if out is None:
@@ -214,12 +270,12 @@ def run(req: KmerizeRequest, dataset_dir, tsv: BinaryIO | None, counts: BinaryIO
             "length": req.length,
             "n_tokens": req.length - req.k + 1,
             "token_convention": TOKEN_CONVENTION,
-            "vocab_size": 4**req.k + (2 if req.n_policy == "token" or req.short_policy == "pad" else 0),
+            "vocab_size": 4**req.k + (2 if req.n_policy == "token" or req.short == "pad" else 0),
             "special_tokens": {"unknown": unknown_token(req.k), "pad": pad_token(req.k)},
-            "policies": {"n": req.n_policy, "short": req.short_policy, "long": req.long_policy},
+            "policies": {"n": req.n_policy, "short": req.short, "long": req.long},
             "reads_in": stats.reads_in,
             "dropped": dict(sorted(stats.dropped.items())),
-            "inputs": list(req.inputs),
+            "inputs": list(req.reads),
             "genointerp_version": __version__,
         })
     if counter is not None:

@@ -19,10 +19,12 @@ from typing import BinaryIO, Callable
 
 import numpy as np
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.fastq import format_fastq
 from genointerp.io.junctions import write_bedpe
 from genointerp.io.sequences import read_reference
+from genointerp.job import in_ranges, one_stdout
 from genointerp.report import Reporter
 from genointerp.reads.insertions import BEDPE_EXTRA, InsertionPlan, apply_insertions, insertion_counts
 from genointerp.reads.sample_mix import SamplePlan, sample_sources
@@ -36,14 +38,22 @@ TRUTH_HEADER = "read_id\tlabel\tcontig\tstart\tend\tstrand\tmate\terrors\n"
 
 
 @dataclass
-class SimulationRequest:
-    sources: list[tuple[str, str]]  # (label, path), a label may repeat
-    layout: Layout
+class SimulateReadsRequest:
+    """simulate-reads: the fields are its options, LABEL=VALUE ones as pairs or dicts (files as
+    paths, `-` for stdout)."""
+
+    source: list[tuple[str, str]]  # (label, reference path), a label may repeat
+    output: str  # FASTQ (read 1, or interleaved pairs)
     num_reads: int | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    fractions: dict[str, float] = field(default_factory=dict)
+    count: dict[str, int] = field(default_factory=dict)
     balance: bool = False
-    circular: set[str] = field(default_factory=set)
+    fraction: dict[str, float] = field(default_factory=dict)
+    circular: list[str] = field(default_factory=list)  # labels
+    read_length: int = 150
+    paired: bool = False
+    output2: str | None = None  # FASTQ of read 2
+    fragment_mean: float = 400.0
+    fragment_sd: float = 50.0
     profile: str | None = None
     profile2: str | None = None
     read_ins_rate: float = 0.00009
@@ -51,32 +61,95 @@ class SimulationRequest:
     sub_rate: float = 0.0
     ins_rate: float = 0.0
     del_rate: float = 0.0
+    max_n_frac: float = 0.05
+    truth: str | None = None  # truth TSV
+    insert: tuple[str, str] | None = None  # insertion mode: (viral label, host label)
+    insertions: int = 10
+    insert_length: int = 2000
+    host_deletion: int = 10
+    depth: float | None = None
+    truth_bedpe: str | None = None
+    sample: tuple[str, str] | None = None  # sample mode: (viral label, host label)
+    viral_load: float = 1.0
+    type_mix: dict[str, float] = field(default_factory=dict)  # contig -> weight
+    host_genome_size: float | None = None
     seed: int = 1
-    insertion: InsertionPlan | None = None  # integrate viral fragments into a host (truth as BEDPE)
-    sample: SamplePlan | None = None  # a type mix at a viral load over a host (genointerp.reads.sample_mix)
+
+    def check(self) -> None:
+        in_ranges(("--num-reads", self.num_reads, 1, None), ("--read-length", self.read_length, 20, 1000),
+                  ("--fragment-mean", self.fragment_mean, 1, None), ("--fragment-sd", self.fragment_sd, 0, None),
+                  ("--read-ins-rate", self.read_ins_rate, 0, 0.1), ("--read-del-rate", self.read_del_rate, 0, 0.1),
+                  ("--sub-rate", self.sub_rate, 0, 0.75), ("--ins-rate", self.ins_rate, 0, 0.5),
+                  ("--del-rate", self.del_rate, 0, 0.5), ("--max-n-frac", self.max_n_frac, 0, 1),
+                  ("--insertions", self.insertions, 1, None), ("--insert-length", self.insert_length, 50, None),
+                  ("--host-deletion", self.host_deletion, 0, None), ("--depth", self.depth, 0.01, None),
+                  ("--viral-load", self.viral_load, 0, None), ("--host-genome-size", self.host_genome_size, 1, None),
+                  *(("--count", n, 0, None) for n in self.count.values()),
+                  *(("--fraction", f, 0, 1) for f in self.fraction.values()),
+                  *(("--type-mix", w, 0, None) for w in self.type_mix.values()))
+        if self.sample is not None:
+            if self.insert is not None or self.num_reads is not None or self.balance or self.fraction:
+                raise UsageError("--sample: with --sample the viral reads come from --viral-load and the others from "
+                                 "--count; drop --insert/-n/--balance/--fraction")
+        elif self.type_mix or self.host_genome_size is not None:
+            raise UsageError("--sample: --type-mix and --host-genome-size belong to sample mode: give --sample VIRAL=HOST")
+        if self.insert is not None:
+            if self.depth is None:
+                raise UsageError("--insert: insertion mode draws the host's reads at a depth: give --depth")
+            if self.num_reads is not None or self.balance or self.fraction:
+                raise UsageError("--insert: with --insert the reads come from --depth (and --count for other labels); "
+                                 "drop -n/--balance/--fraction")
+        elif self.depth is not None or self.truth_bedpe is not None:
+            raise UsageError("--insert: --depth and --truth-bedpe belong to insertion mode: give --insert VIRAL=HOST")
+        if self.insert is None and self.sample is None and (self.num_reads is None) == (not self.count):
+            raise UsageError("--num-reads: give either -n/--num-reads or --count for every label")
+        if self.count and (self.balance or self.fraction):
+            raise UsageError("--count: --count fixes every label's reads; drop --balance/--fraction")
+        if self.output2 and not self.paired:
+            raise UsageError("--output2: --output2 needs --paired")
+        if self.paired and self.fragment_mean < self.read_length:
+            raise UsageError(f"--fragment-mean: fragment mean {self.fragment_mean:g} is shorter than the read length "
+                             f"{self.read_length}")
+        one_stdout(("--output", self.output), ("--output2", self.output2), ("--truth", self.truth),
+                   ("--truth-bedpe", self.truth_bedpe))
+
+    def inputs(self) -> list[str | None]:
+        return [path for _, path in self.source] + [self.profile, self.profile2]
+
+    def layout(self) -> Layout:
+        return Layout(self.read_length, self.paired, self.fragment_mean, self.fragment_sd,
+                      max_n=int(self.max_n_frac * self.read_length))
+
+    def insertion_plan(self) -> InsertionPlan | None:
+        return None if self.insert is None else InsertionPlan(*self.insert, self.insertions, self.depth,
+                                                              self.insert_length, self.host_deletion)
+
+    def sample_plan(self) -> SamplePlan | None:
+        return None if self.sample is None else SamplePlan(*self.sample, self.viral_load, dict(self.type_mix),
+                                                           self.host_genome_size)
 
 
-def label_counts(req: SimulationRequest, lengths: dict[str, int]) -> dict[str, int]:
+def label_counts(req: SimulateReadsRequest, lengths: dict[str, int]) -> dict[str, int]:
     """Reads per label from --count, or from -n with --balance / --fraction / length-proportional."""
     labels = list(lengths)
-    for name in list(req.counts) + list(req.fractions) + sorted(req.circular):
+    for name in list(req.count) + list(req.fraction) + sorted(set(req.circular)):
         if name not in lengths:
             raise InputError(f"label {name!r} names no --source (labels: {', '.join(labels)})")
-    if req.counts:
-        missing = [lab for lab in labels if lab not in req.counts]
+    if req.count:
+        missing = [lab for lab in labels if lab not in req.count]
         if missing:
             raise InputError(f"--count given for some labels but not for {', '.join(missing)}")
-        return {lab: req.counts[lab] for lab in labels}
+        return {lab: req.count[lab] for lab in labels}
     assert req.num_reads is not None
-    fixed = sum(req.fractions.values())
+    fixed = sum(req.fraction.values())
     if fixed > 1 + 1e-9:
         raise InputError(f"--fraction values add up to {fixed:g}, more than 1")
-    rest = [lab for lab in labels if lab not in req.fractions]
+    rest = [lab for lab in labels if lab not in req.fraction]
     if req.balance and not rest:
         raise InputError("--balance: --fraction already fixes every label's share, so there is nothing to balance")
     if not rest and abs(fixed - 1) > 1e-9:
         raise InputError(f"--fraction covers every label but adds up to {fixed:g}, not 1")
-    weights = {lab: req.fractions[lab] for lab in req.fractions}
+    weights = {lab: req.fraction[lab] for lab in req.fraction}
     rest_weight = {lab: 1.0 if req.balance else float(lengths[lab]) for lab in rest}
     total_rest = sum(rest_weight.values())
     for lab in rest:
@@ -88,18 +161,21 @@ def _profile(path: str | None, mate: int) -> QualityProfile:
     return load_art_profile(path) if path else builtin_profile(mate)
 
 
-def load_sources(req: SimulationRequest, log: Callable[[str], None]) -> dict[str, Source]:
-    ref_rng = np.random.default_rng([req.seed, 1])  # separate streams: reads stay the same when
-    mut_rng = np.random.default_rng([req.seed, 2])  # only the augmentation rates change
+def load_sources(sources: list[tuple[str, str]], layout: Layout, circular: set[str], seed: int,
+                 log: Callable[[str], None], sub_rate: float = 0.0, ins_rate: float = 0.0,
+                 del_rate: float = 0.0) -> dict[str, Source]:
+    """The (label, path) references by label, mutated first at the given rates (seeded by `seed`)."""
+    ref_rng = np.random.default_rng([seed, 1])  # separate streams: reads stay the same when
+    mut_rng = np.random.default_rng([seed, 2])  # only the augmentation rates change
     by_label: dict[str, list] = {}
-    for label, path in req.sources:
+    for label, path in sources:
         records = read_reference(path)
         resolved = []
         for name, seq in records:
             codes, n_resolved = clean_reference(name, seq, ref_rng)
             if n_resolved:
                 resolved.append(f"{name} ({n_resolved})")
-            mutated, origin = mutate_codes(codes, req.sub_rate, req.ins_rate, req.del_rate, mut_rng)
+            mutated, origin = mutate_codes(codes, sub_rate, ins_rate, del_rate, mut_rng)
             by_label.setdefault(label, []).append((name, mutated, origin, codes.size))
         log(f"{label}: {path}: {len(records)} contigs, {sum(len(s) for _, s in records):,} bp")
         if resolved:
@@ -108,27 +184,38 @@ def load_sources(req: SimulationRequest, log: Callable[[str], None]) -> dict[str
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InputError(f"contig name {dup!r} appears in more than one --source; truth would be ambiguous")
-    return {lab: Source(lab, contigs, lab in req.circular, req.layout) for lab, contigs in by_label.items()}
+    return {lab: Source(lab, contigs, lab in circular, layout) for lab, contigs in by_label.items()}
 
 
-def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth: BinaryIO | None,
-        report: Reporter, out_bedpe: BinaryIO | None = None) -> dict[str, int]:
+def run(req: SimulateReadsRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Write the reads, and the truth table and junction BEDPE when named; returns {"reads_per_label":
+    {label: reads (fragments when paired)}}."""
+    with outputs.streams(req.output, req.output2, req.truth, req.truth_bedpe) as out:
+        counts = _simulate(req, out[req.output], out.get(req.output2), out.get(req.truth), report,
+                               out.get(req.truth_bedpe))
+    return {"reads_per_label": counts}
+
+
+def _simulate(req: SimulateReadsRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth: BinaryIO | None,
+              report: Reporter, out_bedpe: BinaryIO | None) -> dict[str, int]:
     """Simulate and write reads (to out1, read 2 of pairs to out2 or interleaved in out1 without it,
     the truth table to out_truth if given, an insertion run's junctions to out_bedpe); returns reads
     per label."""
-    L = req.layout.read_length
+    layout, insertion, sample = req.layout(), req.insertion_plan(), req.sample_plan()
+    L = layout.read_length
     samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
     errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)
-    sources = load_sources(req, report.log)
-    if req.insertion is not None:
-        sources, junctions = apply_insertions(sources, req.insertion, req.layout, np.random.default_rng([req.seed, 3]))
-        counts = insertion_counts(sources, req.insertion, req.layout, req.counts)
-        report.log(f"{req.insertion.count} insertions of {req.insertion.viral_label} into {req.insertion.host_label}, "
+    sources = load_sources(req.source, layout, set(req.circular), req.seed, report.log, req.sub_rate, req.ins_rate,
+                           req.del_rate)
+    if insertion is not None:
+        sources, junctions = apply_insertions(sources, insertion, layout, np.random.default_rng([req.seed, 3]))
+        counts = insertion_counts(sources, insertion, layout, req.count)
+        report.log(f"{insertion.count} insertions of {insertion.viral_label} into {insertion.host_label}, "
                    f"{len(junctions)} junctions")
         if out_bedpe is not None:
             write_bedpe(out_bedpe, junctions, BEDPE_EXTRA)
-    elif req.sample is not None:
-        sources, counts, lines = sample_sources(sources, req.sample, req.layout, req.counts)
+    elif sample is not None:
+        sources, counts, lines = sample_sources(sources, sample, layout, req.count)
         for line in lines:
             report.log(line)
     else:
@@ -141,7 +228,7 @@ def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth
     order = rng.permutation(np.repeat(np.arange(len(labels), dtype=np.int16), [counts[lab] for lab in labels]))
     contig_names = {lab: np.array([c.name for c in s.contigs], dtype=object) for lab, s in sources.items()}
 
-    paired = req.layout.paired
+    paired = layout.paired
     interleave = paired and out2 is None
     with report.progress("simulating reads", total) as advance:
         if out_truth:
@@ -154,7 +241,7 @@ def run(req: SimulationRequest, out1: BinaryIO, out2: BinaryIO | None, out_truth
                 serial = first + np.flatnonzero(chunk == li)
                 if serial.size == 0:
                     continue
-                frags = simulate(sources[lab], serial.size, req.layout, errors, rng)
+                frags = simulate(sources[lab], serial.size, layout, errors, rng)
                 _collect(lab, serial, frags, contig_names[lab], paired, records, truth_rows)
             if interleave:
                 out1.write(_interleave(records))

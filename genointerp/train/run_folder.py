@@ -137,12 +137,3 @@ def model_folder(outputs: AtomicOutputs, output: str, resume: bool, warn: Callab
             if main_rank:  # before the lock goes: no other run may take the folder over in between
                 outputs.commit()
                 finish(output)
-
-
-@contextmanager
-def training_outputs(output: str, inputs: list, resume: bool, force: bool,
-                     warn: Callable[[str], None]) -> Iterator[Path]:
-    """model_folder with its own AtomicOutputs (refusing outputs that replace `inputs`), for a
-    training command that does not run through genointerp.job.execute."""
-    with AtomicOutputs(force, inputs=inputs) as outputs, model_folder(outputs, output, resume, warn) as folder:
-        yield folder

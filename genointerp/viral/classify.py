@@ -28,30 +28,37 @@ per-read arithmetic (no sum runs across reads), so they need nothing of the kind
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Callable, Iterator
 
 import numpy as np
+import torch
 
 from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
+from genointerp.io.viral_report import write_sample_report
+from genointerp.job import one_stdout, stdin_once
+from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, load_model_dir
+from genointerp.models.xvir_inference import MICRO, XVirInference, supports
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
+from genointerp.resources import builtin_model_dir
+from genointerp.runtime import predict_proba, use_threads
+from genointerp.seq.alphabet import INVALID, N_CODE
+from genointerp.seq.kmers import tokenize
 from genointerp.viral.blocks import PASS, block_rows
 from genointerp.viral.calling import CallingRule, rule_of
 from genointerp.viral.evidence import KmerIndex, index_files, load_index
 from genointerp.viral.protein import ProteinIndex, load_protein_index
-from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
-from genointerp.seq.alphabet import INVALID, N_CODE
-from genointerp.seq.kmers import tokenize
+from genointerp.viral.sample_report import SampleTally, sample_name
+from genointerp.viral.scatter import chunk_fields, chunk_range, count_records, parse_chunk
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
-# New columns go last, so pipelines that cut fields 1-5 keep working
-HEADER = "read_id\tlength\tp_viral\tcall\tstatus\tkmer_hits\tevidence\tbits\treference\n"
 EVIDENCE_MODES = ("both", "model", "kmer")
 MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
 STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
@@ -60,39 +67,79 @@ EVIDENCE_LABELS = ("kmer", "both", "model", "none")
 
 @dataclass
 class ClassifyRequest:
-    inputs: list[str]
+    """classify-reads: the fields are its options (files as paths, `-` for stdin/stdout)."""
+
+    reads: list[str]  # READS...
+    output: str = "-"  # per-read calls TSV
+    model: str | None = None  # model folder; None: the built-in model; recorded in the summary with a digest of its files
     threshold: float | None = None  # None: the model's calibrated threshold (default_threshold)
-    unmapped_only: bool = False
-    reference: str | None = None
-    device: str = "cpu"
-    precision: str = "32"
-    chunk: tuple[int, int] | None = None  # (i, n): only chunk i of n of the read stream
-    model_path: str | None = None  # None: the built-in model; recorded in the summary with a digest of its files
     evidence: str | None = None  # both, model or kmer; None: both when the model has a k-mer index, else model
     min_bits: float | None = None  # None: the model folder's calling rule's
     model_all: bool = False  # run the model on every read, not only where it can change a call
-    report: bool = False  # type the viral reads by EM into the per-sample report (summary's viral_report)
+    summary: str | None = None  # run summary JSON
+    report: str | None = None  # per-sample viral report TSV (the reads typed by EM)
+    kraken_report: str | None = None  # the report in kraken2's format
+    multiqc: str | None = None  # the report as a MultiQC custom-content file
     sample: str | None = None  # the report's sample name; None: from the first input's file name
     host_genome_size: float = 3.1e9  # the report's copies per genome: GRCh38's size by default
+    viral_out: str | None = None  # the reads called viral
+    unmapped_only: bool = False
+    reference: str | None = None  # FASTA for CRAM decoding
+    chunk: str | None = None  # "I/N": only chunk I of N of the read stream
+    device: str = "cpu"  # a torch device (the CLI resolves --device auto)
+    precision: str = "32"
+    threads: int = 1
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        stdin_once("READS...", self.reads, "it cannot be read twice")
+        one_stdout(("--output", self.output), ("--summary", self.summary), ("--viral-out", self.viral_out),
+                   *self.reports())
         if self.evidence is not None and self.evidence not in EVIDENCE_MODES:
-            raise UsageError(f"--evidence must be one of {', '.join(EVIDENCE_MODES)}, not {self.evidence!r}")
+            raise UsageError(f"--evidence: must be one of {', '.join(EVIDENCE_MODES)}, not {self.evidence!r}")
         if self.min_bits is not None and not self.min_bits > 0:
-            raise UsageError(f"--min-bits must be above 0, not {self.min_bits}")
+            raise UsageError(f"--min-bits: must be above 0, not {self.min_bits}")
         if self.threshold is not None and not 0 <= self.threshold <= 1:
-            raise UsageError(f"--threshold must be from 0 to 1, not {self.threshold}")
-        if self.report and self.chunk:
-            raise UsageError("the per-sample report needs every read of the sample: run classify-reads unchunked for it")
+            raise UsageError(f"--threshold: must be from 0 to 1, not {self.threshold}")
         if not self.host_genome_size > 0:
-            raise UsageError(f"--host-genome-size must be above 0, not {self.host_genome_size}")
+            raise UsageError(f"--host-genome-size: must be above 0, not {self.host_genome_size}")
+        if self.threads < 1:
+            raise UsageError(f"--threads: {self.threads} is below 1")
+        if self.chunk is not None:
+            self.chunk_of()
+            reports = self.reports()
+            if reports:
+                raise UsageError(f"{reports[0][0]}: the per-sample report needs every read of the sample: run "
+                                 "classify-reads unchunked for it")
+            streams = [p for p in self.reads if is_stream(p)]
+            if streams:
+                what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
+                raise UsageError(f"--chunk: {what} cannot be chunked: every job must count the whole input, "
+                                 "so it is read twice; give a file")
+
+    def chunk_of(self) -> tuple[int, int] | None:
+        """--chunk as (I, N), None without it."""
+        if self.chunk is None:
+            return None
+        try:
+            return parse_chunk(self.chunk)
+        except ValueError as exc:
+            raise UsageError(f"--chunk: {exc}") from None
+
+    def reports(self) -> list[tuple[str, str]]:
+        """(option, path) of the per-sample report files asked for."""
+        return [(name, path) for name, path in (("--report", self.report), ("--kraken-report", self.kraken_report),
+                                                ("--multiqc", self.multiqc)) if path]
+
+    def model_folder(self) -> str:
+        return self.model or str(builtin_model_dir())
+
+    def inputs(self) -> list[str | None]:
+        return [*self.reads, self.model_folder(), self.reference]
 
 
 def default_threshold(config: dict, where: str = "model config.json") -> float:
     """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5.
     A damaged one (not a number from 0 to 1) is an InputError naming `where`."""
-    from genointerp.model_folder import check_calling
-
     threshold = check_calling(config, where)
     return 0.5 if threshold is None else threshold
 
@@ -100,8 +147,6 @@ def default_threshold(config: dict, where: str = "model config.json") -> float:
 def model_sha256(folder: str, config: dict) -> str:
     """SHA-256 over the model's config.json, weights and k-mer index files: tells summaries of
     different models apart even when the same model sits at different paths (host and container)."""
-    from genointerp.model_folder import CONFIG, WEIGHTS
-
     digest = hashlib.sha256()
     for path in [f"{folder}/{CONFIG}", f"{folder}/{WEIGHTS}", *index_files(folder, config)]:
         with open(path, "rb") as fh:
@@ -119,7 +164,7 @@ def records(req: ClassifyRequest, one_format: bool = False) -> Iterator[tuple[st
     first read of each input is checked (streams, BAM/CRAM).
     """
     if one_format:
-        _check_one_read_format([p for p in req.inputs if not is_stream(p)])
+        _check_one_read_format([p for p in req.reads if not is_stream(p)])
     it = _records(req, one_format)
     first = next(it, None)
     return it if first is None else chain([first], it)
@@ -127,7 +172,7 @@ def records(req: ClassifyRequest, one_format: bool = False) -> Iterator[tuple[st
 
 def _records(req: ClassifyRequest, one_format: bool) -> Iterator[tuple[str, str, str | None]]:
     kinds: dict[bool, str] = {}  # has qualities -> the first input that showed it
-    for path in req.inputs:
+    for path in req.reads:
         reads = iter_reads(path, req.unmapped_only, req.reference)
         for read in reads:
             if one_format:
@@ -170,11 +215,6 @@ def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndar
     (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches of
     PASS windows); otherwise the module runs in passes of PASS.
     """
-    import torch
-
-    from genointerp.models.xvir_inference import MICRO, XVirInference, supports
-    from genointerp.runtime import predict_proba
-
     if req.device == "cpu" and req.precision == "32" and supports(model):
         assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
         engine = XVirInference(model)
@@ -232,12 +272,7 @@ class Classifier:
 def load_classifier(req: ClassifyRequest) -> Classifier:
     """The request's model folder (or the built-in one), with its threshold, calling rule and
     evidence indexes (bits and kmer_hits are reported in every mode that has them)."""
-    from dataclasses import replace
-
-    from genointerp.model_folder import load_model_dir
-    from genointerp.resources import builtin_model_dir
-
-    path = req.model_path or str(builtin_model_dir())
+    path = req.model_folder()
     where = f"{path}/config.json"
     model, config = load_model_dir(path, expect="xvir")
     threshold = req.threshold if req.threshold is not None else default_threshold(config, where)
@@ -255,23 +290,36 @@ def load_classifier(req: ClassifyRequest) -> Classifier:
     return Classifier(path, model.to(req.device), config, threshold, index, protein, rule, evidence)
 
 
-def run(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out: dict | None = None) -> dict:
-    """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
-    binary streams, viral_out None for none). Returns the run's summary, with the per-sample viral
-    report (genointerp.viral.sample_report) with `req.report`; `sample_out` (format -> open binary
-    stream, see genointerp.io.viral_report.write_sample_report) gets it as files."""
-    from genointerp.viral.sample_report import SampleTally, sample_name
+def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Classify every read into the calls TSV, and write whichever of the reads called viral, the
+    summary JSON and the per-sample report files the request names; returns the summary (with the
+    per-sample viral report, genointerp.viral.sample_report, when a report file is asked for)."""
+    use_threads(req.threads)
+    with outputs.streams(req.output, req.summary, req.viral_out, req.report, req.kraken_report, req.multiqc,
+                         plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
+        summary = _classify(req, out[req.output], out.get(req.viral_out), report,
+                            {"tsv": out.get(req.report), "kraken": out.get(req.kraken_report),
+                             "multiqc": out.get(req.multiqc)})
+        if req.summary:
+            out[req.summary].write(summary_json(summary).encode())
+    return summary
 
+
+def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out: dict) -> dict:
+    """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
+    binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
+    see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
     clf = load_classifier(req)
-    tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.inputs), req.host_genome_size, report.log)
+    tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.reads), req.host_genome_size, report.log)
     counts: Counter = Counter()
     evidence_counts: Counter = Counter()
     total = called = model_reads = 0
     classify = batch_classifier(clf, req)
     it = records(req, one_format=viral_out is not None)
-    ids = hashlib.sha256() if req.chunk else None  # the chunk's read names, for merge-calls to pair files
-    if req.chunk:
-        part, parts = req.chunk
+    chunk = req.chunk_of()
+    ids = hashlib.sha256() if chunk else None  # the chunk's read names, for merge-calls to pair files
+    if chunk:
+        part, parts = chunk
         with report.progress(f"counting reads for chunk {part}/{parts}", None) as advance:
             n_input = count_records(records(req), advance)
         start, stop = chunk_range(part, parts, n_input)
@@ -300,8 +348,8 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out: dict
             total += len(batch)
             called += int(viral.size)
             advance(len(batch))
-    if req.chunk and total != stop - start:
-        raise InputError(f"{', '.join(req.inputs)}: {start + total:,} reads on the second pass, {n_input:,} when "
+    if chunk and total != stop - start:
+        raise InputError(f"{', '.join(req.reads)}: {start + total:,} reads on the second pass, {n_input:,} when "
                          "counted: did the input change while it was read?")
     scored = counts.get("scored", 0) + counts.get("model_abstained", 0)
     summary = {
@@ -320,19 +368,17 @@ def run(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out: dict
             "min_entropy": clf.index.settings.min_entropy, "n_kmers": int(clf.index.ids.size)},
         "protein_index": None if clf.protein is None else {"seed": clf.protein.settings.seed,
                                                           "n_kmers": int(clf.protein.ids.size)},
-        "inputs": list(req.inputs),
+        "inputs": list(req.reads),
         "model": clf.path,
         "model_sha256": model_sha256(clf.path, clf.config),
     }
-    if req.chunk:
+    if chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
-    if not req.report:
+    if not req.reports():
         tally.close()  # the reads were typed for the reference column only: no report asked for
     else:
-        from genointerp.io.viral_report import write_sample_report
-
         summary["viral_report"], report_rows = tally.finish()
-        write_sample_report(sample_out or {}, summary["viral_report"], report_rows, total, called)
+        write_sample_report(sample_out, summary["viral_report"], report_rows, total, called)
     return summary
 
 
@@ -397,6 +443,3 @@ def _record_text(rec) -> str:
     name, seq, qual = rec
     return f"@{name}\n{seq}\n+\n{qual}\n" if qual is not None else f">{name}\n{seq}\n"
 
-
-def summary_json(summary: dict) -> str:
-    return json.dumps(summary, indent=2) + "\n"

@@ -17,8 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from genointerp.errors import InputError
-from genointerp.report import Reporter
-from genointerp.seq.kmers import tokenize
+from genointerp.reads.kmerize import TOKEN_CONVENTION
+from genointerp.reads.simulate import load_sources
+from genointerp.report import SILENT, Reporter
+from genointerp.seq.error_profile import builtin_profile
+from genointerp.seq.kmers import pad_token, tokenize, unknown_token
+from genointerp.seq.simulate import ErrorModel, Layout, allocate, simulate
 from genointerp.viral.task import ReadClassificationTask
 
 POSITIVE = "viral"
@@ -59,40 +63,28 @@ class ReadSimulator:
     """Labelled reads drawn from the references, as token rows for XVir."""
 
     def __init__(self, spec: FreshReads, seed: int, report: Reporter) -> None:
-        from genointerp.reads.simulate import SimulationRequest, load_sources
-        from genointerp.seq.error_profile import builtin_profile
-        from genointerp.seq.simulate import ErrorModel, Layout
-
         if POSITIVE in {label for label, _ in spec.negatives}:
             raise InputError(f"--negative: {POSITIVE!r} is the viral label; name negatives otherwise (e.g. human=REF)")
         self.spec, self.seed, self.report = spec, seed, report
         self.shares = spec.weights()
         self.layout = Layout(read_length=spec.length)
         self.errors = ErrorModel(tuple(builtin_profile(mate).sampler(spec.length) for mate in (1, 2)))
-        self._viral_request = SimulationRequest([(POSITIVE, p) for p in spec.viral], self.layout,
-                                                circular={POSITIVE} if spec.circular else set(), seed=seed)
-        self.sources = load_sources(SimulationRequest(self._viral_request.sources + list(spec.negatives), self.layout,
-                                                      circular=self._viral_request.circular, seed=seed), report.log)
+        self._viral = [(POSITIVE, p) for p in spec.viral]
+        self._circular = {POSITIVE} if spec.circular else set()
+        self.sources = load_sources(self._viral + list(spec.negatives), self.layout, self._circular, seed, report.log)
 
     def labels(self) -> list[str]:
         return list(self.shares)
 
     def _viral_mutated(self, key: list[int]):
         """The viral source with new substitutions at viral_sub_rate (seeded by key)."""
-        from dataclasses import replace
-
-        from genointerp.reads.simulate import load_sources
-        from genointerp.report import SILENT
-
-        req = replace(self._viral_request, sub_rate=self.spec.viral_sub_rate, seed=int(np.random.default_rng(key).integers(2**31)))
-        return load_sources(req, SILENT.log)[POSITIVE]
+        seed = int(np.random.default_rng(key).integers(2**31))
+        return load_sources(self._viral, self.layout, self._circular, seed, SILENT.log, self.spec.viral_sub_rate)[POSITIVE]
 
     def draw(self, n: int, purpose: str, epoch: int = 0,
              shares: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """About n reads (fewer by those holding an N): codes uint8 (m, length), tokens uint16
         (m, length - k + 1) and label index int64 (m,) into labels(), in a seeded random order."""
-        from genointerp.seq.simulate import allocate, simulate
-
         key = [self.seed, _PURPOSE[purpose], epoch]
         rng = np.random.default_rng(key)
         counts = allocate(n, shares or self.shares)
@@ -117,9 +109,6 @@ class ReadSimulator:
 
     def header(self) -> dict:
         """What a kmerize dataset header says about tokens, for the model config."""
-        from genointerp.reads.kmerize import TOKEN_CONVENTION
-        from genointerp.seq.kmers import pad_token, unknown_token
-
         k = self.spec.k
         return {"k": k, "length": self.spec.length, "n_tokens": self.spec.length - k + 1, "token_convention": TOKEN_CONVENTION,
                 "vocab_size": 4**k, "special_tokens": {"unknown": unknown_token(k), "pad": pad_token(k)},

@@ -31,10 +31,22 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import islice
 
+import mappy
+import pysam
+
 from genointerp import __version__
 from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.chroms import chrom_alias
+from genointerp.io.genes import read_genes
+from genointerp.io.inputs import check_readable
 from genointerp.io.junctions import Junction, write_bedpe, write_vcf
+from genointerp.io.reference import Reference
+from genointerp.io.sequences import iter_records
+from genointerp.job import one_stdout
 from genointerp.report import Reporter
+from genointerp.resources import builtin_model_dir
+from genointerp.seq.alphabet import decode
 from genointerp.viral.panel import known_virus
 from genointerp.viral.placement import (Placement, ViralPanel, entropy_ok, junction_side, revcomp,
                                         unaligned_flank)
@@ -61,10 +73,16 @@ INFO_DEFS = [
 
 @dataclass
 class IntegrationRequest:
+    """find-integrations: the fields are its options (files as paths, `-` for stdout)."""
+
     host: str  # indexed host FASTA (the BAM's reference)
     bam: str | None = None
     reads1: str | None = None
     reads2: str | None = None
+    output: str = "-"  # junction table (TSV)
+    vcf: str | None = None  # the junctions as VCF breakends
+    bedpe: str | None = None  # the junctions as BEDPE
+    summary: str | None = None  # summary JSON
     genes: str | None = None
     viral_refs: list[str] = field(default_factory=list)
     model: str | None = None  # model folder whose viral references and seed index are used
@@ -74,18 +92,24 @@ class IntegrationRequest:
     max_fragment: int = 1000
     threads: int = 1
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if (self.bam is None) == (self.reads1 is None):
-            raise UsageError("give a host-aligned BAM/CRAM, or paired FASTQ (--reads1 and --reads2), not both")
+            raise UsageError("BAM: give a host-aligned BAM/CRAM, or paired FASTQ (--reads1 and --reads2), not both")
+        if self.bam == "-":
+            raise UsageError("BAM: the BAM must be an indexed file, not stdin")
         if (self.reads1 is None) != (self.reads2 is None):
-            raise UsageError("paired FASTQ needs both --reads1 and --reads2")
+            raise UsageError("--reads2: paired FASTQ needs both --reads1 and --reads2")
         if self.reads1 is not None and self.reads1 == self.reads2:
-            raise UsageError("--reads1 and --reads2 name the same file")
+            raise UsageError("--reads2: --reads1 and --reads2 name the same file")
         for name, value, low in (("--min-mapq", self.min_mapq, 0), ("--min-clip", self.min_clip, 15),
                                  ("--min-support", self.min_support, 1), ("--max-fragment", self.max_fragment, 100),
                                  ("--threads", self.threads, 1)):
             if value < low:
-                raise UsageError(f"{name} must be at least {low}")
+                raise UsageError(f"{name}: must be at least {low}")
+        one_stdout(("--output", self.output), ("--vcf", self.vcf), ("--bedpe", self.bedpe), ("--summary", self.summary))
+
+    def inputs(self) -> list[str | None]:
+        return [self.bam, self.host, self.reads1, self.reads2, self.genes, self.model, *self.viral_refs]
 
 
 @dataclass
@@ -173,10 +197,6 @@ class _Collector:
 
     def _rescue(self, piece: _Piece, flank: str) -> int | None:
         """The host base at the junction, from the viral read's host flank found next to its anchor."""
-        import mappy
-
-        from genointerp.seq.alphabet import decode
-
         start, end = piece.anchor
         lo, hi = (start, start + self.req.max_fragment) if piece.side == "+" else (end - self.req.max_fragment, end)
         lo, hi = max(lo, 0), min(hi, self.host.length(piece.chrom))
@@ -296,10 +316,6 @@ def _pair_piece(anchor, mate_seq_original: str, name: str) -> _Piece:
 
 
 def _scan_bam(req: IntegrationRequest, col: _Collector, host, report: Reporter) -> None:
-    import pysam
-
-    from genointerp.io.inputs import check_readable
-
     check_readable(req.bam)
     try:
         fh = pysam.AlignmentFile(req.bam, "r", reference_filename=req.host, threads=req.threads)
@@ -402,10 +418,6 @@ def _pair_names(n1: str, n2: str) -> tuple[str, str]:
 
 
 def _scan_fastq(req: IntegrationRequest, col: _Collector, host, report: Reporter) -> None:
-    import mappy
-
-    from genointerp.io.sequences import iter_records
-
     stats = col.stats
     stats.mode = "fastq"
     aligner = None
@@ -556,9 +568,6 @@ def _viral_end(call: _Call, panel: ViralPanel) -> tuple[str, str, int, int]:
 
 class _NearestGenes:
     def __init__(self, path: str, host, warn) -> None:
-        from genointerp.io.chroms import chrom_alias
-        from genointerp.io.genes import read_genes
-
         self.by_chrom: dict[str, list] = defaultdict(list)
         warned = set()
         for g in read_genes(path):
@@ -589,13 +598,9 @@ class _NearestGenes:
 # the job
 
 
-def run(req: IntegrationRequest, outputs, tsv: str, vcf: str | None, bedpe: str | None, summary: str | None,
-        report: Reporter) -> dict:
-    """Find the junctions and write them (through `outputs`, an io.atomic.AtomicOutputs) as a TSV
-    and optionally VCF, BEDPE and a summary JSON; returns the summary."""
-    from genointerp.io.reference import Reference
-    from genointerp.resources import builtin_model_dir
-
+def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Find the junctions and write them as the TSV req.output and, when named, VCF, BEDPE and a
+    summary JSON; returns the summary."""
     model_dir = req.model or builtin_model_dir()
     with Reference(req.host, report.warn) as host:
         genes = _NearestGenes(req.genes, host, report.warn) if req.genes else None
@@ -639,6 +644,7 @@ def run(req: IntegrationRequest, outputs, tsv: str, vcf: str | None, bedpe: str 
         used = sorted({j.mate_chrom for j in junctions})
         contigs += [(n, panel.refs[n].length) for n in used if n not in host.lengths]
     result = _summary(req, rows, stats, panel, model_dir)
+    tsv, vcf, bedpe, summary = req.output, req.vcf, req.bedpe, req.summary
     with outputs.streams(tsv, vcf, bedpe, summary) as out:
         out[tsv].write(("\t".join(TSV_COLUMNS) + "\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows)).encode())
         if vcf:
@@ -656,8 +662,6 @@ def _vcf_text(value: str) -> str:
 
 
 def _base(host, chrom: str, pos: int) -> str:
-    from genointerp.seq.alphabet import decode
-
     return decode(host.codes(chrom, pos, pos + 1)).decode()
 
 

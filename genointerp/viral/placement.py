@@ -24,11 +24,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import mappy
 import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.inputs import is_stream, open_text
+from genointerp.io.jsonfile import read_json_object
 from genointerp.io.sequences import read_reference
+from genointerp.model_folder import CONFIG
+from genointerp.reads.kmerize import encode_joined
+from genointerp.viral.evidence import REFS_FILE, load_index
 from genointerp.viral.panel import ViralName, name_reference
 
 WRAP = 500
@@ -102,10 +107,6 @@ class ViralPanel:
     """The model folder's seed index and references plus added references, with their aligners."""
 
     def __init__(self, model_dir: str | Path, extra: list[str], log, best_n: int = 5, index=None) -> None:
-        from genointerp.model_folder import CONFIG
-        from genointerp.io.jsonfile import read_json_object
-        from genointerp.viral.evidence import REFS_FILE, load_index
-
         model_dir = Path(model_dir)
         config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
                                   "a model configuration")
@@ -130,8 +131,6 @@ class ViralPanel:
         return [(n, d, s, path) for n, d, s in read_described(path)]
 
     def _aligner(self, records, source, preset, file_name, sources=None):
-        import mappy
-
         path = os.path.join(self._tmp.name, file_name)
         written = 0
         with open(path, "w") as fh:
@@ -164,8 +163,6 @@ class ViralPanel:
     def place(self, pieces: list[str]) -> list[Placement | None]:
         """The best placement of each piece on the panel (None: no viral evidence or no alignment).
         Deterministic: the best by matching bases, ties to the first reference name."""
-        from genointerp.reads.kmerize import encode_joined
-
         out: list[Placement | None] = [None] * len(pieces)
         if not pieces:
             return out

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable
 
 from genointerp.errors import InputError
+from genointerp.io.calls_table import HEADER
 from genointerp.io.inputs import is_stream, open_binary
 from genointerp.io.jsonfile import json_object
 from genointerp.viral.blocks import BLOCK
@@ -207,8 +208,6 @@ def open_chunk_files(paths: list[str], scratch: str) -> list[ChunkFile]:
 
 def _kind(path: str, first: bytes) -> str:
     """'calls', 'summary' or 'viral' (reads called viral; empty when a chunk called none)."""
-    from genointerp.viral.classify import HEADER
-
     if first.startswith(b"read_id\t"):
         if first.rstrip(b"\r\n") != HEADER.rstrip("\n").encode():
             columns = first.decode(errors="replace").split()
@@ -291,8 +290,6 @@ def merge_calls(tables: list[ChunkFile], summaries: list[ChunkFile], virals: lis
     digest of the read names a chunk summary records), and each viral-read file the reads its TSV
     calls viral, by name and in order: this catches lists given in different orders.
     """
-    from genointerp.viral.classify import HEADER
-
     merged, loaded = None, []
     if summaries:
         loaded = [(cf.path, read_summary(cf)) for cf in summaries]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
+from genointerp import runtime  # runtime.predict_proba looked up per call: tests stop a run at its Nth validation
 from genointerp.errors import InputError
 from genointerp.io.kmer_dataset import KmerDataset
+from genointerp.train.metrics import binary_metrics
 
 
 def binary_targets(ds: KmerDataset, positive: str) -> np.ndarray:
@@ -72,8 +76,6 @@ class ReadClassificationTask:
 
     def batch(self, idx: np.ndarray, flip: np.ndarray | None, device: str):
         """(tokens int64 (B, n_tokens), targets float32 (B,))."""
-        import torch
-
         x = np.asarray(self.tokens[idx], dtype=np.int64)
         if flip is not None and flip[idx].any():
             f = flip[idx]
@@ -82,12 +84,7 @@ class ReadClassificationTask:
                 torch.from_numpy(np.asarray(self.y[idx], dtype=np.float32)).to(device))
 
     def loss(self, logits, target):
-        import torch.nn.functional as F
-
         return F.binary_cross_entropy_with_logits(logits, target)
 
     def validate(self, model) -> dict:
-        from genointerp.runtime import predict_proba
-        from genointerp.train.metrics import binary_metrics
-
-        return binary_metrics(self.valid[1], predict_proba(model, self.valid[0], self.device, self.precision))
+        return binary_metrics(self.valid[1], runtime.predict_proba(model, self.valid[0], self.device, self.precision))

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
+from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.kmer_dataset import open_kmer_dataset
 from genointerp.io.sequences import read_reference
+from genointerp.job import in_ranges
+from genointerp.model_folder import load_model_dir
+from genointerp.models.xvir import XVir, XVirConfig, count_parameters
+from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels, tokenize_into
 from genointerp.report import Reporter
+from genointerp.runtime import predict_proba, use_threads
 from genointerp.train.driver import TrainingJob, run_training
+from genointerp.train.run_folder import checkpoint_dir, is_main_rank, model_folder
+from genointerp.train.fingerprint import fingerprint
+from genointerp.train.loop import TrainSettings
+from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr, threshold_at_fpr
 from genointerp.viral.calling import RULE_KEY, CallingRule
-from genointerp.viral.evidence import CONFIG_KEY, REFS_FILE, KmerIndex, KmerSettings, build_index, load_index
+from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, REFS_FILE, KmerIndex, KmerSettings, build_index,
+                                       load_index)
 from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
 from genointerp.viral.fresh import FreshReads, FreshReadTask, ReadSimulator
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
@@ -23,8 +35,110 @@ METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_accuracy", "valid_
                   "valid_ppv", "seconds"]
 
 
+FRESH_READS_PER_EPOCH = 200_000  # --reads-per-epoch's default
+
+
 @dataclass
-class TrainRequest:
+class TrainXvirRequest:
+    """train-xvir: the fields are its options (files and folders as paths)."""
+
+    datasets: list[str]  # DATASET...: kmerize dataset folders or read files; none: fresh reads
+    output: str  # the model folder
+    valid: list[str] = field(default_factory=list)
+    test: list[str] = field(default_factory=list)
+    positive: str = "viral"
+    truth: str | None = None  # read files: labels from a truth TSV
+    label_field: int = 0  # read files: labels from this field of the read name
+    k: int = 6
+    length: int = 150
+    epochs: int = 25
+    patience: int = 5
+    batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 1e-6
+    rc_augment: bool = False
+    d_model: int = 128
+    heads: int = 4
+    layers: int = 1
+    dropout: float = 0.1
+    position: str = "sinusoidal"
+    pre_norm: bool = False
+    device: str = "cpu"  # a torch device (the CLI resolves --device auto)
+    precision: str = "32"
+    threads: int = 1
+    seed: int = 1
+    viral: list[str] = field(default_factory=list)  # viral references: the k-mer index, and fresh reads
+    negative: list[tuple[str, str]] = field(default_factory=list)  # (label, reference)
+    circular: bool = False
+    kmer_seed: str | None = None
+    kmer_k: int | None = None
+    kmer_min_entropy: float = 1.5
+    reads_per_epoch: int | None = None  # fresh reads; None: FRESH_READS_PER_EPOCH
+    mix: dict[str, float] = field(default_factory=dict)  # fresh reads: label -> weight
+    viral_sub_rate: float = 0.0
+    target_fpr: float | None = None
+    init_from: str | None = None
+    resume: bool = False
+
+    def check(self) -> None:
+        in_ranges(("-k", self.k, 1, 7), ("--length", self.length, 1, None), ("--epochs", self.epochs, 1, None),
+                  ("--patience", self.patience, 1, None), ("--batch-size", self.batch_size, 1, None),
+                  ("--lr", self.lr, 0, None), ("--weight-decay", self.weight_decay, 0, None),
+                  ("--d-model", self.d_model, 4, None), ("--heads", self.heads, 1, None), ("--layers", self.layers, 1, None),
+                  ("--dropout", self.dropout, 0, 0.9), ("--threads", self.threads, 1, None),
+                  ("--label-field", self.label_field, 0, None), ("--kmer-min-entropy", self.kmer_min_entropy, 0, 2),
+                  ("--viral-sub-rate", self.viral_sub_rate, 0, 0.3), ("--target-fpr", self.target_fpr, 0, 0.5),
+                  ("--kmer-k", self.kmer_k, 11, 31), ("--reads-per-epoch", self.reads_per_epoch, 100, None))
+        if self.viral:
+            if self.kmer_k is not None and self.kmer_seed is not None:
+                raise UsageError("--kmer-k: give --kmer-seed or --kmer-k, not both")
+        elif self.negative or self.circular:
+            raise UsageError("--viral: --negative and --circular describe --viral references; give --viral")
+        fresh_options = [name for name, given in (("--reads-per-epoch", self.reads_per_epoch is not None),
+                                                  ("--mix", self.mix), ("--viral-sub-rate", self.viral_sub_rate > 0))
+                         if given]
+        if self.datasets and fresh_options:
+            raise UsageError(f"{fresh_options[0]}: {fresh_options[0]} is for training on fresh reads (no DATASET)")
+        if not self.datasets and not (self.viral and self.negative):
+            raise UsageError("DATASET: give kmerize datasets or read files, or --viral and --negative references to "
+                             "train on fresh reads")
+        if (self.valid or self.test) and not self.datasets:
+            raise UsageError("--valid: fresh-read training draws its own validation and test reads")
+        if not is_main_rank() and not all(os.path.isdir(p) for p in self.datasets + self.valid + self.test):
+            raise UsageError("DATASET: under torchrun, give kmerize dataset folders (kmerize first)")
+
+    def inputs(self) -> list[str | None]:
+        return [*self.datasets, *self.valid, *self.test, self.truth, self.init_from, *self.viral,
+                *(path for _, path in self.negative)]
+
+    def settings(self) -> TrainSettings:
+        return TrainSettings(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                             patience=self.patience, seed=self.seed, rc_augment=self.rc_augment, device=self.device,
+                             precision=self.precision)
+
+    def plan(self) -> TrainPlan:
+        """What to train on and what to build beside the model (datasets as given: read files are
+        tokenised by the job)."""
+        plan = TrainPlan(list(self.datasets), list(self.valid), list(self.test), self.positive, init_from=self.init_from,
+                         target_fpr=self.target_fpr, model={
+                             "d_model": self.d_model, "n_heads": self.heads, "n_layers": self.layers,
+                             "d_ff": 4 * self.d_model, "dropout": self.dropout, "position": self.position,
+                             "norm_first": self.pre_norm})
+        if self.viral:
+            shape = KmerSettings.contiguous(self.kmer_k) if self.kmer_k is not None else KmerSettings(self.kmer_seed or CODON_SEED)
+            plan.index = IndexRequest(list(self.viral), [path for _, path in self.negative],
+                                      replace(shape, min_entropy=self.kmer_min_entropy), self.circular)
+        if not self.datasets:
+            plan.fresh = FreshReads(list(self.viral), list(self.negative), self.circular,
+                                    self.reads_per_epoch or FRESH_READS_PER_EPOCH, dict(self.mix), self.viral_sub_rate,
+                                    self.k, self.length)
+        return plan
+
+
+@dataclass
+class TrainPlan:
+    """What XVirTraining trains on (from a TrainXvirRequest)."""
+
     datasets: list[str]
     valid: list[str] = field(default_factory=list)
     test: list[str] = field(default_factory=list)
@@ -63,9 +177,6 @@ def tokenize_read_files(groups: dict[str, list[str]], dest: Path, k: int, length
 
     Groups that already are dataset folders are passed through unchanged.
     """
-    from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels
-    from genointerp.reads.kmerize import run as kmerize
-
     labels = read_truth_labels(truth) if truth else None
     out = {}
     for name, paths in groups.items():
@@ -77,9 +188,9 @@ def tokenize_read_files(groups: dict[str, list[str]], dest: Path, k: int, length
         folder = dest / f"{name}.kmers"
         if not (folder / "header.json").exists():
             folder.mkdir(parents=True, exist_ok=True)
-            req = KmerizeRequest(inputs=paths, k=k, length=length, truth=labels,
-                                 name_field=None if labels is not None else label_field)
-            stats, _ = kmerize(req, folder, None, None, report)
+            req = KmerizeRequest(paths, k=k, length=length, truth=truth,
+                                 label_field=None if labels is not None else label_field)
+            stats, _ = tokenize_into(req, labels, folder, None, None, report)
             report.log(f"{name}: {stats.kept:,} of {stats.reads_in:,} reads tokenised")
         out[name] = [str(folder)]
     return out
@@ -90,7 +201,7 @@ class XVirTraining(TrainingJob):
 
     metric_columns = METRIC_COLUMNS
 
-    def __init__(self, req: TrainRequest, seed: int) -> None:
+    def __init__(self, req: TrainPlan, seed: int) -> None:
         self.req, self.seed = req, seed
         self.index_entry: dict | None = None
         self.protein_entry: dict | None = None
@@ -98,8 +209,6 @@ class XVirTraining(TrainingJob):
         self.calling: dict | None = None
 
     def fingerprint(self) -> dict:
-        from genointerp.train.fingerprint import fingerprint
-
         req = self.req
         inputs = {"DATASET": req.datasets, "--valid": req.valid, "--test": req.test, "--init-from": req.init_from}
         options = {"positive": req.positive}
@@ -131,8 +240,6 @@ class XVirTraining(TrainingJob):
                                  f"has {int(t.sum())} {req.positive} of {len(t)}")
 
     def model_config(self):
-        from genointerp.models.xvir import XVirConfig
-
         header = self.header
         vocab = 4 ** header["k"] + (2 if header["vocab_size"] > 4 ** header["k"] else 0)
         config = XVirConfig(k=header["k"], read_length=header["length"], vocab_size=vocab, **self.req.model)
@@ -140,12 +247,8 @@ class XVirTraining(TrainingJob):
         return config
 
     def build(self, config):
-        from genointerp.models.xvir import XVir
-
         if not self.req.init_from:
             return XVir(config)
-        from genointerp.model_folder import load_model_dir
-
         model, _ = load_model_dir(self.req.init_from, expect="xvir")
         if model.config != config:
             raise InputError(f"{self.req.init_from}: its architecture {model.config} does not match these data and "
@@ -154,8 +257,6 @@ class XVirTraining(TrainingJob):
         return model
 
     def describe(self, model) -> str:
-        from genointerp.models.xvir import count_parameters
-
         return (f"XVir {count_parameters(model):,} parameters; train {len(self.train[1]):,}, "
                 f"valid {len(self.valid[1]):,}, test {len(self.test_set[1]):,} reads")
 
@@ -164,9 +265,6 @@ class XVirTraining(TrainingJob):
                                       settings.rc_augment, settings.device, settings.precision)
 
     def test(self, model, settings) -> dict:
-        from genointerp.runtime import predict_proba
-        from genointerp.train.metrics import binary_metrics, recall_at_fpr
-
         y = self.test_set[1]
         self.p = p = predict_proba(model, self.test_set[0], settings.device, settings.precision)
         if self.req.target_fpr is not None:
@@ -176,8 +274,6 @@ class XVirTraining(TrainingJob):
     def calibrate(self, model, settings) -> dict:
         """The calling threshold at req.target_fpr, on the test split's negatives (its reads were
         not trained on)."""
-        from genointerp.train.metrics import threshold_at_fpr
-
         y, p = self.test_set[1], self.p
         t = threshold_at_fpr(y, p, self.req.target_fpr)
         return {"threshold": t, "target_fpr": self.req.target_fpr, "fpr": float((p[y == 0] >= t).mean()),
@@ -200,8 +296,6 @@ class XVirTraining(TrainingJob):
         }
 
     def write_extra(self, folder: Path) -> None:
-        from genointerp.train.metrics import plot_roc
-
         plot_roc(self.test_set[1], self.p, folder / "roc.png", f"XVir test reads (n={len(self.p):,})")
 
 
@@ -227,8 +321,6 @@ class FreshXVirTraining(XVirTraining):
         return tokens, (label == 0).astype(np.float32)
 
     def describe(self, model) -> str:
-        from genointerp.models.xvir import count_parameters
-
         return (f"XVir {count_parameters(model):,} parameters; {self.req.fresh.reads_per_epoch:,} fresh reads per "
                 f"epoch, valid {len(self.valid[1]):,}, test {len(self.test_set[1]):,} reads")
 
@@ -246,9 +338,6 @@ def calibrate_on_fresh_reads(model, sim: ReadSimulator, index: KmerIndex | None,
     negative label of `sim`; the highest of their thresholds), for --evidence model. With a viral
     index, classify-reads' default rule weighs the evidence and the model in one score
     (genointerp.viral.calling); its settings are recorded beside the threshold."""
-    from genointerp.runtime import predict_proba
-    from genointerp.train.metrics import threshold_at_fpr
-
     labels = sim.labels()
     per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
     _, tokens, label = sim.draw(per_label * len(labels), "calibration", shares={lab: 1.0 for lab in labels})
@@ -263,14 +352,34 @@ def calibrate_on_fresh_reads(model, sim: ReadSimulator, index: KmerIndex | None,
             **({RULE_KEY: CallingRule().as_dict()} if index is not None else {})}
 
 
-def run(req: TrainRequest, settings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
+def run(req: TrainXvirRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Train and fill the model folder req.output (rank 0; other DDP ranks write nothing), with the
+    training-run folder OUTPUT.checkpoint/ guarded, locked and dropped once the model folder is in
+    place (genointerp.train.run_folder.model_folder). Returns the test metrics."""
+    use_threads(req.threads)
+    plan, settings = req.plan(), req.settings()
+    with model_folder(outputs, req.output, req.resume, report.warn) as folder:
+        if is_main_rank() and plan.datasets:
+            if not all(os.path.isdir(p) for p in plan.datasets + plan.valid + plan.test):
+                plan.read_files = {"inputs": {"DATASET": plan.datasets, "--valid": plan.valid, "--test": plan.test,
+                                              "--truth": req.truth},
+                                   "options": {"k": req.k, "length": req.length,
+                                               "label_field": None if req.truth else req.label_field}}
+            groups = tokenize_read_files({"train": plan.datasets, "valid": plan.valid, "test": plan.test},
+                                         checkpoint_dir(req.output) / "data", req.k, req.length, req.truth,
+                                         req.label_field, report)
+            plan.datasets, plan.valid, plan.test = groups["train"], groups["valid"], groups["test"]
+        return train(plan, settings, folder, req.output, req.resume, report)
+
+
+def train(plan: TrainPlan, settings: TrainSettings, folder: Path, output: str, resume: bool, report: Reporter) -> dict:
     """Train and fill `folder` (rank 0). Returns the test metrics.
 
     The k-mer index, when asked for, is built first: a bad reference fails the run before
     training, not after it."""
-    job = (FreshXVirTraining if req.fresh is not None else XVirTraining)(req, settings.seed)
-    if req.index is not None:
-        ix = req.index
+    job = (FreshXVirTraining if plan.fresh is not None else XVirTraining)(plan, settings.seed)
+    if plan.index is not None:
+        ix = plan.index
         job.index_entry = build_index(folder, ix.viral, ix.negatives, ix.settings, ix.circular, report)
         job.index = load_index(folder, {CONFIG_KEY: job.index_entry})
         job.protein_entry = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), ix.negatives,
