@@ -38,6 +38,10 @@ class Request(Protocol):
         """The paths the job reads (None and `-` allowed): outputs may not replace them."""
 
 
+# the seeds every command's random generators take: numpy's and torch's take more, scikit-learn's
+# (capsule-train's baselines) no more than 2**32 - 1; --seed is declared with this range too
+SEED_MAX = 2**32 - 1
+
 R = TypeVar("R", bound=Request)
 Job = Callable[[R, AtomicOutputs, Reporter], dict]
 

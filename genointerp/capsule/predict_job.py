@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from genointerp.capsule.predict import capsule_lengths, class_probabilities, model_fields, model_matrix, \
     predictions_table
-from genointerp.capsule.rules import within
 from genointerp.capsule.scaler import Scaler
 from genointerp.io.atomic import STDOUT, AtomicOutputs
 from genointerp.io.features import read_features
+from genointerp.job import in_ranges
 from genointerp.model_folder import load_model_dir
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, device_for, use_threads
@@ -32,7 +32,7 @@ class CapsulePredictRequest:
     threads: int = 1
 
     def check(self) -> None:
-        within(("--threads", self.threads, 1, None))
+        in_ranges(("--threads", self.threads, 1, None))
 
     def inputs(self) -> list[str | None]:
         return [self.model_dir, self.features]

@@ -6,22 +6,6 @@ from __future__ import annotations
 from genointerp.errors import UsageError
 from genointerp.models.capsule import CapsuleConfig
 
-# --seed's range (cli.options.SEED_MAX): scikit-learn's random_state takes no more
-SEED_MAX = 2**32 - 1
-
-
-def within(*ranges: tuple[str, float | None, float | None, float | None]) -> None:
-    """(option, value, lowest, highest) each: UsageError for a value outside lowest..highest (NaN
-    included); a None value (an option left to its default) or bound is not checked."""
-    for name, value, lo, hi in ranges:
-        if value is None:
-            continue
-        if lo is not None and not value >= lo and hi is None:
-            raise UsageError(f"{name}: {value} is below {lo}")
-        if not ((lo is None or value >= lo) and (hi is None or value <= hi)):
-            raise UsageError(f"{name}: {value} is outside {'' if lo is None else lo}..{'' if hi is None else hi}")
-
-
 def primary_kind(primary: str) -> None:
     if primary not in CapsuleConfig.PRIMARY_KINDS:
         raise UsageError(f"--primary: expected one of {', '.join(CapsuleConfig.PRIMARY_KINDS)}, got {primary!r}")

@@ -22,13 +22,13 @@ from genointerp.capsule import search as cs
 from genointerp.capsule.cohort import align, class_counts, order_case_last
 from genointerp.capsule.interpret import gene_groups
 from genointerp.capsule.pair_screen import chance_threshold, screen_table
-from genointerp.capsule.rules import SEED_MAX, network, primary_kind, within
+from genointerp.capsule.rules import network, primary_kind
 from genointerp.capsule.settings import CapsuleSettings, settings_dict
 from genointerp.capsule.splits import make_splits
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_features, read_phenotypes
-from genointerp.job import one_stdin
+from genointerp.job import SEED_MAX, in_ranges, one_stdin
 from genointerp.report import Reporter
 from genointerp.runtime import usable_threads, use_threads
 
@@ -70,7 +70,7 @@ class CapsuleSearchRequest:
 
     def check(self) -> None:
         self.subset_sizes()
-        within(("--population", self.population, 2, None), ("--generations", self.generations, 1, None),
+        in_ranges(("--population", self.population, 2, None), ("--generations", self.generations, 1, None),
                ("--folds", self.folds, 2, None), ("--repeats", self.repeats, 1, None), ("--gate", self.gate, 0, None),
                ("--size-penalty", self.size_penalty, 0, None), ("--elite", self.elite, 0, None),
                ("--mutation-rate", self.mutation_rate, 0, 0.99), ("--time-budget", self.time_budget, 0, None),

@@ -17,13 +17,13 @@ from genointerp.capsule.cohort import align, class_counts, order_case_last
 from genointerp.capsule.interpret import gene_groups, gene_index, spared_genes
 from genointerp.capsule.model_dir import write_model_dir
 from genointerp.capsule.protocol import train
-from genointerp.capsule.rules import SEED_MAX, network, primary_kind, within
+from genointerp.capsule.rules import network, primary_kind
 from genointerp.capsule.settings import CapsuleSettings
 from genointerp.capsule.tables import results_table
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_dosages, read_features, read_phenotypes
-from genointerp.job import one_stdin
+from genointerp.job import SEED_MAX, in_ranges, one_stdin
 from genointerp.models.capsule import CapsuleConfig
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, device_for, use_threads
@@ -80,7 +80,7 @@ class CapsuleTrainRequest:
     seed: int = 1
 
     def check(self) -> None:
-        within(("--folds", self.folds, 2, None), ("--test-fraction", self.test_fraction, 0, 0.9),
+        in_ranges(("--folds", self.folds, 2, None), ("--test-fraction", self.test_fraction, 0, 0.9),
                ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--epochs", self.epochs, 1, None),
                ("--patience", self.patience, 1, None), ("--batch-size", self.batch_size, 1, None),
                ("--lr", self.lr, 0, None), ("--weight-decay", self.weight_decay, 0, None),

@@ -6,9 +6,8 @@ import math
 
 import typer
 
-# the seeds every command's random generators take: numpy's and torch's take more, scikit-learn's
-# (capsule-train's baselines) no more than 2**32 - 1; a negative seed is a usage error, not a traceback
-SEED_MAX = 2**32 - 1
+from genointerp.job import SEED_MAX
+
 
 
 def seed_option(help: str = "Random seed: same inputs and seed, same outputs."):

@@ -27,7 +27,7 @@ from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, 
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import DosageWriter, Features, read_phenotypes, write_features
 from genointerp.io.ids import read_ids
-from genointerp.job import one_stdin
+from genointerp.job import in_ranges, one_stdin
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, Site, VcfGenotypes
@@ -68,11 +68,7 @@ class GenePcaRequest:
             raise UsageError("--samples: give --samples or --phenotypes, not both")
         one_stdin(("VCF", self.vcf), ("--genes", self.genes), ("--samples", self.samples),
                   ("--phenotypes", self.phenotypes), ("--fit-samples", self.fit_samples))
-        for name, value, lo, hi in (("--maf", self.maf, 0, 0.5), ("--max-missing", self.max_missing, 0, 1)):
-            if not lo <= value <= hi:
-                raise UsageError(f"{name}: {value} is outside {lo}..{hi}")
-        if self.threads < 1:
-            raise UsageError(f"--threads: {self.threads} is below 1")
+        in_ranges(("--maf", self.maf, 0, 0.5), ("--max-missing", self.max_missing, 0, 1), ("--threads", self.threads, 1, None))
         self.rule()
 
     def rule(self) -> PcsRule:

@@ -18,7 +18,7 @@ from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions, whole_chromosomes
 from genointerp.io.tfrecord import read_statistics
 from genointerp.io.tracks import read_targets
-from genointerp.job import in_range, one_of
+from genointerp.job import SEED_MAX, in_range, one_of
 from genointerp.model_folder import build_model
 from genointerp.models.swin1d import widen_stem
 from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
@@ -38,7 +38,6 @@ from genointerp.train.loop import TrainSettings
 from genointerp.train.run_folder import check_resume, checkpoint_dir, model_folder
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_pearson", "seconds"]
-SEED_MAX = 2**32 - 1  # as cli.options.SEED_MAX: scikit-learn's limit, kept by every command's --seed
 
 
 @dataclass
