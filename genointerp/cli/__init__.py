@@ -1,43 +1,15 @@
-"""The `genointerp` Typer application. Command modules import heavy libraries inside their bodies."""
+"""The `genointerp` command line: the Typer application (cli/app.py) with every command module
+registered on it. Command modules import heavy libraries (torch) inside their bodies, so that
+`genointerp --help` starts without them."""
 
 from __future__ import annotations
 
-import typer
+from genointerp.cli import attention, capsule, genotypes, integrations, reads, tracks, versions, viral
+from genointerp.cli.app import app
 
-from genointerp import __version__
-from genointerp.cli.common import ErrorReportingGroup, Settings
+del attention, capsule, genotypes, integrations, reads, tracks, versions, viral  # imported to register their commands
 
-app = typer.Typer(
-    name="genointerp",
-    cls=ErrorReportingGroup,
-    help="Interpretable deep learning for sequencing pipelines: simulate and tokenise reads, "
-    "detect viral reads, predict genomic tracks, read out attention.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    add_completion=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"genointerp {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No log lines or progress bars on stderr."),
-    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for errors."),
-) -> None:
-    Settings.quiet, Settings.debug = quiet, debug
-
-
-from genointerp.cli import attention, capsule, genotypes, integrations, reads, tracks, versions, viral  # noqa: E402  (each registers its commands on `app`)
-
-del attention, capsule, genotypes, integrations, reads, tracks, versions, viral
+__all__ = ["app", "main"]
 
 
 def main() -> None:

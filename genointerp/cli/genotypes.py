@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from genointerp.cli import app
+from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log
 from genointerp.cli.options import force_option, threads_option
 from genointerp.runtime import usable_threads

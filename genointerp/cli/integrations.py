@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from genointerp.cli import app
+from genointerp.cli.app import app
 from genointerp.cli.options import force_option, threads_option
 from genointerp.cli.common import REPORTER, log
 

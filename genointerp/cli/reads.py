@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from genointerp.cli import app
+from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log, parse_pairs
 from genointerp.cli.options import force_option, number, seed_option
 

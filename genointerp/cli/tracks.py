@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from genointerp.cli import app
+from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log
 from genointerp.cli.options import device_option, force_option, seed_option, threads_option
 from genointerp.job import execute

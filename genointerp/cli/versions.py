@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from genointerp.cli import app
+from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER
 from genointerp.cli.options import force_option
 

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from genointerp.cli import app
+from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs
 from genointerp.cli.options import device_option, force_option, number, seed_option, threads_option
 from genointerp.runtime import Precision

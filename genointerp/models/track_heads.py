@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from genointerp.models.config import ModelConfig
+from genointerp.models.motif_scan import MotifScan
 
 
 @dataclass(frozen=True)
@@ -232,8 +233,7 @@ def track_output(width: int, config: TrackConfig) -> TrackOutput:
     """The output of a track model whose trunk ends `width` wide, with the motif scan its config names."""
     scan = None
     if config.motifs:
-        from genointerp.models.motif_scan import MotifScan
-
+    
         scan = MotifScan(len(config.motifs), config.motif_kernel, config.seq_len, config.bin_size, config.target_bins)
     return TrackOutput(width, config.track_groups, config.dropout, config.head_width, scan)
 

@@ -31,11 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.inputs import first_duplicate
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
 from genointerp.seq.idset import IdSet, sorted_unique
-from genointerp.seq.kmers import MAX_COUNT_K, kmer_ids, reverse_complement_ids
+from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
@@ -250,7 +251,7 @@ def build_index(folder: str | Path, viral: list[str], negatives: list[str], sett
     settings.check()
     folder = Path(folder)
     records = [(name, seq) for path in viral for name, seq in read_reference(path)]
-    if (dup := _first_duplicate_name(records)) is not None:
+    if (dup := first_duplicate([name for name, _ in records])) is not None:
         raise InputError(f"viral references: contig name {dup!r} appears twice")
     index = KmerIndex(reference_kmers(records, settings, circular), settings)
     report.log(f"k-mer index: {index.ids.size:,} canonical {settings.describe()} from {len(records):,} viral contigs")
@@ -269,17 +270,9 @@ def build_index(folder: str | Path, viral: list[str], negatives: list[str], sett
 
 def kmer_text(ids: np.ndarray, seed: str) -> list[bytes]:
     """One line b'ACNT...\\n' per seed id of ids uint64 (n,), N at the bases the seed skips."""
-    from genointerp.seq.kmers import decode_kmers
-
     letters = decode_kmers(ids, len(seed))
     letters[:, [i for i, c in enumerate(seed) if c == "0"]] = ord("N")
     return [row.tobytes() + b"\n" for row in letters]
-
-
-def _first_duplicate_name(records):
-    from genointerp.io.inputs import first_duplicate
-
-    return first_duplicate([name for name, _ in records])
 
 
 def _write_gzip(path: Path, data: bytes) -> None:
