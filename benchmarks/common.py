@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 GENOINTERP = [sys.executable, "-m", "genointerp"]
 
 
@@ -44,9 +46,8 @@ def out_dir(path: str) -> Path:
     return p
 
 
-def read_calls(path) -> tuple[list[str], "np.ndarray"]:
+def read_calls(path) -> tuple[list[str], np.ndarray]:
     """Read ids and p_viral of a classify-reads TSV; unscored reads (NA) count as p = 0."""
-    import numpy as np
 
     rows = [line.split("\t") for line in Path(path).read_text().splitlines()[1:]]
     return [r[0] for r in rows], np.array([float(r[2]) if r[2] != "NA" else 0.0 for r in rows])
