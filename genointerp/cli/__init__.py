@@ -4,10 +4,13 @@ registered on it. Command modules import heavy libraries (torch) inside their bo
 
 from __future__ import annotations
 
-from genointerp.cli import attention, capsule, genotypes, integrations, reads, tracks, versions, viral
 from genointerp.cli.app import app
 
-del attention, capsule, genotypes, integrations, reads, tracks, versions, viral  # imported to register their commands
+# imported to register their commands, in the order --help and docs/cli.md list them: a workflow's
+# order, reads to viral calls to integration sites, then tracks, attention, genotypes, versions
+from genointerp.cli import reads, viral, integrations, tracks, attention, genotypes, capsule, versions  # noqa: I001
+
+del reads, viral, integrations, tracks, attention, genotypes, capsule, versions
 
 __all__ = ["app", "main"]
 
