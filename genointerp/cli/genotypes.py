@@ -38,7 +38,7 @@ def gene_pca(
     nearest_gene: bool = typer.Option(False, "--nearest-gene", help="Assign SNPs outside every gene to the nearest gene (default: drop them)."),
     pcs_rule: str = typer.Option("4:1,20:4,inf:8", "--pcs-rule", help="Fit only: PCs kept per gene as MAX_SNPS:N_PCS steps: the default keeps 1 PC for 1-4 SNPs, 4 for 5-20, 8 for more (never above the rank)."),
     threads: int = threads_option("Threads for the per-gene PCAs (parsing runs alongside)."),
-    tsv: bool = typer.Option(True, "--tsv/--no-tsv", help="Also write features.tsv (at 10,000 samples x 100,000 PCs that is 10 GB and most of the run time; capsule-train reads features.npy)."),
+    tsv: bool = typer.Option(True, "--tsv/--no-tsv", help="Also write features.tsv (text: about 10 bytes per value, 10 GB at 10,000 samples x 100,000 PCs; capsule-train reads features.npy)."),
     keep_dosages: bool = typer.Option(False, "--keep-dosages", help="Also write dosages.npy (int8 samples x SNPs, -1 missing) and snps.tsv: the SNPs behind the PCs, for capsule-train's PRS baseline. With --apply: the fit's SNPs, oriented as there. 1 byte per call: 45 MB at 3,000 samples x 15,000 SNPs."),
     force: bool = force_option("an existing output folder"),
 ) -> None:
