@@ -68,20 +68,21 @@ XVIR_KMER_HITS = {
     "viral|626|HPV6|4629|4779|-|0": 121,
 }
 # Their evidence bits (seeds and proteins, as the TSV writes them): 0 for the human and E. coli
-# reads, 100 and more for reads of genomes the index holds.
+# reads, 100 and more for reads of genomes the index holds (re-pinned when the shipped evidence was
+# rebuilt with the spaced protein seed 110110111: the viral reads' bits moved by -35 to +5, the others stayed 0).
 XVIR_BITS = {
-    "viral|1785|HPV18|4475|4625|-|0": 209.50,
-    "viral|1052|HPV6|4151|4301|-|3": 119.03,
+    "viral|1785|HPV18|4475|4625|-|0": 196.02,
+    "viral|1052|HPV6|4151|4301|-|3": 123.82,
     "human|1263|20|34527|34677|-|0": 0.00,
     "bacterial|1358|Ecoli536_1000000|43516|43666|+|0": 0.00,
     "human|712|20|59189|59339|-|0": 0.00,
-    "viral|651|HPV142|7328|7478|+|0": 179.48,
+    "viral|651|HPV142|7328|7478|+|0": 175.85,
     "human|784|20|89525|89675|+|0": 0.00,
-    "viral|1063|HPV16|896|1046|-|1": 119.64,
+    "viral|1063|HPV16|896|1046|-|1": 123.17,
     "human|1987|20|17654|17804|+|0": 0.00,
     "human|444|20|15862|16012|-|1": 0.00,
-    "viral|369|HPV18|1404|1554|-|0": 200.28,
-    "viral|626|HPV6|4629|4779|-|0": 176.30,
+    "viral|369|HPV18|1404|1554|-|0": 165.70,
+    "viral|626|HPV6|4629|4779|-|0": 175.65,
 }
 # Tracks (genointerp/resources/models/tracks_dream_chr20), `genointerp predict-tracks --fasta
 # test-data/chr20_slice.fa.gz --regions <20:40000-44096>`: predicted signal of five tracks at three
@@ -186,7 +187,7 @@ def test_make_run_calls_the_pinned_reads(cli, tmp_path):
     """The README's `make run`: the default model and threshold on tumor_small.fq.gz."""
     tsv, summary = classify(cli, tmp_path)
     assert summary["threshold"] == XVIR_THRESHOLD and summary["reads_scored"] == 2000
-    assert summary["rule"] == {"min_bits": 10.0, "model_weight": 2.0, "model_clip": 3.0}
+    assert summary["rule"] == {"min_bits": 9.0, "model_weight": 2.0, "model_clip": 3.0}
     assert xvir_call_misses(tsv, summary) == []
 
 
