@@ -1,4 +1,4 @@
-"""capsule-search: a seeded genetic algorithm over gene subsets for interactions (issue 18).
+"""capsule-search: a seeded genetic algorithm over gene subsets for interactions.
 
 The fitness of a gene subset S rewards only what a sum of per-gene effects does not explain:
 
