@@ -19,6 +19,8 @@ WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
 
 def _registry():
+    # here, not at the top: the models import torch (about 1.5 s), and reading or checking a
+    # folder's config.json (check_calling, read_config) must not pay for it
     from genointerp.models.capsule import CapsuleConfig, CapsuleNet
     from genointerp.models.swin1d import GenomicInterpreter, Swin1DConfig
     from genointerp.models.track_baselines import (AttPoolCNN, AttPoolCNNConfig, AttPoolDilated, AttPoolDilatedConfig,
