@@ -366,7 +366,8 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
         "kmer_index": None if clf.index is None else {
             "k": clf.index.settings.k, "seed": clf.index.settings.seed,
             "min_entropy": clf.index.settings.min_entropy, "n_kmers": int(clf.index.ids.size)},
-        "protein_index": None if clf.protein is None else {"seed": clf.protein.settings.seed,
+        "protein_index": None if clf.protein is None else {"k": clf.protein.settings.weight,
+                                                          "seed": clf.protein.settings.seed,
                                                           "n_kmers": int(clf.protein.ids.size)},
         "inputs": list(req.reads),
         "model": clf.path,
