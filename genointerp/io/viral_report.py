@@ -19,28 +19,29 @@ def write_report_tsv(out: BinaryIO, rows) -> None:
     """One row per virus type (genointerp.viral.sample_report.ReportRow), most reads first."""
     lines = [REPORT_HEADER]
     for r in rows:
-        lines.append(f"{r.sample}\t{r.virus}\t{r.type}\t{r.reads:.2f}\t{r.unique_reads}\t{r.genome_fraction:.4f}\t"
+        lines.append(f"{r.sample}\t{r.virus}\t{r.type}\t{r.reads:.2f}\t{r.unique_reads}\t{_num(r.genome_fraction, 4)}\t"
                      f"{_num(r.mean_depth, 4)}\t{_num(r.copies_per_genome, 4)}\t{r.status}\t{r.shared_with or '.'}\t"
-                     f"{r.reference}\n")
+                     f"{r.reference or 'NA'}\n")
     out.write("".join(lines).encode())
 
 
 def write_kraken_report(out: BinaryIO, reads_total: int, reads_viral: int, viruses: list[dict]) -> None:
     """kraken2's report: percent of reads in the clade, reads in the clade, reads assigned to the
     taxon itself, rank code, NCBI taxid, name indented two spaces per level. Reads not called viral
-    are unclassified; viral reads that no reference placed stay at Viruses; each virus (rank S)
-    holds its types (rank S1)."""
+    are unclassified; viral reads that no reference placed and no virus's seeds name stay at
+    Viruses; each virus (rank S) holds its types (rank S1) and, assigned to itself, the reads
+    named at the virus level only."""
     def line(n_clade: int, n_direct: int, rank: str, taxid: int, name: str, depth: int) -> str:
         pct = 100 * n_clade / reads_total if reads_total else 0.0
         return f"{pct:6.2f}\t{n_clade}\t{n_direct}\t{rank}\t{taxid}\t{'  ' * depth}{name}\n"
 
-    placed = sum(t["reads"] for v in viruses for t in v["types"])
+    named = sum(t["reads"] for v in viruses for t in v["types"]) + sum(v.get("reads", 0) for v in viruses)
     lines = [line(reads_total - reads_viral, reads_total - reads_viral, "U", 0, "unclassified", 0),
              line(reads_viral, 0, "R", 1, "root", 0),
-             line(reads_viral, reads_viral - placed, "D", 10239, "Viruses", 1)]
+             line(reads_viral, reads_viral - named, "D", 10239, "Viruses", 1)]
     for v in viruses:
-        n = sum(t["reads"] for t in v["types"])
-        lines.append(line(n, 0, "S", v["virus_taxid"], v["virus_name"], 2))
+        n = sum(t["reads"] for t in v["types"]) + v.get("reads", 0)
+        lines.append(line(n, v.get("reads", 0), "S", v["virus_taxid"], v["virus_name"], 2))
         lines += [line(t["reads"], t["reads"], "S1", t["taxid"], t["type"], 3) for t in v["types"]]
     out.write("".join(lines).encode())
 

@@ -310,7 +310,8 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
     see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
     clf = load_classifier(req)
-    tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.reads), req.host_genome_size, report.log)
+    tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.reads), req.host_genome_size, report.log,
+                        clf.protein)
     counts: Counter = Counter()
     evidence_counts: Counter = Counter()
     total = called = model_reads = 0

@@ -20,6 +20,11 @@ strands and canonical ids work as for k-mers.
 
 A read's `kmer_hits` is the number of its window positions whose seed is in the index; `min_hits`
 of them are evidence that the read is viral.
+
+Each seed also keeps the virus of the reference contigs it comes from (`labels`, a code into
+`viruses`, as genointerp.viral.panel names them; AMBIGUOUS when contigs of two viruses hold it),
+so that a read called viral that no reference places can still be named at the virus level
+(genointerp.viral.naming).
 """
 
 from __future__ import annotations
@@ -35,9 +40,10 @@ from genointerp.io.inputs import first_duplicate
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
-from genointerp.seq.idset import IdSet, sorted_unique
+from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
+from genointerp.viral.panel import name_reference
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
 # Chosen on held-out genomes (benchmarks/README.md "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
@@ -49,6 +55,7 @@ MIN_WEIGHT = 11  # fewer compared bases match any genome by chance
 # AT-rich stretch or a poly-G tail, must not make the rest of it look unlikely)
 NT_FLOOR = 0.25
 _NEGATIVE_BLOCK = 8_000_000  # bases of a negative reference scanned at once (~0.5 GB of temporaries)
+AMBIGUOUS = 255  # the label of a seed that contigs of two viruses hold (and of every seed past 255 viruses)
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,38 @@ def reference_kmers(records: list[tuple[str, str]], settings: KmerSettings, circ
     return sorted_unique(ids[valid & complex_enough(codes, k, settings.min_entropy)])
 
 
+def labelled_ids(records: list[tuple[str, str]], ids_of) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(sorted unique ids uint64 (n,), labels uint8 (n,), viruses): `ids_of(records)` (sorted
+    unique ids of some contigs) over every contig, each id labelled with the code in `viruses`
+    of the one virus whose contigs hold it, AMBIGUOUS where contigs of several viruses do. The
+    viruses are genointerp.viral.panel's (HPV16_v2 -> HPV), in order of first appearance; past
+    255 of them (a folder of contigs with names no virus matches) every id is AMBIGUOUS."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for name, seq in records:
+        groups.setdefault(name_reference(name).virus, []).append((name, seq))
+    viruses = tuple(groups)
+    parts = [ids_of(recs) for recs in groups.values()]
+    if not parts:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint8), viruses
+    ids = np.concatenate(parts)
+    code = np.repeat(np.arange(len(parts)), [p.size for p in parts])
+    order = np.argsort(ids, kind="stable")
+    ids, code = ids[order], code[order]
+    first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if ids.size else np.zeros(0, np.int64)
+    labels = np.where(np.diff(np.r_[first, ids.size]) > 1, AMBIGUOUS, code[first])
+    if len(viruses) >= AMBIGUOUS:
+        labels[:] = AMBIGUOUS
+    return ids[first], labels.astype(np.uint8), viruses
+
+
+def virus_counts(read: np.ndarray, label: np.ndarray, n: int, n_viruses: int) -> np.ndarray:
+    """int64 (n, n_viruses): per read, its matched seeds labelled with each virus (read, label
+    (h,) per matched seed; AMBIGUOUS ones count to none)."""
+    keep = label != AMBIGUOUS
+    flat = read[keep].astype(np.int64) * n_viruses + label[keep]
+    return np.bincount(flat, minlength=n * n_viruses).reshape(n, n_viruses)
+
+
 def shared_kmers(index: "KmerIndex", path: str, report: Reporter) -> np.ndarray:
     """Sorted ids uint64 (m,) of the index's seeds that occur, either strand, in the reference at
     `path`; scanned in blocks so a whole genome needs no more memory than one block."""
@@ -173,6 +212,8 @@ class KmerIndex:
 
     ids: np.ndarray  # sorted unique canonical seed ids, uint64 (n,)
     settings: KmerSettings
+    labels: np.ndarray | None = None  # uint8 (n,): each seed's virus, a code into `viruses` (or AMBIGUOUS)
+    viruses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._set = IdSet(self.ids)
@@ -201,6 +242,19 @@ class KmerIndex:
         owner = read_at[pos]
         found = self.contains(ids[pos])
         return flat, read_at, owner, pos[found], owner[found]
+
+    def virus_hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """int64 (n, len(viruses)): per read (codes joined by N, as `hits` takes them), its matched
+        windows whose seed one virus alone holds, by virus (zeros without labels)."""
+        n, v = len(starts), len(self.viruses)
+        if self.labels is None or flat.size < self.settings.k:
+            return np.zeros((n, v), np.int64)
+        flat = np.where(flat == INVALID, N_CODE, flat)
+        ids, valid = canonical_ids(flat, self.settings.seed)
+        pos = np.flatnonzero(valid)
+        found = pos[self.contains(ids[pos])]
+        label = self.labels[np.searchsorted(self.ids, ids[found])]
+        return virus_counts(joined_owner(lengths, flat.size)[found], label, n, v)
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "SeedEvidence":
         """Per read (codes joined by N, as `hits` takes them): its matched windows, and how much
@@ -297,13 +351,14 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
         raise InputError(f"{where}: damaged 'kmer_index' entry ({exc})") from None
     settings.check()
     require_files(folder, (refs, excluded_file), "k-mer index")
-    index = reference_kmers(read_reference(str(refs)), settings, circular, str(refs))
-    excluded = _read_kmers(excluded_file, settings.seed)
-    ids = np.setdiff1d(index, excluded, assume_unique=True)
+    index, labels, viruses = labelled_ids(read_reference(str(refs)),
+                                          lambda recs: reference_kmers(recs, settings, circular, str(refs)))
+    keep = ~member(_read_kmers(excluded_file, settings.seed), index)
+    ids = index[keep]
     if ids.size != expected:
         raise InputError(f"{folder}: the k-mer index holds {ids.size:,} k-mers, config.json says {expected:,}; "
                          f"{refs.name} or {excluded_file.name} is damaged")
-    return KmerIndex(ids, settings)
+    return KmerIndex(ids, settings, labels[keep], viruses)
 
 
 def require_files(folder: Path, paths, what: str) -> None:

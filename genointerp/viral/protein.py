@@ -18,7 +18,8 @@ fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ... f(rm) times
 
 The index is built at load from the model folder's references (the seeds' `kmer_refs.fa.gz`) and
 its excluded list, settings in config.json's "protein_index"; building takes about a second for
-the built-in references.
+the built-in references. Each seed keeps the virus of the contigs it comes from, as the
+nucleotide seeds do (genointerp.viral.evidence.labelled_ids).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from genointerp.errors import InputError
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
-from genointerp.seq.idset import IdSet, sorted_unique
+from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
 from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
-from genointerp.viral.evidence import read_fixed_lines, reference_codes, require_files
+from genointerp.viral.evidence import (labelled_ids, read_fixed_lines, reference_codes, require_files,
+                                      virus_counts)
 
 CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
 AA_FLOOR = 0.05  # a residue's chance probability in `bits` is at least 1/20 (see genointerp.viral.chance)
@@ -154,12 +156,31 @@ def _in_orf(protein: np.ndarray, min_orf: int, k: int) -> np.ndarray:
 class ProteinIndex:
     """Amino-acid k-mers of the references' proteins, asked read by read in six frames."""
 
-    def __init__(self, ids: np.ndarray, settings: ProteinSettings) -> None:
+    def __init__(self, ids: np.ndarray, settings: ProteinSettings, labels: np.ndarray | None = None,
+                 viruses: tuple[str, ...] = ()) -> None:
         self.ids, self.settings = ids, settings
+        self.labels, self.viruses = labels, viruses  # uint8 (n,) codes into viruses, as KmerIndex's
         self._set = IdSet(ids)
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
         return self._set.contains(ids)
+
+    def virus_hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """int64 (n, len(viruses)): per read (codes joined by N), its matched seeds, all six frames
+        and every seed pattern, whose id one virus alone holds, by virus (zeros without labels)."""
+        span, n, m, v = self.settings.span, len(starts), flat.size, len(self.viruses)
+        if self.labels is None or m < 3 * span:
+            return np.zeros((n, v), np.int64)
+        flat = np.where(flat == INVALID, N_CODE, flat)
+        read_at = joined_owner(lengths, m)
+        out = np.zeros((n, v), np.int64)
+        for s, codes in enumerate((flat, reverse_complement_codes(flat))):
+            for ids, valid in seed_ids(codons(codes), self.settings, 3):
+                pos = np.flatnonzero(valid)
+                found = self.contains(ids[pos])
+                owner = read_at[pos[found] if s == 0 else m - pos[found] - 3 * span]
+                out += virus_counts(owner, self.labels[np.searchsorted(self.ids, ids[pos[found]])], n, v)
+        return out
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> ProteinEvidence:
         """Per read, from codes joined by N (flat uint8 (M,), starts and lengths int64 (n,), as
@@ -309,10 +330,12 @@ def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
         raise InputError(f"{where}: damaged 'protein_index' entry ({exc})") from None
     settings.check()
     require_files(folder, (refs, excluded_file), "protein index")
-    ids = np.setdiff1d(orf_kmers(read_reference(str(refs)), settings, circular, str(refs)),
-                       _read_aa_kmers(excluded_file, settings), assume_unique=True)
+    index, labels, viruses = labelled_ids(read_reference(str(refs)),
+                                          lambda recs: orf_kmers(recs, settings, circular, str(refs)))
+    keep = ~member(_read_aa_kmers(excluded_file, settings), index)
+    ids = index[keep]
     if ids.size != expected:
         raise InputError(f"{folder}: the protein index holds {ids.size:,} k-mers, config.json says {expected:,}; "
                          f"{refs.name} or {excluded_file.name} is damaged")
-    return ProteinIndex(ids, settings)
+    return ProteinIndex(ids, settings, labels[keep], viruses)
 

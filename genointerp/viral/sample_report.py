@@ -15,6 +15,13 @@ Status, per type (thresholds set on HPV-negative samples, benchmarks/viral_repor
 - low_evidence: at least LOW_READS EM-assigned reads, short of the above;
 - not_detected: fewer.
 Types with under half a read are left out.
+
+Reads called viral that no reference places but whose seeds name one virus
+(genointerp.viral.naming) are counted per virus: one row per such virus, after the types, typed
+VIRUS (unplaced) with those reads (all unique), no coverage, depth or copies (NA: nothing places
+them on a genome), and status low_evidence from LOW_READS reads, never detected (which needs
+covered bases); summary.json's `viral_reads_unplaced_by_virus` holds the same counts, and the
+kraken report puts them at the virus's own node.
 """
 
 from __future__ import annotations
@@ -48,19 +55,20 @@ class ReportRow:
     type: str
     reads: float
     unique_reads: int
-    genome_fraction: float
-    mean_depth: float
+    genome_fraction: float | None  # None: a virus-level row (reads no reference places)
+    mean_depth: float | None
     copies_per_genome: float | None
     status: str
     shared_with: str  # detected types every read of this one also matches ('' when none)
-    reference: str
+    reference: str  # the lead genome; '' for a virus-level row
     genome_length: int
 
     def as_dict(self) -> dict:
         return {"virus": self.virus, "type": self.type, "reads": round(self.reads, 2), "unique_reads": self.unique_reads,
-                "genome_fraction": round(self.genome_fraction, 4), "mean_depth": round(self.mean_depth, 4),
+                "genome_fraction": None if self.genome_fraction is None else round(self.genome_fraction, 4),
+                "mean_depth": None if self.mean_depth is None else round(self.mean_depth, 4),
                 "copies_per_genome": None if self.copies_per_genome is None else round(self.copies_per_genome, 4),
-                "status": self.status, "shared_with": self.shared_with or None, "reference": self.reference}
+                "status": self.status, "shared_with": self.shared_with or None, "reference": self.reference or None}
 
 
 def sample_name(inputs: list[str]) -> str:
@@ -95,6 +103,16 @@ def build_rows(sample: str, rows: list[TypeRow], host_depth: float) -> list[Repo
     return out
 
 
+def virus_rows(sample: str, named: dict[str, int]) -> list[ReportRow]:
+    """One row per virus of the reads no reference places but their seeds name (see the module's
+    docstring), most reads first."""
+    from genointerp.viral.naming import virus_label
+
+    return [ReportRow(sample, v, virus_label(v), float(n), n, None, None, None,
+                      "low_evidence" if n >= LOW_READS else "not_detected", "", "", 0)
+            for v, n in sorted(named.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def thresholds() -> dict:
     return {"detected": {"min_reads": MIN_READS, "min_unique_reads": MIN_UNIQUE, "min_covered_bases": MIN_COVERED},
             "low_evidence": {"min_reads": LOW_READS}, "listed": {"min_reads": MIN_LISTED},
@@ -102,7 +120,7 @@ def thresholds() -> dict:
 
 
 def report_summary(sample: str, rows: list[ReportRow], host_bases: int, host_genome_size: float, placed: int,
-                   unplaced: int, iterations: int) -> dict:
+                   unplaced: int, iterations: int, named: dict[str, int] | None = None) -> dict:
     host_depth = host_bases / host_genome_size
     top = next((r for r in rows if r.status == "detected"), None)
     return {
@@ -113,6 +131,7 @@ def report_summary(sample: str, rows: list[ReportRow], host_bases: int, host_gen
         "assumption": ASSUMPTION,
         "viral_reads_placed": placed,
         "viral_reads_unplaced": unplaced,
+        "viral_reads_unplaced_by_virus": dict(sorted((named or {}).items())),
         "em_iterations": iterations,
         "top_type": top.type if top else None,
         "detected": [r.type for r in rows if r.status == "detected"],
@@ -125,19 +144,24 @@ class SampleTally:
     """classify-reads' side of the report: places each batch's viral reads (their `reference`
     column), counts the host's bases, and at the end shares the reads among types by EM."""
 
-    def __init__(self, model_dir: str, index, sample: str, host_genome_size: float, log) -> None:
+    def __init__(self, model_dir: str, index, sample: str, host_genome_size: float, log, protein=None) -> None:
         from genointerp.viral.typing import Typer
 
         self.model_dir = model_dir
+        self.index, self.protein = index, protein  # to name unplaced reads' virus by their seeds
         self.typer = Typer(model_dir, index, log) if index is not None else None
         self.sample, self.host_genome_size = sample, host_genome_size
         self.placed: list = []
         self.unplaced = 0
+        self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
         self.host_bases = 0
 
     def add(self, batch: list, viral) -> list[str]:
         """The reference column of a batch of records, given its reads called viral (a bool array)."""
+        from genointerp.viral.naming import name_viruses, virus_label
+
         labels = ["NA"] * len(batch)
+        unplaced = []
         for i, (rec, is_viral) in enumerate(zip(batch, viral.tolist())):
             if not is_viral:
                 self.host_bases += len(rec[1])
@@ -146,8 +170,13 @@ class SampleTally:
                 labels[i] = self.typer.reference_label(placed)
                 if placed is None:
                     self.unplaced += 1
+                    unplaced.append(i)
                 else:
                     self.placed.append(placed)
+        for i, virus in zip(unplaced, name_viruses(self.index, self.protein, [batch[i][1] for i in unplaced])):
+            if virus is not None:
+                labels[i] = virus_label(virus)
+                self.named[virus] = self.named.get(virus, 0) + 1
         return labels
 
     def finish(self) -> tuple[dict, list[ReportRow]]:
@@ -159,9 +188,11 @@ class SampleTally:
             refs = self.typer.panel.refs
             rows = type_rows(self.placed, em, {r: refs[r].naming for r in em.refs}, {r: refs[r].length for r in em.refs})
         report_rows = build_rows(self.sample, rows, self.host_bases / self.host_genome_size)
-        summary = report_summary(self.sample, report_rows, self.host_bases, self.host_genome_size, len(self.placed),
-                                 self.unplaced, em.iterations)
-        summary["kraken"] = kraken_rows(report_rows, len(self.placed), type_taxids(self.model_dir))
+        named_rows = virus_rows(self.sample, self.named)
+        summary = report_summary(self.sample, report_rows + named_rows, self.host_bases, self.host_genome_size,
+                                 len(self.placed), self.unplaced, em.iterations, self.named)
+        summary["kraken"] = kraken_rows(report_rows, len(self.placed), type_taxids(self.model_dir), self.named)
+        report_rows += named_rows
         self.close()
         return summary, report_rows
 
@@ -198,16 +229,26 @@ def apportion(values: list[float], total: int) -> list[int]:
     return whole
 
 
-def kraken_rows(rows: list[ReportRow], placed: int, taxids: dict[str, int]) -> list[dict]:
-    """Viruses and their types with whole read counts (EM reads apportioned over the placed reads):
-    [{virus, virus_taxid, virus_name, types: [{type, taxid, reads}]}], most reads first."""
+def kraken_rows(rows: list[ReportRow], placed: int, taxids: dict[str, int],
+                named: dict[str, int] | None = None) -> list[dict]:
+    """Viruses and their types with whole read counts (EM reads of the type rows `rows` apportioned
+    over the placed reads), and the reads named at the virus level only (`named`, virus -> reads):
+    [{virus, virus_taxid, virus_name, reads (the virus's own), types: [{type, taxid, reads}]}],
+    most reads first."""
     counts = apportion([r.reads for r in rows], placed)
     viruses: dict[str, dict] = {}
+
+    def entry(virus: str) -> dict:
+        taxid, name = VIRUS_TAXA.get(virus, (0, virus))
+        return viruses.setdefault(virus, {"virus": virus, "virus_taxid": taxid, "virus_name": name, "reads": 0,
+                                          "types": []})
+
     for r, n in zip(rows, counts):
-        taxid, name = VIRUS_TAXA.get(r.virus, (0, r.virus))
-        v = viruses.setdefault(r.virus, {"virus": r.virus, "virus_taxid": taxid, "virus_name": name, "types": []})
-        v["types"].append({"type": r.type, "taxid": taxids.get(r.type, taxid), "reads": n})
-    out = sorted(viruses.values(), key=lambda v: (-sum(t["reads"] for t in v["types"]), v["virus"]))
+        v = entry(r.virus)
+        v["types"].append({"type": r.type, "taxid": taxids.get(r.type, v["virus_taxid"]), "reads": n})
+    for virus, n in (named or {}).items():
+        entry(virus)["reads"] += n
+    out = sorted(viruses.values(), key=lambda v: (-v["reads"] - sum(t["reads"] for t in v["types"]), v["virus"]))
     for v in out:
         v["types"].sort(key=lambda t: (-t["reads"], t["type"]))
     return out
