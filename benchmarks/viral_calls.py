@@ -23,13 +23,14 @@ validation types and human_val reads (genointerp.viral.calling); test sets took 
 Needs `make bench-deps` (ART, kraken2, blastdbcmd, UniVec, phage lambda) and `make
 example-genomes`; the references of `scripts/build_default_model.py --stage refs` in --work.
 
-Results (AMD EPYC with AVX-512, 2 cores, 2026-11-26; benchmarks/README.md "classify-reads: how well it calls"): unseen test types
-at 150 bp 87.34 % (validation 88.28 %; kraken2 35.56 %, 2.46x), at 100 bp 78.01 % (3.31x), at 75 bp
-69.01 % (4.12x); known genomes 100 / 99.99 / 99.97 % at 150 / 100 / 75 bp; human test reads 2 of
-313,357 (kraken2 3), validation 0 of 199,999; no poly-G, adapter, lambda, phiX, vector or bacterial
-read called; 150 bp test reads by identity to the nearest indexed genome >= 90 % 99.8 %, 80-90 %
-95.9 %, 70-80 % 77.0 % (evidence alone 99.8 / 95.1 / 74.6 %); 25,315 reads/s end to end (538 MB),
---model-all 1,728 reads/s, kraken2 110,628 reads/s.
+Results (AMD EPYC with AVX-512, 2 cores, 2026-11-26; benchmarks/README.md "classify-reads: how
+well it calls"), with the spaced protein seed 110110111 at the 10-bit line: unseen test types at
+150 bp 89.43 % (validation 89.37 %; kraken2 35.56 %, 2.51x), at 100 bp 81.69 % (3.47x), at 75 bp
+73.53 % (4.39x); known genomes 100 / 99.99 / 99.96 % at 150 / 100 / 75 bp; human test reads 2 of
+313,357 (kraken2 3), validation 0 of 199,999; 1 of 30,000 poly-G-tailed human reads, no poly-G,
+adapter, lambda, phiX, vector or bacterial read called; 150 bp test reads by identity to the
+nearest indexed genome >= 90 % 100 %, 80-90 % 96.4 %, 70-80 % 81.0 % (evidence alone 100 / 95.9 /
+79.0 %); 26,331 reads/s end to end (515 MB), --model-all 2,011 reads/s, kraken2 137,084 reads/s.
 """
 
 from __future__ import annotations
