@@ -188,16 +188,16 @@ def test_two_training_runs_cannot_share_a_checkpoint_folder(cli, tmp_path, monke
     ds, xc = tmp_path / "km", tmp_path / "xc"
     assert cli(*KMERIZE, "--label-field", "0", "-o", ds).exit_code == 0
     train = ["train-xvir", ds, "--d-model", "8", "--heads", "1", "--epochs", "1", "--seed", "1", "-o", xc]
-    import genointerp.train.loop as loop
+    import genointerp.train.driver as driver  # the training driver calls fit: patch it where it is called
 
-    real_fit, second = loop.fit, []
+    real_fit, second = driver.fit, []
 
     def fit_while_another_run_starts(*a, **k):  # the first run holds xc.checkpoint/ now
         second.append(subprocess.run([*GENOINTERP, "-q", *map(str, train)], capture_output=True, text=True,
                                      cwd=tmp_path, timeout=120))
         return real_fit(*a, **k)
 
-    monkeypatch.setattr(loop, "fit", fit_while_another_run_starts)
+    monkeypatch.setattr(driver, "fit", fit_while_another_run_starts)
     res = cli("-q", *train)
     assert res.exit_code == 0, res.output
     other = second[0]
