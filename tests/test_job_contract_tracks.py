@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from genointerp.errors import UsageError
+from contract_cases import check_case
+
 from genointerp.job import execute
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
@@ -90,18 +91,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_bad_request_gets_the_cli_error_without_the_cli(case, cli, tmp_path):
-    _, build, argv, message = case
-    out = str(tmp_path / "out")
-    run, req = build(out)
-    with pytest.raises(UsageError) as raised:
-        execute(run, req)
-    assert message in str(raised.value) and "\n" not in str(raised.value)
-    assert list(tmp_path.iterdir()) == []
-    if argv is not None:
-        res = cli(*[a.format(out=out) for a in argv], "-o", out)
-        assert res.exit_code == 2, res.stderr
-        assert res.stderr.strip().splitlines()[-1] == f"genointerp: error: {raised.value}"
-        assert list(tmp_path.iterdir()) == []
+    check_case(case, cli, tmp_path)
 
 
 def test_predict_tracks_runs_as_a_library_call(tmp_path):

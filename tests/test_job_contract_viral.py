@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from genointerp.errors import UsageError
+from contract_cases import check_case
+
 from genointerp.io.calls_table import HEADER
 from genointerp.job import execute
 from genointerp.reads.kmerize import KmerizeRequest
@@ -104,19 +105,8 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_bad_request_gets_the_cli_error_without_the_cli(case, cli, tmp_path, calls_tsv):
-    _, build, argv, message = case
-    out = str(tmp_path / "out")
-    run, req = build(out, calls_tsv)
-    with pytest.raises(UsageError) as raised:
-        execute(run, req)
-    assert message in str(raised.value) and "\n" not in str(raised.value)
-    assert str(raised.value).startswith(message.split(":")[0] + ":")  # the option's name first
-    assert list(tmp_path.iterdir()) == []
-    if argv is not None:
-        res = cli(*[a.format(out=out, calls=calls_tsv) for a in argv], "-o", out)
-        assert res.exit_code == 2, res.stderr
-        assert res.stderr.strip().splitlines()[-1] == f"genointerp: error: {raised.value}"
-        assert list(tmp_path.iterdir()) == []
+    message = check_case(case, cli, tmp_path, calls_tsv)
+    assert message.startswith(case[3].split(":")[0] + ":")  # the option's name first
 
 
 def test_classify_reads_runs_as_a_library_call(tmp_path):
