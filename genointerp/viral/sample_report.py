@@ -29,7 +29,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, TypeRow
+from genointerp.viral.naming import name_viruses, virus_label
+from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, Typer, TypeRow, run_em, type_rows
 
 GRCH38_SIZE = 3.1e9
 MIN_READS = 10
@@ -106,7 +107,6 @@ def build_rows(sample: str, rows: list[TypeRow], host_depth: float) -> list[Repo
 def virus_rows(sample: str, named: dict[str, int]) -> list[ReportRow]:
     """One row per virus of the reads no reference places but their seeds name (see the module's
     docstring), most reads first."""
-    from genointerp.viral.naming import virus_label
 
     return [ReportRow(sample, v, virus_label(v), float(n), n, None, None, None,
                       "low_evidence" if n >= LOW_READS else "not_detected", "", "", 0)
@@ -145,7 +145,6 @@ class SampleTally:
     column), counts the host's bases, and at the end shares the reads among types by EM."""
 
     def __init__(self, model_dir: str, index, sample: str, host_genome_size: float, log, protein=None) -> None:
-        from genointerp.viral.typing import Typer
 
         self.model_dir = model_dir
         self.index, self.protein = index, protein  # to name unplaced reads' virus by their seeds
@@ -158,7 +157,6 @@ class SampleTally:
 
     def add(self, batch: list, viral) -> list[str]:
         """The reference column of a batch of records, given its reads called viral (a bool array)."""
-        from genointerp.viral.naming import name_viruses, virus_label
 
         labels = ["NA"] * len(batch)
         unplaced = []
@@ -180,7 +178,6 @@ class SampleTally:
         return labels
 
     def finish(self) -> tuple[dict, list[ReportRow]]:
-        from genointerp.viral.typing import run_em, type_rows
 
         em = run_em(self.placed)
         rows: list[TypeRow] = []

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from genointerp.viral.placement import ViralPanel
+
 MARGIN = 6  # edits behind a read's best alignment that still count as a match
 ERROR_RATE = 0.02  # per-base mismatch rate of the likelihood (sequencing errors + strain variation)
 EM_ITERATIONS = 500
@@ -59,9 +61,7 @@ class Typer:
 
     @property
     def panel(self):
-        if self._panel is None:
-            from genointerp.viral.placement import ViralPanel
-
+        if self._panel is None:  # built at the first read to type: its references load then, not at start
             self._panel = ViralPanel(self.model_dir, [], self.log, best_n=64, index=self.index)
         return self._panel
 
