@@ -71,15 +71,15 @@ class CapsuleSearchRequest:
     def check(self) -> None:
         self.subset_sizes()
         in_ranges(("--population", self.population, 2, None), ("--generations", self.generations, 1, None),
-               ("--folds", self.folds, 2, None), ("--repeats", self.repeats, 1, None), ("--gate", self.gate, 0, None),
-               ("--size-penalty", self.size_penalty, 0, None), ("--elite", self.elite, 0, None),
-               ("--mutation-rate", self.mutation_rate, 0, 0.99), ("--time-budget", self.time_budget, 0, None),
-               ("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
-               ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
-               ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--hidden", self.hidden, 2, None),
-               ("--kernel-size", self.kernel_size, 1, None), ("--capsule-dim", self.capsule_dim, 1, None),
-               ("--class-dim", self.class_dim, 1, None), ("--routing", self.routing, 1, None),
-               ("--threads", self.threads, 1, None), ("--seed", self.seed, 0, SEED_MAX))
+                  ("--folds", self.folds, 2, None), ("--repeats", self.repeats, 1, None), ("--gate", self.gate, 0, None),
+                  ("--size-penalty", self.size_penalty, 0, None), ("--elite", self.elite, 0, None),
+                  ("--mutation-rate", self.mutation_rate, 0, 0.99), ("--time-budget", self.time_budget, 0, None),
+                  ("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
+                  ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
+                  ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--hidden", self.hidden, 2, None),
+                  ("--kernel-size", self.kernel_size, 1, None), ("--capsule-dim", self.capsule_dim, 1, None),
+                  ("--class-dim", self.class_dim, 1, None), ("--routing", self.routing, 1, None),
+                  ("--threads", self.threads, 1, None), ("--seed", self.seed, 0, SEED_MAX))
         primary_kind(self.primary)
         if self.elite >= self.population:
             raise UsageError(f"--elite: {self.elite} elites leave no child in a population of {self.population}")

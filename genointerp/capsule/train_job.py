@@ -81,17 +81,17 @@ class CapsuleTrainRequest:
 
     def check(self) -> None:
         in_ranges(("--folds", self.folds, 2, None), ("--test-fraction", self.test_fraction, 0, 0.9),
-               ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--epochs", self.epochs, 1, None),
-               ("--patience", self.patience, 1, None), ("--batch-size", self.batch_size, 1, None),
-               ("--lr", self.lr, 0, None), ("--weight-decay", self.weight_decay, 0, None),
-               ("--gene-penalty", self.gene_penalty, 0, None), ("--lr-decay", self.lr_decay, 0.01, 1),
-               ("--hidden", self.hidden, 2, None), ("--capsule-channels", self.capsule_channels, 1, None),
-               ("--capsule-dim", self.capsule_dim, 1, None), ("--kernel-size", self.kernel_size, 1, None),
-               ("--stride", self.stride, 1, None), ("--class-dim", self.class_dim, 1, None),
-               ("--routing", self.routing, 1, None), ("--input-dropout", self.input_dropout, 0, 0.95),
-               ("--dropout", self.dropout, 0, 0.95), ("--primary-capsule", self.primary_capsule, 0, None),
-               ("--min-set-size", self.min_set_size, 1, None), ("--max-set-size", self.max_set_size, 1, None),
-               ("--threads", self.threads, 1, None), ("--seed", self.seed, 0, SEED_MAX))
+                  ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--epochs", self.epochs, 1, None),
+                  ("--patience", self.patience, 1, None), ("--batch-size", self.batch_size, 1, None),
+                  ("--lr", self.lr, 0, None), ("--weight-decay", self.weight_decay, 0, None),
+                  ("--gene-penalty", self.gene_penalty, 0, None), ("--lr-decay", self.lr_decay, 0.01, 1),
+                  ("--hidden", self.hidden, 2, None), ("--capsule-channels", self.capsule_channels, 1, None),
+                  ("--capsule-dim", self.capsule_dim, 1, None), ("--kernel-size", self.kernel_size, 1, None),
+                  ("--stride", self.stride, 1, None), ("--class-dim", self.class_dim, 1, None),
+                  ("--routing", self.routing, 1, None), ("--input-dropout", self.input_dropout, 0, 0.95),
+                  ("--dropout", self.dropout, 0, 0.95), ("--primary-capsule", self.primary_capsule, 0, None),
+                  ("--min-set-size", self.min_set_size, 1, None), ("--max-set-size", self.max_set_size, 1, None),
+                  ("--threads", self.threads, 1, None), ("--seed", self.seed, 0, SEED_MAX))
         if any(not 0 < f <= 1 for f in self.train_fraction):
             raise UsageError("--train-fraction: fractions must be in (0, 1]")
         primary_kind(self.primary)

@@ -18,7 +18,7 @@ from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions, whole_chromosomes
 from genointerp.io.tfrecord import read_statistics
 from genointerp.io.tracks import read_targets
-from genointerp.job import SEED_MAX, in_range, one_of
+from genointerp.job import SEED_MAX, in_ranges, one_of
 from genointerp.model_folder import build_model
 from genointerp.models.swin1d import widen_stem
 from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
@@ -99,15 +99,14 @@ class TrackTrainRequest:
                                        ("--track-weights", self.track_weights, ("none", "balanced")),
                                        ("--loss", self.loss, ("poisson", "mse"))):
             one_of(option, value, choices)
-        for option, value, lo, hi in (("--width", self.width, 8, None), ("--patch", self.patch, 1, None),
-                                      ("--stem-filters", self.stem_filters, 0, None),
-                                      ("--head-width", self.head_width, 0, None),
-                                      ("--motif-freeze-epochs", self.motif_freeze_epochs, 0, None),
-                                      ("--motif-filters", self.motif_filters, 0, None),
-                                      ("--dropout", self.dropout, 0, 0.9), ("--seq-len", self.seq_len, 64, None),
-                                      ("--bin-size", self.bin_size, 1, None), ("--target-bins", self.target_bins, 1, None),
-                                      ("--clip", self.clip or 0, 0, None), ("--max-n", self.max_n_fraction, 0, 1)):
-            in_range(option, value, lo, hi)
+        in_ranges(("--width", self.width, 8, None), ("--patch", self.patch, 1, None),
+                  ("--stem-filters", self.stem_filters, 0, None),
+                  ("--head-width", self.head_width, 0, None),
+                  ("--motif-freeze-epochs", self.motif_freeze_epochs, 0, None),
+                  ("--motif-filters", self.motif_filters, 0, None),
+                  ("--dropout", self.dropout, 0, 0.9), ("--seq-len", self.seq_len, 64, None),
+                  ("--bin-size", self.bin_size, 1, None), ("--target-bins", self.target_bins, 1, None),
+                  ("--clip", self.clip or 0, 0, None), ("--max-n", self.max_n_fraction, 0, 1))
 
 
 STATS = ("mean", "sum", "max")  # how a bin summarises its bases' signal (--stat)
@@ -136,11 +135,10 @@ class TrainTracksRequest(TrackTrainRequest):
         if not self.output:
             raise UsageError("--output: give the model directory to write")
         super().check()
-        for option, value, lo, hi in (("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
-                                      ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
-                                      ("--weight-decay", self.weight_decay, 0, None), ("--shift", self.shift, 0, None),
-                                      ("--grad-clip", self.grad_clip, 0, None), ("--seed", self.seed, 0, SEED_MAX)):
-            in_range(option, value, lo, hi)
+        in_ranges(("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
+                  ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
+                  ("--weight-decay", self.weight_decay, 0, None), ("--shift", self.shift, 0, None),
+                  ("--grad-clip", self.grad_clip, 0, None), ("--seed", self.seed, 0, SEED_MAX))
         check_settings(self.threads, self.precision)
         check_resume(checkpoint_dir(self.output), self.resume)
 
