@@ -16,7 +16,7 @@ from genointerp.io.atomic import STDOUT, AtomicOutputs
 from genointerp.io.inputs import open_text
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
-from genointerp.job import one_stdout, stdin_once
+from genointerp.job import in_ranges, one_stdout, stdin_once
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode_ascii
 from genointerp.seq.kmers import (MAX_COUNT_K, MAX_TOKEN_K, KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize,
@@ -69,8 +69,7 @@ class KmerizeRequest:
             raise UsageError("--label: choose one label source: --label, --truth or --label-field")
         if self.label and len(self.label) != len(self.reads):
             raise UsageError(f"--label: {len(self.label)} labels for {len(self.reads)} input files")
-        if self.label_field is not None and self.label_field < 0:
-            raise UsageError(f"--label-field: {self.label_field} is below 0")
+        in_ranges(("--label-field", self.label_field, 0, None))
         if not self.label_sep:
             raise UsageError("--label-sep: the separator cannot be empty")
         stdin_once("READS...", self.reads, "it can be read only once")

@@ -48,7 +48,7 @@ from genointerp.models.xvir_inference import MICRO, XVirInference, supports
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
-from genointerp.runtime import predict_proba, use_threads
+from genointerp.runtime import check_settings, predict_proba, use_threads
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
 from genointerp.viral.blocks import PASS, block_rows
@@ -102,8 +102,7 @@ class ClassifyRequest:
             raise UsageError(f"--threshold: must be from 0 to 1, not {self.threshold}")
         if not self.host_genome_size > 0:
             raise UsageError(f"--host-genome-size: must be above 0, not {self.host_genome_size}")
-        if self.threads < 1:
-            raise UsageError(f"--threads: {self.threads} is below 1")
+        check_settings(self.threads, self.precision)
         if self.chunk is not None:
             self.chunk_of()
             reports = self.reports()
