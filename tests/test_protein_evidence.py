@@ -13,6 +13,7 @@ from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON, STOP, aa_kmer_ids, codons, distinct_residues
 from genointerp.viral.chance import chance_bits, composition
 from genointerp.viral.evidence import KmerIndex, KmerSettings, reference_kmers
+from genointerp.viral.extension import K, LAMBDA, SCORES
 from genointerp.viral.protein import (CONFIG_KEY, EXCLUDED_FILE, ProteinIndex, ProteinSettings, build_protein_index,
                                       load_protein_index, orf_kmers)
 
@@ -87,7 +88,7 @@ def test_orf_kmers_hold_both_strands_of_open_frames_only():
 def test_a_synonymous_copy_of_a_gene_has_protein_evidence_but_random_dna_has_none():
     gene = _orf_genome(400, seed=3)
     kmers = ProteinSettings.contiguous(8)  # the counts below are for plain 8-mers
-    index = ProteinIndex(orf_kmers([("v", gene)], kmers, circular=False), kmers)
+    index = ProteinIndex.of([("v", gene)], kmers, circular=False)
     prot = "".join(AMINO_ACIDS[a] for a in codons(encode(gene))[::3][:-1])
     synonymous = "".join(SYNONYM[a] for a in prot)  # every codon changed where the code allows
     assert sum(a != b for a, b in zip(gene, synonymous)) > 300  # far apart as DNA
@@ -95,13 +96,20 @@ def test_a_synonymous_copy_of_a_gene_has_protein_evidence_but_random_dna_has_non
     rng = np.random.default_rng(5)
     random_dna = "".join(rng.choice(list("ACGT"), 150))
     ev = index.evidence(*encode_joined([read, revcomp(read), random_dna, read[:60]]))
-    assert ev.bits[0] > 20 and ev.bits[1] == pytest.approx(ev.bits[0])  # either strand
+    assert ev.bits[1] == pytest.approx(ev.bits[0])  # either strand
     assert ev.bits[2] == 0 and ev.hits[2] == 0
     assert 0 < ev.bits[3] < ev.bits[0]  # less sequence, less evidence
     # one stretch counts once: the read's 43 overlapping k-mers (40 of them in the index: 3 hold fewer
     # than 5 different residues) are one cluster of 50 residues, whose evidence is at most
-    # -log10(I * 0.05^50) (each residue at least the 1/20 floor, >= 1 k-mer tested)
-    assert ev.hits[0] == 40 and ev.bits[0] <= -math.log10(index.ids.size * 0.05 ** 50)
+    # -log10(I * 0.05^50) (each residue at least the 1/20 floor, >= 1 k-mer tested) ...
+    assert ev.hits[0] == 40 and ev.exact[0] <= -math.log10(index.ids.size * 0.05 ** 50)
+    # ... and one alignment against a database of the gene's six frames (each followed by an edge):
+    # the read's last 12 residues are low in complexity (YYPYPMYPSHSY, 2.06 bits: SEG masks 2.2 or less) and
+    # masked, so it holds the first 38, each scoring BLOSUM62's diagonal
+    assert prot[138:150] == "YYPYPMYPSHSY"
+    score = sum(int(SCORES[AMINO_ACIDS.index(a), AMINO_ACIDS.index(a)]) for a in prot[100:138])
+    n = 2 * (len(gene) - 2) + 6  # residues of the six frames of a circle-free contig, plus edges
+    assert ev.aligned[0] == pytest.approx((LAMBDA * score - math.log(K * 300 * n)) / math.log(10))
 
 
 def test_a_spaced_seed_finds_a_protein_whose_substitutions_leave_no_eight_residues_alike():
@@ -115,7 +123,7 @@ def test_a_spaced_seed_finds_a_protein_whose_substitutions_leave_no_eight_residu
     read = "".join(CODON[a] for a in changed)[300:450]
     for settings, found in ((ProteinSettings.contiguous(7), False), (ProteinSettings.contiguous(8), False),
                             (ProteinSettings(), True)):
-        index = ProteinIndex(orf_kmers([("v", gene)], settings, circular=False), settings)
+        index = ProteinIndex.of([("v", gene)], settings, circular=False)
         ev = index.evidence(*encode_joined([read]))
         assert (ev.hits[0] > 0) == found and (ev.bits[0] > 0) == found, settings.seed
 

@@ -57,7 +57,7 @@ def test_a_seed_in_two_viruses_is_ambiguous():
     shared = hpv[100:160]  # 60 bases both hold: their seeds name neither
     records = [("HPV16", hpv), ("HPV16_v2", hpv[:200]), ("HBV_1", hbv[:200] + shared + hbv[200:])]
     settings = KmerSettings()
-    ids, labels, viruses = labelled_ids(records, lambda recs: reference_kmers(recs, settings, False))
+    ids, labels, viruses = labelled_ids(records, [reference_kmers([r], settings, False) for r in records])
     assert viruses == ("HPV", "HBV")  # lineage genomes and serials name their virus
     assert np.array_equal(ids, reference_kmers(records, settings, False))  # the index is unchanged
     own = {v: reference_kmers([r for r in records if r[0].startswith(v)], settings, False) for v in viruses}
@@ -78,7 +78,7 @@ def test_protein_seeds_carry_their_virus():
     gene = longest_orf(random_seq(3000, 5).replace("TAA", "TAC").replace("TAG", "TAC").replace("TGA", "TGC"))
     settings = ProteinSettings()
     records = [("HCV_1", gene), ("MCPyV_1", random_seq(900, 6))]
-    ids, labels, viruses = labelled_ids(records, lambda recs: orf_kmers(recs, settings, False))
+    ids, labels, viruses = labelled_ids(records, [orf_kmers([r], settings, False) for r in records])
     index = ProteinIndex(ids, settings, labels, viruses)
     read = recode(gene[300:450])
     assert read != gene[300:450]

@@ -2,7 +2,8 @@
 
 Evidence (a model folder with a viral index, as the built-in one). Every read of at least
 MIN_LENGTH bases gets its evidence bits: how unlikely by chance its matches to the viral
-references' seeds (genointerp.viral.evidence) and proteins (genointerp.viral.protein) are. The
+references' seeds (genointerp.viral.evidence) and its alignments to their proteins
+(genointerp.viral.protein, genointerp.viral.extension) are. The
 calling rule (genointerp.viral.calling) adds the model's vote where it can change the call:
 reads whose bits are far from the line are called on their evidence alone, and the model
 scores only the others (every read with `model_all`). Statuses: scored; model_abstained (the

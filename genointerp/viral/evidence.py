@@ -157,17 +157,17 @@ def reference_kmers(records: list[tuple[str, str]], settings: KmerSettings, circ
     return sorted_unique(ids[valid & complex_enough(codes, k, settings.min_entropy)])
 
 
-def labelled_ids(records: list[tuple[str, str]], ids_of) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """(sorted unique ids uint64 (n,), labels uint8 (n,), viruses): `ids_of(records)` (sorted
-    unique ids of some contigs) over every contig, each id labelled with the code in `viruses`
-    of the one virus whose contigs hold it, AMBIGUOUS where contigs of several viruses do. The
-    viruses are genointerp.viral.panel's (HPV16_v2 -> HPV), in order of first appearance; past
-    255 of them (a folder of contigs with names no virus matches) every id is AMBIGUOUS."""
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for name, seq in records:
-        groups.setdefault(name_reference(name).virus, []).append((name, seq))
+def labelled_ids(records: list[tuple[str, str]], per_record: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(sorted unique ids uint64 (n,), labels uint8 (n,), viruses): the ids of every contig
+    (`per_record`, one array per record), each id labelled with the code in `viruses` of the one
+    virus whose contigs hold it, AMBIGUOUS where contigs of several viruses do. The viruses are
+    genointerp.viral.panel's (HPV16_v2 -> HPV), in order of first appearance; past 255 of them (a
+    folder of contigs with names no virus matches) every id is AMBIGUOUS."""
+    groups: dict[str, list[np.ndarray]] = {}
+    for (name, _), ids in zip(records, per_record, strict=True):
+        groups.setdefault(name_reference(name).virus, []).append(ids)
     viruses = tuple(groups)
-    parts = [ids_of(recs) for recs in groups.values()]
+    parts = [sorted_unique(np.concatenate(arrays)) for arrays in groups.values()]
     if not parts:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint8), viruses
     ids = np.concatenate(parts)
@@ -351,8 +351,8 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
         raise InputError(f"{where}: damaged 'kmer_index' entry ({exc})") from None
     settings.check()
     require_files(folder, (refs, excluded_file), "k-mer index")
-    index, labels, viruses = labelled_ids(read_reference(str(refs)),
-                                          lambda recs: reference_kmers(recs, settings, circular, str(refs)))
+    records = read_reference(str(refs))
+    index, labels, viruses = labelled_ids(records, [reference_kmers([r], settings, circular, str(refs)) for r in records])
     keep = ~member(_read_kmers(excluded_file, settings.seed), index)
     ids = index[keep]
     if ids.size != expected:

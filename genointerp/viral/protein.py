@@ -11,20 +11,21 @@ of compared ('1') and skipped ('0') residues, "110110111" by default; "1" * k is
 Seeds whose compared residues hold fewer than `min_distinct` different residues are left out
 (low-complexity peptides such as poly-K match anything AT-rich), and so are those found in any frame
 of the negative references (listed in `protein_excluded.txt.gz`). A read is translated in all six
-frames at every position; its matches form clusters (matched seeds of one frame each within one
-span of the previous), and their evidence is how unlikely they are by chance, as for the
-nucleotide seeds (genointerp.viral.chance): W seeds tested against I index entries yield a match
-fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ... f(rm) times.
+frames at every position; its matched seeds form stretches (matched seeds of one frame each within
+one span of the previous), and the first seed of each stretch is grown into an ungapped alignment
+with the references' proteins (genointerp.viral.extension): a read's evidence is its best
+alignment's bits, -log10 of how many such alignments chance would give.
 
-The index is built at load from the model folder's references (the seeds' `kmer_refs.fa.gz`) and
-its excluded list, settings in config.json's "protein_index"; building takes about a second for
-the built-in references. Each seed keeps the virus of the contigs it comes from, as the
-nucleotide seeds do (genointerp.viral.evidence.labelled_ids).
+The index and the references' reading frames are built at load from the model folder's references
+(the seeds' `kmer_refs.fa.gz`) and its excluded list, settings in config.json's "protein_index";
+building takes about two seconds for the built-in references. Each seed keeps the virus of the
+contigs it comes from, as the nucleotide seeds do (genointerp.viral.evidence.labelled_ids).
 """
 
 from __future__ import annotations
 
 import gzip
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,11 +38,13 @@ from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
 from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
+from genointerp.viral.extension import EDGE, ReferenceProteins
 from genointerp.viral.evidence import (labelled_ids, read_fixed_lines, reference_codes, require_files,
                                       virus_counts)
 
 CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
-AA_FLOOR = 0.05  # a residue's chance probability in `bits` is at least 1/20 (see genointerp.viral.chance)
+AA_FLOOR = 0.05  # a residue's chance probability in exact-match bits is at least 1/20 (genointerp.viral.chance)
+TWO_LOOKS = math.log10(2)  # a read's protein bits are the stronger of two measures: the cost of choosing
 _NEGATIVE_BLOCK = 6_000_000  # bases of a negative reference translated at once
 # Seven compared residues over nine, chosen on the validation types of benchmarks/viral_calls.py
 # (benchmarks/README.md): related types differ by scattered substitutions, which a contiguous
@@ -103,11 +106,18 @@ class ProteinSettings:
 
 @dataclass
 class ProteinEvidence:
-    """A batch of reads' amino-acid matches: hits int64 (n,) (matched k-mers, all frames) and bits
-    float64 (n,) (-log10 chance, summed over clusters)."""
+    """A batch of reads' amino-acid matches, (n,) each: hits int64 (matched seeds, all frames);
+    exact float64 (-log10 chance of the stretches of exact matches, summed over stretches) and
+    aligned float64 (-log10 chance of the best alignment, genointerp.viral.extension)."""
 
     hits: np.ndarray
-    bits: np.ndarray
+    exact: np.ndarray
+    aligned: np.ndarray
+
+    @property
+    def bits(self) -> np.ndarray:
+        """float64 (n,): the stronger measure, less log10(2) for choosing between two, at least 0."""
+        return np.maximum(np.maximum(self.exact, self.aligned) - TWO_LOOKS, 0.0)
 
 
 def seed_ids(aa: np.ndarray, settings: ProteinSettings, step: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -118,22 +128,29 @@ def seed_ids(aa: np.ndarray, settings: ProteinSettings, step: int) -> list[tuple
             for i, (ids, valid) in enumerate(aa_kmer_ids(aa, p, step) for p in settings.patterns)]
 
 
+def reading_frames(name: str, seq: str, settings: ProteinSettings, circular: bool, path: str = "references"):
+    """A contig's six reading frames: (protein uint8 (r,), ids, keep) per frame, where ids and keep
+    hold per seed pattern its ids uint64 (r - span + 1,) and which of them may join the index
+    (bool: in an open reading frame of >= min_orf codons, at least min_distinct residues, no stop)."""
+    codes = reference_codes(name, seq, path)
+    if circular:  # frames across the origin
+        codes = np.concatenate([codes, codes[: 3 * settings.min_orf]])
+    for strand in (codes, reverse_complement_codes(codes)):
+        aa = codons(strand)
+        for frame in range(3):
+            protein = aa[frame::3]
+            in_orf = _in_orf(protein, settings.min_orf, settings.span)
+            ids = seed_ids(protein, settings, 1)
+            keep = [valid & in_orf & (distinct_residues(protein, p, step=1) >= settings.min_distinct)
+                    for p, (_, valid) in zip(settings.patterns, ids)]
+            yield protein, [i for i, _ in ids], keep
+
+
 def orf_kmers(records: list[tuple[str, str]], settings: ProteinSettings, circular: bool,
               path: str = "references") -> np.ndarray:
     """Sorted unique amino-acid seed ids uint64 (n,) of the contigs' open reading frames."""
-    found = []
-    for name, seq in records:
-        codes = reference_codes(name, seq, path)
-        if circular:  # frames across the origin
-            codes = np.concatenate([codes, codes[: 3 * settings.min_orf]])
-        for strand in (codes, reverse_complement_codes(codes)):
-            aa = codons(strand)
-            for frame in range(3):
-                protein = aa[frame::3]
-                in_orf = _in_orf(protein, settings.min_orf, settings.span)
-                for pattern, (ids, valid) in zip(settings.patterns, seed_ids(protein, settings, 1)):
-                    keep = valid & in_orf & (distinct_residues(protein, pattern, step=1) >= settings.min_distinct)
-                    found.append(ids[keep])
+    found = [ids[keep] for name, seq in records for _, per_seed, keeps in reading_frames(name, seq, settings, circular, path)
+             for ids, keep in zip(per_seed, keeps)]
     return sorted_unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
@@ -154,13 +171,45 @@ def _in_orf(protein: np.ndarray, min_orf: int, k: int) -> np.ndarray:
 
 
 class ProteinIndex:
-    """Amino-acid k-mers of the references' proteins, asked read by read in six frames."""
+    """Amino-acid seeds of the references' proteins, asked read by read in six frames; with the
+    references' proteins (`proteins`) its evidence aligns each match (genointerp.viral.extension)."""
 
     def __init__(self, ids: np.ndarray, settings: ProteinSettings, labels: np.ndarray | None = None,
-                 viruses: tuple[str, ...] = ()) -> None:
+                 viruses: tuple[str, ...] = (), proteins: ReferenceProteins | None = None) -> None:
         self.ids, self.settings = ids, settings
         self.labels, self.viruses = labels, viruses  # uint8 (n,) codes into viruses, as KmerIndex's
+        self.proteins = proteins
         self._set = IdSet(ids)
+
+    @classmethod
+    def of(cls, records: list[tuple[str, str]], settings: ProteinSettings, circular: bool,
+           excluded: np.ndarray | None = None, path: str = "references") -> "ProteinIndex":
+        """The index of the contigs' seeds, less `excluded` (sorted ids), labelled by virus, with
+        their reading frames and the places of its seeds in them (one translation of each contig)."""
+        frames, per_record, seeds, places, at = [], [], [], [], 0
+        for name, seq in records:
+            mine = []
+            for protein, per_seed, keeps in reading_frames(name, seq, settings, circular, path):
+                for ids, keep in zip(per_seed, keeps):
+                    where = np.flatnonzero(keep)
+                    mine.append(ids[where])
+                    places.append(where + at)
+                frames += [protein, np.array([EDGE], np.uint8)]
+                at += protein.size + 1
+            seeds += mine
+            per_record.append(sorted_unique(np.concatenate(mine)) if mine else np.zeros(0, np.uint64))
+        ids, labels, viruses = labelled_ids(records, per_record)
+        if excluded is not None:
+            keep = ~member(excluded, ids)
+            ids, labels = ids[keep], labels[keep]
+        index = cls(ids, settings, labels, viruses)
+        if frames:
+            seeds, places = np.concatenate(seeds), np.concatenate(places)
+            indexed = index.contains(seeds)
+            index.proteins = ReferenceProteins(np.concatenate(frames), seeds[indexed], places[indexed])
+        else:
+            index.proteins = ReferenceProteins(np.zeros(0, np.uint8), np.zeros(0, np.uint64), np.zeros(0, np.int64))
+        return index
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
         return self._set.contains(ids)
@@ -184,20 +233,23 @@ class ProteinIndex:
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> ProteinEvidence:
         """Per read, from codes joined by N (flat uint8 (M,), starts and lengths int64 (n,), as
-        reads.kmerize.encode_joined gives)."""
+        reads.kmerize.encode_joined gives): its matched seeds, and two measures of how unlikely
+        they are by chance: its stretches of exact matches, and its best alignment to the
+        references' proteins, grown from the first matched seed of each stretch."""
+        if self.proteins is None:
+            raise ValueError("ProteinIndex.evidence needs the references' proteins (ProteinIndex.of)")
         span, n, m = self.settings.span, len(starts), flat.size
+        hits, aligned = np.zeros(n, np.int64), np.zeros(n)
         if m < 3 * span:
-            return ProteinEvidence(np.zeros(n, np.int64), np.zeros(n))
+            return ProteinEvidence(hits, np.zeros(n), aligned)
         flat = np.where(flat == INVALID, N_CODE, flat)
-        strands = (flat, reverse_complement_codes(flat))
         tested = np.zeros(n, np.int64)
         read_at = joined_owner(lengths, m)
-        # per strand: matched window starts (in that strand's coordinates), their reads and seeds
+        # per strand: its codons, and matched window starts (in that strand's coordinates), their reads, seeds and ids
         matched = []
-        residues = []
-        for s, codes in enumerate(strands):
+        for s, codes in enumerate((flat, reverse_complement_codes(flat))):
             aa = codons(codes)
-            hit_at, hit_read, hit_seed = [], [], []
+            hit_at, hit_read, hit_seed, hit_id = [], [], [], []
             for i, (ids, valid) in enumerate(seed_ids(aa, self.settings, 3)):
                 pos = np.flatnonzero(valid)
                 owner = read_at[pos if s == 0 else m - pos - 3 * span]  # by the window's first base on the forward strand
@@ -206,34 +258,35 @@ class ProteinIndex:
                 hit_at.append(pos[found])
                 hit_read.append(owner[found])
                 hit_seed.append(np.full(int(found.sum()), i))
-            matched.append((np.concatenate(hit_at), np.concatenate(hit_read), np.concatenate(hit_seed)))
-            residues.append(aa)
-        hits = np.zeros(n, np.int64)
-        if not any(at.size for at, _, _ in matched):
-            return ProteinEvidence(hits, np.zeros(n))
-        freq = _aa_composition(residues, read_at, np.unique(np.concatenate([read for _, read, _ in matched])), n)
+                hit_id.append(ids[pos[found]])
+            matched.append((aa, *map(np.concatenate, (hit_at, hit_read, hit_seed, hit_id))))
+        if not any(at.size for _, at, _, _, _ in matched):
+            return ProteinEvidence(hits, np.zeros(n), aligned)
+        freq = _aa_composition([aa for aa, *_ in matched], read_at,
+                               np.unique(np.concatenate([read for _, _, read, _, _ in matched])), n)
         log_freq, mark_cluster, cluster_read = [], [], []
-        clusters = 0
         compared = 3 * self.settings.compared
-        for s, (at, read, seed) in enumerate(matched):
+        for s, (aa, at, read, seed, ids) in enumerate(matched):
             hits += np.bincount(read, minlength=n)
             if not at.size:
                 continue
             frame = at % 3
             order = np.lexsort((seed, at, frame, read))
-            at, read, frame, seed = at[order], read[order], frame[order], seed[order]
+            at, read, frame, seed, ids = at[order], read[order], frame[order], seed[order], ids[order]
             opens = stretches(read, at, 3 * span, frame)
             # each compared residue's codon, once, whichever seeds compared it (a stretch keeps to one frame)
             marks, stretch, mark_read = fixed_letters(at, read, opens, compared[seed])
-            log_freq.append(np.log10(freq[mark_read, residues[s][marks]]))
-            mark_cluster.append(clusters + stretch)
+            log_freq.append(np.log10(freq[mark_read, aa[marks]]))
+            mark_cluster.append(sum(c.size for c in cluster_read) + stretch)
             cluster_read.append(read[opens])
-            clusters += int(opens.sum())
-        if not cluster_read:
-            return ProteinEvidence(hits, np.zeros(n))
-        bits = chance_bits(np.concatenate(log_freq), np.concatenate(mark_cluster), np.concatenate(cluster_read),
-                           tested, self.ids.size, n)
-        return ProteinEvidence(hits, bits)
+            # one alignment per stretch: the seeds after its first mostly lie on the same diagonal
+            first, first_read = at[opens], read[opens]
+            lo = starts[first_read] if s == 0 else m - starts[first_read] - lengths[first_read]
+            score = self.proteins.align(aa, first, ids[opens], lo, lo + lengths[first_read], span)
+            np.maximum.at(aligned, first_read, self.proteins.bits(score, lengths[first_read]))
+        exact = chance_bits(np.concatenate(log_freq), np.concatenate(mark_cluster), np.concatenate(cluster_read),
+                            tested, self.ids.size, n)
+        return ProteinEvidence(hits, exact, aligned)
 
 
 def _aa_composition(residues: list[np.ndarray], read_at: np.ndarray, reads: np.ndarray, n: int) -> np.ndarray:
@@ -330,12 +383,9 @@ def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
         raise InputError(f"{where}: damaged 'protein_index' entry ({exc})") from None
     settings.check()
     require_files(folder, (refs, excluded_file), "protein index")
-    index, labels, viruses = labelled_ids(read_reference(str(refs)),
-                                          lambda recs: orf_kmers(recs, settings, circular, str(refs)))
-    keep = ~member(_read_aa_kmers(excluded_file, settings), index)
-    ids = index[keep]
-    if ids.size != expected:
-        raise InputError(f"{folder}: the protein index holds {ids.size:,} k-mers, config.json says {expected:,}; "
+    index = ProteinIndex.of(read_reference(str(refs)), settings, circular, _read_aa_kmers(excluded_file, settings),
+                            str(refs))
+    if index.ids.size != expected:
+        raise InputError(f"{folder}: the protein index holds {index.ids.size:,} k-mers, config.json says {expected:,}; "
                          f"{refs.name} or {excluded_file.name} is damaged")
-    return ProteinIndex(ids, settings, labels[keep], viruses)
-
+    return index

@@ -1,0 +1,136 @@
+"""Protein seed matches extended into ungapped alignments, scored by how likely chance makes them.
+
+An exact seed match says only that seven residues agree. A read of a type no index has seen
+usually agrees with its nearest indexed type over most of the protein, with scattered
+substitutions that break every further exact seed: the alignment around the match, scored with
+BLOSUM62, measures all of that agreement. For each stretch of matched seeds in one frame of a
+read, its first matched seed is looked up in the references' proteins (up to MAX_PLACES of the
+places that hold it, spread over the references) and the read's residues are aligned to each
+place on that diagonal, without gaps, as far as both sequences go; the alignment keeps the seed
+and the best-scoring extension on each side (the maximal segment through the seed).
+
+Chance is the Karlin-Altschul expectation of an ungapped alignment scoring at least S between a
+query of m residues and a database of n: E = K m n exp(-lambda S), with BLOSUM62's published
+ungapped parameters for standard residue frequencies, lambda 0.3176 and K 0.134. A read's
+alignment evidence is -log10 E of its best alignment (at least 0), in the same units as the
+seeds' bits (genointerp.viral.chance); m counts the read's residues in all six frames (about two
+per base), and n every residue of the references' six frames. genointerp.viral.protein weighs it
+against the read's exact matches.
+
+The statistic holds for sequences of ordinary composition. Low-complexity stretches break it: on
+held-out human reads a (TG)n-rich microsatellite, translated, aligned to viral proteins at 8 to 10
+bits before masking. So a read's residues are masked as blastx masks its queries, with SEG's
+trigger stage at its published defaults (Wootton & Federhen 1993: any window of 12 residues of
+at most 2.2 bits of Shannon entropy): a masked residue scores -1 against anything. Stop codons
+score -4; benchmarks/viral_calls.py measures the result on every kind of negative read.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from Bio.Align import substitution_matrices
+
+from genointerp.seq.translate import AMINO_ACIDS, NO_CODON
+
+LAMBDA, K = 0.3176, 0.134  # BLOSUM62, ungapped, standard (Robinson) residue frequencies
+EDGE = NO_CODON + 1  # a residue code beyond a read's or a reference frame's end
+MAX_PLACES = 16  # places in the references a matched seed is aligned at
+REACH = 52  # residues aligned on each side of a seed: a 150 bp read's six frames hold 50 each
+_EDGE_SCORE = -10_000  # ends an alignment: no extension crosses it
+# SEG's trigger stage with its published defaults (Wootton & Federhen 1993; what blastx masks reads
+# with): a residue in any window of 12 whose Shannon entropy is at most 2.2 bits is masked
+SEG_WINDOW, SEG_ENTROPY = 12, 2.2
+MASKED = EDGE + 1  # a masked residue: -1 against anything, as BLOSUM62's X
+
+
+def _scores() -> np.ndarray:
+    """int32 (MASKED + 1, MASKED + 1): BLOSUM62 by residue code; a stop scores -4 against anything,
+    an unknown codon or a masked residue -1, an edge ends the alignment."""
+    blosum = substitution_matrices.load("BLOSUM62")
+    table = np.full((MASKED + 1, MASKED + 1), -4, np.int32)
+    for i, a in enumerate(AMINO_ACIDS):
+        for j, b in enumerate(AMINO_ACIDS):
+            table[i, j] = int(blosum[a][b])
+    table[NO_CODON, :] = table[:, NO_CODON] = -1
+    table[MASKED, :] = table[:, MASKED] = -1
+    table[EDGE, :] = table[:, EDGE] = _EDGE_SCORE
+    return table
+
+
+SCORES = _scores()
+
+
+def low_complexity(rows: np.ndarray) -> np.ndarray:
+    """bool (h, c): the residues of rows uint8 (h, c) (residue codes in reading order, EDGE beyond
+    a read) that lie in a window of SEG_WINDOW whose Shannon entropy is at most SEG_ENTROPY bits;
+    windows reaching past an edge are not judged."""
+    h, c = rows.shape
+    w = SEG_WINDOW
+    if c < w:
+        return np.zeros((h, c), bool)
+
+    def window_sum(x: np.ndarray) -> np.ndarray:  # (h, c) -> (h, c - w + 1) sums of w columns
+        total = np.concatenate([np.zeros((h, 1), np.int32), np.cumsum(x, 1, dtype=np.int32)], 1)
+        return total[:, w:] - total[:, :-w]
+
+    entropy = np.zeros((h, c - w + 1))
+    for letter in range(EDGE):  # the 20 residues, STOP and NO_CODON
+        p = window_sum(rows == letter) / w
+        entropy -= p * np.log2(np.where(p > 0, p, 1.0))
+    low = (entropy <= SEG_ENTROPY) & (window_sum(rows == EDGE) == 0)
+    # residue i lies in the windows starting at i - w + 1 .. i
+    starts = np.concatenate([np.zeros((h, 1), np.int32), np.cumsum(low, 1, dtype=np.int32)], 1)
+    i = np.arange(c)
+    return starts[:, np.clip(i + 1, 0, c - w + 1)] - starts[:, np.clip(i - w + 1, 0, c - w + 1)] > 0
+
+
+class ReferenceProteins:
+    """Every reading frame of the references, with the place of each indexed seed in them.
+
+    residues: uint8 (R,) the frames one after another, each followed by EDGE; seed_ids uint64 (S,)
+    sorted and places int64 (S,): a seed id and the residue its window starts at, for every
+    place an indexed seed occurs (a seed of several places appears several times)."""
+
+    def __init__(self, residues: np.ndarray, seed_ids: np.ndarray, places: np.ndarray) -> None:
+        order = np.argsort(seed_ids, kind="stable")
+        self.residues, self.seed_ids, self.places = residues, seed_ids[order], places[order]
+
+    def bits(self, scores: np.ndarray, read_length: np.ndarray) -> np.ndarray:
+        """float64 (h,): -log10 of the expected number of chance alignments scoring at least
+        `scores` (h,) for reads of `read_length` bases (h,), at least 0."""
+        search = np.log(K * np.maximum(2 * read_length, 1) * max(self.residues.size, 1))
+        return np.maximum((LAMBDA * scores - search) / math.log(10), 0.0)
+
+    def align(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              span: int) -> np.ndarray:
+        """int64 (h,): the best ungapped alignment score of each matched seed with the places
+        that hold it (0 where none does).
+
+        aa uint8 (M,): codons of a strand of joined reads (genointerp.seq.translate.codons: frame
+        residues are 3 apart); at int64 (h,): where each seed's window starts in aa; ids uint64
+        (h,) its seed id; lo, hi int64 (h,): its read's first base and end on this strand (a
+        residue at q lies in the read when lo <= q and q + 3 <= hi); span: residues a seed spans.
+        """
+        offset = np.arange(-REACH, REACH + span)
+        q = at[:, None] + 3 * offset
+        inside = (q >= lo[:, None]) & (q + 3 <= hi[:, None])
+        rows = np.where(inside, aa[np.clip(q, 0, aa.size - 1)], EDGE).astype(np.uint8)
+        rows[low_complexity(rows)] = MASKED
+        first = np.searchsorted(self.seed_ids, ids, "left")
+        count = np.searchsorted(self.seed_ids, ids, "right") - first
+        take = np.minimum(count, MAX_PLACES)
+        hit = np.repeat(np.arange(at.size), take)
+        nth = np.arange(hit.size) - np.repeat(np.cumsum(take) - take, take)
+        place = self.places[first[hit] + nth * count[hit] // np.maximum(take[hit], 1)]  # spread over the places
+        read_aa = rows[hit]
+        r = place[:, None] + offset
+        ref_aa = np.where((r >= 0) & (r < self.residues.size), self.residues[np.clip(r, 0, self.residues.size - 1)], EDGE)
+        score = SCORES[read_aa, ref_aa]
+        seed = score[:, REACH : REACH + span].sum(1)
+        left = np.cumsum(score[:, :REACH][:, ::-1], 1).max(1, initial=0)
+        right = np.cumsum(score[:, REACH + span :], 1).max(1, initial=0)
+        best = np.zeros(at.size, np.int64)
+        np.maximum.at(best, hit, seed + left + right)
+        return best

@@ -1,0 +1,105 @@
+"""Ungapped alignment of protein seed matches and its chance (genointerp.viral.extension), through
+the protein index's evidence (genointerp.viral.protein)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.alphabet import encode
+from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
+from genointerp.viral.extension import EDGE, K, LAMBDA, SCORES, ReferenceProteins, low_complexity
+from genointerp.viral.protein import ProteinIndex, ProteinSettings
+
+CODON = {"A": "GCT", "C": "TGT", "D": "GAT", "E": "GAA", "F": "TTT", "G": "GGT", "H": "CAT", "I": "ATT", "K": "AAA",
+         "L": "CTT", "M": "ATG", "N": "AAT", "P": "CCT", "Q": "CAA", "R": "CGT", "S": "TCT", "T": "ACT", "V": "GTT",
+         "W": "TGG", "Y": "TAT"}
+
+
+def residues(text):
+    return np.array([AMINO_ACIDS.index(a) for a in text], np.uint8)
+
+
+def protein(n, seed):
+    return "".join(np.random.default_rng(seed).choice(list(AMINO_ACIDS), n))
+
+
+def blosum(a, b):
+    return int(SCORES[AMINO_ACIDS.index(a), AMINO_ACIDS.index(b)])
+
+
+def test_scores_are_blosum62_with_stops_unknowns_and_edges():
+    assert blosum("W", "W") == 11 and blosum("A", "A") == 4 and blosum("W", "D") == -4 and blosum("L", "I") == 2
+    assert SCORES[STOP, 0] == -4 and SCORES[EDGE, EDGE] < -1000
+
+
+def test_seg_masks_windows_of_low_entropy_but_not_ordinary_protein():
+    rows = np.array([residues("IWLIDFQSGPVDGMNIIDPWESEARESHNWWLFGVNEVYYPYPMYPSHSY"),
+                     residues("KKKKKKKKKKKKACDEFGHIKLMNPQRSTVWYACDEFGHIKLMNPQRSTV")])
+    mask = low_complexity(rows)
+    # YYPYPMYPSHSY: Y 5, P 3, S 2, M 1, H 1, 2.06 bits; no window before it is as low
+    assert mask[0].tolist() == [False] * 38 + [True] * 12
+    assert mask[1, :12].all() and not mask[1, 23:].any()
+    edge = rows.copy()
+    edge[1, 11] = EDGE  # a window reaching past a read's end is not judged
+    assert not low_complexity(edge)[1, :11].any()
+
+
+def test_an_alignment_runs_through_a_mismatch_to_both_ends_of_the_read():
+    ref = protein(120, 1)
+    read = list(ref[40:80])
+    read[30] = "W" if read[30] != "W" else "Y"  # one substitution, well inside the read
+    read = "".join(read)
+    # the read as codons: frame residues 3 apart, as genointerp.seq.translate.codons gives
+    aa = codons(encode("".join(CODON[a] for a in read)))
+    db = np.r_[residues(ref), EDGE].astype(np.uint8)
+    proteins = ReferenceProteins(db, np.array([7], np.uint64), np.array([45]))  # the seed at ref 45 = read 5
+    score = proteins.align(aa, np.array([15]), np.array([7], np.uint64), np.array([0]), np.array([aa.size + 2]), 9)
+    expected = sum(blosum(a, b) for a, b in zip(read, ref[40:80]))
+    assert score.tolist() == [expected]
+    # a seed no place holds aligns nowhere
+    assert proteins.align(aa, np.array([15]), np.array([8], np.uint64), np.array([0]), np.array([aa.size + 2]), 9)[0] == 0
+
+
+def test_bits_are_the_karlin_altschul_expectation_floored_at_zero():
+    proteins = ReferenceProteins(np.zeros(1000, np.uint8), np.zeros(0, np.uint64), np.zeros(0, np.int64))
+    bits = proteins.bits(np.array([0, 200]), np.array([150, 150]))
+    assert bits[0] == 0
+    assert bits[1] == pytest.approx((LAMBDA * 200 - math.log(K * 300 * 1000)) / math.log(10))
+
+
+def test_a_read_aligns_within_itself_not_into_the_read_joined_after_it():
+    gene = "ATG" + "".join(CODON[a] for a in protein(300, 3)) + "TAA"
+    index = ProteinIndex.of([("v", gene)], ProteinSettings(), circular=False)
+    one, two = gene[300:450], gene[450:600]  # consecutive pieces of one reading frame
+    alone = index.evidence(*encode_joined([one])).aligned[0]
+    joined = index.evidence(*encode_joined([one, two])).aligned
+    assert alone > 10 and joined[0] == pytest.approx(alone) and joined[1] > 10
+
+
+CONSERVATIVE = dict(zip("IVLMKRDEFYSTQNAHW", "VIMLRKEDYFTSEDSYY"))  # BLOSUM62 pairs scoring 1..3
+
+
+def test_an_alignment_counts_the_agreement_that_breaks_every_further_seed():
+    """Two reads of a diverged protein differ from it at the same residues (every third one,
+    except a window of 12 that the default seed matches), one by similar residues and one by
+    dissimilar ones: their exact matches are the same, but the alignment rewards the similar
+    residues (their exact matches differ only by the few the changed codons make in other frames).
+    An unrelated read of one matched seed earns little; bits are the stronger measure less log10(2)."""
+    prot = protein(300, 5)
+    gene = "ATG" + "".join(CODON[a] for a in prot) + "TAA"
+    changed = lambda swap: "".join(swap(a) if i % 3 == 2 and not 120 <= i < 132 else a  # noqa: E731
+                                   for i, a in enumerate(prot))
+    similar = "".join(CODON[a] for a in changed(lambda a: CONSERVATIVE.get(a, a)))[300:450]
+    dissimilar = "".join(CODON[a] for a in changed(lambda a: ("C" if a == "W" else "W") if a in CONSERVATIVE else a))[300:450]
+    seed_only = "".join(CODON[a] for a in protein(20, 8)) + gene[303:330] + "".join(CODON[a] for a in protein(21, 9))
+    index = ProteinIndex.of([("v", gene)], ProteinSettings(), circular=False)
+    ev = index.evidence(*encode_joined([similar, dissimilar, seed_only]))
+    assert ev.hits[0] > 0 and ev.hits[1] > 0
+    assert ev.aligned[0] > 20 and ev.aligned[0] > ev.aligned[1] + 10
+    # the seed-only read: its 9 matched residues' scores, and what chance flanks add to them (a few)
+    nine = sum(blosum(a, a) for a in prot[100:109])
+    low, high = index.proteins.bits(np.array([nine, nine + 12]), np.array([150, 150]))
+    assert ev.hits[2] > 0 and low <= ev.aligned[2] <= high < 6
+    assert ev.bits.tolist() == pytest.approx((np.maximum(ev.exact, ev.aligned) - math.log10(2)).tolist())
