@@ -38,6 +38,7 @@ LAMBDA, K = 0.3176, 0.134  # BLOSUM62, ungapped, standard (Robinson) residue fre
 EDGE = NO_CODON + 1  # a residue code beyond a read's or a reference frame's end
 MAX_PLACES = 16  # places in the references a matched seed is aligned at
 REACH = 52  # residues aligned on each side of a seed: a 150 bp read's six frames hold 50 each
+ALIGN_BLOCK = 2048  # seeds aligned at once: at most 16 places each, 113 residues, bounds the temporaries
 _EDGE_SCORE = -10_000  # ends an alignment: no extension crosses it
 # SEG's trigger stage with its published defaults (Wootton & Federhen 1993; what blastx masks reads
 # with): a residue in any window of 12 whose Shannon entropy is at most 2.2 bits is masked
@@ -106,13 +107,21 @@ class ReferenceProteins:
     def align(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               span: int) -> np.ndarray:
         """int64 (h,): the best ungapped alignment score of each matched seed with the places
-        that hold it (0 where none does).
+        that hold it (0 where none does), ALIGN_BLOCK seeds at a time (memory: about 3 kB per
+        place aligned).
 
         aa uint8 (M,): codons of a strand of joined reads (genointerp.seq.translate.codons: frame
         residues are 3 apart); at int64 (h,): where each seed's window starts in aa; ids uint64
         (h,) its seed id; lo, hi int64 (h,): its read's first base and end on this strand (a
         residue at q lies in the read when lo <= q and q + 3 <= hi); span: residues a seed spans.
         """
+        parts = [self._align(aa, at[i : i + ALIGN_BLOCK], ids[i : i + ALIGN_BLOCK], lo[i : i + ALIGN_BLOCK],
+                             hi[i : i + ALIGN_BLOCK], span) for i in range(0, at.size, ALIGN_BLOCK)]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def _align(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               span: int) -> np.ndarray:
+        """align() of one block of seeds."""
         offset = np.arange(-REACH, REACH + span)
         q = at[:, None] + 3 * offset
         inside = (q >= lo[:, None]) & (q + 3 <= hi[:, None])
