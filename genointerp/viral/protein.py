@@ -12,9 +12,16 @@ Seeds whose compared residues hold fewer than `min_distinct` different residues 
 (low-complexity peptides such as poly-K match anything AT-rich), and so are those found in any frame
 of the negative references (listed in `protein_excluded.txt.gz`). A read is translated in all six
 frames at every position; its matched seeds form stretches (matched seeds of one frame each within
-one span of the previous), and the first seed of each stretch is grown into an ungapped alignment
-with the references' proteins (genointerp.viral.extension): a read's evidence is its best
-alignment's bits, -log10 of how many such alignments chance would give.
+one span of the previous), weighed two ways, -log10 of how often chance would give them:
+  - exactly, as the nucleotide seeds (genointerp.viral.chance): W seeds tested against I index
+    entries yield a stretch fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ...
+    f(rm) times; summed over stretches;
+  - aligned: the first seed of each stretch grown into an ungapped alignment with the references'
+    proteins (genointerp.viral.extension); the best alignment counts.
+A read's protein bits are the stronger of the two less log10(2), the price of choosing. Exact
+stretches weigh more on short reads (an alignment of 25 residues is weak evidence next to an exact
+stretch of them), alignments on reads of divergent types, whose scattered substitutions break
+every further exact seed.
 
 The index and the references' reading frames are built at load from the model folder's references
 (the seeds' `kmer_refs.fa.gz`) and its excluded list, settings in config.json's "protein_index";
