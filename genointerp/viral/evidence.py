@@ -40,6 +40,7 @@ from genointerp.io.inputs import first_duplicate
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
+from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
@@ -115,22 +116,11 @@ def canonical_ids(codes: np.ndarray, seed: str) -> tuple[np.ndarray, np.ndarray]
 
 
 def complex_enough(codes: np.ndarray, k: int, min_entropy: float) -> np.ndarray:
-    """bool (M-k+1,): the Shannon entropy (bits) of each window's base composition >= min_entropy.
-
-    Counts come from running sums, so this costs four passes whatever k is, and each count's term
-    -f log2 f (f = count / k) from a table of k + 1 values rather than a log per window.
-    """
+    """bool (M-k+1,): the Shannon entropy (bits) of each window's base composition >= min_entropy."""
     n = codes.size - k + 1
     if n <= 0 or min_entropy <= 0:
         return np.ones(max(n, 0), dtype=bool)
-    f = np.arange(k + 1) / k
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(f > 0, -f * np.log2(f), 0.0)
-    entropy = np.zeros(n)
-    for base in range(4):
-        running = np.concatenate([[0], np.cumsum(codes == base, dtype=np.int32)])
-        entropy += term[running[k:] - running[:-k]]
-    return entropy >= min_entropy - 1e-9
+    return window_entropy(codes, k, 4) >= min_entropy - 1e-9
 
 
 def reference_codes(name: str, seq: str, path: str) -> np.ndarray:

@@ -32,6 +32,7 @@ import math
 import numpy as np
 from Bio.Align import substitution_matrices
 
+from genointerp.seq.entropy import window_entropy
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON
 
 LAMBDA, K = 0.3176, 0.134  # BLOSUM62, ungapped, standard (Robinson) residue frequencies
@@ -64,23 +65,15 @@ SCORES = _scores()
 
 
 def low_complexity(rows: np.ndarray) -> np.ndarray:
-    """bool (h, c): the residues of rows uint8 (h, c) (residue codes in reading order, EDGE beyond
-    a read) that lie in a window of SEG_WINDOW whose Shannon entropy is at most SEG_ENTROPY bits;
-    windows reaching past an edge are not judged."""
+    """bool (h, c): the residues of rows uint8 (h, c) (residue codes in reading order, EDGE before
+    and after a read, never inside it) that lie in a window of SEG_WINDOW whose Shannon entropy is
+    at most SEG_ENTROPY bits; windows reaching past an edge are not judged."""
     h, c = rows.shape
     w = SEG_WINDOW
     if c < w:
         return np.zeros((h, c), bool)
-
-    def window_sum(x: np.ndarray) -> np.ndarray:  # (h, c) -> (h, c - w + 1) sums of w columns
-        total = np.concatenate([np.zeros((h, 1), np.int32), np.cumsum(x, 1, dtype=np.int32)], 1)
-        return total[:, w:] - total[:, :-w]
-
-    entropy = np.zeros((h, c - w + 1))
-    for letter in range(EDGE):  # the 20 residues, STOP and NO_CODON
-        p = window_sum(rows == letter) / w
-        entropy -= p * np.log2(np.where(p > 0, p, 1.0))
-    low = (entropy <= SEG_ENTROPY) & (window_sum(rows == EDGE) == 0)
+    past_edge = (rows[:, : c - w + 1] == EDGE) | (rows[:, w - 1 :] == EDGE)  # edges only flank a read
+    low = (window_entropy(rows, w, EDGE) <= SEG_ENTROPY) & ~past_edge
     # residue i lies in the windows starting at i - w + 1 .. i
     starts = np.concatenate([np.zeros((h, 1), np.int32), np.cumsum(low, 1, dtype=np.int32)], 1)
     i = np.arange(c)

@@ -33,6 +33,8 @@ from genointerp.io.jsonfile import read_json_object
 from genointerp.io.sequences import read_reference
 from genointerp.model_folder import CONFIG
 from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.alphabet import encode
+from genointerp.seq.entropy import window_entropy
 from genointerp.viral.evidence import REFS_FILE, load_index
 from genointerp.viral.panel import ViralName, name_reference
 
@@ -240,10 +242,8 @@ def revcomp(seq: str) -> str:
 
 
 def entropy_ok(seq: str, min_bits: float = 1.5) -> bool:
-    """Base-composition Shannon entropy of seq at least min_bits (poly-A and short repeats fail)."""
-    counts = np.array([seq.count(b) for b in "ACGT"], dtype=np.float64)
-    total = counts.sum()
-    if total == 0:
-        return False
-    p = counts[counts > 0] / total
-    return float(-(p * np.log2(p)).sum()) >= min_bits
+    """Base-composition Shannon entropy of seq's A, C, G and T at least min_bits (poly-A and short
+    repeats fail)."""
+    codes = encode(seq)
+    codes = codes[codes < 4]
+    return codes.size > 0 and float(window_entropy(codes, codes.size, 4)[0]) >= min_bits
