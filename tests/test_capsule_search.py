@@ -1,4 +1,4 @@
-"""capsule-search (issue 18): the GA operators, and the command on Gene-PCs of the 1000 Genomes fixture."""
+"""capsule-search: the GA operators, and the command on Gene-PCs of the 1000 Genomes fixture."""
 
 import json
 
@@ -7,7 +7,9 @@ import pytest
 
 from conftest import DATA, assert_one_error_line, interrupt_at_call
 from genointerp.capsule import pair_screen
+from genointerp.capsule import genetic as ga
 from genointerp.capsule import search as cs
+from genointerp.capsule import subset_fitness as sf
 from genointerp.capsule.settings import CapsuleSettings
 from genointerp.capsule.splits import make_splits
 
@@ -23,9 +25,9 @@ def test_crossover_keeps_the_subset_size_and_shared_genes(sizes):
     lo, hi = sizes
     rng = np.random.default_rng(0)
     for _ in range(300):
-        a = cs.random_subset(12, lo, hi, rng)
-        b = cs.random_subset(12, lo, hi, rng)
-        child = cs.crossover(a, b, 12, lo, hi, rng)
+        a = ga.random_subset(12, lo, hi, rng)
+        b = ga.random_subset(12, lo, hi, rng)
+        child = ga.crossover(a, b, 12, lo, hi, rng)
         assert lo <= len(child) <= hi and min(len(a), len(b)) <= len(child) <= max(len(a), len(b))
         assert len(set(child)) == len(child) and list(child) == sorted(child) and all(0 <= g < 12 for g in child)
         assert set(a) & set(b) <= set(child) or len(set(a) & set(b)) > len(child)
@@ -35,37 +37,37 @@ def test_crossover_keeps_the_subset_size_and_shared_genes(sizes):
 
 def test_crossover_of_identical_parents_is_the_parent():
     rng = np.random.default_rng(1)
-    assert cs.crossover((1, 4, 7), (1, 4, 7), 10, 3, 3, rng) == (1, 4, 7)
+    assert ga.crossover((1, 4, 7), (1, 4, 7), 10, 3, 3, rng) == (1, 4, 7)
 
 
 @pytest.mark.parametrize("swaps", [0, 1, 2, 3])
 def test_mutation_swaps_exactly_that_many_genes(swaps):
     rng = np.random.default_rng(swaps)
     for _ in range(100):
-        sub = cs.random_subset(9, 3, 3, rng)
-        new = cs.mutate(sub, 9, swaps, rng)
+        sub = ga.random_subset(9, 3, 3, rng)
+        new = ga.mutate(sub, 9, swaps, rng)
         assert len(new) == len(sub) and len(set(sub) - set(new)) == swaps and len(set(new) - set(sub)) == swaps
-    assert cs.mutate((0, 1, 2), 4, 2, rng) in {(0, 1, 3), (0, 2, 3), (1, 2, 3)}  # only one gene outside: one swap
+    assert ga.mutate((0, 1, 2), 4, 2, rng) in {(0, 1, 3), (0, 2, 3), (1, 2, 3)}  # only one gene outside: one swap
 
 
 def test_tournament_is_seeded_and_a_full_tournament_picks_the_best():
     ranks = [3, 0, 2, 1, 4]
-    draws = [cs.tournament(ranks, 2, np.random.default_rng(7)) for _ in range(3)]
+    draws = [ga.tournament(ranks, 2, np.random.default_rng(7)) for _ in range(3)]
     assert draws[0] == draws[1] == draws[2]
     rng = np.random.default_rng(7)
-    assert [cs.tournament(ranks, 2, rng) for _ in range(20)] == [cs.tournament(ranks, 2, r) for r in
+    assert [ga.tournament(ranks, 2, rng) for _ in range(20)] == [ga.tournament(ranks, 2, r) for r in
                                                                   [np.random.default_rng(7)] for _ in range(20)]
-    assert all(cs.tournament(ranks, 200, np.random.default_rng(s)) == 1 for s in range(5))
+    assert all(ga.tournament(ranks, 200, np.random.default_rng(s)) == 1 for s in range(5))
 
 
 def test_next_population_keeps_the_elite_and_breeds_new_subsets():
     pop = [(0, 1), (2, 3), (4, 5), (6, 7)]
     fitness = [0.1, 0.3, -0.2, 0.0]
-    s = cs.SearchSettings(population=4, min_size=2, max_size=2, elite=1)
-    new = cs.next_population(pop, fitness, s, 10, set(pop), np.random.default_rng(0))
+    s = ga.SearchSettings(population=4, min_size=2, max_size=2, elite=1)
+    new = ga.next_population(pop, fitness, s, 10, set(pop), np.random.default_rng(0))
     assert new[0] == (2, 3) and len(new) == 4 and all(len(c) == 2 for c in new)
     assert len(set(new)) == 4 and not set(new[1:]) & set(pop)
-    assert new == cs.next_population(pop, fitness, s, 10, set(pop), np.random.default_rng(0))
+    assert new == ga.next_population(pop, fitness, s, 10, set(pop), np.random.default_rng(0))
 
 
 def test_fitness_credits_only_what_beats_logistic_regression_and_the_chance_gate():
@@ -73,9 +75,9 @@ def test_fitness_credits_only_what_beats_logistic_regression_and_the_chance_gate
     chance, gate = pair_screen.chance_threshold(y, 2.0)
     assert chance == 0.5 and gate == pytest.approx(0.5 + 2 * np.sqrt(0.25 / 1000))
     # logistic regression below chance by noise: the capsule near chance gets no credit from it
-    assert cs.fitness_of(0.50, 0.45, gate, 2, 2, 0.0) == pytest.approx(0.50 - gate) and 0.50 - gate < 0
-    assert cs.fitness_of(0.70, 0.65, gate, 2, 2, 0.0) == pytest.approx(0.05)  # above both: the gain over LR
-    assert cs.fitness_of(0.70, 0.65, gate, 4, 2, 0.01) == pytest.approx(0.03)  # two genes beyond the smallest size
+    assert sf.fitness_of(0.50, 0.45, gate, 2, 2, 0.0) == pytest.approx(0.50 - gate) and 0.50 - gate < 0
+    assert sf.fitness_of(0.70, 0.65, gate, 2, 2, 0.0) == pytest.approx(0.05)  # above both: the gain over LR
+    assert sf.fitness_of(0.70, 0.65, gate, 4, 2, 0.01) == pytest.approx(0.03)  # two genes beyond the smallest size
 
 
 def test_repeats_are_different_stratified_splits_and_seeded():
@@ -89,7 +91,7 @@ def test_repeats_are_different_stratified_splits_and_seeded():
         for k in range(3):
             _, ev = s.fold(k)
             assert 6 <= (y[ev] == 1).sum() <= 7
-    seeds = {cs.repeat_fold_seed(5, 3, r, k) for r in range(3) for k in range(3)}
+    seeds = {sf.repeat_fold_seed(5, 3, r, k) for r in range(3) for k in range(3)}
     assert len(seeds) == 9
 
 
@@ -101,27 +103,27 @@ def xor_problem(n=600, seed=0):
     y = np.where(rng.random(n) < 0.1, 1 - y, y)  # 10 % label noise
     columns = [f"1:G{g}:pc{k}" for g in range(5) for k in (1, 2)]
     splits = make_splits(y, ["a", "b"], 3, 1, 1)
-    return cs.Problem(x, y, [np.array([2 * g, 2 * g + 1]) for g in range(5)], columns, splits,
+    return sf.Problem(x, y, [np.array([2 * g, 2 * g + 1]) for g in range(5)], columns, splits,
                       CapsuleSettings(folds=3, test_fraction=0.0), {}, 2.0, 0.0, 2)
 
 
 def test_the_pair_screen_puts_an_xor_pair_first_and_is_deterministic():
     problem = xor_problem()
-    screened = cs.screen_pairs(problem)
+    screened = sf.screen_pairs(problem)
     assert len(screened) == 10 and screened[0][0] == (1, 3)
     pair, score, products, additive = screened[0]
     assert products > 0.7 and additive < 0.6 and score > 0.15  # the products see what the additive model cannot
     assert all(r[1] < 0.05 for r in screened[1:])
-    assert screened == cs.screen_pairs(problem)
+    assert screened == sf.screen_pairs(problem)
 
 
 def test_the_first_generation_starts_from_the_screen():
     screened = [((1, 3), 0.3, 0.9, 0.5), ((0, 2), 0.01, 0.5, 0.5), ((0, 1), 0.0, 0.5, 0.5)]
-    s = cs.SearchSettings(population=5, min_size=2, max_size=3)
-    pop = cs.first_generation(6, s, np.random.default_rng(0), screened)
+    s = ga.SearchSettings(population=5, min_size=2, max_size=3)
+    pop = ga.first_generation(6, s, np.random.default_rng(0), screened)
     assert len(pop) == 5 and len(set(pop)) == 5 and all(2 <= len(p) <= 3 for p in pop)
     assert {1, 3} <= set(pop[0]) and {0, 2} <= set(pop[1]) and {0, 1} <= set(pop[2])
-    assert pop == cs.first_generation(6, s, np.random.default_rng(0), screened)
+    assert pop == ga.first_generation(6, s, np.random.default_rng(0), screened)
 
 
 # ---- the command ----------------------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def interrupted_search(d, name, cli, monkeypatch) -> list:
     """Run the TINY search into d/name, interrupted at its 6th fitness evaluation (in generation 2:
     generation 1 evaluates 4); returns its arguments."""
     args = ["capsule-search", d / "pcs", "-p", d / "pheno.tsv", *TINY, "-o", d / name]
-    restore = interrupt_at_call(monkeypatch, cs, "evaluate", 6)
+    restore = interrupt_at_call(monkeypatch, sf, "evaluate", 6)
     assert cli(*args).exit_code != 0
     restore()
     return args

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from genointerp.capsule import search as cs
+from genointerp.capsule.genetic import SearchSettings
+from genointerp.capsule.subset_fitness import Evaluator, Problem, screen_pairs
 from genointerp.capsule.cohort import align, class_counts, order_case_last
 from genointerp.capsule.interpret import gene_groups
 from genointerp.capsule.pair_screen import chance_threshold, screen_table
@@ -133,7 +135,7 @@ def run(req: CapsuleSearchRequest, outputs: AtomicOutputs, report: Reporter) -> 
                         threads=1, baselines=False)
     splits = make_splits(y, pheno.classes, req.folds, req.repeats, req.seed)
     screen = req.screen and max_size >= 2
-    gs = cs.SearchSettings(population=req.population, generations=req.generations, min_size=min_size,
+    gs = SearchSettings(population=req.population, generations=req.generations, min_size=min_size,
                            max_size=max_size, folds=req.folds, repeats=req.repeats, gate=req.gate,
                            size_penalty=req.size_penalty, screen=screen, elite=req.elite,
                            mutation_rate=req.mutation_rate, seed=req.seed)
@@ -144,19 +146,19 @@ def run(req: CapsuleSearchRequest, outputs: AtomicOutputs, report: Reporter) -> 
     # what a checkpoint must match to be resumed: the settings, the inputs and the data themselves
     fingerprint = {"search": cs.settings_dict(gs), "training": settings_dict(s), "capsule": config, "inputs": inputs,
                    "data": hashlib.sha256(np.ascontiguousarray(x).tobytes() + y.astype(np.int64).tobytes()).hexdigest()}
-    problem = cs.Problem(x, y, [idx for _, idx in groups], features.columns, splits, s, config, req.gate,
+    problem = Problem(x, y, [idx for _, idx in groups], features.columns, splits, s, config, req.gate,
                          req.size_penalty, min_size)
 
     use_threads(1)  # torch's threads; the search runs --threads worker processes
     screened = None
     if screen:
         start = time.monotonic()
-        screened = cs.screen_pairs(problem)
+        screened = screen_pairs(problem)
         (a, b), score, products, additive = screened[0]
         log(f"pair screen: {len(screened)} pairs in {time.monotonic() - start:.1f} s; best {gene_names[a]},"
             f"{gene_names[b]} (with products {products:.3f} vs additive {additive:.3f} CV accuracy)")
         (folder / "screen.tsv").write_text(screen_table(screened, gene_names))
-    with cs.Evaluator(problem, usable_threads(req.threads)) as evaluator:
+    with Evaluator(problem, usable_threads(req.threads)) as evaluator:
         result = cs.search(evaluator, len(groups), gs, fingerprint, checkpoint, req.resume, req.time_budget, report,
                            gene_names, screened)
     (folder / "best.tsv").write_text(cs.best_table(result.cache, gene_names))
