@@ -9,7 +9,7 @@ import pytest
 from genointerp.reads.kmerize import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
-from genointerp.viral.extension import EDGE, K, LAMBDA, SCORES, ReferenceProteins, low_complexity
+from genointerp.viral.extension import EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins, low_complexity
 from genointerp.viral.protein import ProteinIndex, ProteinSettings
 
 CODON = {"A": "GCT", "C": "TGT", "D": "GAT", "E": "GAA", "F": "TTT", "G": "GGT", "H": "CAT", "I": "ATT", "K": "AAA",
@@ -103,3 +103,22 @@ def test_an_alignment_counts_the_agreement_that_breaks_every_further_seed():
     low, high = index.proteins.bits(np.array([nine, nine + 12]), np.array([150, 150]))
     assert ev.hits[2] > 0 and low <= ev.aligned[2] <= high < 6
     assert ev.bits.tolist() == pytest.approx((np.maximum(ev.exact, ev.aligned) - math.log10(2)).tolist())
+
+
+def test_a_seed_of_many_places_is_aligned_at_sixteen_spread_over_them():
+    """A seed held at 32 places is aligned at every second one (MAX_PLACES = 16, spread evenly):
+    a read that agrees with the genome of place 30 beyond the seed scores its full alignment, one
+    that agrees only with place 31's is aligned at 30 (and seen through its seed alone)."""
+    assert MAX_PLACES == 16
+    seed = protein(9, 11)
+    genomes = [protein(20, 100 + g) + seed + protein(20, 200 + g) for g in range(32)]
+    db = np.concatenate([np.r_[residues(g), EDGE] for g in genomes]).astype(np.uint8)
+    places = np.array([i * 50 + 20 for i in range(32)])
+    proteins = ReferenceProteins(db, np.full(32, 5, np.uint64), places)
+    scores = []
+    for g in (30, 31):
+        aa = codons(encode("".join(CODON[a] for a in genomes[g][:49])))
+        scores.append(proteins.align(aa, np.array([60]), np.array([5], np.uint64), np.array([0]),
+                                     np.array([aa.size + 2]), 9)[0])
+    full = sum(blosum(a, a) for a in genomes[30][:49])
+    assert scores[0] == full and scores[1] < full - 100
