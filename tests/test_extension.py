@@ -6,23 +6,15 @@ import math
 import numpy as np
 import pytest
 
+from coding import CODON, protein
 from genointerp.reads.kmerize import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
 from genointerp.viral.extension import EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins, low_complexity
 from genointerp.viral.protein import ProteinIndex, ProteinSettings
 
-CODON = {"A": "GCT", "C": "TGT", "D": "GAT", "E": "GAA", "F": "TTT", "G": "GGT", "H": "CAT", "I": "ATT", "K": "AAA",
-         "L": "CTT", "M": "ATG", "N": "AAT", "P": "CCT", "Q": "CAA", "R": "CGT", "S": "TCT", "T": "ACT", "V": "GTT",
-         "W": "TGG", "Y": "TAT"}
-
-
 def residues(text):
     return np.array([AMINO_ACIDS.index(a) for a in text], np.uint8)
-
-
-def protein(n, seed):
-    return "".join(np.random.default_rng(seed).choice(list(AMINO_ACIDS), n))
 
 
 def blosum(a, b):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from coding import revcomp
 from conftest import DATA
 from genointerp.errors import InputError
 from genointerp.reads.kmerize import encode_joined
@@ -14,13 +15,6 @@ from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
 from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids,
                                        complex_enough, kmer_text, load_index, reference_kmers)
-
-COMPLEMENT = str.maketrans("ACGT", "TGCA")
-
-
-def revcomp(s):
-    return s.translate(COMPLEMENT)[::-1]
-
 
 def kmer_id(s):
     return int(s.translate(str.maketrans("ACGT", "0123")), 4)

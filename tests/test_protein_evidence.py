@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from coding import CODON, protein, revcomp
 from genointerp.errors import InputError
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import SILENT
@@ -17,23 +18,10 @@ from genointerp.viral.extension import K, LAMBDA, SCORES
 from genointerp.viral.protein import (CONFIG_KEY, EXCLUDED_FILE, ProteinIndex, ProteinSettings, build_protein_index,
                                       load_protein_index, orf_kmers)
 
-# one codon per amino acid (and the synonymous alternatives the tests swap in)
-CODON = {"A": "GCT", "C": "TGT", "D": "GAT", "E": "GAA", "F": "TTT", "G": "GGT", "H": "CAT", "I": "ATT", "K": "AAA",
-         "L": "CTT", "M": "ATG", "N": "AAT", "P": "CCT", "Q": "CAA", "R": "CGT", "S": "TCT", "T": "ACT", "V": "GTT",
-         "W": "TGG", "Y": "TAT"}
+# the synonymous alternatives to coding.CODON the tests swap in
 SYNONYM = {"A": "GCC", "D": "GAC", "E": "GAG", "F": "TTC", "G": "GGC", "H": "CAC", "I": "ATC", "K": "AAG", "L": "CTC",
            "N": "AAC", "P": "CCC", "Q": "CAG", "R": "CGC", "S": "TCC", "T": "ACC", "V": "GTC", "Y": "TAC", "C": "TGC",
            "M": "ATG", "W": "TGG"}
-COMPLEMENT = str.maketrans("ACGT", "TGCA")
-
-
-def revcomp(s):
-    return s.translate(COMPLEMENT)[::-1]
-
-
-def protein(n, seed):
-    return "".join(np.random.default_rng(seed).choice(list(AMINO_ACIDS), n))
-
 
 def test_codons_follow_the_standard_code_and_mark_stops_and_unknown_codons():
     aa = codons(encode("ATGTAAGCNTGG"))
