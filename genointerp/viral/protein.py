@@ -178,14 +178,15 @@ def _in_orf(protein: np.ndarray, min_orf: int, k: int) -> np.ndarray:
 
 
 class ProteinIndex:
-    """Amino-acid seeds of the references' proteins, asked read by read in six frames; with the
-    references' proteins (`proteins`) its evidence aligns each match (genointerp.viral.extension)."""
+    """Amino-acid seeds of the references' proteins, asked read by read in six frames; built by `of`,
+    it holds the references' proteins too (`proteins`), to which its evidence aligns each match
+    (genointerp.viral.extension)."""
 
     def __init__(self, ids: np.ndarray, settings: ProteinSettings, labels: np.ndarray | None = None,
-                 viruses: tuple[str, ...] = (), proteins: ReferenceProteins | None = None) -> None:
+                 viruses: tuple[str, ...] = ()) -> None:
         self.ids, self.settings = ids, settings
         self.labels, self.viruses = labels, viruses  # uint8 (n,) codes into viruses, as KmerIndex's
-        self.proteins = proteins
+        self.proteins: ReferenceProteins | None = None  # set by `of`, from the places of the ids kept
         self._set = IdSet(ids)
 
     @classmethod
