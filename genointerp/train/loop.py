@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from genointerp.errors import InputError
+from genointerp.interrupts import on_abandon
 from genointerp.report import Reporter
 from genointerp.runtime import autocast
 from genointerp.train.run_folder import CHECKPOINT
@@ -227,11 +228,12 @@ def save_checkpoint(ckpt: Path, model, opt, sched, run: RunState, epoch: int, s:
     never interrupted (weights, optimiser, schedule, torch's RNG, history, best weights, settings)."""
     tmp = ckpt.with_suffix(".tmp")
     try:
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                    "scheduler": sched.state_dict() if sched is not None else None,
-                    "epoch": epoch, "history": run.history, "best_score": run.best_score,
-                    "best_model": run.best_state, "stale": run.stale, "settings": asdict(s),
-                    "architecture": _architecture(model)}, tmp)
+        with on_abandon(lambda: tmp.unlink(missing_ok=True)):  # a run ended from the signal watchdog
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                        "scheduler": sched.state_dict() if sched is not None else None,
+                        "epoch": epoch, "history": run.history, "best_score": run.best_score,
+                        "best_model": run.best_state, "stale": run.stale, "settings": asdict(s),
+                        "architecture": _architecture(model)}, tmp)
     except BaseException:  # an interrupted save must not be left beside the last good one
         tmp.unlink(missing_ok=True)
         raise

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from genointerp.errors import GenointerpError, UsageError
-from genointerp.interrupts import deferred
+from genointerp.interrupts import deferred, on_abandon
 from genointerp.io.atomic import MARKER, AtomicOutputs, check_replaceable_folder
 
 CHECKPOINT = "last.pt"  # in checkpoint_dir: the state after the last finished epoch (train.loop writes it)
@@ -80,16 +80,23 @@ def training_checkpoint(ckpt: Path, resume: bool, force: bool, warn: Callable[[s
             _empty(ckpt)  # no epoch finished there, or --force: nothing worth keeping (the folder, locked, stays)
         armed = True
         (ckpt / MARKER).write_text(f"training run of genointerp pid {os.getpid()} on {socket.gethostname()}\n")
-        yield
+        with on_abandon(lambda: _drop_unfinished(ckpt, warn)):  # a run ended from the signal watchdog
+            yield
     except BaseException:
-        if armed and (ckpt / CHECKPOINT).exists():
-            warn(f"the finished epochs are kept in {ckpt}: rerun with --resume to continue")
-        elif armed:
-            shutil.rmtree(ckpt, ignore_errors=True)
+        if armed:
+            _drop_unfinished(ckpt, warn)
         raise
     finally:
         if lock is not None:
             os.close(lock)
+
+
+def _drop_unfinished(ckpt: Path, warn: Callable[[str], None]) -> None:
+    """A failed run's folder: kept when it holds a finished epoch (for --resume), else removed."""
+    if (ckpt / CHECKPOINT).exists():
+        warn(f"the finished epochs are kept in {ckpt}: rerun with --resume to continue")
+    else:
+        shutil.rmtree(ckpt, ignore_errors=True)
 
 
 def _locked_run_folder(ckpt: Path) -> tuple[bool, int]:
