@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from genointerp.errors import GenointerpError, UsageError
-from genointerp.interrupts import Interrupted, signals_as_exceptions
+from genointerp.interrupts import Interrupted, message, received, signals_as_exceptions
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, PrecisionUnsupported
 from genointerp.runtime import device_for as checked_device
@@ -58,27 +58,35 @@ class ErrorReportingGroup(TyperGroup):
             _plain_usage_error(exc)
             raise
         except Interrupted as exc:
-            typer.echo(f"genointerp: interrupted by {exc}; unfinished outputs removed", err=True)
-            raise typer.Exit(128 + exc.signum) from None
-        except UsageError as exc:
-            if Settings.debug:
+            raise _interrupted(exc.signum) from None
+        except Exception as exc:
+            if received() is not None:  # a library turned the interruption into an error of its own
+                raise _interrupted(received()) from None
+            if isinstance(exc, BrokenPipeError):
+                _broken_pipe(exc)
+            failed = None if Settings.debug else _error_exit(exc)
+            if failed is None:
                 raise
-            raise _fail(str(exc), 2) from None
-        except GenointerpError as exc:
-            if Settings.debug:
-                raise
-            raise _fail(str(exc)) from None
-        except BrokenPipeError as exc:
-            _broken_pipe(exc)
-        except OSError as exc:
-            if Settings.debug:
-                raise
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise _fail(f"{where}{exc.strerror or exc}") from None
-        except MemoryError:
-            if Settings.debug:
-                raise
-            raise _fail("out of memory; use smaller batches or fewer threads") from None
+            raise failed from None
+
+
+def _error_exit(exc: Exception) -> typer.Exit | None:
+    """The one line and exit status for an error the user can act on; None for a bug (a traceback)."""
+    if isinstance(exc, UsageError):
+        return _fail(str(exc), 2)
+    if isinstance(exc, GenointerpError):
+        return _fail(str(exc))
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}")
+    if isinstance(exc, MemoryError):
+        return _fail("out of memory; use smaller batches or fewer threads")
+    return None
+
+
+def _interrupted(signum: int) -> typer.Exit:
+    typer.echo(message(signum), err=True)
+    return typer.Exit(128 + signum)
 
 
 def _broken_pipe(exc: BrokenPipeError) -> None:
@@ -103,7 +111,23 @@ def _plain_usage_error(exc) -> None:
     if sys.stderr.isatty() or Settings.debug:
         return
     where = f" (see '{exc.ctx.command_path} -h')" if exc.ctx is not None else ""
-    raise _fail(f"{exc.format_message()}{where}", exc.exit_code)
+    raise _fail(f"{_option_first(exc)}{where}", exc.exit_code)
+
+
+def _option_first(exc) -> str:
+    """A bad option value as every other usage error reads, `--option: what is wrong`, instead of
+    click's "Invalid value for '--option': ..."."""
+    # MissingParameter (a BadParameter) already reads "Missing option '--x'"
+    if not isinstance(exc, typer.BadParameter) or type(exc).__name__ == "MissingParameter":
+        return exc.format_message()
+    hint = exc.param_hint
+    if hint is None and exc.param is not None:
+        hint = exc.param.get_error_hint()
+    if hint is None:
+        return exc.format_message()
+    if not isinstance(hint, str):
+        hint = " / ".join(hint)
+    return f"{hint.replace(chr(39), '')}: {exc.message}"
 
 
 def log(message: str) -> None:
