@@ -23,10 +23,14 @@ cannot run, ``InputError`` for data that cannot be read.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol, TypeVar
+import dataclasses
+import math
+import re
+from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.paths import names_stdin, names_stdout, same_input
 from genointerp.report import SILENT, Reporter
 
 
@@ -50,16 +54,62 @@ def execute(run: Job, req: R, force: bool = False, report: Reporter | None = Non
     """Check `req`, then run the job with its outputs committed together when it succeeds (and
     removed when it fails). `force` lets outputs replace existing files; `report` receives logs,
     warnings and progress (silent by default)."""
+    check_values(req)
     req.check()
     with AtomicOutputs(force, inputs=req.inputs()) as outputs:
         return run(req, outputs, report or SILENT)
 
 
+# characters no output format here can hold in a name or value: TSV and BED columns end at a tab,
+# rows at a line end, VCF and JSON lines likewise; the other control characters are never text
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_values(req) -> None:
+    """The rules every request's values obey, whatever the command, so that none can reach an
+    output it would break: a number is finite (no option means "unbounded" by inf; a missing bound
+    is None), and text (names, labels, paths) holds no tab, line end or other control character.
+    A field (or each item of a list field) is named as its option, `--field-name`."""
+    for f in dataclasses.fields(req):
+        option = "--" + f.name.replace("_", "-")
+        for item in _leaves(getattr(req, f.name)):
+            if isinstance(item, float) and not math.isfinite(item):
+                raise UsageError(f"{option}: {item} is not a finite number")
+            if isinstance(item, str) and (bad := _CONTROL.search(item)) is not None:
+                raise UsageError(f"{option}: {item!r} holds the control character {bad[0]!r}, which tab-separated "
+                                 "tables, BED and VCF cannot hold")
+
+
+def _leaves(value) -> Iterator:
+    """The numbers and strings inside a field's value: itself, or the items (and keys) of the lists,
+    tuples and dicts it holds (LABEL=VALUE options are pairs or dicts)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(key)
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
 def one_stdin(*inputs: tuple[str, str | None]) -> None:
-    """UsageError when two of the (option, path) inputs are `-`: stdin can be read only once."""
-    names = [name for name, value in inputs if value == "-"]
+    """UsageError when two of the (option, path) inputs are stdin (`-`, `/dev/stdin`, ...): it can
+    be read only once."""
+    names = [name for name, value in inputs if names_stdin(value)]
     if len(names) > 1:
         raise UsageError(f"{names[1]}: {names[0]} and {names[1]} are both - (stdin), which can be read only once")
+
+
+def distinct_inputs(*inputs: tuple[str, str | None], why: str) -> None:
+    """UsageError when two of the (option, path) inputs name one file, however spelt (`./x`, a
+    link, another hard link, stdin by any name); `why` says why they must differ."""
+    given = [(name, value) for name, value in inputs if value is not None]
+    for i, (name, value) in enumerate(given):
+        for first, earlier in given[:i]:
+            if same_input(earlier, value):
+                raise UsageError(f"{name}: {first} and {name} name the same file ({earlier}, {value}); {why}")
 
 
 def in_range(option: str, value, lo=None, hi=None) -> None:
@@ -67,6 +117,8 @@ def in_range(option: str, value, lo=None, hi=None) -> None:
     (None: unbounded), for a request's numbers that a library caller may pass out of range."""
     if value != value:  # NaN
         raise UsageError(f"{option}: {value} is not a number")
+    if isinstance(value, float) and math.isinf(value):
+        raise UsageError(f"{option}: {value} is not a finite number")
     if hi is None:
         if lo is not None and value < lo:
             raise UsageError(f"{option}: {value} is below {lo}")
@@ -82,14 +134,14 @@ def one_of(option: str, value, choices) -> None:
 
 def stdin_once(option: str, paths: list[str], why: str) -> None:
     """UsageError when `-` (stdin) is among the values of one repeatable input `option` twice or more."""
-    n = paths.count("-")
+    n = sum(names_stdin(p) for p in paths)
     if n > 1:
         raise UsageError(f"{option}: - (stdin) is given {n} times: {why}")
 
 
 def one_stdout(*outputs: tuple[str, str | None]) -> None:
     """UsageError when two of the (option, path) outputs are `-` (stdout)."""
-    names = [name for name, value in outputs if value == "-"]
+    names = [name for name, value in outputs if names_stdout(value)]
     if len(names) > 1:
         raise UsageError(f"{names[1]}: only one output can be - (stdout), and {names[0]} is - too")
 

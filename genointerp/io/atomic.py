@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import gzip
 import hashlib
 import io
 import os
@@ -48,7 +47,9 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from genointerp.errors import InputError, UsageError
-from genointerp.interrupts import deferred
+from genointerp.interrupts import add_abandon, deferred, remove_abandon
+from genointerp.io.bgzf import BgzfWriter
+from genointerp.io.paths import file_id, names_stdout, own_descriptor, read_beside
 
 STDOUT = "-"
 MARKER = ".genointerp"  # in every output folder: proof that --force may replace it
@@ -94,13 +95,41 @@ class AtomicOutputs:
 
     def __init__(self, force: bool = False, inputs: Iterable[str | os.PathLike | None] = ()) -> None:
         self.force = force
-        self._inputs = [os.path.realpath(p) for p in inputs if p is not None and str(p) != STDOUT]
+        self._inputs: list[str] = []  # the inputs given, resolved
+        self._read: dict[str, str] = {}  # every file the run reads, resolved -> how to name it in an error
+        self._read_ids: dict[tuple[int, int], str] = {}  # the same by (device, inode), for the existing ones
         self._pending: list[tuple[Path, Path, str]] = []  # (temporary, final, the user's name)
         self._through: list[str] = []  # outputs written straight through (devices, FIFOs, descriptors)
+        self.protect(*inputs)
 
     def protect(self, *inputs: str | os.PathLike | None) -> None:
-        """Add input paths that no output may replace (e.g. files named inside another input)."""
-        self._inputs += [os.path.realpath(p) for p in inputs if p is not None and str(p) != STDOUT]
+        """Add input paths that no output may replace: each input, every file inside an input
+        folder (a model folder's config.json), and the indexes a library reads beside an input by
+        its name (host.fa.fai, reads.bam.bai, calls.vcf.gz.tbi), however the output is spelt."""
+        for given in inputs:
+            if given is None or str(given) == STDOUT:
+                continue
+            real = os.path.realpath(given)
+            self._inputs.append(real)
+            self._reads(real, f"the input {given}")
+            if os.path.isdir(real):
+                for inside in _files_inside(real):
+                    self._reads(inside, f"{inside}, inside the input folder {given}")
+            else:
+                for spelling in {os.path.abspath(given), real}:
+                    for index in read_beside(spelling):
+                        self._reads(os.path.realpath(index), f"{index}, the index of the input {given}")
+
+    def _reads(self, real: str, what: str) -> None:
+        try:
+            if stat.S_ISCHR(os.stat(real).st_mode):
+                return  # a terminal or /dev/null: not replaced by writing to it (stdin and stdout may share one)
+        except (OSError, ValueError):
+            pass
+        self._read.setdefault(real, what)
+        key = file_id(real)
+        if key is not None:
+            self._read_ids.setdefault(key, what)
 
     def _reserve(self, target: str | os.PathLike, is_dir: bool) -> Path:
         if str(target) == STDOUT and is_dir:
@@ -111,8 +140,15 @@ class AtomicOutputs:
             return self._straight_through(target)
         final = _through_links(Path(target))
         real = os.path.realpath(final)
-        if any(real == os.path.realpath(f) for _, f, _ in self._pending):
-            raise UsageError(f"{target}: the same output path is given twice")
+        for tmp, f, name in self._pending:
+            other = os.path.realpath(f)
+            if real == other:
+                raise UsageError(f"{target}: the same output path is given twice")
+            if tmp.is_dir() and real.startswith(other.rstrip(os.sep) + os.sep):
+                raise UsageError(f"{target}: inside the output folder {name}, which this run writes whole; "
+                                 "choose a place outside it")
+            if is_dir and other.startswith(real.rstrip(os.sep) + os.sep):
+                raise UsageError(f"{target}: output folder would hold the output {name}; choose a place outside it")
         self._check_inputs(target, real, is_dir)
         if final.exists():
             self._check_replaceable(target, final, is_dir)
@@ -140,7 +176,7 @@ class AtomicOutputs:
     def _straight_through(self, target) -> Path:
         """A device, FIFO or open descriptor: written to, never replaced (nothing of it to lose,
         except on a block device)."""
-        fd = _own_descriptor(target)
+        fd = own_descriptor(target)
         if fd is not None:
             try:
                 os.fstat(fd)
@@ -153,9 +189,10 @@ class AtomicOutputs:
         return Path(target)
 
     def _check_inputs(self, target, real: str, is_dir: bool) -> None:
+        read = self._read.get(real) or self._read_ids.get(file_id(real) or (-1, -1))
+        if read is not None:
+            raise UsageError(f"{target}: output would replace {read}, which this run reads; choose another name")
         for source in self._inputs:
-            if source == real:
-                raise UsageError(f"{target}: output would replace the input {source}; choose another name")
             if is_dir and source.startswith(real.rstrip(os.sep) + os.sep):
                 raise UsageError(f"{target}: output folder holds the input {source}; choose another name")
 
@@ -189,8 +226,7 @@ class AtomicOutputs:
         None (an option not given) is skipped; at most one target may be stdout.
         """
         given = [t for t in targets if t is not None]
-        if given.count(STDOUT) > 1:
-            raise UsageError("only one output can be - (stdout)")
+        _one_destination_each(given)
         return {t: t if t == STDOUT else str(self.file(t)) for t in given}
 
     @contextmanager
@@ -199,11 +235,8 @@ class AtomicOutputs:
         stream to write}, stdout for `-`, gzip-compressed when the target's name ends in .gz unless it
         is one of `plain` (written as is whatever its name). The streams are closed on leaving, before
         the outputs are committed."""
-        paths = self.files(*targets)
-        as_is = {t for t in plain if t is not None}
-        with ExitStack() as stack:
-            yield {t: stack.enter_context(open_output(path, gz=t not in as_is and wants_gzip(t)))
-                   for t, path in paths.items()}
+        with open_streams(self.files(*targets), plain) as out:
+            yield out
 
     def commit(self) -> None:
         """Rename every temporary to its target, all or nothing: every target is checked again first
@@ -241,7 +274,7 @@ class AtomicOutputs:
         return _replace(tmp, final, name)
 
     def discard(self) -> None:
-        for tmp, _, _ in self._pending:
+        for tmp, _, _ in list(self._pending):
             if tmp.is_dir():
                 shutil.rmtree(tmp, ignore_errors=True)
             else:
@@ -253,10 +286,12 @@ class AtomicOutputs:
 
     def __enter__(self) -> "AtomicOutputs":
         _Live.sets.append(self)
+        self._abandon_key = add_abandon(self.discard)  # a run ended from the signal watchdog
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         _Live.sets.remove(self)
+        remove_abandon(self._abandon_key)
         if exc_type is not None:
             names = self._names()
             if isinstance(exc, BrokenPipeError) and exc.filename is None and self._pending:
@@ -278,6 +313,42 @@ class AtomicOutputs:
             raise
         finally:
             self._through.clear()
+
+
+# past this many files in an input folder, an output anywhere inside it is refused (not listed)
+_MOST_FILES_LISTED = 100_000
+
+
+def _files_inside(folder: str) -> Iterator[str]:
+    """Every file and folder below `folder`, resolved (a link inside points elsewhere); the folder
+    itself again when it holds more than can be listed, so that nothing inside may be replaced."""
+    n = 0
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            n += 1
+            if n > _MOST_FILES_LISTED:
+                yield folder
+                return
+            yield os.path.realpath(os.path.join(root, name))
+
+
+def _one_destination_each(targets: list[str]) -> None:
+    """UsageError when two outputs would write into one stream: stdout however spelt (`-`,
+    `/dev/stdout`, `/dev/fd/1`), or one pipe, FIFO or file reached by two names. Devices such as
+    /dev/null (or a terminal) may take any number."""
+    seen: dict[object, str] = {}
+    for target in targets:
+        if names_stdout(target):
+            key: object = "stdout"
+        else:
+            key = file_id(target)
+            if key is None or stat.S_ISCHR(os.stat(target).st_mode):
+                continue
+        if key in seen:
+            if key == "stdout":
+                raise UsageError(f"{target}: only one output can be - (stdout), and {seen[key]} goes there too")
+            raise UsageError(f"{target}: {seen[key]} names the same file; each output needs a file of its own")
+        seen[key] = target
 
 
 def _cannot_write(exc: BaseException, names: list[str]) -> InputError | None:
@@ -495,29 +566,11 @@ def _through_links(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-_FD_FOLDER = re.compile(r"/proc/(\d+)(?:/task/\d+)?/fd")
-
-
-def _own_descriptor(path: str | os.PathLike) -> int | None:
-    """N when `path` names this process's open file descriptor N: `/dev/stdout`, `/dev/fd/N`,
-    `/proc/self/fd/N` (what `>(...)` passes), through any links; otherwise None."""
-    step = os.path.abspath(path)
-    for _ in range(40):  # a link loop ends the search
-        head, tail = os.path.split(step)
-        folder = _FD_FOLDER.fullmatch(os.path.realpath(head))
-        if folder is not None and tail.isdigit():
-            return int(tail) if int(folder[1]) == os.getpid() else None
-        if not os.path.islink(step):
-            return None
-        step = os.path.normpath(os.path.join(head, os.readlink(step)))
-    return None
-
-
 def _written_through(path: str | os.PathLike) -> bool:
     """Whether an output is written straight to `path`, not renamed over it: one of this process's
     descriptors, or an existing file that is neither a regular file nor a folder (a device, a FIFO,
     another process's pipe)."""
-    if _own_descriptor(path) is not None:
+    if own_descriptor(path) is not None:
         return True
     try:
         mode = os.stat(path).st_mode
@@ -536,7 +589,7 @@ def make_readable(path: str | os.PathLike) -> None:
     """Give a file the permissions a plain open() would (some writers, e.g. safetensors, use 0600):
     models must be readable by other users in shared installs and Apptainer images. Only regular
     files written to (temporaries): never a device, FIFO or a file the shell opened (`/dev/stdout`)."""
-    if _own_descriptor(path) is None and stat.S_ISREG(os.stat(path).st_mode):
+    if own_descriptor(path) is None and stat.S_ISREG(os.stat(path).st_mode):
         os.chmod(path, 0o666 & ~_umask())
 
 
@@ -582,7 +635,7 @@ class _Stdout(io.RawIOBase):
 
 
 def _drop_stdout_or_raise() -> None:
-    others = [t for outputs in _Live.sets for t in outputs._through if _own_descriptor(t) != 1]
+    others = [t for outputs in _Live.sets for t in outputs._through if own_descriptor(t) != 1]
     if not (others or any(outputs._pending for outputs in _Live.sets)):
         raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
     _Live.stdout_dropped = True
@@ -600,10 +653,10 @@ def open_output(path: Path | str, *, gz: bool) -> Iterator[BinaryIO]:
     this process's descriptors (`/dev/stdout`, `/dev/fd/N`) writes to that descriptor as the shell
     opened it (appending after `>>`), never reopening it.
 
-    gzip output has a zero timestamp and no file name in its header so that the same data give
-    byte-identical files.
+    gzip output is BGZF (genointerp.io.bgzf): gzip to every reader, indexable by tabix and faidx,
+    and byte-identical for the same data (no time or name in its headers).
     """
-    fd = 1 if str(path) == STDOUT else _own_descriptor(path)
+    fd = 1 if str(path) == STDOUT else own_descriptor(path)
     if fd == 1:
         sys.stdout.flush()
         raw: BinaryIO = io.BufferedWriter(_Stdout(), buffer_size=1 << 16)
@@ -613,13 +666,23 @@ def open_output(path: Path | str, *, gz: bool) -> Iterator[BinaryIO]:
         raw = io.BufferedWriter(_NamedFile(path, str(path)))
     try:
         if gz:
-            with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0, compresslevel=6) as z:
-                with io.BufferedWriter(z, buffer_size=1 << 20) as buffered:
-                    yield buffered
+            with io.BufferedWriter(BgzfWriter(raw), buffer_size=1 << 20) as buffered:
+                yield buffered
         else:
             yield raw
     finally:
         raw.close()
+
+
+@contextmanager
+def open_streams(paths: dict[str, str], plain: Iterable[str | None] = ()) -> Iterator[dict[str, BinaryIO]]:
+    """Open outputs reserved earlier by `AtomicOutputs.files` ({target: path to write}), for a job
+    that reserves its outputs before its work (so that a refused output costs nothing) and writes
+    them after it: as `AtomicOutputs.streams` does."""
+    as_is = {t for t in plain if t is not None}
+    with ExitStack() as stack:
+        yield {t: stack.enter_context(open_output(path, gz=t not in as_is and wants_gzip(t)))
+               for t, path in paths.items()}
 
 
 def wants_gzip(name: str | os.PathLike) -> bool:

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 
 from genointerp.errors import UsageError
-from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.calls_table import summary_json
 from genointerp.job import one_stdout, stdin_once
 from genointerp.report import Reporter
@@ -38,13 +38,14 @@ class MergeCallsRequest:
 def run(req: MergeCallsRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Join the chunks into the request's outputs; returns {"chunks": how many calls TSVs, "summary":
     the merged summary or None without the chunks' summaries}."""
+    paths = outputs.files(req.output, req.summary, req.viral_out)  # refused outputs cost no reading
     with tempfile.TemporaryDirectory(prefix="genointerp-merge-") as scratch:  # copies of piped inputs
         kinds: dict[str, list[ChunkFile]] = {"calls": [], "summary": [], "viral": []}
         for cf in open_chunk_files(req.chunks, scratch):
             kinds[cf.kind].append(cf)
         tables, summaries, virals = kinds["calls"], kinds["summary"], kinds["viral"]
         _check_kinds(req, tables, summaries, virals)
-        with outputs.streams(req.output, req.summary, req.viral_out, plain=[req.summary]) as out:  # plain JSON
+        with open_streams(paths, plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
             merged = merge_calls(tables, summaries, virals, out[req.output], out.get(req.viral_out))
             if req.summary:
                 out[req.summary].write(summary_json(merged).encode())
