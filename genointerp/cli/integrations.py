@@ -30,7 +30,8 @@ def find_integrations(
     reads1: Optional[str] = typer.Option(None, "--reads1", help="Paired FASTQ, read 1 (instead of a BAM)."),
     reads2: Optional[str] = typer.Option(None, "--reads2", help="Paired FASTQ, read 2, same pairs in the same order."),
     output: str = typer.Option("-", "-o", "--output", help="Junction table (TSV); - is stdout."),
-    vcf: Optional[str] = typer.Option(None, "--vcf", help="Also write the junctions as VCF 4.3 breakends (.gz: gzip)."),
+    vcf: Optional[str] = typer.Option(None, "--vcf", help="Also write the junctions as VCF 4.3 breakends (.gz: bgzip, which tabix and bcftools index)."),
+    index_vcf: bool = typer.Option(False, "--index-vcf", help="With --vcf NAME.vcf.gz: also write its tabix index NAME.vcf.gz.tbi."),
     bedpe: Optional[str] = typer.Option(None, "--bedpe", help="Also write the junctions as BEDPE (host first)."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Also write a summary JSON (counts equal the table's rows)."),
     genes: Optional[str] = typer.Option(None, "--genes", help="Gene annotation (BED or GTF) for the nearest_genes column."),
@@ -55,7 +56,7 @@ def find_integrations(
     from genointerp.runtime import usable_threads
     from genointerp.viral.integrations import IntegrationRequest, run
 
-    req = IntegrationRequest(host=host, bam=bam, reads1=reads1, reads2=reads2, output=output, vcf=vcf, bedpe=bedpe,
+    req = IntegrationRequest(host=host, bam=bam, reads1=reads1, reads2=reads2, output=output, vcf=vcf, index_vcf=index_vcf, bedpe=bedpe,
                              summary=summary, genes=genes, viral_refs=list(viral_refs), model=model, min_mapq=min_mapq,
                              min_clip=min_clip, min_support=min_support, max_fragment=max_fragment,
                              threads=usable_threads(threads))

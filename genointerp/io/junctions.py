@@ -78,6 +78,17 @@ def write_vcf(out: BinaryIO, junctions: list[Junction], contigs: list[tuple[str,
     out.write(("\n".join(lines) + "\n").encode())
 
 
+def tabix_vcf(vcf: str, index: str) -> None:
+    """Write the tabix index of bgzipped VCF file `vcf` (records sorted by contig, as declared, and
+    position) to `index`."""
+    import pysam
+
+    try:
+        pysam.tabix_index(vcf, preset="vcf", force=True, index=index)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{vcf}: cannot index it with tabix ({exc})") from None
+
+
 def write_bedpe(out: BinaryIO, junctions: list[Junction], extra_columns: list[str]) -> None:
     """BEDPE with a `#`-prefixed header line naming the columns."""
     rows = ["#" + "\t".join(BEDPE_COLUMNS + extra_columns)]

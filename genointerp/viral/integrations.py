@@ -36,14 +36,15 @@ import pysam
 
 from genointerp import __version__
 from genointerp.errors import InputError, UsageError
-from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import read_genes
-from genointerp.io.inputs import check_readable
-from genointerp.io.junctions import Junction, write_bedpe, write_vcf
+from genointerp.io.inputs import check_readable, is_stream
+from genointerp.io.junctions import Junction, tabix_vcf, write_bedpe, write_vcf
+from genointerp.io.paths import names_stdout, own_descriptor
 from genointerp.io.reference import Reference
 from genointerp.io.sequences import iter_records
-from genointerp.job import one_stdout
+from genointerp.job import distinct_inputs, one_stdout
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.seq.alphabet import decode
@@ -81,6 +82,7 @@ class IntegrationRequest:
     reads2: str | None = None
     output: str = "-"  # junction table (TSV)
     vcf: str | None = None  # the junctions as VCF breakends
+    index_vcf: bool = False  # also VCF.tbi (tabix), for a bgzipped VCF file
     bedpe: str | None = None  # the junctions as BEDPE
     summary: str | None = None  # summary JSON
     genes: str | None = None
@@ -99,14 +101,18 @@ class IntegrationRequest:
             raise UsageError("BAM: the BAM must be an indexed file, not stdin")
         if (self.reads1 is None) != (self.reads2 is None):
             raise UsageError("--reads2: paired FASTQ needs both --reads1 and --reads2")
-        if self.reads1 is not None and self.reads1 == self.reads2:
-            raise UsageError("--reads2: --reads1 and --reads2 name the same file")
+        distinct_inputs(("--reads1", self.reads1), ("--reads2", self.reads2),
+                        why="each read of a pair would be paired with itself")
         for name, value, low in (("--min-mapq", self.min_mapq, 0), ("--min-clip", self.min_clip, 15),
                                  ("--min-support", self.min_support, 1), ("--max-fragment", self.max_fragment, 100),
                                  ("--threads", self.threads, 1)):
             if value < low:
                 raise UsageError(f"{name}: must be at least {low}")
         one_stdout(("--output", self.output), ("--vcf", self.vcf), ("--bedpe", self.bedpe), ("--summary", self.summary))
+        if self.index_vcf and (self.vcf is None or not self.vcf.endswith(".gz") or is_stream(self.vcf)
+                               or own_descriptor(self.vcf) is not None or names_stdout(self.vcf)):
+            raise UsageError("--index-vcf: needs --vcf naming a file that ends in .gz (bgzipped), "
+                             "not stdout or a pipe")
 
     def inputs(self) -> list[str | None]:
         return [self.bam, self.host, self.reads1, self.reads2, self.genes, self.model, *self.viral_refs]
@@ -602,6 +608,9 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
     """Find the junctions and write them as the TSV req.output and, when named, VCF, BEDPE and a
     summary JSON; returns the summary."""
     model_dir = req.model or builtin_model_dir()
+    tsv, vcf, bedpe, summary = req.output, req.vcf, req.bedpe, req.summary
+    paths = outputs.files(tsv, vcf, bedpe, summary)  # refused outputs cost nothing: before the scan
+    tbi = str(outputs.file(f"{vcf}.tbi")) if req.index_vcf else None
     with Reference(req.host, report.warn) as host:
         genes = _NearestGenes(req.genes, host, report.warn) if req.genes else None
         panel = ViralPanel(model_dir, req.viral_refs, report.log)
@@ -644,8 +653,7 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
         used = sorted({j.mate_chrom for j in junctions})
         contigs += [(n, panel.refs[n].length) for n in used if n not in host.lengths]
     result = _summary(req, rows, stats, panel, model_dir)
-    tsv, vcf, bedpe, summary = req.output, req.vcf, req.bedpe, req.summary
-    with outputs.streams(tsv, vcf, bedpe, summary) as out:
+    with open_streams(paths) as out:
         out[tsv].write(("\t".join(TSV_COLUMNS) + "\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows)).encode())
         if vcf:
             meta = [f"source=genointerp find-integrations {__version__}", f"reference={req.host}"]
@@ -654,6 +662,8 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
             write_bedpe(out[bedpe], junctions, ["virus", "type", "split_reads", "spanning_pairs", "status"])
         if summary:
             out[summary].write((json.dumps(result, indent=2) + "\n").encode())
+    if tbi is not None:
+        tabix_vcf(paths[vcf], tbi)
     return result
 
 

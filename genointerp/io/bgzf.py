@@ -1,0 +1,56 @@
+"""BGZF writing: what every `.gz` output is, so that tabix, `bcftools index` and `samtools faidx`
+accept it, while gzip, zcat and every gzip reader read it as before.
+
+BGZF (the SAM/BAM specification, section 4.1) is a series of gzip members, each holding at most
+64 KiB of data and naming its own compressed size in a `BC` extra field, closed by an empty member.
+Blocks hold 0xff00 bytes of data, as htslib's do, so that even incompressible data fit the 64 KiB
+limit on a block's compressed size. Headers carry no time and no name: the same data give the same
+bytes (with the same zlib).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from typing import BinaryIO
+
+BLOCK_DATA = 0xFF00
+# gzip magic, deflate, FEXTRA, mtime 0, no extra flags, OS unknown (255), XLEN 6, 'BC', SLEN 2
+_HEADER = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
+EOF_BLOCK = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+def block(data: bytes, level: int = 6) -> bytes:
+    """One BGZF block holding `data` (at most BLOCK_DATA bytes)."""
+    deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+    body = deflate.compress(data) + deflate.flush()
+    return (_HEADER + struct.pack("<H", len(_HEADER) + 2 + len(body) + 8 - 1) + body
+            + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data)))
+
+
+class BgzfWriter(io.RawIOBase):
+    """A binary stream that writes BGZF to `raw` (left open: its owner closes it)."""
+
+    def __init__(self, raw: BinaryIO, level: int = 6) -> None:
+        super().__init__()
+        self._raw, self._level, self._pending = raw, level, bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._pending += data
+        while len(self._pending) >= BLOCK_DATA:
+            self._raw.write(block(bytes(self._pending[:BLOCK_DATA]), self._level))
+            del self._pending[:BLOCK_DATA]
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            if self._pending:
+                self._raw.write(block(bytes(self._pending), self._level))
+                self._pending.clear()
+            self._raw.write(EOF_BLOCK)
+            self._raw.flush()
+        super().close()
