@@ -36,6 +36,9 @@ STDIN = "-"
 HEAD_BYTES = 4096  # what the format is told from
 _FEED_BLOCK = 1 << 20
 _ALIGNMENTS = ("bam", "cram")
+# a BAM/CRAM record without base qualities (QUAL '*') is read with Phred 1 at every base, as
+# `samtools fastq` writes it: reads from alignment files are FASTQ whatever each record holds
+MISSING_QUALITY = '"'
 
 
 def _format_of(path: str, head: bytes) -> str:
@@ -207,10 +210,18 @@ def _alignment_reads(path: str, source: str, fmt: str, unmapped_only: bool,
                     continue
                 name = rec.query_name + ("/1" if rec.is_read1 else "/2" if rec.is_read2 else "")
                 qual = rec.qual
+                if qual is None:  # QUAL '*': the lowest quality, as `samtools fastq` writes it, so
+                    qual = MISSING_QUALITY * len(seq)  # that every read of the file is one FASTQ record
                 n += 1
                 yield name, seq, qual
     except (OSError, ValueError) as exc:
         msg = str(exc).replace(source, path)
+        if fmt == "cram" and n == 0:  # htslib says "truncated file" when it has no reference to decode with
+            if reference is None:
+                raise InputError(f"{path}: cannot decode this CRAM without its reference: pass --reference "
+                                 f"FASTA, the genome it was aligned to ({msg})") from None
+            raise InputError(f"{path}: cannot decode this CRAM with --reference {reference}: is it the genome the "
+                             f"file was aligned to? ({msg})") from None
         raise InputError(f"{path}: malformed or truncated alignment file after {n} reads ({msg})") from None
 
 
@@ -234,7 +245,7 @@ def iter_reads(path: str, unmapped_only: bool = False, reference: str | None = N
     BAM/CRAM file, told apart by content.
 
     From BAM/CRAM: primary records with a sequence, only the unmapped ones with `unmapped_only`.
-    Mates get /1, /2 suffixes. Reads on the reverse strand are stored reverse-complemented by the
+    Mates get /1, /2 suffixes; a record without qualities gets Phred 1 (MISSING_QUALITY). Reads on the reverse strand are stored reverse-complemented by the
     aligner; they are yielded as stored (orientation does not matter to a k-mer classifier trained
     on both strands).
     """
