@@ -391,3 +391,16 @@ def test_a_zero_length_read_is_a_read_not_an_error(name, fx, cli, workdir):
     if name == "classify-reads":
         row = (workdir / "out" / "x").read_text().splitlines()[1].split("\t")
         assert row[0] == "trimmed_to_nothing" and "too_short" in row, row
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_existing_output_is_refused_before_the_input_is_read(name, fx, cli, workdir):
+    """Outputs are checked before any work (issue 39, 13): a run into an existing output fails on
+    that, not on its (here junk) main input, which it would only reach after minutes or hours."""
+    cmd = COMMANDS[name]
+    bad = _bad_main("junk", cmd, fx, workdir)
+    existing = workdir / "out" / "x"
+    existing.mkdir() if cmd.output_is_folder else existing.write_text("mine\n")
+    res = _invoke(cli, cmd.args(fx, bad.name, "out/x"))
+    assert res.exit_code == 1, res.output
+    assert_one_error_line(res, "out/x: output exists")
