@@ -18,12 +18,12 @@ def _stop_before_start(signum, frame) -> None:
     os._exit(128 + signum)
 
 
-for _s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
-    if _signal.getsignal(_s) in (_signal.SIG_DFL, _signal.default_int_handler):
-        _signal.signal(_s, _stop_before_start)
-
-
 def main() -> None:
+    # here, not at import: worker processes that multiprocessing starts import this module too
+    # (the console script imports it), and must keep the default handlers their pool relies on
+    for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+        if _signal.getsignal(s) in (_signal.SIG_DFL, _signal.default_int_handler):
+            _signal.signal(s, _stop_before_start)
     from genointerp.cli import main as run
 
     run()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs, open_streams
+from genointerp.io.paths import file_id
 from genointerp.io.calls_table import summary_json
 from genointerp.job import one_stdout, stdin_once
 from genointerp.report import Reporter
@@ -77,13 +78,9 @@ def _each_file_once(paths: list[str]) -> None:
     without summaries nothing else would notice, and its reads would be merged twice."""
     seen: dict[tuple[int, int], str] = {}
     for path in paths:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue  # a missing file gets its own error when it is opened
-        if not os.path.isfile(path):
-            continue  # pipes and /dev/fd/N of process substitutions are each their own stream
-        key = (st.st_dev, st.st_ino)
+        key = file_id(path)
+        if key is None or not os.path.isfile(path):
+            continue  # a missing file gets its own error when opened; pipes are each their own stream
         if key in seen:
             same = "" if seen[key] == path else f" (as {seen[key]} and {path})"
             raise UsageError(f"CHUNK...: {path} is given twice{same}: each chunk file once")
