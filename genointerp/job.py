@@ -63,6 +63,7 @@ def execute(run: Job, req: R, force: bool = False, report: Reporter | None = Non
 # characters no output format here can hold in a name or value: TSV and BED columns end at a tab,
 # rows at a line end, VCF and JSON lines likewise; the other control characters are never text
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\udc80-\udcff]")  # how Python holds command-line bytes that are not UTF-8
 
 
 def check_values(req) -> None:
@@ -78,6 +79,8 @@ def check_values(req) -> None:
             if isinstance(item, str) and (bad := _CONTROL.search(item)) is not None:
                 raise UsageError(f"{option}: {item!r} holds the control character {bad[0]!r}, which tab-separated "
                                  "tables, BED and VCF cannot hold")
+            if isinstance(item, str) and _SURROGATE.search(item) is not None:  # bytes that were not UTF-8
+                raise UsageError(f"{option}: {item!r} is not UTF-8 text, which every output here is written in")
 
 
 def _leaves(value) -> Iterator:

@@ -74,6 +74,20 @@ def test_an_output_inside_another_output_folder_is_refused(cli, tmp_path, monkey
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", ["train-tracks", "evaluate-tracks"])
+def test_a_track_a_targets_table_names_is_an_input(cli, tmp_path, monkeypatch, command):
+    """The bigWig and bedGraph files listed in --targets are read by the run: no output replaces them."""
+    monkeypatch.chdir(tmp_path)
+    tracks = Path(shutil.copytree(DATA / "tracks", tmp_path / "tracks"))
+    before = (tracks / "motif_b.bedgraph.gz").read_bytes()
+    common = ["--fasta", tracks / "ref.fa.gz", "--targets", tracks / "targets.tsv", "--regions", tracks / "regions.bed"]
+    model = ["-m", BUILTIN] if command == "evaluate-tracks" else []  # refused before the model is read
+    res = cli(command, *model, *common, "-o", "tracks/motif_b.bedgraph.gz", "--force")
+    assert res.exit_code == 2, res.output
+    assert_one_error_line(res, "which this run reads")
+    assert (tracks / "motif_b.bedgraph.gz").read_bytes() == before
+
+
 # --- 2. files read implicitly (indexes) are inputs ------------------------------------------------
 
 @pytest.fixture
@@ -173,6 +187,15 @@ def test_text_with_a_control_character_is_refused(cli, tmp_path, monkeypatch, ar
     assert res.exit_code == 2, res.output
     assert_one_error_line(res, "holds the control character")
     assert option in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_text_that_is_not_utf8_is_refused(tmp_path):
+    """Bytes that are not UTF-8 in an option (a Latin-1 sample name) cannot be written to any output."""
+    res = subprocess.run([*GENOINTERP, "classify-reads", str(READS), "--sample", b"tum\xf6r".decode("utf-8", "surrogateescape"),
+                          "--report", "r.tsv"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "--sample: " in res.stderr and "not UTF-8 text" in res.stderr and "Traceback" not in res.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.chroms import chrom_alias
-from genointerp.io.inputs import open_binary, read_lines
+from genointerp.io.inputs import is_stream, open_binary, read_lines
 from genointerp.io.reference import Reference
 
 Warn = Callable[[str], None]
@@ -99,6 +99,18 @@ def read_targets(path: str) -> list[TrackSpec]:
     if not specs:
         raise InputError(f"{path}: no tracks (only a header line)")
     return specs
+
+
+def tracks_named_in(path: str | None) -> list[str]:
+    """The track files a targets table names, for a request's inputs(): files a run reads that no
+    output may replace. Nothing for a stream (it can be read once, by the job) or a table that
+    cannot be read (the job reports it with its line)."""
+    if path is None or is_stream(path):
+        return []
+    try:
+        return [spec.path for spec in read_targets(path)]
+    except InputError:
+        return []
 
 
 def _target_row(row: dict, path: str, lineno: int, base: str, first_seen: dict[str, int]) -> TrackSpec:

@@ -15,7 +15,7 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.reference import Reference
 from genointerp.io.regions import parse_region, read_regions, whole_chromosomes
 from genointerp.io.tfrecord import read_statistics
-from genointerp.io.tracks import read_targets
+from genointerp.io.tracks import read_targets, tracks_named_in
 from genointerp.report import Reporter
 from genointerp.job import in_range
 from genointerp.runtime import check_settings, job_device, use_threads
@@ -83,7 +83,7 @@ class EvaluateTracksRequest:
 
     def inputs(self) -> list[str | None]:
         return [*(m for m in self.models if m not in CONTROLS), self.fasta, self.targets, self.regions, self.basenji,
-                self.fit_regions]
+                self.fit_regions, *tracks_named_in(self.targets)]
 
     def names(self) -> list[str | None]:
         """What is scored, in column order: the models (None: the built-in one), then with

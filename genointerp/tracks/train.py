@@ -17,7 +17,7 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions, whole_chromosomes
 from genointerp.io.tfrecord import read_statistics
-from genointerp.io.tracks import read_targets
+from genointerp.io.tracks import read_targets, tracks_named_in
 from genointerp.job import SEED_MAX, in_ranges, one_of
 from genointerp.model_folder import build_model
 from genointerp.models.swin1d import widen_stem
@@ -144,7 +144,7 @@ class TrainTracksRequest(TrackTrainRequest):
 
     def inputs(self) -> list[str | None]:
         return [self.fasta, self.targets, self.regions, self.valid_regions, self.test_regions, self.basenji,
-                self.init_from]
+                self.init_from, *tracks_named_in(self.targets), *tracks_named_in(self.aux_targets)]
 
     def settings(self, device: str) -> TrainSettings:
         """The loop's settings, on `device` (resolved from --device)."""
