@@ -100,6 +100,7 @@ class AtomicOutputs:
         self._read_ids: dict[tuple[int, int], str] = {}  # the same by (device, inode), for the existing ones
         self._pending: list[tuple[Path, Path, str]] = []  # (temporary, final, the user's name)
         self._through: list[str] = []  # outputs written straight through (devices, FIFOs, descriptors)
+        self._streams: dict[object, str] = {}  # "stdout" or (device, inode) of a through output -> its name
         self.protect(*inputs)
 
     def protect(self, *inputs: str | os.PathLike | None) -> None:
@@ -137,6 +138,7 @@ class AtomicOutputs:
         if not is_dir and str(target).endswith(("/", os.sep)):
             raise UsageError(f"{target}: ends in '/', the name of a folder; this output is a file")
         if not is_dir and _written_through(target):
+            self._claim_stream(target)
             return self._straight_through(target)
         final = _through_links(Path(target))
         real = os.path.realpath(final)
@@ -226,8 +228,26 @@ class AtomicOutputs:
         None (an option not given) is skipped; at most one target may be stdout.
         """
         given = [t for t in targets if t is not None]
-        _one_destination_each(given)
+        for t in given:
+            if t == STDOUT:
+                self._claim_stream(t)
         return {t: t if t == STDOUT else str(self.file(t)) for t in given}
+
+    def _claim_stream(self, target: str | os.PathLike) -> None:
+        """UsageError when an output written straight through goes where another one already does:
+        stdout however spelt (`-`, `/dev/stdout`, `/dev/fd/1`), or one pipe or FIFO reached by two
+        names. A character device (/dev/null, a terminal) may take any number."""
+        if names_stdout(target):
+            key: object = "stdout"
+        else:
+            key = file_id(target)
+            if key is None or stat.S_ISCHR(os.stat(target).st_mode):
+                return
+        if key in self._streams:
+            if key == "stdout":
+                raise UsageError(f"{target}: only one output can be - (stdout), and {self._streams[key]} goes there too")
+            raise UsageError(f"{target}: {self._streams[key]} names the same file; each output needs a file of its own")
+        self._streams[key] = str(target)
 
     @contextmanager
     def streams(self, *targets: str | None, plain: Iterable[str | None] = ()) -> Iterator[dict[str, BinaryIO]]:
@@ -330,25 +350,6 @@ def _files_inside(folder: str) -> Iterator[str]:
                 yield folder
                 return
             yield os.path.realpath(os.path.join(root, name))
-
-
-def _one_destination_each(targets: list[str]) -> None:
-    """UsageError when two outputs would write into one stream: stdout however spelt (`-`,
-    `/dev/stdout`, `/dev/fd/1`), or one pipe, FIFO or file reached by two names. Devices such as
-    /dev/null (or a terminal) may take any number."""
-    seen: dict[object, str] = {}
-    for target in targets:
-        if names_stdout(target):
-            key: object = "stdout"
-        else:
-            key = file_id(target)
-            if key is None or stat.S_ISCHR(os.stat(target).st_mode):
-                continue
-        if key in seen:
-            if key == "stdout":
-                raise UsageError(f"{target}: only one output can be - (stdout), and {seen[key]} goes there too")
-            raise UsageError(f"{target}: {seen[key]} names the same file; each output needs a file of its own")
-        seen[key] = target
 
 
 def _cannot_write(exc: BaseException, names: list[str]) -> InputError | None:
