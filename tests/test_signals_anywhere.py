@@ -91,6 +91,7 @@ def test_a_signal_is_acted_on_while_a_fifo_stays_idle(tmp_path):
 
 _AT_IMPORT = """
 import importlib.abc, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's, even where CI started us ignoring it
 target = sys.argv[1]
 class SignalAtImport(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target_=None):
