@@ -126,14 +126,22 @@ def _abandon_run(signum: int) -> None:
     os._exit(128 + signum)
 
 
-def _watch(fd: int, main_ident: int) -> None:
-    """The watchdog: reads the signal numbers Python's C-level handler writes to the wakeup pipe."""
+def _watch(fd: int, main_ident: int, over: threading.Event) -> None:
+    """The watchdog: reads the signal numbers Python's C-level handler writes to the wakeup pipe.
+    It closes the pipe's read end itself, so that its descriptor number is never reused under it."""
+    try:
+        _watch_pipe(fd, main_ident, over)
+    finally:
+        os.close(fd)
+
+
+def _watch_pipe(fd: int, main_ident: int, over: threading.Event) -> None:
     while True:
         try:
             data = os.read(fd, 64)
         except OSError:
             return
-        if not data:  # the command is over: the pipe was closed
+        if not data or over.is_set():  # the command is over: the pipe was closed
             return
         ours = [s for s in data if s in _SIGNALS]
         if not ours or _State.taken.wait(GRACE):
@@ -166,8 +174,9 @@ def signals_as_exceptions() -> Iterator[None]:
     _State.received, _State.pending = None, None
     _State.taken.clear()
     old_wakeup = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    watchdog = threading.Thread(target=_watch, args=(read_end, threading.get_ident()), name="genointerp signals",
-                                daemon=True)
+    over = threading.Event()
+    watchdog = threading.Thread(target=_watch, args=(read_end, threading.get_ident(), over),
+                                name="genointerp signals", daemon=True)
     watchdog.start()
     for s in before:
         signal.signal(s, _handler)
@@ -178,11 +187,23 @@ def signals_as_exceptions() -> Iterator[None]:
         _State.active -= 1
         for s, handler in before.items():
             signal.signal(s, handler)
+        over.set()
         signal.set_wakeup_fd(old_wakeup)
         os.close(write_end)  # the watchdog reads the end of the pipe and stops
         watchdog.join(timeout=2 * GRACE + 1)
-        os.close(read_end)
         _State.pending = None
+
+
+def _forget_in_child() -> None:
+    """A process forked inside a command (a worker) must not report its own signals to the
+    parent's watchdog through the inherited wakeup pipe."""
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # forked from a thread other than the main one: no wakeup fd to reset there
+        pass
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 @contextmanager
