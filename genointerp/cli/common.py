@@ -127,7 +127,8 @@ def _option_first(exc) -> str:
         return exc.format_message()
     if not isinstance(hint, str):
         hint = " / ".join(hint)
-    return f"{hint.replace(chr(39), '')}: {exc.message}"
+    hint = hint.replace("'", "")  # click quotes the option: '--x'
+    return f"{hint}: {exc.message}"
 
 
 def log(message: str) -> None:

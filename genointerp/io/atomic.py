@@ -123,14 +123,14 @@ class AtomicOutputs:
 
     def _reads(self, real: str, what: str) -> None:
         try:
-            if stat.S_ISCHR(os.stat(real).st_mode):
-                return  # a terminal or /dev/null: not replaced by writing to it (stdin and stdout may share one)
+            st = os.stat(real)
         except (OSError, ValueError):
-            pass
+            st = None  # not there (yet): an index a library may still write
+        if st is not None and stat.S_ISCHR(st.st_mode):
+            return  # a terminal or /dev/null: not replaced by writing to it (stdin and stdout may share one)
         self._read.setdefault(real, what)
-        key = file_id(real)
-        if key is not None:
-            self._read_ids.setdefault(key, what)
+        if st is not None:
+            self._read_ids.setdefault((st.st_dev, st.st_ino), what)
 
     def _reserve(self, target: str | os.PathLike, is_dir: bool) -> Path:
         if str(target) == STDOUT and is_dir:

@@ -245,9 +245,9 @@ def iter_reads(path: str, unmapped_only: bool = False, reference: str | None = N
     BAM/CRAM file, told apart by content.
 
     From BAM/CRAM: primary records with a sequence, only the unmapped ones with `unmapped_only`.
-    Mates get /1, /2 suffixes; a record without qualities gets Phred 1 (MISSING_QUALITY). Reads on the reverse strand are stored reverse-complemented by the
-    aligner; they are yielded as stored (orientation does not matter to a k-mer classifier trained
-    on both strands).
+    Mates get /1, /2 suffixes; a record without qualities gets Phred 1 (MISSING_QUALITY). Reads on
+    the reverse strand are stored reverse-complemented by the aligner; they are yielded as stored
+    (orientation does not matter to a k-mer classifier trained on both strands).
     """
     with _opened(path) as (fmt, source):
         if fmt == "genbank":

@@ -41,7 +41,7 @@ from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import read_genes
 from genointerp.io.inputs import check_readable, is_stream
 from genointerp.io.junctions import Junction, tabix_vcf, write_bedpe, write_vcf
-from genointerp.io.paths import names_stdout, own_descriptor
+from genointerp.io.paths import own_descriptor
 from genointerp.io.reference import Reference
 from genointerp.io.sequences import iter_records
 from genointerp.job import distinct_inputs, one_stdout
@@ -109,8 +109,8 @@ class IntegrationRequest:
             if value < low:
                 raise UsageError(f"{name}: must be at least {low}")
         one_stdout(("--output", self.output), ("--vcf", self.vcf), ("--bedpe", self.bedpe), ("--summary", self.summary))
-        if self.index_vcf and (self.vcf is None or not self.vcf.endswith(".gz") or is_stream(self.vcf)
-                               or own_descriptor(self.vcf) is not None or names_stdout(self.vcf)):
+        if self.index_vcf and (self.vcf is None or self.vcf == "-" or not self.vcf.endswith(".gz")
+                               or is_stream(self.vcf) or own_descriptor(self.vcf) is not None):
             raise UsageError("--index-vcf: needs --vcf naming a file that ends in .gz (bgzipped), "
                              "not stdout or a pipe")
 
