@@ -23,8 +23,14 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+# A C compiler for genointerp's one extension (genointerp/_scan.c, the viral index look-ups); only
+# this stage has it, the runtime image gets the compiled wheel. DL3008: as for procps below.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY genointerp ./genointerp
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
@@ -69,11 +75,13 @@ RUN apt-get update \
 RUN pip install --index-url "${TORCH_INDEX}" "torch==${TORCH_VERSION}"
 
 # genointerp from the wheel built above (its dependencies resolve from PyPI, torch already there);
-# then make sure every installed file is world-readable for Apptainer, changing only files that
-# are not (a blanket `chmod -R` would copy all of torch into this layer).
+# the built-in model's viral indexes prebuilt, so every run starts at once (genointerp
+# index-model); then make sure every installed file is world-readable for Apptainer, changing
+# only files that are not (a blanket `chmod -R` would copy all of torch into this layer).
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install /wheels/genointerp-*.whl \
     && site="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    && genointerp -q index-model \
     && find "${site}" \( -type d ! -perm -0555 -o -type f ! -perm -0444 \) -print0 \
        | xargs -0 --no-run-if-empty chmod a+rX
 

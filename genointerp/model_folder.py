@@ -8,6 +8,7 @@ clear message instead of a traceback.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from genointerp import __version__
@@ -73,11 +74,11 @@ def save_model_dir(folder: Path, model, info: dict) -> None:
     (folder / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=False) + "\n")
 
 
-def load_model_dir(folder: str | Path, expect: str | None = None):
-    """Return (model in eval mode, config dict) from a model directory."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+def read_model_config(folder: str | Path, expect: str | None = None) -> dict:
+    """The config.json of a model directory, checked as far as it can be without torch: an object
+    with a 'model' object of the `expect`ed architecture and a valid 'calling' section, beside a
+    weights file whose safetensors header reads (the weights' names and shapes are checked
+    against the architecture when the model is built, by load_model_dir)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: model directory not found")
@@ -89,7 +90,35 @@ def load_model_dir(folder: str | Path, expect: str | None = None):
     check_calling(config, f"{folder}/{CONFIG}")
     if expect and arch.get("architecture") != expect:
         raise InputError(f"{folder}: a {arch.get('architecture')!r} model, but this command needs {expect!r}")
-    model = build_model(arch)
+    _check_header(folder / WEIGHTS)
+    return config
+
+
+def _check_header(path: Path) -> None:
+    """An InputError unless `path` starts like a safetensors file: an 8-byte little-endian header
+    length, that many bytes of a JSON object, all within the file."""
+    try:
+        with open(path, "rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            total = os.fstat(fh.fileno()).st_size
+            ok = 2 <= size <= min(total - 8, 100_000_000)
+            header = json.loads(fh.read(size)) if ok else None
+    except FileNotFoundError:
+        raise InputError(f"{path.parent}: no {WEIGHTS}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: damaged or not a safetensors file ({exc})") from None
+    if not isinstance(header, dict):
+        raise InputError(f"{path}: damaged or not a safetensors file (no valid header)")
+
+
+def load_model_dir(folder: str | Path, expect: str | None = None):
+    """Return (model in eval mode, config dict) from a model directory."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    config = read_model_config(folder, expect)
+    model = build_model(config["model"])
     try:
         state = load_file(str(folder / WEIGHTS))
     except FileNotFoundError:

@@ -76,6 +76,8 @@ def resolve_device(requested: str) -> str:
     Under torchrun, plain `cuda` is this rank's GPU (LOCAL_RANK)."""
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", requested):
         raise UsageError(f"--device {requested}: expected auto, cpu, cuda or cuda:N")
+    if requested == "auto" and not _gpu_driver_present():
+        return "cpu"  # without importing torch (about a second): no driver, no CUDA device
     import torch
 
     if requested == "auto":
@@ -87,6 +89,11 @@ def resolve_device(requested: str) -> str:
     if requested == "cuda" and "LOCAL_RANK" in os.environ:
         return f"cuda:{os.environ['LOCAL_RANK']}"
     return requested
+
+
+def _gpu_driver_present() -> bool:
+    """Whether an NVIDIA (or ROCm) kernel driver is loaded: torch can find a CUDA device only then."""
+    return any(os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd"))
 
 
 def cpu_has_bf16() -> bool:

@@ -69,12 +69,22 @@ def patch_folded_xvir():
 
 @contextmanager
 def hostile_arithmetic() -> Iterator[None]:
+    """Hostile arithmetic in this process, and in the Python processes it starts meanwhile
+    (classify-reads' model process is spawned afresh: subprocess_env's PYTHONPATH reaches it)."""
+    import os
+
     undo = [hook_modules(), patch_folded_xvir()]
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = subprocess_env()["PYTHONPATH"]
     try:
         yield
     finally:
         for u in undo:
             u()
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def subprocess_env(env: dict | None = None) -> dict:

@@ -258,3 +258,19 @@ def test_merge_refuses_chunks_split_another_way(four_chunks, tmp_path):
               "-o", tmp_path / "m.tsv")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, "run every chunk with one version")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_worker_processes_and_the_model_process_give_the_unchunked_bytes(threads, reads, whole, tmp_path, monkeypatch):
+    """Batches of 32 reads (two scoring blocks), so that 102 reads make four batches spread over
+    the worker processes; the model in a spawned process of its own (hostile there too: the
+    hostile fixture puts tests/hostile_site on its PYTHONPATH). Same bytes as one in-process run."""
+    from genointerp.viral import classify as job
+    from genointerp.viral.model_process import ModelProcess
+
+    monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
+    monkeypatch.setattr(ModelProcess, "HERE", False)
+    assert_same_outputs(classify(reads, tmp_path / "out", "-t", threads), whole)
+    piped = CliRunner().invoke(app, ["-q", "classify-reads", "-", "--model-all", "-t", str(threads)],
+                               input=reads.read_text(), catch_exceptions=False)
+    assert piped.exit_code == 0 and piped.stdout == (whole / OUTS[0]).read_text()

@@ -522,3 +522,20 @@ def test_a_bad_viral_reference_fails_before_training(dataset, cli, tmp_path):
     assert res.exit_code == 1 and not (tmp_path / "m").exists()
     assert_one_error_line(res, "'Q' is not a nucleotide letter")
     assert "XVir" not in res.stderr  # refused before the model was built
+
+
+def test_a_model_that_fails_to_load_in_its_own_process_is_one_error_line(model, dataset, tmp_path, cli, monkeypatch):
+    """The spawned model process (genointerp.viral.model_process) hands its loading error to the job."""
+    import shutil
+
+    from genointerp.viral.model_process import ModelProcess
+
+    monkeypatch.setattr(ModelProcess, "HERE", False)
+    mismatched = tmp_path / "mismatched"
+    shutil.copytree(model, mismatched)
+    cfg = json.loads((mismatched / "config.json").read_text())
+    cfg["model"]["d_model"] = 32
+    (mismatched / "config.json").write_text(json.dumps(cfg))
+    res = cli("classify-reads", dataset / "r.fq", "-m", mismatched, "-o", tmp_path / "o.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
+    assert_one_error_line(res, "weights do not match config.json")

@@ -1,4 +1,4 @@
-"""Viral detection panel: train-xvir, classify-reads and merge-calls.
+"""Viral detection panel: train-xvir, classify-reads, merge-calls and index-model.
 
 Each command builds its request and calls genointerp.job.execute; the job modules (torch) are
 imported inside the command functions so that `genointerp --help` does not import torch."""
@@ -212,3 +212,37 @@ def merge_calls(
         log(f"merged {n_tables} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
     else:
         log(f"merged {n_tables} calls TSVs")
+
+
+@app.command(
+    "index-model",
+    rich_help_panel=PANEL,
+    epilog=(
+        "Examples:\n\n"
+        "  genointerp index-model                 # the built-in model (make install does this)\n\n"
+        "  genointerp index-model my_hpv_model    # a folder from an older train-xvir\n\n"
+        "  genointerp index-model my_hpv_model --check"
+    ),
+)
+def index_model(
+    model: Optional[str] = typer.Argument(None, metavar="[MODEL]", help="Model folder from train-xvir (default: the built-in model)."),
+    check: bool = typer.Option(False, "--check", help="Only say whether the folder's prebuilt index is current (exit 1 if not); write nothing."),
+) -> None:
+    """Store a model folder's viral indexes prebuilt, so classify-reads starts in a second.
+
+    The seed and protein indexes are built from the folder's references and written to
+    MODEL/index/ as arrays that later runs memory-map (about 76 MB for the built-in model).
+    Without them a run builds the indexes itself (about five seconds) and keeps them in the
+    user's cache (GENOINTERP_CACHE, default ~/.cache/genointerp). train-xvir writes them with
+    every model; an index left from other references or an older genointerp is replaced.
+    """
+    from genointerp.job import execute
+    from genointerp.viral.index_model import IndexModelRequest, run
+
+    result = execute(run, IndexModelRequest(model, check_only=check), False, REPORTER)
+    if check:
+        print(f"{result['index']}\t{result['state']}")
+        if result["state"] != "current":
+            raise typer.Exit(1)
+    elif result["state"] == "current":
+        log(f"{result['index']}: already current")

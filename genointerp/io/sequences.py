@@ -153,7 +153,10 @@ def _fastx(path: str, source: str, fmt: str) -> Iterator[tuple[str, str, str | N
         with pysam.FastxFile(source, persist=False) as fx:
             for rec in fx:
                 n += 1
-                name, seq, qual = _fields(rec, path, n, name)
+                try:
+                    name, seq, qual = rec.name, rec.sequence, rec.quality
+                except UnicodeDecodeError:  # _fields names the record and field
+                    name, seq, qual = _fields(rec, path, n, name)
                 if fastq:
                     if qual is None:  # pysam's answer for no quality line, and for an empty one
                         if seq:

@@ -19,17 +19,24 @@ _STANDARD = "KNKNTTTTRSRSIIMIQHQHPPPPRRRRLLLLEDEDAAAAGGGGVVVV*Y*YSSSS*CWCLFLF"
 CODON_TABLE = np.array([STOP if c == "*" else AMINO_ACIDS.index(c) for c in _STANDARD], np.uint8)
 
 
+def _with_unknown() -> np.ndarray:
+    """uint8 (125,): CODON_TABLE by 25*b1 + 5*b2 + b3 over codes 0..4, NO_CODON wherever a base is 4."""
+    b = np.arange(125)
+    b1, b2, b3 = b // 25, b // 5 % 5, b % 5
+    known = (b1 < 4) & (b2 < 4) & (b3 < 4)
+    return np.where(known, CODON_TABLE[(16 * b1 + 4 * b2 + b3) % 64], NO_CODON).astype(np.uint8)
+
+
+_CODONS_WITH_N = _with_unknown()
+
+
 def codons(codes: np.ndarray) -> np.ndarray:
     """uint8 (M-2,): the amino acid (or STOP, NO_CODON) of the codon starting at each position of
     nucleotide codes uint8 (M,) (0..3 bases, anything else unknown)."""
     if codes.size < 3:
         return np.zeros(0, np.uint8)
-    bad = codes > 3
-    c = np.where(bad, 0, codes).astype(np.uint8)
-    index = (c[:-2] << 4) | (c[1:-1] << 2) | c[2:]
-    aa = CODON_TABLE[index]
-    aa[bad[:-2] | bad[1:-1] | bad[2:]] = NO_CODON
-    return aa
+    c = np.minimum(codes, 4).astype(np.uint8)  # 4: any unknown base
+    return _CODONS_WITH_N[c[:-2] * np.uint8(25) + c[1:-1] * np.uint8(5) + c[2:]]
 
 
 def aa_kmer_ids(aa: np.ndarray, k: int | str, step: int = 3) -> tuple[np.ndarray, np.ndarray]:

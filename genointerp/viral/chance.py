@@ -23,16 +23,26 @@ def joined_owner(lengths: np.ndarray, m: int) -> np.ndarray:
     return np.repeat(np.arange(lengths.size), lengths + 1)[:m]
 
 
-def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, floor: float,
-                reads: np.ndarray | None = None) -> np.ndarray:
+def owner_of(positions: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """int64 (h,): joined_owner's read of each of positions int (h,), found without its (m,) array."""
+    return np.searchsorted(np.cumsum(lengths + 1), positions, side="right").astype(np.int64)
+
+
+def owned_positions(reads: np.ndarray, lengths: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(positions int64 (P,), their read int64 (P,)): every position of m codes of reads joined by
+    one separator that joined_owner gives to one of `reads` (int (r,)), each read's own in order.
+    Nearly every read of a batch has no match, so the letters counted are those of the few that do."""
+    ends = np.cumsum(lengths + 1)  # one past each read's separator
+    first = (ends - lengths - 1)[reads]
+    size = np.minimum(ends[reads], m) - first
+    owner = np.repeat(reads, size)
+    return np.arange(owner.size) - np.repeat(np.cumsum(size) - size, size) + np.repeat(first, size), owner
+
+
+def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, floor: float) -> np.ndarray:
     """float64 (n, n_symbols): each read's letter frequencies (+1 pseudocount each), at least
-    `floor`, from letters `symbols` (P,) (values >= n_symbols are not letters) of reads `owner` (P,);
-    with `reads` (int (r,)) only those reads' rows are counted (the others hold 1 / n_symbols)."""
-    if reads is not None:  # nearly every read has no match: count only the ones that do
-        wanted = np.zeros(n, bool)
-        wanted[reads] = True
-        keep = wanted[owner]
-        symbols, owner = symbols[keep], owner[keep]
+    `floor`, from letters `symbols` (P,) (values >= n_symbols are not letters) of reads `owner` (P,)
+    (a read none of them belongs to holds 1 / n_symbols)."""
     letter = symbols < n_symbols
     counts = np.bincount(owner[letter] * n_symbols + symbols[letter], minlength=n * n_symbols).reshape(n, n_symbols)
     freq = (counts + 1) / (counts.sum(1, keepdims=True) + n_symbols)

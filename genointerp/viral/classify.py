@@ -29,13 +29,12 @@ per-read arithmetic (no sum runs across reads), so they need nothing of the kind
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from dataclasses import dataclass, replace
+from collections import Counter, deque
+from dataclasses import dataclass, field, replace
 from itertools import chain, islice
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
-import torch
 
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
@@ -44,22 +43,26 @@ from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.io.viral_report import write_sample_report
 from genointerp.job import one_stdout, stdin_once
-from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, load_model_dir
-from genointerp.models.xvir_inference import MICRO, XVirInference, supports
+from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, read_model_config
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
+from genointerp.pools import OrderedPool
 from genointerp.resources import builtin_model_dir
-from genointerp.runtime import check_settings, predict_proba, use_threads
+from genointerp.runtime import check_settings, usable_threads
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
-from genointerp.viral.blocks import PASS, block_rows
+from genointerp.viral.blocks import block_rows
 from genointerp.viral.calling import CallingRule, rule_of
-from genointerp.viral.evidence import KmerIndex, index_files, load_index
-from genointerp.viral.protein import ProteinIndex, load_protein_index
+from genointerp.viral.batch_work import BatchEvidence, EvidenceWork
+from genointerp.viral.evidence import KmerIndex, index_files
+from genointerp.viral.model_process import ModelProcess, scorer
+from genointerp.viral.prebuilt import load_indexes
+from genointerp.viral.protein import ProteinIndex
 from genointerp.viral.sample_report import SampleTally, sample_name
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records, parse_chunk
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
+LOOKAHEAD = 8  # batches that may wait for the model's process: about 3 s of reading while it loads
 EVIDENCE_MODES = ("both", "model", "kmer")
 MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
 STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
@@ -207,40 +210,36 @@ def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.n
 
 
 def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndarray]:
-    """A function from token windows (R, n_tokens), R a multiple of PASS, to P(viral) float64 (R,),
-    computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.blocks
-    lays windows out so that those passes are the same in every run.
-
-    In float32 on CPU, an XVir of the paper's family runs in its folded inference form
-    (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches of
-    PASS windows); otherwise the module runs in passes of PASS.
-    """
-    if req.device == "cpu" and req.precision == "32" and supports(model):
-        assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
-        engine = XVirInference(model)
-
-        def folded(tokens: np.ndarray) -> np.ndarray:
-            logits = engine(torch.from_numpy(tokens.astype(np.int64)))
-            # The sigmoid pass by pass too: a vectorised loop computes the elements past its last
-            # whole vector by another path, so over the whole array a logit's place would count.
-            return torch.cat([torch.sigmoid(part) for part in logits.split(PASS)]).double().numpy()
-
-        return folded
-    return lambda tokens: predict_proba(model, tokens, req.device, req.precision, PASS)
+    """genointerp.viral.model_process.scorer for a loaded model on the request's device and
+    precision (what the model process runs; for callers that hold a model themselves)."""
+    return scorer(model, req.device, req.precision)
 
 
-def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, starts: np.ndarray,
-                lengths: np.ndarray, L: int, k: int, has_unknown: bool, which: np.ndarray | None = None):
-    """p_viral float64 (m,) with NaN for unscored reads, and statuses object (m,), of the reads
-    `which` (int (m,), ascending; None: all n) of a batch given as codes joined by N (flat uint8
-    (M,); starts, lengths int64 (n,); see encode_joined). The batch must start on a block boundary
-    of the input stream (genointerp.viral.blocks): a read's forward pass holds only the chosen
-    reads of its own block."""
+@dataclass
+class Windows:
+    """The model's windows of reads `which` (int (m,)) of a batch: tokens uint16 (R, n_tokens), R a
+    multiple of PASS, laid out in passes by genointerp.viral.blocks; where int (W,), the row of each
+    window; read int (W,), the position in `which` of each window's read; status object (m,) of
+    reads no window scores (too_short, ambiguous)."""
+
+    which: np.ndarray
+    tokens: np.ndarray
+    where: np.ndarray
+    read: np.ndarray
+    status: np.ndarray
+
+
+def model_windows(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, L: int, k: int, has_unknown: bool,
+                  which: np.ndarray | None = None) -> Windows:
+    """The windows of the reads `which` (int (m,), ascending; None: all n) of a batch given as codes
+    joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined). The batch must
+    start on a block boundary of the input stream (genointerp.viral.blocks): a read's forward pass
+    holds only the chosen reads of its own block."""
     which = np.arange(len(lengths)) if which is None else which
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
     wstart, wsub = window_starts(starts[which], lengths[which], L)
-    p = np.full(len(which), np.nan)
     status = np.where(lengths[which] < L, "too_short", "ambiguous").astype(object)
+    tokens, where = np.zeros((0, L - k + 1), np.uint16), np.zeros(0, np.int64)
     if wstart.size:
         mat = np.lib.stride_tricks.sliding_window_view(flat, L)[wstart]
         if not has_unknown:
@@ -248,19 +247,36 @@ def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, st
             mat, wsub = mat[clean], wsub[clean]
         if wsub.size:
             rows, where = block_rows(which[wsub])  # blocks by the reads' places in the batch
-            pw = scorer(tokenize(mat[rows], k))[where]
-            best = np.full(len(which), -1.0)
-            np.maximum.at(best, wsub, pw)
-            scored = best >= 0
-            p[scored] = best[scored]
-            status[scored] = "scored"
+            tokens = tokenize(mat[rows], k)
+    return Windows(which, tokens, where, wsub if wstart.size else np.zeros(0, np.int64), status)
+
+
+def window_scores(windows: Windows, p_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """p_viral float64 (m,) with NaN for unscored reads, and statuses object (m,), of the reads of
+    `windows`, given P(viral) float64 (R,) of its token rows: a read's best window."""
+    m = len(windows.which)
+    p, status = np.full(m, np.nan), windows.status.copy()
+    if windows.where.size:
+        best = np.full(m, -1.0)
+        np.maximum.at(best, windows.read, p_rows[windows.where])
+        scored = best >= 0
+        p[scored] = best[scored]
+        status[scored] = "scored"
     return p, status
+
+
+def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, starts: np.ndarray,
+                lengths: np.ndarray, L: int, k: int, has_unknown: bool, which: np.ndarray | None = None):
+    """p_viral and statuses (window_scores) of the reads `which` of a batch (model_windows), scored
+    here by `scorer`."""
+    windows = model_windows(flat, starts, lengths, L, k, has_unknown, which)
+    return window_scores(windows, scorer(windows.tokens) if windows.where.size else np.zeros(0))
 
 
 @dataclass
 class Classifier:
     path: str  # the model folder
-    model: object  # the XVir module on the request's device
+    model: ModelProcess  # the XVir module, in a process of its own started when first needed
     config: dict
     threshold: float  # the model alone calls on p_viral >= this
     index: KmerIndex | None  # the folder's seed index, None without one
@@ -269,15 +285,15 @@ class Classifier:
     evidence: str  # both, model or kmer
 
 
-def load_classifier(req: ClassifyRequest) -> Classifier:
+def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classifier:
     """The request's model folder (or the built-in one), with its threshold, calling rule and
-    evidence indexes (bits and kmer_hits are reported in every mode that has them)."""
+    evidence indexes (bits and kmer_hits are reported in every mode that has them; prebuilt
+    where the folder or the cache has them, genointerp.viral.prebuilt)."""
     path = req.model_folder()
     where = f"{path}/config.json"
-    model, config = load_model_dir(path, expect="xvir")
+    config = read_model_config(path, expect="xvir")
     threshold = req.threshold if req.threshold is not None else default_threshold(config, where)
-    index = load_index(path, config)
-    protein = load_protein_index(path, config) if index is not None else None
+    index, protein = load_indexes(path, config, log)
     rule = rule_of(config, where)
     if req.min_bits is not None:
         rule = replace(rule, min_bits=req.min_bits)
@@ -287,14 +303,14 @@ def load_classifier(req: ClassifyRequest) -> Classifier:
                          "works; train-xvir --viral REF builds one")
     if index is None and req.min_bits is not None:
         raise InputError(f"{path}: --min-bits needs a model with a viral index")
-    return Classifier(path, model.to(req.device), config, threshold, index, protein, rule, evidence)
+    return Classifier(path, ModelProcess(path, req.device, req.precision, req.threads), config, threshold, index,
+                      protein, rule, evidence)
 
 
 def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Classify every read into the calls TSV, and write whichever of the reads called viral, the
     summary JSON and the per-sample report files the request names; returns the summary (with the
     per-sample viral report, genointerp.viral.sample_report, when a report file is asked for)."""
-    use_threads(req.threads)
     with outputs.streams(req.output, req.summary, req.viral_out, req.report, req.kraken_report, req.multiqc,
                          plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
         summary = _classify(req, out[req.output], out.get(req.viral_out), report,
@@ -309,7 +325,7 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
     binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
     see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
-    clf = load_classifier(req)
+    clf = load_classifier(req, report.log)
     tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.reads), req.host_genome_size, report.log,
                         clf.protein)
     counts: Counter = Counter()
@@ -327,17 +343,19 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
         report.log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
         it = islice(it, start, stop)
     out.write(HEADER.encode())
-    with report.progress("classifying reads", None) as advance:
-        while batch := list(islice(it, BATCH)):
-            got = classify(batch)
-            p, status, call, evidence = got.p, got.status, got.call, got.evidence
-            hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * len(batch)
-            bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * len(batch)
-            types = tally.add(batch, call == "viral")
-            rows = [f"{r[0]}\t{len(r[1])}\t{'NA' if q != q else f'{q:.6f}'}\t{c}\t{s}\t{h}\t{e}\t{b}\t{t}\n"
-                    for r, q, c, s, h, e, b, t in zip(batch, p.tolist(), call.tolist(), status.tolist(), hit_text,
-                                                      evidence.tolist(), bits_text, types)]
-            out.write("".join(rows).encode())
+    work = EvidenceWork(clf.index, clf.protein, clf.rule, clf.path, MIN_LENGTH, report.log) if clf.index else None
+    batches = iter(lambda: list(islice(it, BATCH)), [])
+    # the workers are forked here, before any model may load (genointerp.pools); the model's own
+    # process starts at the first batch that needs it, at once where every read needs it
+    with report.progress("classifying reads", None) as advance, clf.model, \
+            OrderedPool(work or (lambda seqs: None), usable_threads(req.threads) if work else 1) as pool:
+        if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
+            clf.model.start()
+        for batch, got in _in_order((batch, classify(batch, found)) for batch, found in
+                                    pool.map((batch, [r[1] for r in batch]) for batch in batches)):
+            status, call, evidence = got.status, got.call, got.evidence
+            types = tally.add(batch, call == "viral", got.typed)
+            out.write(_rows(batch, got, types).encode())
             if ids is not None:
                 ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
             viral = np.flatnonzero(call == "viral")
@@ -397,48 +415,104 @@ class BatchCalls:
     call: np.ndarray
     evidence: np.ndarray
     model_reads: int
+    typed: dict = field(default_factory=dict)  # the typing of reads done by the batch's worker (batch_work)
 
 
-def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list], BatchCalls]:
+def _in_order(pending: Iterable[tuple[list, "PendingCalls"]]) -> Iterator[tuple[list, "BatchCalls"]]:
+    """(batch, its BatchCalls) in input order, keeping up to LOOKAHEAD batches waiting for the model
+    while the next ones are read and looked up (the model process may still be loading)."""
+    queue: deque = deque()
+    for item in pending:
+        queue.append(item)
+        while queue and (len(queue) > LOOKAHEAD or queue[0][1].ready()):
+            batch, calls = queue.popleft()
+            yield batch, calls.result()
+    while queue:
+        batch, calls = queue.popleft()
+        yield batch, calls.result()
+
+
+class PendingCalls:
+    """A batch's BatchCalls once its model scores (if any) are in: `ready()` says whether they are,
+    `result()` waits for them."""
+
+    def __init__(self, finish: Callable[[np.ndarray | None], BatchCalls], scores=None) -> None:
+        self.finish, self.scores = finish, scores  # scores: the model process's pending answer, or None
+
+    def ready(self) -> bool:
+        return self.scores is None or self.scores.ready()
+
+    def result(self) -> BatchCalls:
+        return self.finish(self.scores.get() if self.scores is not None else None)
+
+
+def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, BatchEvidence | None], PendingCalls]:
     """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
-    the input stream, to its BatchCalls."""
+    the input stream, and its evidence (None without an index; genointerp.viral.batch_work), to
+    its PendingCalls: the windows the model must score are handed to the model process at once."""
     L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
     has_unknown = clf.config["model"]["vocab_size"] > 4**k
-    scorer = window_scorer(clf.model, req) if clf.evidence != "kmer" else None
+    runs_model = clf.evidence != "kmer"
 
-    def model_alone(flat, starts, lengths, hits, bits) -> BatchCalls:
-        p, status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown)
-        with np.errstate(invalid="ignore"):
-            viral = p >= clf.threshold
-        call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
-        return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
-                          int((status == "scored").sum()))
+    def scored(batch: list, which: np.ndarray | None, then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
+        """The model's p_viral and statuses of reads `which` (None: all) handed to `then`."""
+        windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, has_unknown, which)
+        if not windows.where.size:
+            return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
+        return PendingCalls(lambda rows: then(*window_scores(windows, rows)), clf.model.submit(windows.tokens))
 
-    def classify(batch) -> BatchCalls:
-        flat, starts, lengths = encode_joined([r[1] for r in batch])
-        if clf.index is None:
-            return model_alone(flat, starts, lengths, None, None)
-        seeds = clf.index.evidence(flat, starts, lengths)
-        bits = seeds.bits + (clf.protein.evidence(flat, starts, lengths).bits if clf.protein is not None else 0.0)
+    def model_alone(batch: list, hits, bits, typed: dict) -> PendingCalls:
+        def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:
+            with np.errstate(invalid="ignore"):
+                viral = p >= clf.threshold
+            call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
+            return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
+                              int((status == "scored").sum()), typed)
+
+        return scored(batch, None, then)
+
+    def classify(batch: list, seeds: BatchEvidence | None) -> PendingCalls:
+        if seeds is None:
+            return model_alone(batch, None, None, {})
+        bits = seeds.bits
         if clf.evidence == "model":
-            return model_alone(flat, starts, lengths, seeds.hits, bits)
+            return model_alone(batch, seeds.hits, bits, seeds.typed)
+        lengths = np.fromiter(map(len, (r[1] for r in batch)), np.int64, len(batch))
         status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
         callable_ = status == "scored"  # before any turns model_abstained: those are called too
         undecided = callable_ & clf.rule.undecided(bits)
-        p = np.full(len(batch), np.nan)
-        model_reads = 0
-        if scorer is not None:
-            which = np.flatnonzero(callable_ if req.model_all else undecided)
+        which = np.flatnonzero(callable_ if req.model_all else undecided) if runs_model else np.zeros(0, np.int64)
+
+        def then(p_which: np.ndarray | None, model_status: np.ndarray | None) -> BatchCalls:
+            p = np.full(len(batch), np.nan)
+            model_reads = 0
             if which.size:
-                p[which], model_status = score_batch(scorer, flat, starts, lengths, L, k, has_unknown, which)
+                p[which] = p_which
                 model_reads = int((model_status == "scored").sum())
                 status[which[(model_status != "scored") & undecided[which]]] = "model_abstained"
-        viral = callable_ & (clf.rule.score(bits, p) >= clf.rule.min_bits)
-        call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
-        evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
-        return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads)
+            viral = callable_ & (clf.rule.score(bits, p) >= clf.rule.min_bits)
+            call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
+            evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
+            return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads, seeds.typed)
+
+        if not which.size:
+            return PendingCalls(lambda _: then(None, None))
+        return scored(batch, which, then)
 
     return classify
+
+
+def _rows(batch: list, got: BatchCalls, types: list[str]) -> str:
+    """The calls TSV's rows of a batch (HEADER's columns), built column by column."""
+    n = len(batch)
+    p_text = ["NA"] * n
+    for i, q in zip(np.flatnonzero(~np.isnan(got.p)).tolist(), got.p[~np.isnan(got.p)].tolist()):
+        p_text[i] = f"{q:.6f}"
+    hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * n
+    bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * n
+    columns = ([r[0] for r in batch], [str(len(r[1])) for r in batch], p_text, got.call.tolist(), got.status.tolist(),
+               hit_text, got.evidence.tolist(), bits_text, types)
+    return "".join(f"{row}\n" for row in map("\t".join, zip(*columns)))
 
 
 def _record_text(rec) -> str:

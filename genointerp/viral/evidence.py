@@ -2,12 +2,14 @@
 
 A model folder may carry the viral references its model was trained on (`kmer_refs.fa.gz`), the
 list of their seeds that also occur in the negative references (`kmer_excluded.txt.gz`), and the
-settings in config.json's "kmer_index". The index is built from these at load: the canonical
-seeds (forward or reverse complement, whichever id is smaller) of the references, circular ones
+settings in config.json's "kmer_index". The index is built from these: the canonical seeds
+(forward or reverse complement, whichever id is smaller) of the references, circular ones
 wrapped, minus the excluded ones, minus low-complexity windows (Shannon entropy of their base
 composition below `min_entropy` bits: AT-rich stretches and short repeats, which other genomes
-share by chance). Shipping references rather than the index keeps a model small (the 463 HPV
-genomes of the built-in model are 0.8 MB gzipped against 17 MB of ids) and readable.
+share by chance). Shipping references rather than the index keeps a model small (the built-in
+model's genomes are 1.0 MB gzipped against 23 MB of ids) and readable; runs load the index
+prebuilt from the folder or the user's cache (genointerp.viral.prebuilt), and look reads up in
+it in one compiled pass (genointerp.seq.scan), the numpy code here being the definition.
 
 A seed is a pattern over a window of k bases: '1' positions must match, '0' positions may differ
 ("11011011..." for the built-in index). A pattern of only '1's is a plain k-mer. The built-in
@@ -43,7 +45,8 @@ from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
 from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
-from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
+from genointerp.seq.scan import seed_hits
+from genointerp.viral.chance import chance_bits, composition, fixed_letters, owned_positions, owner_of, stretches
 from genointerp.viral.panel import name_reference
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
@@ -204,9 +207,11 @@ class KmerIndex:
     settings: KmerSettings
     labels: np.ndarray | None = None  # uint8 (n,): each seed's virus, a code into `viruses` (or AMBIGUOUS)
     viruses: tuple[str, ...] = ()
+    table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.prebuilt)
 
     def __post_init__(self) -> None:
-        self._set = IdSet(self.ids)
+        self._set = IdSet(self.ids, self.table)
+        self.table = self._set.table
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
         """bool (m,): each of ids uint64 (m,) is in the index."""
@@ -216,35 +221,25 @@ class KmerIndex:
         """(hits int64 (n,), clean k-mers int64 (n,)) per read, from reads codes joined by N
         (flat uint8 (M,), starts and lengths int64 (n,), as reads.kmerize.encode_joined gives):
         the number of window positions found in the index and the number free of N."""
-        n = len(starts)
-        if flat.size < self.settings.k:
-            return np.zeros(n, np.int64), np.zeros(n, np.int64)
-        _, _, owner, _, read = self._matches(flat, lengths)
-        return np.bincount(read, minlength=n), np.bincount(owner, minlength=n)
+        _, clean, _, read, _ = self._matches(flat, lengths)
+        return np.bincount(read, minlength=len(starts)), clean
 
     def _matches(self, flat: np.ndarray, lengths: np.ndarray):
-        """(codes with N for odd letters (M,), the read of each position (M,), the read of each
-        window free of N, matched window starts in order (h,), their reads (h,))."""
+        """(codes with N for odd letters (M,), each read's windows free of N (n,), matched window
+        starts in order (h,), their reads (h,), their ids (h,)), looked up in one compiled pass
+        (genointerp.seq.scan)."""
         flat = np.where(flat == INVALID, N_CODE, flat)
-        ids, valid = canonical_ids(flat, self.settings.seed)
-        pos = np.flatnonzero(valid)
-        read_at = joined_owner(lengths, flat.size)  # the separators keep windows inside a read
-        owner = read_at[pos]
-        found = self.contains(ids[pos])
-        return flat, read_at, owner, pos[found], owner[found]
+        at, ids, clean = seed_hits(flat, lengths, self.settings.k, seed_mask(self.settings.seed), self._set)
+        return flat, clean, at, owner_of(at, lengths), ids
 
     def virus_hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """int64 (n, len(viruses)): per read (codes joined by N, as `hits` takes them), its matched
         windows whose seed one virus alone holds, by virus (zeros without labels)."""
         n, v = len(starts), len(self.viruses)
-        if self.labels is None or flat.size < self.settings.k:
+        if self.labels is None:
             return np.zeros((n, v), np.int64)
-        flat = np.where(flat == INVALID, N_CODE, flat)
-        ids, valid = canonical_ids(flat, self.settings.seed)
-        pos = np.flatnonzero(valid)
-        found = pos[self.contains(ids[pos])]
-        label = self.labels[np.searchsorted(self.ids, ids[found])]
-        return virus_counts(joined_owner(lengths, flat.size)[found], label, n, v)
+        _, _, _, read, ids = self._matches(flat, lengths)
+        return virus_counts(read, self.labels[np.searchsorted(self.ids, ids)], n, v)
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "SeedEvidence":
         """Per read (codes joined by N, as `hits` takes them): its matched windows, and how much
@@ -252,15 +247,15 @@ class KmerIndex:
         k, n = self.settings.k, len(starts)
         if flat.size < k:
             return SeedEvidence.none(n)
-        flat, read_at, owner, at, read = self._matches(flat, lengths)
-        clean = np.bincount(owner, minlength=n)
+        flat, clean, at, read, _ = self._matches(flat, lengths)
         # A stretch: matched windows each within k of the previous (one stretch of matching
         # sequence, which overlapping windows would otherwise count several times).
         opens = stretches(read, at, k)
         of = read[opens]
         compared = np.flatnonzero(np.frombuffer(self.settings.seed.encode(), np.uint8) == ord("1"))
         marks, mark_cluster, mark_read = fixed_letters(at, read, opens, compared)
-        freq = composition(flat, read_at, n, 4, NT_FLOOR, of)  # (n, 4)
+        pos, owner = owned_positions(np.unique(of), lengths, flat.size)
+        freq = composition(flat[pos], owner, n, 4, NT_FLOOR)  # (n, 4)
         # Either strand's seed may match a window: twice the windows tested.
         bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n)
         return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean, clusters=np.bincount(of, minlength=n),
@@ -325,9 +320,21 @@ def _write_gzip(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def load_index(folder: str | Path, config: dict, min_hits: int | None = None) -> KmerIndex | None:
-    """The model folder's k-mer index (None when its config.json has no "kmer_index"), with
-    `min_hits` in place of the recorded one when given. A damaged entry or file is an InputError."""
+@dataclass(frozen=True)
+class IndexSource:
+    """What a model folder's config.json says one of its indexes is built from: the seed index or
+    the protein index."""
+
+    settings: object  # KmerSettings, or genointerp.viral.protein.ProteinSettings
+    circular: bool
+    expected: int  # seeds the index must hold (config.json's n_kmers)
+    references: Path
+    excluded: Path
+
+
+def index_source(folder: str | Path, config: dict, min_hits: int | None = None) -> IndexSource | None:
+    """The folder's "kmer_index" entry, checked (None without one), with `min_hits` in place of the
+    recorded one when given. A damaged entry or a missing file is an InputError."""
     entry = config.get(CONFIG_KEY)
     if entry is None:
         return None
@@ -335,19 +342,34 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
     try:
         settings = KmerSettings(str(entry.get("seed", "1" * int(entry["k"]))),  # k alone: plain k-mers
                                 int(entry["min_hits"] if min_hits is None else min_hits), float(entry["min_entropy"]))
-        circular, expected = bool(entry["circular"]), int(entry["n_kmers"])
-        refs, excluded_file = folder / str(entry["references"]), folder / str(entry["excluded"])
-    except (KeyError, TypeError, ValueError) as exc:
+        source = IndexSource(settings, bool(entry["circular"]), int(entry["n_kmers"]),
+                             folder / str(entry["references"]), folder / str(entry["excluded"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{where}: damaged 'kmer_index' entry ({exc})") from None
     settings.check()
-    require_files(folder, (refs, excluded_file), "k-mer index")
+    require_files(folder, (source.references, source.excluded), "k-mer index")
+    return source
+
+
+def load_index(folder: str | Path, config: dict, min_hits: int | None = None) -> KmerIndex | None:
+    """The model folder's k-mer index built from its references (None when its config.json has no
+    "kmer_index"), with `min_hits` in place of the recorded one when given. A damaged entry or file
+    is an InputError. genointerp.viral.prebuilt loads the same index from its stored arrays."""
+    source = index_source(folder, config, min_hits)
+    return None if source is None else build_from(source)
+
+
+def build_from(source: IndexSource) -> KmerIndex:
+    """The seed index of `source`, built from its references and excluded list."""
+    settings, refs = source.settings, source.references
     records = read_reference(str(refs))
-    index, labels, viruses = labelled_ids(records, [reference_kmers([r], settings, circular, str(refs)) for r in records])
-    keep = ~member(_read_kmers(excluded_file, settings.seed), index)
+    index, labels, viruses = labelled_ids(records, [reference_kmers([r], settings, source.circular, str(refs))
+                                                    for r in records])
+    keep = ~member(_read_kmers(source.excluded, settings.seed), index)
     ids = index[keep]
-    if ids.size != expected:
-        raise InputError(f"{folder}: the k-mer index holds {ids.size:,} k-mers, config.json says {expected:,}; "
-                         f"{refs.name} or {excluded_file.name} is damaged")
+    if ids.size != source.expected:
+        raise InputError(f"{refs.parent}: the k-mer index holds {ids.size:,} k-mers, config.json says "
+                         f"{source.expected:,}; {refs.name} or {source.excluded.name} is damaged")
     return KmerIndex(ids, settings, labels[keep], viruses)
 
 

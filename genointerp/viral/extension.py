@@ -83,13 +83,27 @@ def low_complexity(rows: np.ndarray) -> np.ndarray:
 class ReferenceProteins:
     """Every reading frame of the references, with the place of each indexed seed in them.
 
-    residues: uint8 (R,) the frames one after another, each followed by EDGE; seed_ids uint64 (S,)
-    sorted and places int64 (S,): a seed id and the residue its window starts at, for every
-    place an indexed seed occurs (a seed of several places appears several times)."""
+    Built from residues uint8 (R,), the frames one after another, each followed by EDGE, and
+    seed_ids uint64 (S,) and places int64 (S,): a seed id and the residue its window starts at,
+    for every place an indexed seed occurs (a seed of several places appears several times).
+    Held as a compressed sparse table, the form genointerp.viral.prebuilt stores: keys uint64 (n,),
+    the sorted distinct seeds; start int64 (n + 1,); places int32 (S,), key i's places being
+    places[start[i]:start[i + 1]] in the order they were given."""
 
     def __init__(self, residues: np.ndarray, seed_ids: np.ndarray, places: np.ndarray) -> None:
         order = np.argsort(seed_ids, kind="stable")
-        self.residues, self.seed_ids, self.places = residues, seed_ids[order], places[order]
+        seed_ids, places = seed_ids[order], places[order]
+        first = np.r_[True, seed_ids[1:] != seed_ids[:-1]] if seed_ids.size else np.zeros(0, bool)
+        start = np.r_[np.flatnonzero(first), seed_ids.size].astype(np.int64)
+        place_type = np.int32 if residues.size < 2**31 else np.int64  # half the memory for any real panel
+        self.residues, self.keys, self.start, self.places = residues, seed_ids[first], start, places.astype(place_type)
+
+    @classmethod
+    def prebuilt(cls, residues: np.ndarray, keys: np.ndarray, start: np.ndarray, places: np.ndarray) -> "ReferenceProteins":
+        """The table from its stored arrays (memory-mapped ones are used in place)."""
+        table = cls.__new__(cls)
+        table.residues, table.keys, table.start, table.places = residues, keys, start, places
+        return table
 
     def bits(self, scores: np.ndarray, read_length: np.ndarray) -> np.ndarray:
         """float64 (h,): -log10 of the expected number of chance alignments scoring at least
@@ -120,12 +134,15 @@ class ReferenceProteins:
         inside = (q >= lo[:, None]) & (q + 3 <= hi[:, None])
         rows = np.where(inside, aa[np.clip(q, 0, aa.size - 1)], EDGE).astype(np.uint8)
         rows[low_complexity(rows)] = MASKED
-        first = np.searchsorted(self.seed_ids, ids, "left")
-        count = np.searchsorted(self.seed_ids, ids, "right") - first
+        slot = np.searchsorted(self.keys, ids)
+        slot[slot == self.keys.size] = 0
+        known = self.keys[slot] == ids if self.keys.size else np.zeros(ids.size, bool)
+        first = self.start[slot]
+        count = np.where(known, self.start[slot + 1] - first, 0)
         take = np.minimum(count, MAX_PLACES)
         hit = np.repeat(np.arange(at.size), take)
         nth = np.arange(hit.size) - np.repeat(np.cumsum(take) - take, take)
-        place = self.places[first[hit] + nth * count[hit] // np.maximum(take[hit], 1)]  # spread over the places
+        place = self.places[first[hit] + nth * count[hit] // np.maximum(take[hit], 1)].astype(np.int64)  # spread over the places
         read_aa = rows[hit]
         r = place[:, None] + offset
         ref_aa = np.where((r >= 0) & (r < self.residues.size), self.residues[np.clip(r, 0, self.residues.size - 1)], EDGE)

@@ -35,8 +35,9 @@ from genointerp.model_folder import CONFIG
 from genointerp.reads.kmerize import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
-from genointerp.viral.evidence import REFS_FILE, load_index
+from genointerp.viral.evidence import REFS_FILE
 from genointerp.viral.panel import ViralName, name_reference
+from genointerp.viral.prebuilt import load_indexes
 
 WRAP = 500
 MIN_ALIGNED = 20  # a placement covers at least this many bases of the piece
@@ -112,7 +113,7 @@ class ViralPanel:
         model_dir = Path(model_dir)
         config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
                                   "a model configuration")
-        self.index = index if index is not None else load_index(model_dir, config, None)
+        self.index = index if index is not None else load_indexes(model_dir, config, log)[0]
         if self.index is None:
             raise InputError(f"{model_dir}: the model has no viral references (config.json has no k-mer index); "
                              "find-integrations places reads on them (train-xvir --viral)")
@@ -120,11 +121,15 @@ class ViralPanel:
         self.refs: dict[str, ViralRef] = {}
         self._digests: dict[str, str] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
-        builtin = with_descriptions(read_described(str(model_dir / REFS_FILE)), model_dir / DESCRIPTIONS_FILE)
-        self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), {**_SENSITIVE, "best_n": best_n}, "builtin.fa")
-        added = [rec for path in extra for rec in self._tagged(path)]
-        self._plain = self._aligner([r[:3] for r in added], None, {**_PLAIN, "best_n": best_n}, "added.fa",
-                                    [r[3] for r in added]) if added else None
+        try:
+            builtin = with_descriptions(read_described(str(model_dir / REFS_FILE)), model_dir / DESCRIPTIONS_FILE)
+            self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), {**_SENSITIVE, "best_n": best_n},
+                                            "builtin.fa")
+            added = [rec for path in extra for rec in self._tagged(path)]
+            self._plain = self._aligner([r[:3] for r in added], None, {**_PLAIN, "best_n": best_n}, "added.fa",
+                                        [r[3] for r in added]) if added else None
+        finally:  # minimap2 holds its indexes in memory: nothing is left behind, even by a killed worker
+            self._tmp.cleanup()
         log(f"viral panel: {len(builtin):,} references of {model_dir}" +
             (f" and {len(added):,} added ({', '.join(extra)})" if added else ""))
 

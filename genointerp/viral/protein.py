@@ -23,9 +23,10 @@ stretches weigh more on short reads (an alignment of 25 residues is weak evidenc
 stretch of them), alignments on reads of divergent types, whose scattered substitutions break
 every further exact seed.
 
-The index and the references' reading frames are built at load from the model folder's references
-(the seeds' `kmer_refs.fa.gz`) and its excluded list, settings in config.json's "protein_index";
-building takes about two seconds for the built-in references. Each seed keeps the virus of the
+The index and the references' reading frames are built from the model folder's references (the
+seeds' `kmer_refs.fa.gz`) and its excluded list, settings in config.json's "protein_index";
+building takes about four seconds for the built-in references, so runs load them prebuilt
+(genointerp.viral.prebuilt). Each seed keeps the virus of the
 contigs it comes from, as the nucleotide seeds do (genointerp.viral.evidence.labelled_ids).
 """
 
@@ -43,10 +44,11 @@ from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import IdSet, member, sorted_unique
+from genointerp.seq.scan import aa_hits
 from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
-from genointerp.viral.chance import chance_bits, composition, fixed_letters, joined_owner, stretches
+from genointerp.viral.chance import chance_bits, composition, fixed_letters, owned_positions, owner_of, stretches
 from genointerp.viral.extension import EDGE, ReferenceProteins
-from genointerp.viral.evidence import (labelled_ids, read_fixed_lines, reference_codes, require_files,
+from genointerp.viral.evidence import (IndexSource, labelled_ids, read_fixed_lines, reference_codes, require_files,
                                       virus_counts)
 
 CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
@@ -183,11 +185,12 @@ class ProteinIndex:
     (genointerp.viral.extension)."""
 
     def __init__(self, ids: np.ndarray, settings: ProteinSettings, labels: np.ndarray | None = None,
-                 viruses: tuple[str, ...] = ()) -> None:
+                 viruses: tuple[str, ...] = (), proteins: ReferenceProteins | None = None,
+                 table: np.ndarray | None = None) -> None:
         self.ids, self.settings = ids, settings
         self.labels, self.viruses = labels, viruses  # uint8 (n,) codes into viruses, as KmerIndex's
-        self.proteins: ReferenceProteins | None = None  # set by `of`, from the places of the ids kept
-        self._set = IdSet(ids)
+        self.proteins = proteins  # set by `of`, from the places of the ids kept (or prebuilt)
+        self._set = IdSet(ids, table)  # table: the filter where it is prebuilt (genointerp.viral.prebuilt)
 
     @classmethod
     def of(cls, records: list[tuple[str, str]], settings: ProteinSettings, circular: bool,
@@ -219,25 +222,43 @@ class ProteinIndex:
             index.proteins = ReferenceProteins(np.zeros(0, np.uint8), np.zeros(0, np.uint64), np.zeros(0, np.int64))
         return index
 
+    @property
+    def table(self) -> np.ndarray:
+        """The membership filter (genointerp.seq.idset), as genointerp.viral.prebuilt stores it."""
+        return self._set.table
+
     def contains(self, ids: np.ndarray) -> np.ndarray:
         return self._set.contains(ids)
 
     def virus_hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """int64 (n, len(viruses)): per read (codes joined by N), its matched seeds, all six frames
         and every seed pattern, whose id one virus alone holds, by virus (zeros without labels)."""
-        span, n, m, v = self.settings.span, len(starts), flat.size, len(self.viruses)
-        if self.labels is None or m < 3 * span:
+        n, v = len(starts), len(self.viruses)
+        if self.labels is None or flat.size < 3 * self.settings.span:
             return np.zeros((n, v), np.int64)
-        flat = np.where(flat == INVALID, N_CODE, flat)
-        read_at = joined_owner(lengths, m)
         out = np.zeros((n, v), np.int64)
-        for s, codes in enumerate((flat, reverse_complement_codes(flat))):
-            for ids, valid in seed_ids(codons(codes), self.settings, 3):
-                pos = np.flatnonzero(valid)
-                found = self.contains(ids[pos])
-                owner = read_at[pos[found] if s == 0 else m - pos[found] - 3 * span]
-                out += virus_counts(owner, self.labels[np.searchsorted(self.ids, ids[pos[found]])], n, v)
+        for _, _, read, _, ids in self._matches(flat, lengths, np.zeros(n, np.int64)):
+            out += virus_counts(read, self.labels[np.searchsorted(self.ids, ids)], n, v)
         return out
+
+    def _matches(self, flat: np.ndarray, lengths: np.ndarray, tested: np.ndarray) -> list[tuple]:
+        """Per strand of reads joined by N (flat uint8 (M,), lengths int64 (n,)): (its codons,
+        matched seeds' starts in them, their reads, their seed pattern's number, their ids), from
+        one compiled pass per strand and pattern (genointerp.seq.scan); every seed tested counts
+        to its read's `tested` (int64 (n,), added to)."""
+        flat = np.where(flat == INVALID, N_CODE, flat)
+        m, span = flat.size, self.settings.span
+        width = 20**self.settings.weight  # the i-th pattern's ids are offset by i * width: one index holds them all apart
+        matched = []
+        for s, codes in enumerate((flat, reverse_complement_codes(flat))):
+            aa = codons(codes)
+            found = [aa_hits(aa, pattern, i * width, lengths, s == 1, self._set, tested)
+                     for i, pattern in enumerate(self.settings.patterns)]
+            at = np.concatenate([a for a, _ in found])
+            reads = owner_of(at if s == 0 else m - at - 3 * span, lengths)  # by the window's first base on the forward strand
+            matched.append((aa, at, reads, np.repeat(np.arange(len(found)), [a.size for a, _ in found]),
+                            np.concatenate([i for _, i in found])))
+        return matched
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> ProteinEvidence:
         """Per read, from codes joined by N (flat uint8 (M,), starts and lengths int64 (n,), as
@@ -250,27 +271,11 @@ class ProteinIndex:
         hits, aligned = np.zeros(n, np.int64), np.zeros(n)
         if m < 3 * span:
             return ProteinEvidence(hits, np.zeros(n), aligned)
-        flat = np.where(flat == INVALID, N_CODE, flat)
         tested = np.zeros(n, np.int64)
-        read_at = joined_owner(lengths, m)
-        # per strand: its codons, and matched window starts (in that strand's coordinates), their reads, seeds and ids
-        matched = []
-        for s, codes in enumerate((flat, reverse_complement_codes(flat))):
-            aa = codons(codes)
-            hit_at, hit_read, hit_seed, hit_id = [], [], [], []
-            for i, (ids, valid) in enumerate(seed_ids(aa, self.settings, 3)):
-                pos = np.flatnonzero(valid)
-                owner = read_at[pos if s == 0 else m - pos - 3 * span]  # by the window's first base on the forward strand
-                tested += np.bincount(owner, minlength=n)
-                found = self.contains(ids[pos])
-                hit_at.append(pos[found])
-                hit_read.append(owner[found])
-                hit_seed.append(np.full(int(found.sum()), i))
-                hit_id.append(ids[pos[found]])
-            matched.append((aa, *map(np.concatenate, (hit_at, hit_read, hit_seed, hit_id))))
+        matched = self._matches(flat, lengths, tested)
         if not any(at.size for _, at, _, _, _ in matched):
             return ProteinEvidence(hits, np.zeros(n), aligned)
-        freq = _aa_composition([aa for aa, *_ in matched], read_at,
+        freq = _aa_composition([aa for aa, *_ in matched], lengths,
                                np.unique(np.concatenate([read for _, _, read, _, _ in matched])), n)
         log_freq, mark_cluster, cluster_read = [], [], []
         compared = 3 * self.settings.compared
@@ -297,15 +302,17 @@ class ProteinIndex:
         return ProteinEvidence(hits, exact, aligned)
 
 
-def _aa_composition(residues: list[np.ndarray], read_at: np.ndarray, reads: np.ndarray, n: int) -> np.ndarray:
-    """float64 (n, 20): the residue frequencies of `reads` of n over all six frames, at least AA_FLOOR
-    (read_at (m,): the read of each forward position). A reverse-strand codon at j covers forward
-    bases m-3-j .. m-1-j: it counts to their read."""
-    m = read_at.size
+def _aa_composition(residues: list[np.ndarray], lengths: np.ndarray, reads: np.ndarray, n: int) -> np.ndarray:
+    """float64 (n, 20): the residue frequencies of `reads` of n over all six frames, at least
+    AA_FLOOR (residues: the codons of both strands of the reads joined by one separator, lengths
+    int64 (n,)). A codon counts to the read of its first forward base: a reverse-strand codon at
+    j covers forward bases m-3-j .. m-1-j, so it counts to the read of m-3-j."""
     fwd, rev = residues
-    symbols = np.concatenate([fwd, rev])
-    owners = np.concatenate([read_at[: fwd.size], read_at[m - 3 - np.arange(rev.size)]])
-    return composition(symbols, owners, n, len(AMINO_ACIDS), AA_FLOOR, reads)
+    m = fwd.size + 2
+    pos, owner = owned_positions(reads, lengths, m)
+    on_fwd, on_rev = pos < fwd.size, m - 3 - pos >= 0
+    symbols = np.concatenate([fwd[pos[on_fwd]], rev[m - 3 - pos[on_rev]]])
+    return composition(symbols, np.concatenate([owner[on_fwd], owner[on_rev]]), n, len(AMINO_ACIDS), AA_FLOOR)
 
 
 def build_protein_index(folder: str | Path, records: list[tuple[str, str]], negatives: list[str],
@@ -375,25 +382,37 @@ def _read_aa_kmers(path: Path, settings: ProteinSettings) -> np.ndarray:
     return sorted_unique(ids + seed.astype(np.uint64) * np.uint64(20**k))
 
 
-def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
-    """The model folder's protein index (None without a "protein_index" entry). A damaged entry
-    or file is an InputError."""
+def protein_source(folder: str | Path, config: dict) -> IndexSource | None:
+    """The folder's "protein_index" entry, checked (None without one). A damaged entry or a missing
+    file is an InputError."""
     entry = config.get(CONFIG_KEY)
     if entry is None:
         return None
     folder, where = Path(folder), f"{folder}/config.json"
     try:
-        settings = ProteinSettings.from_dict(entry)
-        circular, expected = bool(entry["circular"]), int(entry["n_kmers"])
-        excluded_file = folder / str(entry["excluded"])
-        refs = folder / str(config["kmer_index"]["references"])
-    except (KeyError, TypeError, ValueError) as exc:
+        source = IndexSource(ProteinSettings.from_dict(entry), bool(entry["circular"]), int(entry["n_kmers"]),
+                               folder / str(config["kmer_index"]["references"]), folder / str(entry["excluded"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{where}: damaged 'protein_index' entry ({exc})") from None
-    settings.check()
-    require_files(folder, (refs, excluded_file), "protein index")
-    index = ProteinIndex.of(read_reference(str(refs)), settings, circular, _read_aa_kmers(excluded_file, settings),
-                            str(refs))
-    if index.ids.size != expected:
-        raise InputError(f"{folder}: the protein index holds {index.ids.size:,} k-mers, config.json says {expected:,}; "
-                         f"{refs.name} or {excluded_file.name} is damaged")
+    source.settings.check()
+    require_files(folder, (source.references, source.excluded), "protein index")
+    return source
+
+
+def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
+    """The model folder's protein index built from its references (None without a "protein_index"
+    entry). A damaged entry or file is an InputError. genointerp.viral.prebuilt loads the same
+    index from its stored arrays."""
+    source = protein_source(folder, config)
+    return None if source is None else build_protein_from(source)
+
+
+def build_protein_from(source: IndexSource) -> ProteinIndex:
+    """The protein index of `source`, built from its references and excluded list."""
+    refs, settings = source.references, source.settings
+    index = ProteinIndex.of(read_reference(str(refs)), settings, source.circular,
+                            _read_aa_kmers(source.excluded, settings), str(refs))
+    if index.ids.size != source.expected:
+        raise InputError(f"{refs.parent}: the protein index holds {index.ids.size:,} k-mers, config.json says "
+                         f"{source.expected:,}; {refs.name} or {source.excluded.name} is damaged")
     return index

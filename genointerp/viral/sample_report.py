@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass
 
 from genointerp.viral.naming import name_viruses, virus_label
-from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, Typer, TypeRow, run_em, type_rows
+from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, Typer, TypeHits, TypeRow, run_em, type_rows
 
 GRCH38_SIZE = 3.1e9
 MIN_READS = 10
@@ -140,9 +140,31 @@ def report_summary(sample: str, rows: list[ReportRow], host_bases: int, host_gen
     }
 
 
+@dataclass(frozen=True)
+class ReadType:
+    """A read's typing: its placement (None where no reference places it), its `reference`
+    column, and the virus its seeds name where no reference places it (None otherwise, or where
+    they name no clear one)."""
+
+    placed: TypeHits | None
+    label: str
+    named: str | None
+
+
+def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
+    """The typing of each read of `seqs`, by its placement on the typer's references, else by
+    its seeds (genointerp.viral.naming): each read on its own, so any batch gives the same."""
+    placements = [typer.place(seq) for seq in seqs]
+    unplaced = [i for i, p in enumerate(placements) if p is None]
+    names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))
+    return [ReadType(p, virus_label(names[i]) if names.get(i) else typer.reference_label(p), names.get(i))
+            for i, p in enumerate(placements)]
+
+
 class SampleTally:
-    """classify-reads' side of the report: places each batch's viral reads (their `reference`
-    column), counts the host's bases, and at the end shares the reads among types by EM."""
+    """classify-reads' side of the report: the `reference` column of each batch's viral reads
+    (typed here, or beforehand by the batch's worker), the host's bases, and at the end the
+    reads shared among types by EM."""
 
     def __init__(self, model_dir: str, index, sample: str, host_genome_size: float, log, protein=None) -> None:
 
@@ -155,26 +177,30 @@ class SampleTally:
         self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
         self.host_bases = 0
 
-    def add(self, batch: list, viral) -> list[str]:
-        """The reference column of a batch of records, given its reads called viral (a bool array)."""
+    def add(self, batch: list, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
+        """The reference column of a batch of records, given its reads called viral (a bool
+        array) and the typing of some of its reads (by index in the batch) done beforehand."""
 
         labels = ["NA"] * len(batch)
-        unplaced = []
-        for i, (rec, is_viral) in enumerate(zip(batch, viral.tolist())):
-            if not is_viral:
-                self.host_bases += len(rec[1])
-            elif self.typer is not None:
-                placed = self.typer.place(rec[1])
-                labels[i] = self.typer.reference_label(placed)
-                if placed is None:
-                    self.unplaced += 1
-                    unplaced.append(i)
-                else:
-                    self.placed.append(placed)
-        for i, virus in zip(unplaced, name_viruses(self.index, self.protein, [batch[i][1] for i in unplaced])):
-            if virus is not None:
-                labels[i] = virus_label(virus)
-                self.named[virus] = self.named.get(virus, 0) + 1
+        is_viral = viral.tolist()
+        if not viral.any():  # the common batch: every read the host's
+            self.host_bases += sum(len(rec[1]) for rec in batch)
+        else:
+            self.host_bases += sum(len(rec[1]) for rec, v in zip(batch, is_viral) if not v)
+        if self.typer is None:
+            return labels
+        typed = dict(typed or {})
+        todo = [i for i, v in enumerate(is_viral) if v and i not in typed]
+        typed.update(zip(todo, type_reads(self.typer, self.index, self.protein, [batch[i][1] for i in todo])))
+        for i in (i for i, v in enumerate(is_viral) if v):
+            t = typed[i]
+            labels[i] = t.label
+            if t.placed is not None:
+                self.placed.append(t.placed)
+                continue
+            self.unplaced += 1
+            if t.named is not None:
+                self.named[t.named] = self.named.get(t.named, 0) + 1
         return labels
 
     def finish(self) -> tuple[dict, list[ReportRow]]:

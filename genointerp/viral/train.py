@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,6 +28,7 @@ from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr, th
 from genointerp.viral.calling import RULE_KEY, CallingRule
 from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, REFS_FILE, KmerIndex, KmerSettings, build_index,
                                        load_index)
+from genointerp.viral.prebuilt import write_folder_index
 from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
 from genointerp.viral.fresh import FreshReads, FreshReadTask, ReadSimulator
 from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
@@ -384,4 +387,7 @@ def train(plan: TrainPlan, settings: TrainSettings, folder: Path, output: str, r
         job.index = load_index(folder, {CONFIG_KEY: job.index_entry})
         job.protein_entry = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), ix.negatives,
                                                 ProteinSettings(), ix.circular, report)
+        # prebuilt for the folder's users (genointerp.viral.prebuilt), from the entries as config.json will hold them
+        entries = json.loads(json.dumps({CONFIG_KEY: job.index_entry, PROTEIN_KEY: job.protein_entry}))
+        write_folder_index(folder, entries)
     return run_training(job, settings, folder, output, resume, report)

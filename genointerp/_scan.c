@@ -1,0 +1,273 @@
+/* genointerp._scan: the windows of reads looked up in a viral seed index, in one pass.
+ *
+ * The numpy form of this step (genointerp.seq.kmers, genointerp.seq.translate, IdSet.contains)
+ * makes a dozen arrays the size of a batch for every window of every read, and nearly every
+ * window is absent from the index: that was three quarters of classify-reads' time. Here each
+ * window's id is rolled from the previous one and tested against the same bit filter and sorted
+ * ids, so only the windows found leave the loop. The Python side (genointerp.seq.scan) checks
+ * the arguments' types and sizes; the results are the numpy form's, window for window
+ * (tests/test_scan.py compares them). The GIL is released while a scan runs.
+ *
+ * Look-ups (genointerp.seq.idset): a window's filter word is requested as soon as its id is known
+ * and tested CHUNK windows later, so the memory fetches of a chunk overlap instead of waiting one
+ * by one; an id the filter lets through is searched among the fences, then in its block.
+ *
+ * Conventions (genointerp.seq): bases A=0 C=1 G=2 T=3, any other code unknown; a window's 2-bit
+ * id has its first base most significant; amino acids 0..19, STOP 20, an unknown codon 21. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static const uint64_t HASH = 0x9E3779B97F4A7C15ULL; /* genointerp.seq.idset._HASH */
+
+#define FENCE 64 /* genointerp.seq.idset.FENCE */
+#define CHUNK 256 /* windows whose filter words are fetched together */
+
+typedef struct {
+    const uint64_t *table;  /* the filter: blocked Bloom, two bits of one word per id */
+    int bits;               /* log2 of the filter's bits */
+    const uint64_t *ids;    /* sorted unique ids */
+    Py_ssize_t n;
+    const uint64_t *fences; /* every FENCE-th id */
+    Py_ssize_t n_fences;
+} IdSet;
+
+static inline uint64_t probe_word(const IdSet *set, uint64_t id) { return (id * HASH) >> (64 - (set->bits - 6)); }
+
+static inline uint64_t probe_mask(uint64_t id) {
+    uint64_t h = id * HASH;
+    return ((uint64_t)1 << ((h >> 20) & 63)) | ((uint64_t)1 << ((h >> 26) & 63));
+}
+
+/* whether id is in the set, given its filter word already fetched */
+static inline int search(const IdSet *set, uint64_t id) {
+    Py_ssize_t lo = 0, hi = set->n_fences; /* the last fence <= id */
+    while (hi - lo > 1) {
+        Py_ssize_t mid = lo + ((hi - lo) >> 1);
+        if (set->fences[mid] <= id)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    Py_ssize_t a = lo * FENCE, b = a + FENCE < set->n ? a + FENCE : set->n;
+    while (a < b) { /* the first id >= id in the block */
+        Py_ssize_t mid = a + ((b - a) >> 1);
+        if (set->ids[mid] < id)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a < set->n && set->ids[a] == id;
+}
+
+static inline int contains(const IdSet *set, uint64_t id) {
+    uint64_t mask = probe_mask(id);
+    return (set->table[probe_word(set, id)] & mask) == mask && set->n && search(set, id);
+}
+
+static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buffer *fences) {
+    Py_ssize_t n = ids->len / 8;
+    if (bits < 12 || bits > 38 || table->len != ((Py_ssize_t)1 << (bits - 3)) || ids->len % 8 ||
+        fences->len != 8 * ((n + FENCE - 1) / FENCE)) {
+        PyErr_SetString(PyExc_ValueError, "an id filter or fence table that does not fit its ids");
+        return 0;
+    }
+    set->table = (const uint64_t *)table->buf;
+    set->bits = bits;
+    set->ids = (const uint64_t *)ids->buf;
+    set->n = n;
+    set->fences = (const uint64_t *)fences->buf;
+    set->n_fences = fences->len / 8;
+    return 1;
+}
+
+/* seed_scan(codes, lengths, k, mask, table, bits, ids, hit_at, hit_id, clean) -> hits
+ *
+ * codes uint8 (M,): reads joined by one separator (read i starts at the sum of the lengths
+ * before it plus i); lengths int64 (n,). Every window of k bases inside a read and free of
+ * unknown codes is "clean" (clean int64 (n,) gets the count per read, added to); its canonical
+ * id (the smaller of its and its reverse complement's 2-bit ids, each ANDed with mask) is looked
+ * up. Found windows go to hit_at int64 (their start in codes) and hit_id uint64, in order;
+ * returns how many (the buffers hold one per window of codes at most). */
+static PyObject *seed_scan(PyObject *self, PyObject *args) {
+    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, clean;
+    int k, bits;
+    unsigned long long mask;
+    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*", &codes, &lengths, &k, &mask, &table, &bits, &ids, &fences,
+                          &hit_at, &hit_id, &clean))
+        return NULL;
+    PyObject *result = NULL;
+    IdSet set;
+    Py_ssize_t n = lengths.len / 8, m = codes.len, capacity = hit_at.len / 8;
+    if (!id_set(&set, &table, bits, &ids, &fences))
+        goto done;
+    if (k < 1 || k > 31 || clean.len != lengths.len || hit_id.len != hit_at.len || capacity < m) {
+        PyErr_SetString(PyExc_ValueError, "seed_scan: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *c = (const uint8_t *)codes.buf;
+    const int64_t *len = (const int64_t *)lengths.buf;
+    int64_t *at = (int64_t *)hit_at.buf, *cl = (int64_t *)clean.buf;
+    uint64_t *hid = (uint64_t *)hit_id.buf;
+    const uint64_t keep = ((uint64_t)1 << (2 * k)) - 1, top = 2 * (uint64_t)(k - 1);
+    Py_ssize_t hits = 0, start = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t chunk_id[CHUNK];
+    Py_ssize_t chunk_at[CHUNK];
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        Py_ssize_t end = start + len[i];
+        if (len[i] < 0 || end > m) {
+            bad = 1;
+            break;
+        }
+        uint64_t fwd = 0, rev = 0;
+        int run = 0; /* clean bases ending here */
+        Py_ssize_t j = start;
+        while (j < end) {
+            int w = 0; /* a chunk of clean windows: their ids, their filter words requested at once */
+            for (; j < end && w < CHUNK; j++) {
+                uint8_t b = c[j];
+                if (b > 3) {
+                    run = 0;
+                    continue;
+                }
+                fwd = ((fwd << 2) | b) & keep;
+                rev = (rev >> 2) | ((uint64_t)(3 - b) << top);
+                if (++run < k)
+                    continue;
+                uint64_t f = fwd & mask, r = rev & mask, id = f < r ? f : r;
+                __builtin_prefetch(&set.table[probe_word(&set, id)]);
+                chunk_id[w] = id;
+                chunk_at[w++] = j - k + 1;
+            }
+            cl[i] += w;
+            for (int x = 0; x < w; x++)
+                if (contains(&set, chunk_id[x])) {
+                    at[hits] = chunk_at[x];
+                    hid[hits++] = chunk_id[x];
+                }
+        }
+        start = end + 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "seed_scan: read lengths beyond the codes");
+    else
+        result = PyLong_FromSsize_t(hits);
+done:
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&fences);
+    PyBuffer_Release(&hit_at);
+    PyBuffer_Release(&hit_id);
+    PyBuffer_Release(&clean);
+    return result;
+}
+
+/* aa_scan(aa, pattern, offset, ends, reverse, m, table, bits, ids, fences, hit_at, hit_id, tested) -> hits
+ *
+ * aa uint8 (A,): the codons of one strand of m bases of joined reads, at every position (residues
+ * of a frame 3 apart); pattern bytes (span,): 1 for a compared residue, 0 for a skipped one. The
+ * seed at i reads aa[i], aa[i + 3], ..., aa[i + 3 (span - 1)]; it is tested where all of them are
+ * amino acids (< 20), and its id is offset + the compared residues as base-20 digits, first most
+ * significant. Each seed tested counts to its read's tested (int64 (n,), added to): the read
+ * holding forward position i, or on the reverse strand (reverse = 1) m - i - 3 span, read r
+ * holding positions ends[r - 1] .. ends[r] - 1 (ends int64 (n,): one past each read's
+ * separator). Found seeds go to hit_at int64 / hit_id uint64 in order; returns how many (the
+ * buffers hold one per position of aa at most). */
+static PyObject *aa_scan(PyObject *self, PyObject *args) {
+    Py_buffer aa, pattern, ends, table, ids, fences, hit_at, hit_id, tested;
+    unsigned long long offset;
+    int reverse, bits;
+    Py_ssize_t m;
+    if (!PyArg_ParseTuple(args, "y*y*Ky*iny*iy*y*w*w*w*", &aa, &pattern, &offset, &ends, &reverse, &m, &table,
+                          &bits, &ids, &fences, &hit_at, &hit_id, &tested))
+        return NULL;
+    PyObject *result = NULL;
+    IdSet set;
+    Py_ssize_t span = pattern.len, a = aa.len, n_reads = tested.len / 8, capacity = hit_at.len / 8;
+    if (!id_set(&set, &table, bits, &ids, &fences))
+        goto done;
+    if (span < 1 || span > 64 || ends.len != tested.len || hit_id.len != hit_at.len || capacity < a || a > m ||
+        n_reads < 1) {
+        PyErr_SetString(PyExc_ValueError, "aa_scan: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *r = (const uint8_t *)aa.buf, *p = (const uint8_t *)pattern.buf;
+    const int64_t *end = (const int64_t *)ends.buf;
+    int64_t *at = (int64_t *)hit_at.buf, *tst = (int64_t *)tested.buf;
+    uint64_t *hid = (uint64_t *)hit_id.buf;
+    int compared[64], weight = 0;
+    for (Py_ssize_t j = 0; j < span; j++)
+        if (p[j])
+            compared[weight++] = (int)j;
+    Py_ssize_t hits = 0, bad = 0, read = reverse ? n_reads - 1 : 0;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t chunk_id[CHUNK];
+    Py_ssize_t chunk_at[CHUNK];
+    /* good[f]: residues ending at the latest position of frame f that are amino acids, in a row
+     * within the frame; the seed at i = q - 3 (span - 1) is tested when it reaches span */
+    Py_ssize_t good[3] = {0, 0, 0}, q = 0, back = 3 * (span - 1);
+    int f = 0;
+    while (q < a && !bad) {
+        int w = 0;
+        for (; q < a && w < CHUNK; q++, f = f == 2 ? 0 : f + 1) {
+            good[f] = r[q] < 20 ? good[f] + 1 : 0;
+            if (good[f] < span)
+                continue;
+            Py_ssize_t i = q - back, first = reverse ? m - i - 3 * span : i;
+            if (first < 0 || first >= m) {
+                bad = 1;
+                break;
+            }
+            if (reverse)
+                while (read > 0 && end[read - 1] > first)
+                    read--;
+            else
+                while (read < n_reads - 1 && end[read] <= first)
+                    read++;
+            tst[read]++;
+            uint64_t id = 0;
+            for (int j = 0; j < weight; j++)
+                id = id * 20 + r[i + 3 * compared[j]];
+            id += offset;
+            __builtin_prefetch(&set.table[probe_word(&set, id)]);
+            chunk_id[w] = id;
+            chunk_at[w++] = i;
+        }
+        for (int x = 0; x < w; x++)
+            if (contains(&set, chunk_id[x])) {
+                at[hits] = chunk_at[x];
+                hid[hits++] = chunk_id[x];
+            }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "aa_scan: a position outside the reads");
+    else
+        result = PyLong_FromSsize_t(hits);
+done:
+    PyBuffer_Release(&aa);
+    PyBuffer_Release(&pattern);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&fences);
+    PyBuffer_Release(&hit_at);
+    PyBuffer_Release(&hit_id);
+    PyBuffer_Release(&tested);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
+    {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Viral index look-ups over reads.", -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,77 @@
+"""Batches worked on N forked worker processes, answers taken in input order.
+
+What a worker needs (indexes, settings, a model folder's path) is bound into the work function
+before the workers are forked, so it is inherited, not sent: read-only arrays, memory-mapped ones
+above all, stay shared between the parent and every worker. A batch travels to a worker pickled,
+and its answer back. The parent keeps up to 2 N batches in flight and takes the answers in the
+order it submitted them, so a job writes its output as it is made and its memory stays flat in
+the number of batches.
+
+Workers are forked (Linux; macOS's default spawn would re-import and re-load everything), and
+must be forked before the parent starts a torch thread pool, which does not survive a fork:
+start the pool before any model runs. Ctrl-C reaches the whole process group, so workers ignore
+SIGINT and leave the decision to the parent, which ends them (SIGTERM) when the job ends or fails.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections import deque
+from typing import Callable, Iterable, Iterator
+
+_WORK: Callable | None = None  # the work function of the pool being forked: workers inherit it
+
+
+def _worker_start() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # the parent's handlers raise; a worker just ends
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _run(batch):
+    return _WORK(batch)
+
+
+class OrderedPool:
+    """`work` on batches: in this process where workers <= 1, else on that many forked workers."""
+
+    def __init__(self, work: Callable, workers: int) -> None:
+        global _WORK
+        self.work, self.workers = work, workers
+        self._pool = None
+        if workers > 1:
+            _WORK = work  # kept while the pool lives: a worker that dies is forked again
+            self._pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start)
+
+    def map(self, items: Iterable[tuple[object, object]]) -> Iterator[tuple[object, object]]:
+        """(keep, work(payload)) for each (keep, payload) of items, in order: only the payload
+        goes to a worker."""
+        if self._pool is None:
+            for keep, payload in items:
+                yield keep, self.work(payload)
+            return
+        pending: deque = deque()
+        for keep, payload in items:
+            pending.append((keep, self._pool.apply_async(_run, (payload,))))
+            if len(pending) > 2 * self.workers:
+                head, answer = pending.popleft()
+                yield head, answer.get()
+        while pending:
+            head, answer = pending.popleft()
+            yield head, answer.get()
+
+    def close(self) -> None:
+        """End the workers at once (nothing they hold needs finishing)."""
+        global _WORK
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+            _WORK = None
+
+    def __enter__(self) -> "OrderedPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

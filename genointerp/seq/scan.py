@@ -1,0 +1,57 @@
+"""The windows of reads looked up in a seed index, in one compiled pass (genointerp/_scan.c).
+
+Two look-ups, each the compiled form of a numpy one that stays the definition (and builds the
+indexes from references): tests/test_scan.py checks they agree window for window.
+  - seed_hits: every clean k-base window of every read, as genointerp.viral.evidence.canonical_ids
+    and IdSet.contains would find it;
+  - aa_hits: every amino-acid seed of one strand's codons, as genointerp.seq.translate.aa_kmer_ids
+    (step 3) and IdSet.contains would find it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genointerp import _scan
+from genointerp.seq.idset import IdSet
+
+
+def _c(array: np.ndarray, dtype) -> np.ndarray:
+    """array as a C-contiguous array of dtype (a view where it already is one)."""
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: IdSet
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reads as codes joined by one separator (codes uint8 (M,); lengths int64 (n,)): (at int64
+    (h,), the start in codes of each clean window whose canonical seed id (forward and reverse
+    complement 2-bit ids each ANDed with mask, the smaller) is in `index`, ascending; ids uint64
+    (h,) those ids; clean int64 (n,), each read's windows free of unknown codes)."""
+    codes, lengths = _c(codes, np.uint8), _c(lengths, np.int64)
+    at, ids = np.empty(codes.size, np.int64), np.empty(codes.size, np.uint64)
+    clean = np.zeros(lengths.size, np.int64)
+    found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
+                            _c(index.ids, np.uint64), index.fences, at, ids, clean)
+    return at[:found].copy(), ids[:found].copy(), clean
+
+
+def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reverse: bool, index: IdSet,
+            tested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One strand's codons aa uint8 (A,) (genointerp.seq.translate.codons of the m = A + 2 bases of
+    reads joined by one separator, lengths int64 (n,)): (at int64 (h,), where each seed of
+    `pattern` ('1' compared, '0' skipped; residues 3 apart) whose residues are all amino acids has
+    its id plus `offset` in `index`, ascending; ids uint64 (h,) those ids). Every seed tested adds
+    one to its read's count in tested int64 (n,): the read of its first forward base, as
+    genointerp.viral.chance.joined_owner gives it (on the reverse strand, position i covers
+    forward bases from m - i - 3 * span)."""
+    aa = _c(aa, np.uint8)
+    if tested.dtype != np.int64 or not tested.flags.c_contiguous or tested.size != lengths.size:
+        raise ValueError("tested must be a contiguous int64 array, one count per read")
+    if not lengths.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    ends = np.cumsum(_c(lengths, np.int64) + 1)
+    at, ids = np.empty(aa.size, np.int64), np.empty(aa.size, np.uint64)
+    found = _scan.aa_scan(aa, bytes(int(c) for c in pattern), int(offset), ends, int(reverse), aa.size + 2,
+                          _c(index.table, np.uint64), index.bits, _c(index.ids, np.uint64), index.fences, at, ids,
+                          tested)
+    return at[:found].copy(), ids[:found].copy()

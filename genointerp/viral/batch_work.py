@@ -1,0 +1,81 @@
+"""What classify-reads' workers do for each batch: the reads' evidence, and the typing of the
+reads it may call viral.
+
+Per batch of reads (their sequences), in a worker process (genointerp.pools) or in the job's own:
+- the evidence: seed matches and protein matches (genointerp.viral.evidence, .protein), as bits;
+- the typing (placement on the model folder's references, else the virus the seeds name:
+  genointerp.viral.sample_report.type_reads) of every read the evidence could call viral: those
+  whose bits reach the calling line and those the model could still lift over it (the rule's
+  undecided ones). Typing the undecided ones before the model has voted costs a little wasted
+  work on the few it then calls not viral, and lets the job's own process do no more than run
+  the model, write the rows and add up the report.
+
+A read's evidence and typing are computed from that read alone, so they are the same bytes in
+any process and any batch: the calls do not depend on --threads.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from genointerp.reads.kmerize import encode_joined
+from genointerp.viral.calling import CallingRule
+from genointerp.viral.evidence import KmerIndex
+from genointerp.viral.protein import ProteinIndex
+from genointerp.viral.sample_report import ReadType, type_reads
+from genointerp.viral.typing import Typer
+
+
+@dataclass
+class BatchEvidence:
+    """n reads' evidence, (n,) each: hits and clean int64 (genointerp.viral.evidence.SeedEvidence),
+    bits float64 (seed bits plus protein bits); and `typed`, the typing of the reads it may call
+    viral, by their index in the batch."""
+
+    hits: np.ndarray
+    clean: np.ndarray
+    bits: np.ndarray
+    typed: dict[int, ReadType]
+
+
+class EvidenceWork:
+    """The per-batch work: called with the reads' sequences, returns their BatchEvidence.
+
+    Reads shorter than min_length get no call, so they are not typed. The typer (minimap2's index
+    of the references, about half a second to build) is made at the first read to type, in
+    whichever process that is; only the job's own process logs."""
+
+    def __init__(self, index: KmerIndex, protein: ProteinIndex | None, rule: CallingRule, model_dir: str,
+                 min_length: int, log) -> None:
+        self.index, self.protein, self.rule, self.min_length = index, protein, rule, min_length
+        self.model_dir, self._log, self._pid = model_dir, log, os.getpid()
+        self._typer: Typer | None = None
+
+    def _quiet_in_workers(self, message: str) -> None:
+        if os.getpid() == self._pid:
+            self._log(message)
+
+    @property
+    def typer(self) -> Typer:
+        if self._typer is None:
+            self._typer = Typer(self.model_dir, self.index, self._quiet_in_workers)
+        return self._typer
+
+    def __call__(self, seqs: list[str]) -> BatchEvidence:
+        flat, starts, lengths = encode_joined(seqs)
+        seeds = self.index.evidence(flat, starts, lengths)
+        bits = seeds.bits + (self.protein.evidence(flat, starts, lengths).bits if self.protein is not None else 0.0)
+        callable_ = (lengths >= self.min_length) & (seeds.clean > 0)
+        maybe = np.flatnonzero(callable_ & ((bits >= self.rule.min_bits) | self.rule.undecided(bits)))
+        typed = {}
+        if maybe.size:
+            typed = dict(zip(maybe.tolist(), type_reads(self.typer, self.index, self.protein,
+                                                       [seqs[i] for i in maybe.tolist()])))
+        return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
+
+    def close(self) -> None:
+        if self._typer is not None:
+            self._typer.close()

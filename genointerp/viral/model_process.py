@@ -1,0 +1,144 @@
+"""classify-reads' XVir model, in a process of its own.
+
+Importing torch takes about three seconds on a 2-core machine (most of classify-reads' start-up
+when the model runs), and most reads never need the model: the evidence decides them. So the job
+never imports torch itself (unless it is there already: then the model runs in the job's
+process, see ModelProcess). The first batch holding a read the model can change starts this
+process; it imports torch and loads the model while the job goes on reading, looking up and
+writing the batches before it, and the batches then queue for it (classify-reads keeps a bounded
+number of batches waiting). `--model-all` and `--evidence model` start it at once.
+
+The process is spawned (a fresh interpreter), not forked: a fork would copy whatever torch or CUDA
+state the starting process holds (a library caller's, or a test runner's), and neither a torch
+thread pool nor a CUDA context survives a fork. It scores windows exactly as the job would in its
+own process (`scorer`: the folded CPU form, or the module in passes of PASS, on the request's
+device and threads), so the calls are the same bytes either way. With a GPU the model runs there,
+while the job's process and its workers do the reading and the evidence.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+from typing import Callable
+
+import numpy as np
+
+from genointerp.viral.blocks import PASS
+
+
+def scorer(model, device: str, precision: str) -> Callable[[np.ndarray], np.ndarray]:
+    """A function from token windows (R, n_tokens), R a multiple of PASS, to P(viral) float64 (R,),
+    computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.blocks
+    lays windows out so that those passes are the same in every run.
+
+    In float32 on CPU, an XVir of the paper's family runs in its folded inference form
+    (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches of
+    PASS windows); otherwise the module runs in passes of PASS.
+    """
+    import torch
+
+    from genointerp.models.xvir_inference import MICRO, XVirInference, supports
+    from genointerp.runtime import predict_proba
+
+    if device == "cpu" and precision == "32" and supports(model):
+        assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
+        engine = XVirInference(model)
+
+        def folded(tokens: np.ndarray) -> np.ndarray:
+            logits = engine(torch.from_numpy(tokens.astype(np.int64)))
+            # The sigmoid pass by pass too: a vectorised loop computes the elements past its last
+            # whole vector by another path, so over the whole array a logit's place would count.
+            return torch.cat([torch.sigmoid(part) for part in logits.split(PASS)]).double().numpy()
+
+        return folded
+    return lambda tokens: predict_proba(model, tokens, device, precision, PASS)
+
+
+_SCORER: Callable | BaseException | None = None  # the model process's, or what stopped it loading
+
+
+def _scorer_here(path: str, device: str, precision: str, threads: int) -> Callable[[np.ndarray], np.ndarray]:
+    """The model folder's scorer, loaded in this process with torch's threads set."""
+    from genointerp.model_folder import load_model_dir
+    from genointerp.runtime import use_threads
+
+    use_threads(threads)
+    model, _ = load_model_dir(path, expect="xvir")
+    return scorer(model.to(device), device, precision)
+
+
+def _load(path: str, device: str, precision: str, threads: int) -> None:
+    """The model process's start: the job decides about Ctrl-C (it reaches the whole process
+    group); load the model, or keep the error to raise at the first batch (an initializer that
+    raises would make the pool start the process again and again)."""
+    global _SCORER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _SCORER = _scorer_here(path, device, precision, threads)
+    except BaseException as exc:  # noqa: BLE001 - handed to the job, which reports it
+        _SCORER = exc
+
+
+def _score(tokens: np.ndarray) -> np.ndarray:
+    if isinstance(_SCORER, BaseException):
+        raise _SCORER
+    return _SCORER(tokens)
+
+
+class _Done:
+    """An answer already computed, with the pending answer's .ready() and .get()."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self) -> np.ndarray:
+        return self.value
+
+
+class ModelProcess:
+    """The model folder's XVir in a spawned process, started by `start` (or the first `submit`);
+    `submit` hands it token windows and returns their pending P(viral) (.ready(), .get()).
+
+    Where torch is imported in this process already (a library caller, a test runner), importing
+    it costs nothing more, so the model runs here instead, the same scorer on the same settings
+    (the same bytes), each answer computed at `submit`."""
+
+    HERE: bool | None = None  # where the model runs when not told: None, here where torch is imported already
+
+    def __init__(self, path: str, device: str, precision: str, threads: int, here: bool | None = None) -> None:
+        self.args = (path, device, precision, threads)
+        self.here = self.HERE if here is None else here
+        self._pool = None
+        self._here: Callable | None = None
+
+    def start(self) -> None:
+        if self._pool is not None or self._here is not None:
+            return
+        if self.here or (self.here is None and "torch" in sys.modules):
+            self._here = _scorer_here(*self.args)
+        else:
+            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=_load, initargs=self.args)
+
+    def submit(self, tokens: np.ndarray):
+        self.start()
+        if self._here is not None:
+            return _Done(self._here(tokens))
+        return self._pool.apply_async(_score, (tokens,))
+
+    def close(self) -> None:
+        """End the process at once (nothing it holds needs finishing)."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def __enter__(self) -> "ModelProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

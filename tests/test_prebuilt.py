@@ -1,0 +1,134 @@
+"""Prebuilt viral indexes (genointerp.viral.prebuilt, `genointerp index-model`): the memory-mapped
+arrays are the built indexes, found in the folder, then the cache; stale or damaged ones are
+never used; runs give the same bytes with and without them."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import DATA
+from genointerp.reads.kmerize import encode_joined
+from genointerp.report import SILENT
+from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index, load_index
+from genointerp.viral.prebuilt import CACHE_ENV, DIR, MANIFEST, current, load_indexes, write_folder_index
+from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index, load_protein_index
+from genointerp.io.sequences import read_reference
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A model folder's viral part: four papillomavirus genomes, E. coli's seeds and peptides left out."""
+    out = tmp_path_factory.mktemp("viral")
+    kmer = build_index(out, [str(DATA / "hpv4.fa")], [str(DATA / "ecoli_slice.fa")], KmerSettings(), True, SILENT)
+    protein = build_protein_index(out, read_reference(str(out / kmer["references"])), [str(DATA / "ecoli_slice.fa")],
+                                  ProteinSettings(), True, SILENT)
+    config = json.loads(json.dumps({CONFIG_KEY: kmer, PROTEIN_KEY: protein}))
+    (out / "config.json").write_text(json.dumps(config))
+    return out, config
+
+
+def _copy(folder, tmp_path):
+    src, config = folder
+    dst = tmp_path / "m"
+    shutil.copytree(src, dst)
+    return dst, config
+
+
+def _reads():
+    genomes = [seq for _, seq in read_reference(str(DATA / "hpv4.fa"))]
+    rng = np.random.default_rng(5)
+    viral = [g[i : i + 150] for g in genomes for i in range(0, 3000, 400)]
+    other = ["".join(rng.choice(list("ACGT"), 150)) for _ in range(20)]
+    return encode_joined(viral + other)
+
+
+def _same(a, b) -> None:
+    (ka, pa), (kb, pb) = a, b
+    for x, y in ((ka.ids, kb.ids), (ka.labels, kb.labels), (ka.table, kb.table), (pa.ids, pb.ids),
+                 (pa.labels, pb.labels), (pa.table, pb.table), (pa.proteins.residues, pb.proteins.residues),
+                 (pa.proteins.keys, pb.proteins.keys), (pa.proteins.start, pb.proteins.start),
+                 (pa.proteins.places, pb.proteins.places)):
+        np.testing.assert_array_equal(x, y)
+    assert ka.viruses == kb.viruses and pa.viruses == pb.viruses and ka.settings == kb.settings
+    reads = _reads()
+    for x, y in ((ka.evidence(*reads), kb.evidence(*reads)), (pa.evidence(*reads), pb.evidence(*reads))):
+        for field in ("hits", "bits"):
+            assert getattr(x, field).tobytes() == getattr(y, field).tobytes()
+
+
+def test_the_prebuilt_index_is_the_built_one_memory_mapped(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    m, config = _copy(folder, tmp_path)
+    built = (load_index(m, config), load_protein_index(m, config))
+    lines = []
+    first = load_indexes(m, config, lines.append)  # built, and stored in the cache
+    assert len(lines) == 1 and "no prebuilt index" in lines[0] and "cached it in" in lines[0]
+    _same(built, first)
+    again = load_indexes(m, config, lines.append)  # from the cache, silently
+    assert len(lines) == 1 and isinstance(again[0].ids.base, np.memmap) and isinstance(again[1].proteins.places.base, np.memmap)
+    _same(built, again)
+    assert write_folder_index(m, config) == m / DIR and current(m, config)
+    shutil.rmtree(tmp_path / "cache")
+    own = load_indexes(m, config, lines.append)  # from the folder, no cache needed
+    assert len(lines) == 1 and not (tmp_path / "cache").exists()
+    _same(built, own)
+
+
+def test_without_a_cache_each_run_builds_and_says_how_to_stop_that(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, "off")
+    m, config = _copy(folder, tmp_path)
+    lines = []
+    load_indexes(m, config, lines.append)
+    load_indexes(m, config, lines.append)
+    assert len(lines) == 2 and all(f"genointerp index-model {m}" in line for line in lines)
+
+
+def test_an_unwritable_cache_is_a_note_not_an_error(folder, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))  # under a file: cannot be made
+    m, config = _copy(folder, tmp_path)
+    lines = []
+    kmer, _ = load_indexes(m, config, lines.append)
+    assert kmer.ids.size == config[CONFIG_KEY]["n_kmers"] and "cannot be written" in lines[0]
+
+
+def test_a_stale_or_damaged_index_is_never_used(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, "off")
+    m, config = _copy(folder, tmp_path)
+    built = (load_index(m, config), load_protein_index(m, config))
+    write_folder_index(m, config)
+    changed = json.loads(json.dumps(config))
+    changed[CONFIG_KEY]["min_entropy"] = 1.6  # other settings than the index was built with: stale
+    assert current(m, changed) is False
+    manifest = json.loads((m / DIR / MANIFEST).read_text())
+    (m / DIR / "kmer_ids.npy").write_bytes((m / DIR / "kmer_ids.npy").read_bytes()[:1000])  # cut short
+    lines = []
+    found = load_indexes(m, config, lines.append)
+    assert "not used, damaged" in lines[0] and f"genointerp index-model {m}" in lines[0]
+    _same(built, found)
+    write_folder_index(m, config)  # replaces the damaged one
+    assert current(m, config) and json.loads((m / DIR / MANIFEST).read_text()) == manifest
+    assert sorted(p.name for p in m.iterdir() if p.name.startswith(".")) == []  # no temporaries left
+
+
+def test_index_model_writes_checks_and_refuses_a_folder_without_an_index(folder, tmp_path, cli):
+    m, _ = _copy(folder, tmp_path)
+    (m / "model.safetensors").write_bytes((DATA.parent / "genointerp/resources/models/xvir_hpv/model.safetensors").read_bytes())
+    config = json.loads((m / "config.json").read_text())
+    config["model"] = json.loads((DATA.parent / "genointerp/resources/models/xvir_hpv/config.json").read_text())["model"]
+    (m / "config.json").write_text(json.dumps(config))
+    res = cli("index-model", m, "--check")
+    assert res.exit_code == 1 and res.stdout == f"{m / DIR}\tmissing\n"
+    res = cli("index-model", m)
+    assert res.exit_code == 0 and (m / DIR / MANIFEST).is_file()
+    res = cli("index-model", m, "--check")
+    assert res.exit_code == 0 and res.stdout == f"{m / DIR}\tcurrent\n"
+    del config[CONFIG_KEY], config[PROTEIN_KEY]
+    (m / "config.json").write_text(json.dumps(config))
+    res = cli("index-model", m)
+    assert res.exit_code == 1 and "has no viral index" in res.stderr
+    res = cli("index-model", tmp_path / "nowhere")
+    assert res.exit_code == 1 and "not found" in res.stderr

@@ -1,0 +1,114 @@
+"""The compiled look-ups (genointerp/_scan.c through genointerp.seq.scan) against their numpy
+definitions: canonical seed ids and amino-acid seed ids of every window, tested with IdSet.contains.
+
+Reads are random with planted index windows, unknown bases, IUPAC codes and reads shorter than a
+window, so every branch of the scans (clean runs broken by N, windows at read ends, the filter's
+false positives, both strands, several seed patterns) is compared window for window."""
+
+import numpy as np
+import pytest
+
+from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
+from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
+from genointerp.seq.scan import aa_hits, seed_hits
+from genointerp.seq.translate import aa_kmer_ids, codons
+from genointerp.viral.chance import joined_owner
+from genointerp.viral.evidence import canonical_ids, seed_mask
+from genointerp.viral.protein import ProteinSettings, seed_ids
+
+
+def _reads(seed: int, n: int = 300) -> list[str]:
+    rng = np.random.default_rng(seed)
+    donor = "".join(rng.choice(list("ACGT"), 3000))  # index windows come from here
+    reads = []
+    for i in range(n):
+        length = int(rng.choice([0, 5, 30, 100, 151, 400]))
+        if rng.random() < 0.5 and length <= 3000:
+            at = int(rng.integers(0, 3000 - length + 1))
+            read = list(donor[at : at + length])
+        else:
+            read = list(rng.choice(list("ACGT"), length))
+        for j in rng.choice(length, size=min(length, int(rng.integers(0, 4))), replace=False) if length else []:
+            read[j] = str(rng.choice(list("NRY")))  # unknown and IUPAC letters break windows
+        reads.append("".join(read))
+    return reads, donor
+
+
+def _numpy_seed_hits(flat, lengths, seed, index):
+    ids, valid = canonical_ids(flat, seed)
+    pos = np.flatnonzero(valid)
+    found = index.contains(ids[pos])
+    read_at = joined_owner(lengths, flat.size)
+    return pos[found], ids[pos[found]], np.bincount(read_at[pos], minlength=lengths.size)
+
+
+@pytest.mark.parametrize("seed", ["1" * 15, "11011011011011011011011011"])
+def test_seed_hits_are_the_numpy_definition_window_for_window(seed):
+    reads, donor = _reads(1)
+    donor_codes = encode_joined([donor])[0]
+    ids, valid = canonical_ids(donor_codes, seed)
+    index = IdSet(np.unique(ids[valid][::3]))  # a third of the donor's windows
+    flat, _, lengths = encode_joined(reads)
+    flat = np.where(flat == INVALID, N_CODE, flat)
+    at, hit_ids, clean = seed_hits(flat, lengths, len(seed), seed_mask(seed), index)
+    want_at, want_ids, want_clean = _numpy_seed_hits(flat, lengths, seed, index)
+    assert at.size > 100  # the planted windows are found
+    np.testing.assert_array_equal(at, want_at)
+    np.testing.assert_array_equal(hit_ids, want_ids)
+    np.testing.assert_array_equal(clean, want_clean)
+
+
+def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():
+    reads, donor = _reads(2)
+    settings = ProteinSettings("110110111,111011011")  # two seeds of one span and weight, as check() wants
+    settings.check()
+    aa_donor = codons(encode_joined([donor])[0])
+    index = IdSet(np.unique(np.concatenate([ids[valid][::2] for ids, valid in seed_ids(aa_donor, settings, 3)])))
+    flat, _, lengths = encode_joined(reads)
+    flat = np.where(flat == INVALID, N_CODE, flat)
+    m, span, width = flat.size, settings.span, 20**settings.weight
+    read_at = joined_owner(lengths, m)
+    found_any = 0
+    for s, strand in enumerate((flat, reverse_complement_codes(flat))):
+        aa = codons(strand)
+        for i, pattern in enumerate(settings.patterns):
+            tested = np.zeros(lengths.size, np.int64)
+            at, ids = aa_hits(aa, pattern, i * width, lengths, s == 1, index, tested)
+            want_ids, valid = aa_kmer_ids(aa, pattern, 3)
+            pos = np.flatnonzero(valid)
+            owner = read_at[pos if s == 0 else m - pos - 3 * span]
+            hit = index.contains(want_ids[pos] + np.uint64(i * width))
+            np.testing.assert_array_equal(at, pos[hit])
+            np.testing.assert_array_equal(ids, want_ids[pos[hit]] + np.uint64(i * width))
+            np.testing.assert_array_equal(tested, np.bincount(owner, minlength=lengths.size))
+            found_any += at.size
+    assert found_any > 100
+
+
+def test_an_empty_batch_and_an_empty_index_find_nothing():
+    index = IdSet(np.zeros(0, np.uint64))
+    flat, _, lengths = encode_joined(["ACGT" * 10])
+    at, ids, clean = seed_hits(flat, lengths, 11, seed_mask("1" * 11), index)
+    assert at.size == 0 and ids.size == 0 and clean.tolist() == [30]
+    at, ids, clean = seed_hits(np.zeros(0, np.uint8), np.zeros(0, np.int64), 11, seed_mask("1" * 11), index)
+    assert at.size == 0 and clean.size == 0
+
+
+def test_the_filter_passes_every_member_and_few_others():
+    rng = np.random.default_rng(3)
+    ids = np.unique(rng.integers(0, 2**52, 50_000, dtype=np.uint64))
+    table = build_filter(ids)
+    assert table.size * 64 == 2 ** filter_bits(ids.size) and table.size * 64 >= 48 * ids.size
+    index = IdSet(ids, table)
+    assert index.contains(ids).all()
+    others = rng.integers(0, 2**52, 200_000, dtype=np.uint64)
+    others = others[~np.isin(others, ids)]
+    assert not index.contains(others).any()
+    assert index.fences.tolist() == ids[::FENCE].tolist()
+
+
+def test_a_filter_that_does_not_fit_its_ids_is_refused():
+    ids = np.arange(10, dtype=np.uint64)
+    with pytest.raises(ValueError, match="does not fit"):
+        IdSet(ids, np.zeros(3, np.uint64))
