@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mappy
-import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.inputs import is_stream, open_text

@@ -39,7 +39,7 @@ import numpy as np
 
 from genointerp.viral.evidence import CONFIG_KEY as KMER_KEY, IndexSource, KmerIndex, build_from, index_source
 from genointerp.viral.extension import ReferenceProteins
-from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinIndex, ProteinSource, build_protein_from, protein_source
+from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinIndex, build_protein_from, protein_source
 
 FORMAT = 1  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale
 DIR = "index"  # the prebuilt index inside a model folder
@@ -49,7 +49,7 @@ _KMER = ("kmer_ids", "kmer_labels", "kmer_filter")
 _PROTEIN = ("protein_ids", "protein_labels", "protein_filter", "protein_residues", "protein_start", "protein_places")
 
 
-def source_digest(source: IndexSource, protein: ProteinSource | None, config: dict) -> str:
+def source_digest(source: IndexSource, protein: IndexSource | None, config: dict) -> str:
     """SHA-256 (hex) of what the indexes are built from: FORMAT, the config entries, the files' bytes."""
     h = hashlib.sha256()
     entries = {"format": FORMAT, KMER_KEY: config.get(KMER_KEY), PROTEIN_KEY: config.get(PROTEIN_KEY)}
@@ -185,7 +185,7 @@ def _mapped(path: Path) -> np.ndarray:
         return array
 
 
-def _open(where: Path, digest: str, source: IndexSource, protein: ProteinSource | None):
+def _open(where: Path, digest: str, source: IndexSource, protein: IndexSource | None):
     """(KmerIndex, ProteinIndex | None) memory-mapped from a prebuilt folder, or a str saying why not."""
     try:
         manifest = json.loads((where / MANIFEST).read_text())
