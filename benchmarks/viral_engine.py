@@ -98,8 +98,8 @@ def start_up(out: Path, db: Path) -> list[dict]:
     one = out / "one.fq"
     one.write_text("@one\n" + "ACGTTGCAAC" * 15 + "\n+\n" + "I" * 150 + "\n")
     rows = []
-    for name, cmd in (("genointerp (evidence decides; no torch)", GENOINTERP + ["-q", "classify-reads", str(one), "-o", str(out / "one.tsv")]),
-                      ("genointerp --model-all (torch imported)", GENOINTERP + ["-q", "classify-reads", str(one), "--model-all", "-o", str(out / "one.tsv")]),
+    for name, cmd in (("genointerp (evidence decides; no torch)", GENOINTERP + ["-q", "classify-reads", str(one), "-o", str(out / "one.tsv"), "--force"]),
+                      ("genointerp --model-all (torch imported)", GENOINTERP + ["-q", "classify-reads", str(one), "--model-all", "-o", str(out / "one.tsv"), "--force"]),
                       ("kraken2 (database load)", ["kraken2", "--db", str(db), str(one)])):
         secs, rss = best(cmd, 3)
         rows.append({"run": name, "seconds": f"{secs:.2f}", "peak MB": f"{rss:.0f}"})
@@ -111,7 +111,7 @@ def pace(files: dict[str, Path], out: Path, db: Path, n: int, repeats: int) -> l
     for kind, fq in files.items():
         for threads in (1, 2):
             g_secs, g_rss = best(GENOINTERP + ["-q", "classify-reads", str(fq), "-t", str(threads), "-o",
-                                               str(out / f"{kind}_t{threads}.tsv"), "--summary", str(out / f"{kind}_t{threads}.json")],
+                                               str(out / f"{kind}_t{threads}.tsv"), "--summary", str(out / f"{kind}_t{threads}.json"), "--force"],
                                  repeats)
             k_secs, k_rss = best(["kraken2", "--db", str(db), "--threads", str(threads), "--gzip-compressed", str(fq)], repeats)
             rows.append({"reads": f"{kind} ({n:,})", "threads": threads, "genointerp reads/s": f"{n / g_secs:,.0f}",

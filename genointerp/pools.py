@@ -7,9 +7,11 @@ and its answer back. The parent keeps up to 2 N batches in flight and takes the 
 order it submitted them, so a job writes its output as it is made and its memory stays flat in
 the number of batches.
 
-Workers are forked (Linux; macOS's default spawn would re-import and re-load everything), and
-must be forked before the parent starts a torch thread pool, which does not survive a fork:
-start the pool before any model runs. Ctrl-C reaches the whole process group, so workers ignore
+Workers are forked (Linux; macOS's default spawn would re-import and re-load everything), so
+they hold copies of every descriptor the parent has open: start the pool before opening the
+inputs (a stream is fed to htslib through a pipe whose reader sees its end only when every copy
+of its write end is closed) and before any model runs (a torch thread pool does not survive a
+fork). Ctrl-C reaches the whole process group, so workers ignore
 SIGINT and leave the decision to the parent, which ends them (SIGTERM) when the job ends or fails.
 """
 

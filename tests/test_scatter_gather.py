@@ -274,3 +274,17 @@ def test_worker_processes_and_the_model_process_give_the_unchunked_bytes(threads
     piped = CliRunner().invoke(app, ["-q", "classify-reads", "-", "--model-all", "-t", str(threads)],
                                input=reads.read_text(), catch_exceptions=False)
     assert piped.exit_code == 0 and piped.stdout == (whole / OUTS[0]).read_text()
+
+
+def test_a_real_pipe_into_worker_processes_ends_and_gives_the_same_bytes(reads, whole):
+    """stdin as a real pipe (the test runner's stand-in has no descriptor): it is fed to htslib
+    through a pipe of its own, which no forked worker may hold open, or the reading never ends."""
+    import subprocess
+    import sys
+
+    from hostile import subprocess_env
+
+    res = subprocess.run([sys.executable, "-m", "genointerp", "-q", "classify-reads", "-", "--model-all", "-t", "2"],
+                         input=reads.read_bytes(), capture_output=True, timeout=120, env=subprocess_env())
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode() == (whole / OUTS[0]).read_text()

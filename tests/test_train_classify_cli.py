@@ -192,17 +192,25 @@ def test_wrong_and_damaged_models_are_refused(model, dataset, tmp_path, cli):
     res = cli("classify-reads", dataset / "r.fq", "-m", broken, "-o", tmp_path / "o.tsv")
     assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
     assert_one_error_line(res, "damaged or not a safetensors file")
-    mismatched = tmp_path / "mismatched"
-    shutil.copytree(model, mismatched)
-    cfg = json.loads((mismatched / "config.json").read_text())
-    cfg["model"]["d_model"] = 32
-    (mismatched / "config.json").write_text(json.dumps(cfg))
+    mismatched, cfg = _mismatched(model, tmp_path)
     res = cli("classify-reads", dataset / "r.fq", "-m", mismatched, "-o", tmp_path / "o.tsv")
     assert_one_error_line(res, "weights do not match config.json")
     cfg["model"]["architecture"] = "swin1d"
     (mismatched / "config.json").write_text(json.dumps(cfg))
     res = cli("classify-reads", dataset / "r.fq", "-m", mismatched)
     assert_one_error_line(res, "needs 'xvir'")
+
+
+def _mismatched(model, tmp_path):
+    """A copy of `model` whose config.json says d_model 32 (its weights have 16): (folder, config)."""
+    import shutil
+
+    folder = tmp_path / "mismatched"
+    shutil.copytree(model, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["model"]["d_model"] = 32
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder, cfg
 
 
 def test_truncated_input_fails_cleanly(model, tmp_path, cli):
@@ -526,16 +534,10 @@ def test_a_bad_viral_reference_fails_before_training(dataset, cli, tmp_path):
 
 def test_a_model_that_fails_to_load_in_its_own_process_is_one_error_line(model, dataset, tmp_path, cli, monkeypatch):
     """The spawned model process (genointerp.viral.model_process) hands its loading error to the job."""
-    import shutil
-
     from genointerp.viral.model_process import ModelProcess
 
     monkeypatch.setattr(ModelProcess, "HERE", False)
-    mismatched = tmp_path / "mismatched"
-    shutil.copytree(model, mismatched)
-    cfg = json.loads((mismatched / "config.json").read_text())
-    cfg["model"]["d_model"] = 32
-    (mismatched / "config.json").write_text(json.dumps(cfg))
+    mismatched, _ = _mismatched(model, tmp_path)
     res = cli("classify-reads", dataset / "r.fq", "-m", mismatched, "-o", tmp_path / "o.tsv")
     assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
     assert_one_error_line(res, "weights do not match config.json")

@@ -171,12 +171,20 @@ def test_training_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_path
 
 
 def test_inference_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_path, denormals_kept):
-    import genointerp.viral.classify as classify
+    import genointerp.viral.model_process as model_process
 
-    seen = _denormal_probe(monkeypatch, classify, "score_batch")
+    made = model_process.scorer  # the model's scoring function, probed at each of its calls
+
+    def probed_scorer(*a, **k):
+        holder = type("Holder", (), {"score": staticmethod(made(*a, **k))})
+        probed_scorer.seen = _denormal_probe(monkeypatch, holder, "score")
+        return holder.score
+
+    monkeypatch.setattr(model_process, "scorer", probed_scorer)
+    monkeypatch.setattr(model_process.ModelProcess, "HERE", True)  # in this process, where the probe is
     res = cli("-q", "classify-reads", inputs / "a.fq", "--model-all", "-o", tmp_path / "c.tsv")  # the built-in model, on every read
     assert res.exit_code == 0, res.output
-    assert seen and set(seen) == {0.0}
+    assert probed_scorer.seen and set(probed_scorer.seen) == {0.0}
 
 
 # --- 5. tracebacks -------------------------------------------------------------------------------

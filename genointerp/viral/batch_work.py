@@ -1,14 +1,13 @@
 """What classify-reads' workers do for each batch: the reads' evidence, and the typing of the
-reads it may call viral.
+reads it calls viral.
 
 Per batch of reads (their sequences), in a worker process (genointerp.pools) or in the job's own:
 - the evidence: seed matches and protein matches (genointerp.viral.evidence, .protein), as bits;
 - the typing (placement on the model folder's references, else the virus the seeds name:
-  genointerp.viral.sample_report.type_reads) of every read the evidence could call viral: those
-  whose bits reach the calling line and those the model could still lift over it (the rule's
-  undecided ones). Typing the undecided ones before the model has voted costs a little wasted
-  work on the few it then calls not viral, and lets the job's own process do no more than run
-  the model, write the rows and add up the report.
+  genointerp.viral.sample_report.type_reads) of every read the evidence calls viral whatever the
+  model says: bits over the calling line and out of the rule's undecided band. The few reads the
+  model decides are typed by the job's own process once it has (SampleTally.add), so a worker
+  builds its aligner (minimap2's index, about half a second) only where a batch holds viral reads.
 
 A read's evidence and typing are computed from that read alone, so they are the same bytes in
 any process and any batch: the calls do not depend on --threads.
@@ -32,8 +31,8 @@ from genointerp.viral.typing import Typer
 @dataclass
 class BatchEvidence:
     """n reads' evidence, (n,) each: hits and clean int64 (genointerp.viral.evidence.SeedEvidence),
-    bits float64 (seed bits plus protein bits); and `typed`, the typing of the reads it may call
-    viral, by their index in the batch."""
+    bits float64 (seed bits plus protein bits); and `typed`, the typing of the reads it calls
+    viral whatever the model says, by their index in the batch."""
 
     hits: np.ndarray
     clean: np.ndarray
@@ -69,11 +68,11 @@ class EvidenceWork:
         seeds = self.index.evidence(flat, starts, lengths)
         bits = seeds.bits + (self.protein.evidence(flat, starts, lengths).bits if self.protein is not None else 0.0)
         callable_ = (lengths >= self.min_length) & (seeds.clean > 0)
-        maybe = np.flatnonzero(callable_ & ((bits >= self.rule.min_bits) | self.rule.undecided(bits)))
+        viral = np.flatnonzero(callable_ & (bits >= self.rule.min_bits) & ~self.rule.undecided(bits))
         typed = {}
-        if maybe.size:
-            typed = dict(zip(maybe.tolist(), type_reads(self.typer, self.index, self.protein,
-                                                       [seqs[i] for i in maybe.tolist()])))
+        if viral.size:
+            typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein,
+                                                       [seqs[i] for i in viral.tolist()])))
         return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
 
     def close(self) -> None:

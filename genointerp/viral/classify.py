@@ -24,6 +24,13 @@ genointerp.viral.scatter): the chunks' outputs, concatenated, are the unchunked 
 That needs a read to be scored in the same forward pass, beside the same windows, in every run:
 genointerp.viral.blocks fixes the passes by the reads' positions in the input. Evidence bits are
 per-read arithmetic (no sum runs across reads), so they need nothing of the kind.
+
+Where the work runs: this process reads the input and writes the outputs; batches of BATCH reads
+go to `--threads` worker processes (genointerp.pools) for their evidence and the typing of the
+reads it may call viral (genointerp.viral.batch_work); the model runs in a process of its own,
+started when a batch first needs it (genointerp.viral.model_process), so torch is imported only
+then, and meanwhile up to LOOKAHEAD batches are read on. Every piece is per read or per fixed
+block, so the outputs are the same bytes for any --threads, --chunk and batch size.
 """
 
 from __future__ import annotations
@@ -44,9 +51,9 @@ from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.io.viral_report import write_sample_report
 from genointerp.job import one_stdout, stdin_once
 from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, read_model_config
+from genointerp.pools import OrderedPool
 from genointerp.reads.kmerize import encode_joined
 from genointerp.report import Reporter
-from genointerp.pools import OrderedPool
 from genointerp.resources import builtin_model_dir
 from genointerp.runtime import check_settings, usable_threads
 from genointerp.seq.alphabet import INVALID, N_CODE
@@ -326,6 +333,17 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
     see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
     clf = load_classifier(req, report.log)
+    work = EvidenceWork(clf.index, clf.protein, clf.rule, clf.path, MIN_LENGTH, report.log) if clf.index else None
+    # The workers are forked here: after the indexes load (they share their pages), before any
+    # input is opened (a worker would hold a copy of a stream's feeding pipe, whose reader would
+    # then never see its end) and before any model loads (torch's threads do not survive a fork).
+    with OrderedPool(work or (lambda seqs: None), usable_threads(req.threads) if work else 1) as pool, clf.model:
+        return _classify_reads(req, clf, pool, out, viral_out, report, sample_out)
+
+
+def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, out, viral_out, report: Reporter,
+                    sample_out: dict) -> dict:
+    """_classify with the classifier loaded and its worker processes started."""
     tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.reads), req.host_genome_size, report.log,
                         clf.protein)
     counts: Counter = Counter()
@@ -343,12 +361,9 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
         report.log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
         it = islice(it, start, stop)
     out.write(HEADER.encode())
-    work = EvidenceWork(clf.index, clf.protein, clf.rule, clf.path, MIN_LENGTH, report.log) if clf.index else None
     batches = iter(lambda: list(islice(it, BATCH)), [])
-    # the workers are forked here, before any model may load (genointerp.pools); the model's own
-    # process starts at the first batch that needs it, at once where every read needs it
-    with report.progress("classifying reads", None) as advance, clf.model, \
-            OrderedPool(work or (lambda seqs: None), usable_threads(req.threads) if work else 1) as pool:
+    with report.progress("classifying reads", None) as advance:
+        # the model's own process starts at the first batch that needs it, at once where every read does
         if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
             clf.model.start()
         for batch, got in _in_order((batch, classify(batch, found)) for batch, found in
