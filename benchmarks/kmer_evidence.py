@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from classify_reads import heldout_fastq, read_sets  # noqa: E402
 from common import out_dir, table  # noqa: E402
 
-from genointerp.reads.kmerize import encode_joined  # noqa: E402
+from genointerp.seq.joined import encode_joined  # noqa: E402
 from genointerp.report import SILENT  # noqa: E402
 from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index, load_index  # noqa: E402
 

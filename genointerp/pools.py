@@ -36,13 +36,13 @@ def _run(batch):
 
 
 class OrderedPool:
-    """`work` on batches: in this process where workers <= 1, else on that many forked workers."""
+    """`work` on batches: in this process where workers is 0, else on that many forked workers."""
 
     def __init__(self, work: Callable, workers: int) -> None:
         global _WORK
         self.work, self.workers = work, workers
         self._pool = None
-        if workers > 1:
+        if workers > 0:
             _WORK = work  # kept while the pool lives: a worker that dies is forked again
             self._pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start)
 

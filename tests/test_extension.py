@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from coding import CODON, protein
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
 from genointerp.viral.extension import EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins, low_complexity

@@ -10,7 +10,7 @@ import pytest
 from coding import revcomp
 from conftest import DATA
 from genointerp.errors import InputError
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
 from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids,

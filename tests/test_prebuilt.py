@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index, load_index
 from genointerp.viral.prebuilt import CACHE_ENV, DIR, MANIFEST, current, load_indexes, write_folder_index

@@ -8,7 +8,7 @@ import pytest
 
 from coding import CODON, protein, revcomp
 from genointerp.errors import InputError
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON, STOP, aa_kmer_ids, codons, distinct_residues

@@ -8,7 +8,7 @@ false positives, both strands, several seed patterns) is compared window for win
 import numpy as np
 import pytest
 
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
 from genointerp.seq.scan import aa_hits, seed_hits

@@ -195,7 +195,7 @@ def test_merge_orders_by_chunk_and_checks_pairing(four_chunks, whole, tmp_path):
 
 def _scores(reads, precision, batch):
     from genointerp.model_folder import load_model_dir
-    from genointerp.reads.kmerize import encode_joined
+    from genointerp.seq.joined import encode_joined
     from genointerp.resources import builtin_model_dir
     from genointerp.viral.classify import ClassifyRequest, score_batch, window_scorer
 

@@ -12,7 +12,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.viral.evidence import AMBIGUOUS, KmerIndex, KmerSettings, labelled_ids, reference_kmers
 from genointerp.viral.naming import MIN_VOTES, name_viruses, vote
 from genointerp.viral.protein import ProteinIndex, ProteinSettings, orf_kmers

@@ -149,7 +149,7 @@ def classify_reads(
     chunk: Optional[str] = typer.Option(None, "--chunk", metavar="I/N", help="Classify only chunk I of N (1-based) of the reads, for scatter/gather on a cluster: N jobs cover the input exactly once, and merge-calls joins their outputs into the unchunked run's. Each job first counts the reads (one extra parsing pass)."),
     device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CUDA; on CPU it runs the PyTorch module, slower than 32's folded CPU form, and emulated without AVX512-BF16 or AMX; p_viral within 0.005 of fp32), 16 (CUDA)."),
-    threads: int = threads_option(),
+    threads: int = threads_option("Processes for the work: this one (reading, calling, writing) and N - 1 workers that look the reads up in the indexes; the model, when it runs, uses N torch threads in a process of its own."),
     force: bool = force_option(),
 ) -> None:
     """Call every read viral or not; the built-in model knows HPV.

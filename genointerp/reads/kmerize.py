@@ -18,7 +18,8 @@ from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
 from genointerp.job import in_ranges, one_stdout, stdin_once
 from genointerp.report import Reporter
-from genointerp.seq.alphabet import INVALID, N_CODE, encode_ascii
+from genointerp.seq.alphabet import INVALID, N_CODE
+from genointerp.seq.joined import encode_joined
 from genointerp.seq.kmers import (MAX_COUNT_K, MAX_TOKEN_K, KmerCounter, PAD_CODE, decode_kmers, pad_token, tokenize,
                                   unknown_token)
 
@@ -146,14 +147,6 @@ def _codes_matrix(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, len
     cols = np.arange(rows.size) - np.repeat(np.cumsum(keep) - keep, keep)
     mat[rows, cols] = flat[np.repeat(starts, keep) + cols]
     return mat
-
-
-def encode_joined(seqs: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes of the reads joined by N (so no k-mer spans two reads), their starts and lengths."""
-    lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
-    flat = encode_ascii("N".join(seqs).encode("ascii", "replace"))
-    starts = np.cumsum(lengths + 1) - lengths - 1
-    return flat, starts, lengths
 
 
 def _check_letters(batch: list[tuple[str, str, str | None]], flat: np.ndarray, starts: np.ndarray,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_text
 from genointerp.viral.calling import CallingRule
 from genointerp.viral.evidence import KmerIndex
 from genointerp.viral.protein import ProteinIndex
@@ -41,7 +41,8 @@ class BatchEvidence:
 
 
 class EvidenceWork:
-    """The per-batch work: called with the reads' sequences, returns their BatchEvidence.
+    """The per-batch work: called with a batch's reads joined (genointerp.seq.joined.join: one
+    string pickles as one block), returns their BatchEvidence.
 
     Reads shorter than min_length get no call, so they are not typed. The typer (minimap2's index
     of the references, about half a second to build) is made at the first read to type, in
@@ -63,16 +64,19 @@ class EvidenceWork:
             self._typer = Typer(self.model_dir, self.index, self._quiet_in_workers)
         return self._typer
 
-    def __call__(self, seqs: list[str]) -> BatchEvidence:
-        flat, starts, lengths = encode_joined(seqs)
+    def __call__(self, batch: tuple[str, np.ndarray]) -> BatchEvidence:
+        """The evidence of a batch given as genointerp.seq.joined.join gives it: (the reads joined
+        by N, their lengths int64 (n,))."""
+        joined, lengths = batch
+        flat, starts, lengths = encode_text(joined, lengths)
         seeds = self.index.evidence(flat, starts, lengths)
         bits = seeds.bits + (self.protein.evidence(flat, starts, lengths).bits if self.protein is not None else 0.0)
         callable_ = (lengths >= self.min_length) & (seeds.clean > 0)
         viral = np.flatnonzero(callable_ & (bits >= self.rule.min_bits) & ~self.rule.undecided(bits))
         typed = {}
         if viral.size:
-            typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein,
-                                                       [seqs[i] for i in viral.tolist()])))
+            seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
+            typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein, seqs)))
         return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
 
     def close(self) -> None:

@@ -52,7 +52,7 @@ from genointerp.io.viral_report import write_sample_report
 from genointerp.job import one_stdout, stdin_once
 from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, read_model_config
 from genointerp.pools import OrderedPool
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined, join
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.runtime import check_settings, usable_threads
@@ -69,7 +69,7 @@ from genointerp.viral.sample_report import SampleTally, sample_name
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records, parse_chunk
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
-LOOKAHEAD = 8  # batches that may wait for the model's process: about 3 s of reading while it loads
+LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
 EVIDENCE_MODES = ("both", "model", "kmer")
 MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
 STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
@@ -337,7 +337,8 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     # The workers are forked here: after the indexes load (they share their pages), before any
     # input is opened (a worker would hold a copy of a stream's feeding pipe, whose reader would
     # then never see its end) and before any model loads (torch's threads do not survive a fork).
-    with OrderedPool(work or (lambda seqs: None), usable_threads(req.threads) if work else 1) as pool, clf.model:
+    # --threads counts this process (reading, the calling rule, writing): N - 1 workers beside it
+    with OrderedPool(work or (lambda batch: None), usable_threads(req.threads) - 1 if work else 0) as pool, clf.model:
         return _classify_reads(req, clf, pool, out, viral_out, report, sample_out)
 
 
@@ -367,7 +368,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
         if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
             clf.model.start()
         for batch, got in _in_order((batch, classify(batch, found)) for batch, found in
-                                    pool.map((batch, [r[1] for r in batch]) for batch in batches)):
+                                    pool.map((batch, join([r[1] for r in batch])) for batch in batches)):
             status, call, evidence = got.status, got.call, got.evidence
             types = tally.add(batch, call == "viral", got.typed)
             out.write(_rows(batch, got, types).encode())

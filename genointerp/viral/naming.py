@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 
 MIN_SHARE = 2 / 3
 MIN_VOTES = 3

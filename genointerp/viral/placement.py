@@ -31,7 +31,7 @@ from genointerp.io.inputs import is_stream, open_text
 from genointerp.io.jsonfile import read_json_object
 from genointerp.io.sequences import read_reference
 from genointerp.model_folder import CONFIG
-from genointerp.reads.kmerize import encode_joined
+from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
 from genointerp.viral.evidence import REFS_FILE
