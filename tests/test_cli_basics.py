@@ -93,3 +93,26 @@ def test_help_texts_carry_no_unescaped_rich_markup():
            for name, command in group.commands.items() for param in command.params
            if getattr(param, "help", None) and tag.search(param.help)]
     assert not bad, bad
+
+
+def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path):
+    """The built-in model's evidence decides a read with no viral match (bits 0, far below the
+    band the model can move): no process of the run imports torch. --model-all needs the model:
+    its process imports torch, the job's own still does not (genointerp.viral.model_process)."""
+    fq = tmp_path / "one.fq"
+    fq.write_text("@one\n" + "ACGTTGCAAC" * 15 + "\n+\n" + "I" * 150 + "\n")
+    probe = (
+        "import sys\nfrom genointerp.cli import app\n"
+        "import genointerp.viral.model_process as mp\n"
+        "started = []\n"
+        "real = mp.ModelProcess.start\n"
+        "mp.ModelProcess.start = lambda self: (started.append(1), real(self))\n"
+        f"try:\n    app(sys.argv[1:], prog_name='genointerp')\nexcept SystemExit:\n    pass\n"
+        "print('TORCH', 'torch' in sys.modules, 'MODEL', bool(started))\n"
+    )
+    run = lambda *extra: subprocess.run([sys.executable, "-c", probe, "-q", "classify-reads", str(fq), "-o",  # noqa: E731
+                                         str(tmp_path / f"c{len(extra)}.tsv"), *extra],
+                                        capture_output=True, text=True, check=True).stdout.strip()
+    assert run() == "TORCH False MODEL False"
+    assert run("--model-all") == "TORCH False MODEL True"
+    assert (tmp_path / "c1.tsv").read_text().splitlines()[1].split("\t")[2] != "NA"  # the model scored it
