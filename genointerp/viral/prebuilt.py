@@ -37,6 +37,7 @@ from typing import Callable
 
 import numpy as np
 
+from genointerp.interrupts import on_abandon
 from genointerp.viral.evidence import CONFIG_KEY as KMER_KEY, IndexSource, KmerIndex, build_from, index_source
 from genointerp.viral.extension import ReferenceProteins
 from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinIndex, build_protein_from, protein_source
@@ -146,6 +147,13 @@ def save(target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | Non
     cache), its index is kept; with `replace`, an existing `target` is replaced."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    # removed however the run ends: here, or by the signal watchdog if it must end the run itself
+    with on_abandon(lambda: shutil.rmtree(tmp, ignore_errors=True)):
+        _write(tmp, target, digest, kmer, protein, replace)
+
+
+def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool) -> None:
+    """save's work: the arrays and manifest into `tmp`, then `tmp` renamed to `target`."""
     try:
         arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table}
         if protein is not None:
