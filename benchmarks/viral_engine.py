@@ -12,8 +12,8 @@ Measured (wall-clock, end to end: start-up, parsing, scoring, output):
   - start: classify-reads on one read, best of three: at the default (the evidence decides it, so
     the model and torch never load) and with --model-all (the model's process imports torch);
     kraken2 on the same read (its database load);
-  - pace: reads/s of genointerp (default evidence) and kraken2 at 1 and 2 threads, best of two,
-    and the ratio; peak resident memory (/usr/bin/time -v: the largest process of the run; the
+  - pace: reads/s of genointerp (default evidence) and kraken2 at 1 and 2 threads, and at 1
+    thread pinned to one core (taskset), best of two, and the ratio; peak resident memory (/usr/bin/time -v: the largest process of the run; the
     job's process, its workers and the model's process are separate, the workers sharing the
     memory-mapped index pages);
   - same answers: the calls TSV and summary of -t 1, -t 2, --chunk 1/2 + 2/2 merged and stdin,
@@ -28,6 +28,7 @@ import argparse
 import gzip
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -107,16 +108,23 @@ def start_up(out: Path, db: Path) -> list[dict]:
 
 
 def pace(files: dict[str, Path], out: Path, db: Path, n: int, repeats: int) -> list[dict]:
+    """Both tools at 1 and 2 threads, and at 1 thread pinned to one core (taskset -c 0): there
+    genointerp's model process shares the core too, which an unpinned -t 1 run does not."""
     rows = []
     for kind, fq in files.items():
-        for threads in (1, 2):
-            g_secs, g_rss = best(GENOINTERP + ["-q", "classify-reads", str(fq), "-t", str(threads), "-o",
-                                               str(out / f"{kind}_t{threads}.tsv"), "--summary", str(out / f"{kind}_t{threads}.json"), "--force"],
+        for threads, pin in ((1, True), (1, False), (2, False)):
+            if pin and shutil.which("taskset") is None:
+                continue
+            prefix = ["taskset", "-c", "0"] if pin else []
+            g_secs, g_rss = best(prefix + GENOINTERP + ["-q", "classify-reads", str(fq), "-t", str(threads), "-o",
+                                                        str(out / f"{kind}_t{threads}.tsv"), "--summary",
+                                                        str(out / f"{kind}_t{threads}.json"), "--force"], repeats)
+            k_secs, k_rss = best(prefix + ["kraken2", "--db", str(db), "--threads", str(threads), "--gzip-compressed", str(fq)],
                                  repeats)
-            k_secs, k_rss = best(["kraken2", "--db", str(db), "--threads", str(threads), "--gzip-compressed", str(fq)], repeats)
-            rows.append({"reads": f"{kind} ({n:,})", "threads": threads, "genointerp reads/s": f"{n / g_secs:,.0f}",
-                         "kraken2 reads/s": f"{n / k_secs:,.0f}", "ratio": f"{k_secs / g_secs:.2f}x",
-                         "genointerp peak MB": f"{g_rss:.0f}", "kraken2 peak MB": f"{k_rss:.0f}"})
+            rows.append({"reads": f"{kind} ({n:,})", "threads": f"{threads}{' (one core)' if pin else ''}",
+                         "genointerp reads/s": f"{n / g_secs:,.0f}", "kraken2 reads/s": f"{n / k_secs:,.0f}",
+                         "ratio": f"{k_secs / g_secs:.2f}x", "genointerp peak MB": f"{g_rss:.0f}",
+                         "kraken2 peak MB": f"{k_rss:.0f}"})
     return rows
 
 
