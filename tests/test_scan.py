@@ -99,7 +99,7 @@ def test_the_filter_passes_every_member_and_few_others():
     rng = np.random.default_rng(3)
     ids = np.unique(rng.integers(0, 2**52, 50_000, dtype=np.uint64))
     table = build_filter(ids)
-    assert table.size * 64 == 2 ** filter_bits(ids.size) and table.size * 64 >= 48 * ids.size
+    assert table.size * 64 == 2 ** filter_bits(ids.size) and table.size * 64 >= 24 * ids.size
     index = IdSet(ids, table)
     assert index.contains(ids).all()
     others = rng.integers(0, 2**52, 200_000, dtype=np.uint64)

@@ -3,17 +3,18 @@
 Nearly every window of a read is not in a viral index, so a filter sits in front of the sorted
 ids: one 64-bit word per lookup tells most absent windows so, where a binary search over millions
 of ids takes some 20 cache misses. The filter is a blocked Bloom filter: an id sets two bits of one
-word, both chosen by its hash (so a lookup touches one cache line), with about 48 bits of filter
-per id (a power of two: 2^27 bits, 16 MB, for the 2.8 M seeds of the built-in index), which lets
-about one absent id in 400 through to the search. The search itself first finds the id's block of
-FENCE ids among every FENCE-th id (a table small enough to stay in cache), then the id in it.
+word, both chosen by its hash (so a lookup touches one cache line), with 24 to 48 bits of filter
+per id (a power of two: 2^27 bits, 16 MB, for the 2.8 M seeds of the built-in index). Twice that
+let fewer absent ids through but made the look-ups of a batch a third slower: a bigger table
+misses the cache more often. The search itself first finds the id's block of FENCE ids among every
+FENCE-th id (a table small enough to stay in cache), then the id in it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-_BITS_PER_ID = 48
+_BITS_PER_ID = 24  # at least; rounded up to a power of two
 _MIN_FILTER_BITS = 12
 FENCE = 64  # ids per block of the two-level search
 _HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: odd, so ids spread over the top bits

@@ -42,7 +42,7 @@ from genointerp.viral.evidence import CONFIG_KEY as KMER_KEY, IndexSource, KmerI
 from genointerp.viral.extension import ReferenceProteins
 from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinIndex, build_protein_from, protein_source
 
-FORMAT = 1  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale
+FORMAT = 2  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller filters)
 DIR = "index"  # the prebuilt index inside a model folder
 MANIFEST = "manifest.json"
 CACHE_ENV = "GENOINTERP_CACHE"
