@@ -43,8 +43,14 @@ class OrderedPool:
         self.work, self.workers = work, workers
         self._pool = None
         if workers > 0:
+            if _WORK is not None:
+                raise RuntimeError("one OrderedPool with workers at a time per process: its workers inherit _WORK")
             _WORK = work  # kept while the pool lives: a worker that dies is forked again
-            self._pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start)
+            try:
+                self._pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start)
+            except BaseException:
+                _WORK = None
+                raise
 
     def map(self, items: Iterable[tuple[object, object]]) -> Iterator[tuple[object, object]]:
         """(keep, work(payload)) for each (keep, payload) of items, in order: only the payload
