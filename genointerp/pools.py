@@ -5,14 +5,16 @@ before the workers are forked, so it is inherited, not sent: read-only arrays, m
 above all, stay shared between the parent and every worker. A batch travels to a worker pickled,
 and its answer back. The parent keeps up to 2 N batches in flight and takes the answers in the
 order it submitted them, so a job writes its output as it is made and its memory stays flat in
-the number of batches.
+the number of batches. A worker that dies (the kernel's OOM killer, a crash in a library) ends
+the job with one error line, never a job that waits for ever (concurrent.futures' pool knows
+its workers died; multiprocessing.Pool would fork a new one and lose the batch).
 
 Workers are forked (Linux; macOS's default spawn would re-import and re-load everything), so
-they hold copies of every descriptor the parent has open: start the pool before opening the
-inputs (a stream is fed to htslib through a pipe whose reader sees its end only when every copy
-of its write end is closed) and before any model runs (a torch thread pool does not survive a
-fork). Ctrl-C reaches the whole process group, so workers ignore
-SIGINT and leave the decision to the parent, which ends them (SIGTERM) when the job ends or fails.
+they hold copies of every descriptor the parent has open: the pool forks them all when it is made,
+and callers make it before opening the inputs (a stream is fed to htslib through a pipe whose
+reader sees its end only when every copy of its write end is closed) and before any model runs (a
+torch thread pool does not survive a fork). Ctrl-C reaches the whole process group, so workers
+ignore SIGINT and leave the decision to the parent, which ends them when the job ends or fails.
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from __future__ import annotations
 import multiprocessing
 import signal
 from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
+from genointerp.errors import GenointerpError
+
 _WORK: Callable | None = None  # the work function of the pool being forked: workers inherit it
+
+
+class WorkerDied(GenointerpError):
+    """A worker process ended before its batch was done (killed, out of memory, crashed)."""
 
 
 def _worker_start() -> None:
@@ -35,6 +45,10 @@ def _run(batch):
     return _WORK(batch)
 
 
+def _ready() -> bool:
+    return True
+
+
 class OrderedPool:
     """`work` on batches: in this process where workers is 0, else on that many forked workers."""
 
@@ -45,11 +59,14 @@ class OrderedPool:
         if workers > 0:
             if _WORK is not None:
                 raise RuntimeError("one OrderedPool with workers at a time per process: its workers inherit _WORK")
-            _WORK = work  # kept while the pool lives: a worker that dies is forked again
+            _WORK = work
             try:
-                self._pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start)
+                self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                                 initializer=_worker_start)
+                # a fork-started executor forks all its workers at its first task: make it now
+                self._pool.submit(_ready).result()
             except BaseException:
-                _WORK = None
+                self.close()
                 raise
 
     def map(self, items: Iterable[tuple[object, object]]) -> Iterator[tuple[object, object]]:
@@ -60,23 +77,28 @@ class OrderedPool:
                 yield keep, self.work(payload)
             return
         pending: deque = deque()
-        for keep, payload in items:
-            pending.append((keep, self._pool.apply_async(_run, (payload,))))
-            if len(pending) > 2 * self.workers:
+        try:
+            for keep, payload in items:
+                pending.append((keep, self._pool.submit(_run, payload)))
+                if len(pending) > 2 * self.workers:
+                    head, answer = pending.popleft()
+                    yield head, answer.result()
+            while pending:
                 head, answer = pending.popleft()
-                yield head, answer.get()
-        while pending:
-            head, answer = pending.popleft()
-            yield head, answer.get()
+                yield head, answer.result()
+        except BrokenProcessPool:
+            raise WorkerDied("a worker process ended before its batch was done (killed, out of memory?); "
+                             "nothing was written") from None
 
     def close(self) -> None:
         """End the workers at once (nothing they hold needs finishing)."""
         global _WORK
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.terminate()  # a worker in the middle of a batch is not waited for
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-            _WORK = None
+        _WORK = None
 
     def __enter__(self) -> "OrderedPool":
         return self

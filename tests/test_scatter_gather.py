@@ -288,3 +288,25 @@ def test_a_real_pipe_into_worker_processes_ends_and_gives_the_same_bytes(reads, 
                          input=reads.read_bytes(), capture_output=True, timeout=120, env=subprocess_env())
     assert res.returncode == 0, res.stderr
     assert res.stdout.decode() == (whole / OUTS[0]).read_text()
+
+
+def test_a_worker_that_dies_ends_the_run_with_one_line(reads, tmp_path, monkeypatch):
+    """A worker killed mid-batch (the OOM killer, a crash in a library) fails the run at once,
+    with one line and no output, instead of leaving it waiting for that batch for ever."""
+    import os
+
+    from genointerp.viral import classify as job
+    from genointerp.viral.batch_work import EvidenceWork
+
+    parent, real = os.getpid(), EvidenceWork.__call__
+
+    def dies_in_a_worker(self, batch):
+        if os.getpid() != parent:
+            os._exit(9)
+        return real(self, batch)
+
+    monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
+    monkeypatch.setattr(EvidenceWork, "__call__", dies_in_a_worker)
+    res = run("classify-reads", reads, "-t", "2", "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
+    assert_one_error_line(res, "a worker process ended before its batch was done")

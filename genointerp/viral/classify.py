@@ -456,10 +456,10 @@ class PendingCalls:
         self.finish, self.scores = finish, scores  # scores: the model process's pending answer, or None
 
     def ready(self) -> bool:
-        return self.scores is None or self.scores.ready()
+        return self.scores is None or self.scores.done()
 
     def result(self) -> BatchCalls:
-        return self.finish(self.scores.get() if self.scores is not None else None)
+        return self.finish(self.scores.result() if self.scores is not None else None)
 
 
 def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, BatchEvidence | None], PendingCalls]:

@@ -21,10 +21,13 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
 import numpy as np
 
+from genointerp.pools import WorkerDied
 from genointerp.viral.blocks import PASS
 
 
@@ -72,13 +75,17 @@ def _scorer_here(path: str, device: str, precision: str, threads: int) -> Callab
 def _load(path: str, device: str, precision: str, threads: int) -> None:
     """The model process's start: the job decides about Ctrl-C (it reaches the whole process
     group); load the model, or keep the error to raise at the first batch (an initializer that
-    raises would make the pool start the process again and again)."""
+    raises breaks the pool, and the error's own line would be lost)."""
     global _SCORER
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         _SCORER = _scorer_here(path, device, precision, threads)
     except BaseException as exc:  # noqa: BLE001 - handed to the job, which reports it
         _SCORER = exc
+
+
+def _started() -> None:
+    """The first task: it makes the executor start the process."""
 
 
 def _score(tokens: np.ndarray) -> np.ndarray:
@@ -88,21 +95,39 @@ def _score(tokens: np.ndarray) -> np.ndarray:
 
 
 class _Done:
-    """An answer already computed, with the pending answer's .ready() and .get()."""
+    """An answer already computed, with a future's .done() and .result()."""
 
     def __init__(self, value: np.ndarray) -> None:
         self.value = value
 
-    def ready(self) -> bool:
+    def done(self) -> bool:
         return True
 
-    def get(self) -> np.ndarray:
+    def result(self) -> np.ndarray:
         return self.value
+
+
+class _Pending:
+    """The model process's answer to one submission (.done(), .result()); its process ending
+    before answering (killed, out of memory) is one error line, not a job that waits for ever."""
+
+    def __init__(self, future) -> None:
+        self.future = future
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def result(self) -> np.ndarray:
+        try:
+            return self.future.result()
+        except BrokenProcessPool:
+            raise WorkerDied("the model's process ended before it answered (killed, out of memory?); "
+                             "nothing was written") from None
 
 
 class ModelProcess:
     """The model folder's XVir in a spawned process, started by `start` (or the first `submit`);
-    `submit` hands it token windows and returns their pending P(viral) (.ready(), .get()).
+    `submit` hands it token windows and returns their pending P(viral) (.done(), .result()).
 
     Where torch is imported in this process already (a library caller, a test runner), importing
     it costs nothing more, so the model runs here instead, the same scorer on the same settings
@@ -122,19 +147,22 @@ class ModelProcess:
         if self.here or (self.here is None and "torch" in sys.modules):
             self._here = _scorer_here(*self.args)
         else:
-            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=_load, initargs=self.args)
+            self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_load,
+                                             initargs=self.args)
+            self._pool.submit(_started)  # the process starts (and imports torch) now, not at the first batch
 
     def submit(self, tokens: np.ndarray):
         self.start()
         if self._here is not None:
             return _Done(self._here(tokens))
-        return self._pool.apply_async(_score, (tokens,))
+        return _Pending(self._pool.submit(_score, tokens))
 
     def close(self) -> None:
         """End the process at once (nothing it holds needs finishing)."""
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.terminate()  # a model in the middle of a batch is not waited for
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     def __enter__(self) -> "ModelProcess":
