@@ -49,6 +49,28 @@ def _ready() -> bool:
     return True
 
 
+def in_order(items: Iterable[tuple[object, object]], depth: int) -> Iterator[tuple[object, object]]:
+    """(keep, answer.result()) for each (keep, answer) of items, answers being futures (.done(),
+    .result()), in input order: the first is taken once it is done or more than `depth` wait, so
+    that no more than depth + 1 are held at once."""
+    queue: deque = deque()
+    for item in items:
+        queue.append(item)
+        while queue and (len(queue) > depth or queue[0][1].done()):
+            keep, answer = queue.popleft()
+            yield keep, answer.result()
+    while queue:
+        keep, answer = queue.popleft()
+        yield keep, answer.result()
+
+
+def end_now(executor: ProcessPoolExecutor) -> None:
+    """Shut a process pool down without waiting for the batches its processes are working on."""
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.terminate()  # the pool's own map of its processes: it offers no public way to end them
+    executor.shutdown(wait=True, cancel_futures=True)
+
+
 class OrderedPool:
     """`work` on batches: in this process where workers is 0, else on that many forked workers."""
 
@@ -76,16 +98,8 @@ class OrderedPool:
             for keep, payload in items:
                 yield keep, self.work(payload)
             return
-        pending: deque = deque()
         try:
-            for keep, payload in items:
-                pending.append((keep, self._pool.submit(_run, payload)))
-                if len(pending) > 2 * self.workers:
-                    head, answer = pending.popleft()
-                    yield head, answer.result()
-            while pending:
-                head, answer = pending.popleft()
-                yield head, answer.result()
+            yield from in_order(((keep, self._pool.submit(_run, payload)) for keep, payload in items), 2 * self.workers)
         except BrokenProcessPool:
             raise WorkerDied("a worker process ended before its batch was done (killed, out of memory?); "
                              "nothing was written") from None
@@ -94,9 +108,7 @@ class OrderedPool:
         """End the workers at once (nothing they hold needs finishing)."""
         global _WORK
         if self._pool is not None:
-            for process in list(getattr(self._pool, "_processes", {}).values()):
-                process.terminate()  # a worker in the middle of a batch is not waited for
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            end_now(self._pool)
             self._pool = None
         _WORK = None
 

@@ -36,10 +36,10 @@ block, so the outputs are the same bytes for any --threads, --chunk and batch si
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from itertools import chain, islice
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.io.viral_report import write_sample_report
 from genointerp.job import one_stdout, stdin_once
 from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, read_model_config
-from genointerp.pools import OrderedPool
+from genointerp.pools import OrderedPool, in_order
 from genointerp.seq.joined import encode_joined, join
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
@@ -367,8 +367,9 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
         # the model's own process starts at the first batch that needs it, at once where every read does
         if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
             clf.model.start()
-        for batch, got in _in_order((batch, classify(batch, found)) for batch, found in
-                                    pool.map((batch, join([r[1] for r in batch])) for batch in batches)):
+        # batches wait here for the model's process while it loads, up to LOOKAHEAD of them
+        for batch, got in in_order(((batch, classify(batch, found)) for batch, found in
+                                    pool.map((batch, join([r[1] for r in batch])) for batch in batches)), LOOKAHEAD):
             status, call, evidence = got.status, got.call, got.evidence
             types = tally.add(batch, call == "viral", got.typed)
             out.write(_rows(batch, got, types).encode())
@@ -434,28 +435,14 @@ class BatchCalls:
     typed: dict = field(default_factory=dict)  # the typing of reads done by the batch's worker (batch_work)
 
 
-def _in_order(pending: Iterable[tuple[list, "PendingCalls"]]) -> Iterator[tuple[list, "BatchCalls"]]:
-    """(batch, its BatchCalls) in input order, keeping up to LOOKAHEAD batches waiting for the model
-    while the next ones are read and looked up (the model process may still be loading)."""
-    queue: deque = deque()
-    for item in pending:
-        queue.append(item)
-        while queue and (len(queue) > LOOKAHEAD or queue[0][1].ready()):
-            batch, calls = queue.popleft()
-            yield batch, calls.result()
-    while queue:
-        batch, calls = queue.popleft()
-        yield batch, calls.result()
-
-
 class PendingCalls:
-    """A batch's BatchCalls once its model scores (if any) are in: `ready()` says whether they are,
-    `result()` waits for them."""
+    """A batch's BatchCalls once its model scores (if any) are in, as a future: `done()` says
+    whether they are, `result()` waits for them."""
 
     def __init__(self, finish: Callable[[np.ndarray | None], BatchCalls], scores=None) -> None:
         self.finish, self.scores = finish, scores  # scores: the model process's pending answer, or None
 
-    def ready(self) -> bool:
+    def done(self) -> bool:
         return self.scores is None or self.scores.done()
 
     def result(self) -> BatchCalls:

@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from genointerp.pools import WorkerDied
+from genointerp.pools import WorkerDied, end_now
 from genointerp.viral.blocks import PASS
 
 
@@ -160,9 +160,7 @@ class ModelProcess:
     def close(self) -> None:
         """End the process at once (nothing it holds needs finishing)."""
         if self._pool is not None:
-            for process in list(getattr(self._pool, "_processes", {}).values()):
-                process.terminate()  # a model in the middle of a batch is not waited for
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            end_now(self._pool)
             self._pool = None
 
     def __enter__(self) -> "ModelProcess":
