@@ -12,8 +12,9 @@ The process is spawned (a fresh interpreter), not forked: a fork would copy what
 state the starting process holds (a library caller's, or a test runner's), and neither a torch
 thread pool nor a CUDA context survives a fork. It scores windows exactly as the job would in its
 own process (`scorer`: the folded CPU form, or the module in passes of PASS, on the request's
-device and threads), so the calls are the same bytes either way. With a GPU the model runs there,
-while the job's process and its workers do the reading and the evidence.
+device and threads), so the calls are the same bytes either way. With a GPU the job's process has
+imported torch to find the device (genointerp.runtime.resolve_device), so the model runs there,
+on the GPU, while the workers do the evidence.
 """
 
 from __future__ import annotations
