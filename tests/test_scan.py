@@ -13,7 +13,6 @@ from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
 from genointerp.seq.scan import aa_hits, seed_hits
 from genointerp.seq.translate import aa_kmer_ids, codons
-from genointerp.viral.chance import joined_owner
 from genointerp.viral.evidence import canonical_ids, seed_mask
 from genointerp.viral.protein import ProteinSettings, seed_ids
 
@@ -33,6 +32,12 @@ def _reads(seed: int, n: int = 300) -> list[str]:
             read[j] = str(rng.choice(list("NRY")))  # unknown and IUPAC letters break windows
         reads.append("".join(read))
     return reads, donor
+
+
+def joined_owner(lengths, m):
+    """The read of each of m positions of reads joined by one separator (a separator counts to the
+    read before it): the convention the scans follow, spelt out independently of them."""
+    return np.repeat(np.arange(lengths.size), lengths + 1)[:m]
 
 
 def _numpy_seed_hits(flat, lengths, seed, index):

@@ -197,12 +197,13 @@ def _scores(reads, precision, batch):
     from genointerp.model_folder import load_model_dir
     from genointerp.seq.joined import encode_joined
     from genointerp.resources import builtin_model_dir
-    from genointerp.viral.classify import ClassifyRequest, score_batch, window_scorer
+    from genointerp.viral.classify import model_windows, window_scores
+    from genointerp.viral.model_process import scorer
 
     model, config = load_model_dir(builtin_model_dir(), expect="xvir")
     L, k = config["model"]["read_length"], config["model"]["k"]
-    scorer = window_scorer(model, ClassifyRequest([str(reads)], precision=precision))
-    return score_batch(scorer, *encode_joined([r[1] for r in batch]), L, k, config["model"]["vocab_size"] > 4**k)[0]
+    windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, config["model"]["vocab_size"] > 4**k)
+    return window_scores(windows, scorer(model, "cpu", precision)(windows.tokens))[0]
 
 
 @pytest.mark.parametrize("precision", ["32", "bf16"])  # the folded CPU form, and the module

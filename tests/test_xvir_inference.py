@@ -75,7 +75,7 @@ def test_a_windows_logit_does_not_depend_on_its_companions(hostile):
 
 @pytest.mark.parametrize("change", [{"position": "rope"}, {"position": "relative"}, {"norm_first": True}])
 def test_other_variants_are_not_folded(change, hostile):
-    from genointerp.viral.classify import ClassifyRequest, window_scorer
+    from genointerp.viral.model_process import scorer
 
     cfg = XVirConfig(k=3, read_length=20, d_model=16, n_heads=2, d_ff=32, vocab_size=64, **change)
     model = trained_like(cfg)
@@ -83,8 +83,8 @@ def test_other_variants_are_not_folded(change, hostile):
     with pytest.raises(ValueError, match="absolute positions"):
         XVirInference(model)
     tokens = np.random.default_rng(0).integers(0, 64, (7, cfg.n_tokens)).astype(np.uint16)
-    p = window_scorer(model, ClassifyRequest(["x.fq"]))(tokens)  # the module path
-    # the module and the sigmoid on the same 7 rows in one pass, as window_scorer runs them (passes
+    p = scorer(model, "cpu", "32")(tokens)  # the module path
+    # the module and the sigmoid on the same 7 rows in one pass, as scorer runs them (passes
     # of PASS >= 7): the same bits on any CPU, also under `hostile` arithmetic
     expected = torch.sigmoid(module_logits(model, torch.from_numpy(tokens.astype(np.int64)))).double().numpy()
     np.testing.assert_array_equal(p, expected)

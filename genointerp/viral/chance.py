@@ -17,20 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def joined_owner(lengths: np.ndarray, m: int) -> np.ndarray:
-    """int64 (m,): the read each position of m codes of reads joined by one separator belongs
-    to (a separator counts to the read before it)."""
-    return np.repeat(np.arange(lengths.size), lengths + 1)[:m]
-
-
 def owner_of(positions: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """int64 (h,): joined_owner's read of each of positions int (h,), found without its (m,) array."""
+    """int64 (h,): the read of each of positions int (h,) of reads joined by one separator
+    (lengths int64 (n,)); a separator counts to the read before it."""
     return np.searchsorted(np.cumsum(lengths + 1), positions, side="right").astype(np.int64)
 
 
 def owned_positions(reads: np.ndarray, lengths: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions int64 (P,), their read int64 (P,)): every position of m codes of reads joined by
-    one separator that joined_owner gives to one of `reads` (int (r,)), each read's own in order.
+    one separator (a separator counting to the read before it, as in owner_of) that belong to one of
+    `reads` (int (r,)), each read's own in order.
     Nearly every read of a batch has no match, so the letters counted are those of the few that do."""
     ends = np.cumsum(lengths + 1)  # one past each read's separator
     first = (ends - lengths - 1)[reads]

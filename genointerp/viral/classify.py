@@ -62,7 +62,7 @@ from genointerp.viral.blocks import block_rows
 from genointerp.viral.calling import CallingRule, rule_of
 from genointerp.viral.batch_work import BatchEvidence, EvidenceWork
 from genointerp.viral.evidence import KmerIndex, index_files
-from genointerp.viral.model_process import ModelProcess, scorer
+from genointerp.viral.model_process import ModelProcess
 from genointerp.viral.prebuilt import load_indexes
 from genointerp.viral.protein import ProteinIndex
 from genointerp.viral.sample_report import SampleTally, sample_name
@@ -216,12 +216,6 @@ def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.n
     return starts[read] + offset, read
 
 
-def window_scorer(model, req: ClassifyRequest) -> Callable[[np.ndarray], np.ndarray]:
-    """genointerp.viral.model_process.scorer for a loaded model on the request's device and
-    precision (what the model process runs; for callers that hold a model themselves)."""
-    return scorer(model, req.device, req.precision)
-
-
 @dataclass
 class Windows:
     """The model's windows of reads `which` (int (m,)) of a batch: tokens uint16 (R, n_tokens), R a
@@ -270,14 +264,6 @@ def window_scores(windows: Windows, p_rows: np.ndarray) -> tuple[np.ndarray, np.
         p[scored] = best[scored]
         status[scored] = "scored"
     return p, status
-
-
-def score_batch(scorer: Callable[[np.ndarray], np.ndarray], flat: np.ndarray, starts: np.ndarray,
-                lengths: np.ndarray, L: int, k: int, has_unknown: bool, which: np.ndarray | None = None):
-    """p_viral and statuses (window_scores) of the reads `which` of a batch (model_windows), scored
-    here by `scorer`."""
-    windows = model_windows(flat, starts, lengths, L, k, has_unknown, which)
-    return window_scores(windows, scorer(windows.tokens) if windows.where.size else np.zeros(0))
 
 
 @dataclass
