@@ -64,6 +64,16 @@ def source_digest(source: IndexSource, protein: IndexSource | None, config: dict
     return h.hexdigest()
 
 
+def _sources(folder: Path, config: dict, min_hits: int | None = None):
+    """(seed index source, protein index source or None, their digest) of the folder's config, or
+    None without a "kmer_index" entry; a damaged entry or a missing file is an InputError."""
+    source = index_source(folder, config, min_hits)
+    if source is None:
+        return None
+    protein = protein_source(folder, config)
+    return source, protein, source_digest(source, protein, config)
+
+
 def cache_root() -> Path | None:
     """The user's index cache folder, None where GENOINTERP_CACHE is `off` (or empty)."""
     value = os.environ.get(CACHE_ENV)
@@ -80,11 +90,10 @@ def load_indexes(folder: str | Path, config: dict, log: Callable[[str], None],
     else built and stored in the cache (see the module's docstring); `min_hits` replaces the
     recorded one when given. A damaged entry or file is an InputError."""
     folder = Path(folder)
-    source = index_source(folder, config, min_hits)
-    if source is None:
+    sources = _sources(folder, config, min_hits)
+    if sources is None:
         return None, None
-    protein = protein_source(folder, config)
-    digest = source_digest(source, protein, config)
+    source, protein, digest = sources
     own = folder / DIR
     if (own / MANIFEST).is_file():
         found = _open(own, digest, source, protein)
@@ -117,24 +126,22 @@ def current(folder: str | Path, config: dict) -> bool | None:
     """Whether `<folder>/index/` holds the folder's indexes as they are now (None: the folder has no
     viral index to prebuild)."""
     folder = Path(folder)
-    source = index_source(folder, config)
-    if source is None:
+    sources = _sources(folder, config)
+    if sources is None:
         return None
-    protein = protein_source(folder, config)
+    source, protein, digest = sources
     own = folder / DIR
-    return (own / MANIFEST).is_file() and not isinstance(_open(own, source_digest(source, protein, config), source,
-                                                               protein), str)
+    return (own / MANIFEST).is_file() and not isinstance(_open(own, digest, source, protein), str)
 
 
 def write_folder_index(folder: str | Path, config: dict) -> Path | None:
     """Build the folder's indexes from its references and store them in `<folder>/index/`
     (replacing a stale one); returns that path, None for a folder without a viral index."""
     folder = Path(folder)
-    source = index_source(folder, config)
-    if source is None:
+    sources = _sources(folder, config)
+    if sources is None:
         return None
-    protein = protein_source(folder, config)
-    digest = source_digest(source, protein, config)
+    source, protein, digest = sources
     target = folder / DIR
     save(target, digest, build_from(source), build_protein_from(protein) if protein is not None else None,
          replace=True)
