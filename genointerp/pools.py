@@ -45,8 +45,14 @@ def _run(batch):
     return _WORK(batch)
 
 
-def _ready() -> bool:
-    return True
+def _nothing() -> None:
+    """A task that does nothing."""
+
+
+def start_processes(executor: ProcessPoolExecutor):
+    """Make a process pool start its processes now (it starts them at its first task); returns
+    that task's future."""
+    return executor.submit(_nothing)
 
 
 def in_order(items: Iterable[tuple[object, object]], depth: int) -> Iterator[tuple[object, object]]:
@@ -85,8 +91,7 @@ class OrderedPool:
             try:
                 self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                                  initializer=_worker_start)
-                # a fork-started executor forks all its workers at its first task: make it now
-                self._pool.submit(_ready).result()
+                start_processes(self._pool).result()  # forked now, not at the first batch
             except BaseException:
                 self.close()
                 raise

@@ -78,7 +78,3 @@ class EvidenceWork:
             seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
             typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein, seqs)))
         return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
-
-    def close(self) -> None:
-        if self._typer is not None:
-            self._typer.close()

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from genointerp.pools import WorkerDied, end_now
+from genointerp.pools import WorkerDied, end_now, start_processes
 from genointerp.viral.blocks import PASS
 
 
@@ -83,10 +83,6 @@ def _load(path: str, device: str, precision: str, threads: int) -> None:
         _SCORER = _scorer_here(path, device, precision, threads)
     except BaseException as exc:  # noqa: BLE001 - handed to the job, which reports it
         _SCORER = exc
-
-
-def _started() -> None:
-    """The first task: it makes the executor start the process."""
 
 
 def _score(tokens: np.ndarray) -> np.ndarray:
@@ -150,7 +146,7 @@ class ModelProcess:
         else:
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_load,
                                              initargs=self.args)
-            self._pool.submit(_started)  # the process starts (and imports torch) now, not at the first batch
+            start_processes(self._pool)  # the process starts (and imports torch) now, not at the first batch
 
     def submit(self, tokens: np.ndarray):
         self.start()

@@ -183,10 +183,7 @@ class SampleTally:
 
         labels = ["NA"] * len(batch)
         is_viral = viral.tolist()
-        if not viral.any():  # the common batch: every read the host's
-            self.host_bases += sum(len(rec[1]) for rec in batch)
-        else:
-            self.host_bases += sum(len(rec[1]) for rec, v in zip(batch, is_viral) if not v)
+        self.host_bases += sum(len(rec[1]) for rec, v in zip(batch, is_viral) if not v)
         if self.typer is None:
             return labels
         typed = dict(typed or {})
