@@ -32,7 +32,7 @@ def mix_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("mix")
     args = ["classify-reads", str(MIX), "-o", str(out / "calls.tsv"), "--summary", str(out / "s.json"),
             "--report", str(out / "report.tsv"), "--host-genome-size", str(SLICE), "--kraken-report", str(out / "k.txt"),
-            "--multiqc", str(out / "mix_mqc.tsv")]
+            "--multiqc", str(out / "mix_mqc.tsv"), "--multiqc-types", str(out / "mix.types_mqc.tsv")]
     res = CliRunner().invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return out
@@ -100,9 +100,9 @@ def test_sample_name_and_default_host_size(mix_run, cli, tmp_path):
 
 
 def test_report_refuses_chunks_and_bad_host_size(cli, tmp_path):
-    for option in ("--report", "--kraken-report", "--multiqc"):
-        res = cli("classify-reads", MIX, "--chunk", "1/2", "-o", tmp_path / "c.tsv", option, tmp_path / "r.tsv")
-        assert res.exit_code == 2 and option in res.stderr
+    for option in ("--report", "--kraken-report", "--multiqc", "--multiqc-types"):
+        res = cli("classify-reads", MIX, "--chunk", "1/2", "-o", tmp_path / "c.tsv", option, tmp_path / "r_mqc.tsv")
+        assert res.exit_code == 2 and option in res.stderr and "merge-calls" in res.stderr
     res = cli("classify-reads", MIX, "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv", "--host-genome-size", "0")
     assert res.exit_code == 2 and "--host-genome-size" in res.stderr
     assert list(tmp_path.iterdir()) == []
@@ -143,9 +143,21 @@ def test_kraken_report_in_kraken2s_format(mix_run):
     assert by_name["Human papillomavirus"] == (165, 0, "S", 10566, pytest.approx(100 * 165 / 1705, abs=0.01))
     assert by_name["HPV16"][:4] == (150, 150, "S1", 333760)  # NCBI's Human papillomavirus type 16
     assert by_name["HPV31"][:3] == (15, 15, "S1")
-    assert by_name["Hepatitis B virus"][:3] == (40, 0, "S") and by_name["HBV genotype C"][:3] == (40, 40, "S1")
+    # HBV's genotypes have no NCBI taxon of their own: their reads stay at HBV's node, as kraken2
+    # leaves a read at the lowest taxon it can name, not on a row repeating HBV's taxid
+    assert by_name["Hepatitis B virus"][:4] == (40, 40, "S", 10407) and "HBV genotype C" not in by_name
+    assert len({g[4] for g in parsed}) == len(parsed)  # one row per taxon
     indent = {g[6]: len(g[5]) for g in parsed}
     assert indent["Viruses"] < indent["Human papillomavirus"] < indent["HPV16"]
+
+
+def test_kraken_report_prints_no_empty_taxa(cli, tmp_path):
+    """kraken2 leaves taxa without reads out of its report (without --report-zero-counts): a
+    sample with no viral read has the unclassified line alone."""
+    res = cli("-q", "classify-reads", DATA / "viral_report" / "negative.fq.gz", "-o", tmp_path / "c.tsv",
+              "--kraken-report", tmp_path / "n.genointerp.kreport")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "n.genointerp.kreport").read_text() == "100.00\t600\t600\tU\t0\tunclassified\n"
 
 
 def test_multiqc_custom_content_row(mix_run):
@@ -155,7 +167,29 @@ def test_multiqc_custom_content_row(mix_run):
     got = dict(zip(head, row))
     report = {r["type"]: r for r in table(mix_run / "report.tsv")}
     assert got == {"Sample": "mix", "viral_reads": "205", "top_type": "HPV16",
-                   "copies_per_genome": report["HPV16"]["copies_per_genome"]}
+                   "copies_per_genome": report["HPV16"]["copies_per_genome"], "host_depth": "2.250000"}
+
+
+def test_multiqc_types_table(mix_run):
+    text = (mix_run / "mix.types_mqc.tsv").read_text()
+    assert "# plot_type: 'table'" in text and "# parent_id: 'genointerp'" in text
+    lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
+    rows = {r[0]: dict(zip(lines[0], r)) for r in lines[1:]}
+    report = {r["type"]: r for r in table(mix_run / "report.tsv")}
+    assert set(rows) == {f"mix: {t}" for t in report}  # one row per sample and type: unique across a cohort
+    for t, r in report.items():
+        got = rows[f"mix: {t}"]
+        assert (got["sample"], got["type"], got["status"], got["copies_per_genome"], got["flags"]) == \
+            ("mix", t, r["status"], r["copies_per_genome"], r["flags"])
+
+
+def test_multiqc_files_must_be_named_for_multiqc(cli, tmp_path):
+    for option in ("--multiqc", "--multiqc-types"):
+        res = cli("classify-reads", MIX, "-o", tmp_path / "c.tsv", option, tmp_path / "mix.tsv")
+        assert res.exit_code == 2 and "_mqc.tsv" in res.stderr and option in res.stderr
+    res = cli("classify-reads", MIX, "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv", "--sample", " ")
+    assert res.exit_code == 2 and "--sample" in res.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_simulate_reads_sample_mode_round_trip(cli, tmp_path):

@@ -119,6 +119,22 @@ def train_xvir(
             f"viral {', '.join(f'{label} {v:.4%}' for label, v in fpr.items())}")
 
 
+def report_option():
+    return typer.Option(None, "--report", help="Write the per-sample viral report TSV: per virus and type, EM-assigned and unique reads, genome fraction covered, mean depth, copies per human genome, status (detected, low_evidence, not_detected), host depth and flags (low_host_depth).")
+
+
+def kraken_report_option():
+    return typer.Option(None, "--kraken-report", help="Write the report in kraken2's six-column report format (for Pavian, Krona and kraken2 report scripts): reads not called viral are unclassified, viruses at rank S, types with an NCBI taxon at S1. Name it SAMPLE.genointerp.kreport: the shipped MultiQC config keeps it out of MultiQC's kraken section.")
+
+
+def multiqc_option():
+    return typer.Option(None, "--multiqc", help="Write MultiQC custom content (the name must end in _mqc.tsv): a general-statistics row with viral reads, top type, its copies per genome and the host depth.")
+
+
+def multiqc_types_option():
+    return typer.Option(None, "--multiqc-types", help="Write MultiQC custom content (the name must end in _mqc.tsv): the sample's rows of the genointerp viral types table (virus, type, reads, copies, status, flags).")
+
+
 @app.command(
     "classify-reads",
     rich_help_panel=PANEL,
@@ -138,11 +154,13 @@ def classify_reads(
     min_bits: Optional[float] = typer.Option(None, "--min-bits", min=0, help="Viral when the read's score reaches this many bits (default: the model folder's calling rule, 10 for the built-in model). Lower finds more divergent viruses and calls more false positives."),
     model_all: bool = typer.Option(False, "--model-all", help="Run the model on every read (fills p_viral), not only on reads whose call it can change; the calls are the same, at the model's speed."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the run summary as JSON (with the per-sample viral report, viral_report, when a report is asked for)."),
-    report: Optional[str] = typer.Option(None, "--report", help="Write the per-sample viral report TSV: per virus and type, EM-assigned and unique reads, genome fraction covered, mean depth, copies per human genome, status (detected, low_evidence, not_detected)."),
-    kraken_report: Optional[str] = typer.Option(None, "--kraken-report", help="Write the report in kraken2's six-column format (MultiQC's kraken module and Pavian read it): reads not called viral are unclassified, viruses at rank S, their types at S1."),
-    multiqc: Optional[str] = typer.Option(None, "--multiqc", help="Write a MultiQC custom-content file (name it *_mqc.tsv): a general-statistics row with viral reads, top type and copies per genome."),
+    report: Optional[str] = report_option(),
+    kraken_report: Optional[str] = kraken_report_option(),
+    multiqc: Optional[str] = multiqc_option(),
+    multiqc_types: Optional[str] = multiqc_types_option(),
     sample: Optional[str] = typer.Option(None, "--sample", help="Sample name in the reports (default: the first input's file name less its extensions)."),
-    host_genome_size: float = typer.Option(3.1e9, "--host-genome-size", min=1, help="Host genome size (bp) for copies per genome = viral depth / host depth, host depth = bases of the reads not called viral / this. Default GRCh38's; assumes whole-genome sequencing."),
+    host_genome_size: float = typer.Option(3.1e9, "--host-genome-size", min=1, help="Host genome size (bp) for copies per genome = viral depth / host depth, host depth = host bases / this. Default GRCh38's; assumes whole-genome sequencing."),
+    host_bases: Optional[int] = typer.Option(None, "--host-bases", min=1, help="The host's bases in the sample, where classify-reads cannot count them: a FASTQ of reads already stripped of the host, a CRAM or an unindexed BAM with --unmapped-only. Default: the bases of the reads not called viral, plus with --unmapped-only those of the mapped reads (from the BAM index)."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two)."),
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
@@ -165,8 +183,9 @@ def classify_reads(
 
     req = ClassifyRequest(inputs, output=output, model=model_dir, threshold=threshold,
                           evidence=evidence and evidence.value, min_bits=min_bits, model_all=model_all, summary=summary,
-                          report=report, kraken_report=kraken_report, multiqc=multiqc, sample=sample,
-                          host_genome_size=host_genome_size, viral_out=viral_out, unmapped_only=unmapped_only,
+                          report=report, kraken_report=kraken_report, multiqc=multiqc, multiqc_types=multiqc_types,
+                          sample=sample, host_genome_size=host_genome_size, host_bases=host_bases,
+                          viral_out=viral_out, unmapped_only=unmapped_only,
                           reference=reference, chunk=chunk, device=device_for(device, precision),
                           precision=precision.value, threads=threads)
     result = execute(run, req, force, REPORTER)
@@ -175,10 +194,15 @@ def classify_reads(
         f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}; "
         f"the model scored {result['reads_model_scored']:,}")
     if "viral_report" in result:
-        vr = result["viral_report"]
-        found = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['copies_per_genome']} copies/genome)"
-                          for t in vr["types"] if t["status"] == "detected")
-        log(f"sample {vr['sample']}: {found or 'no virus detected'}")
+        log_sample(result["viral_report"])
+
+
+def log_sample(vr: dict) -> None:
+    """One line for the per-sample report: the types detected, and what flags their load."""
+    found = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['copies_per_genome']} copies/genome)"
+                      for t in vr["types"] if t["status"] == "detected")
+    flags = f"; host depth {vr['host_depth']:g}x: {', '.join(vr['flags'])}" if vr["flags"] else ""
+    log(f"sample {vr['sample']}: {found or 'no virus detected'}{flags}")
 
 
 @app.command(
@@ -195,23 +219,33 @@ def merge_calls(
     output: str = typer.Option("-", "-o", "--output", help="Merged calls TSV; - is stdout."),
     summary: Optional[str] = typer.Option(None, "--summary", help="Write the merged summary JSON (needs the chunks' summaries)."),
     viral_out: Optional[str] = typer.Option(None, "--viral-out", help="Write the merged reads called viral (needs the chunks' --viral-out files)."),
+    report: Optional[str] = report_option(),
+    kraken_report: Optional[str] = kraken_report_option(),
+    multiqc: Optional[str] = multiqc_option(),
+    multiqc_types: Optional[str] = multiqc_types_option(),
     force: bool = force_option(),
 ) -> None:
-    """Gather classify-reads --chunk outputs: the TSVs, viral reads and summaries of the whole run.
+    """Gather classify-reads --chunk outputs: the TSVs, viral reads, summaries and per-sample report of the whole run.
 
     With the chunk summaries, every chunk 1..N must be there once, from the same inputs, model
     and threshold, and the files are put in chunk order; the outputs are then byte for byte those
-    of one unchunked run. Without summaries the TSVs are joined in the order given.
+    of one unchunked run. Without summaries the TSVs are joined in the order given. The report
+    (--report, --kraken-report, --multiqc, --multiqc-types) is built from the typing each chunk
+    summary holds, with the chunks' --sample, --host-genome-size and --host-bases.
     """
     from genointerp.job import execute
     from genointerp.viral.merge_calls import MergeCallsRequest, run
 
-    result = execute(run, MergeCallsRequest(chunks, output=output, summary=summary, viral_out=viral_out), force, REPORTER)
+    req = MergeCallsRequest(chunks, output=output, summary=summary, viral_out=viral_out, report=report,
+                            kraken_report=kraken_report, multiqc=multiqc, multiqc_types=multiqc_types)
+    result = execute(run, req, force, REPORTER)
     merged, n_tables = result["summary"], result["chunks"]
     if merged:
         log(f"merged {n_tables} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
     else:
         log(f"merged {n_tables} calls TSVs")
+    if merged and "viral_report" in merged:
+        log_sample(merged["viral_report"])
 
 
 @app.command(

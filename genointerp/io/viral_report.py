@@ -1,14 +1,26 @@
-"""Per-sample viral report formats: the report TSV (classify-reads --report), a kraken2-style
-report (--kraken-report: the six columns MultiQC's kraken module and Pavian parse) and a MultiQC
-custom-content file (--multiqc: a general-statistics table of viral reads, top type and copies
-per genome)."""
+"""Per-sample viral report formats: the report TSV (classify-reads and merge-calls --report), a
+kraken2-style report (--kraken-report: kraken2's six columns, for Pavian, Krona and scripts that
+read kraken2 reports) and two MultiQC custom-content files, sections of a `genointerp` module of the
+report: --multiqc, a general-statistics row (viral reads, top type, its copies per genome, host
+depth), and --multiqc-types, a table of every listed type (virus, type, reads, copies, status,
+flags), one row per sample and type.
+
+MultiQC's kraken module claims any file in kraken2's report format by its content, whatever its
+name, and keeps one report per sample name: the shipped MultiQC config
+(genointerp/resources/multiqc_config.yaml) has MultiQC pass over files named *.genointerp.kreport,
+the name the docs and workflows give genointerp's, so that a real kraken2 report of the same
+sample keeps its own section."""
 
 from __future__ import annotations
 
+import os
 from typing import BinaryIO
 
+from genointerp.errors import UsageError
+
 REPORT_HEADER = ("sample\tvirus\ttype\treads\tunique_reads\tgenome_fraction\tmean_depth\tcopies_per_genome\tstatus\t"
-                 "shared_with\treference\n")
+                 "shared_with\treference\thost_depth\tflags\n")
+MULTIQC_SUFFIX = "_mqc.tsv"  # custom content MultiQC finds by name
 
 
 def _num(x: float | None, digits: int) -> str:
@@ -21,7 +33,7 @@ def write_report_tsv(out: BinaryIO, rows) -> None:
     for r in rows:
         lines.append(f"{r.sample}\t{r.virus}\t{r.type}\t{r.reads:.2f}\t{r.unique_reads}\t{_num(r.genome_fraction, 4)}\t"
                      f"{_num(r.mean_depth, 4)}\t{_num(r.copies_per_genome, 4)}\t{r.status}\t{r.shared_with or '.'}\t"
-                     f"{r.reference or 'NA'}\n")
+                     f"{r.reference or 'NA'}\t{r.host_depth:.6f}\t{','.join(r.flags) or '.'}\n")
     out.write("".join(lines).encode())
 
 
@@ -30,9 +42,12 @@ def write_kraken_report(out: BinaryIO, reads_total: int, reads_viral: int, virus
     taxon itself, rank code, NCBI taxid, name indented two spaces per level. Reads not called viral
     are unclassified; viral reads that no reference placed and no virus's seeds name stay at
     Viruses; each virus (rank S) holds its types (rank S1) and, assigned to itself, the reads
-    named at the virus level only."""
+    named at the virus level only. Taxa without reads are left out, as kraken2 does without
+    --report-zero-counts."""
     def line(n_clade: int, n_direct: int, rank: str, taxid: int, name: str, depth: int) -> str:
         pct = 100 * n_clade / reads_total if reads_total else 0.0
+        if not n_clade:
+            return ""
         return f"{pct:6.2f}\t{n_clade}\t{n_direct}\t{rank}\t{taxid}\t{'  ' * depth}{name}\n"
 
     named = sum(t["reads"] for v in viruses for t in v["types"]) + sum(v.get("reads", 0) for v in viruses)
@@ -46,14 +61,22 @@ def write_kraken_report(out: BinaryIO, reads_total: int, reads_viral: int, virus
     out.write("".join(lines).encode())
 
 
+# Both files are sections of one module, `genointerp`, in the MultiQC report.
+_PARENT = """# parent_id: 'genointerp'
+# parent_name: 'genointerp'
+# parent_description: 'Viral reads, types and loads per sample, from genointerp classify-reads (or merge-calls) and
+#     find-integrations. Copies per genome = viral depth / host depth, which assumes whole-genome sequencing.'
+"""
+
 MULTIQC_HEADER = """# id: 'genointerp_viral'
-# section_name: 'Viral report (genointerp)'
-# description: 'Reads called viral, the top detected type and its copies per human haploid genome (genointerp classify-reads; assumes whole-genome sequencing)'
+# section_name: 'Viral load (genointerp)'
+# description: 'Reads called viral, the top detected type, its copies per human haploid genome and the host depth
+#     they stand on (genointerp classify-reads; assumes whole-genome sequencing)'
 # plot_type: 'generalstats'
 # headers:
 #     viral_reads:
 #         title: 'Viral reads'
-#         description: 'Reads classify-reads called viral'
+#         description: 'Reads genointerp called viral'
 #         format: '{:,.0f}'
 #         scale: 'Reds'
 #     top_type:
@@ -64,23 +87,155 @@ MULTIQC_HEADER = """# id: 'genointerp_viral'
 #         description: 'Copies of the top type per human haploid genome'
 #         format: '{:,.2f}'
 #         scale: 'Purples'
+#     host_depth:
+#         title: 'Host depth'
+#         description: 'Host bases / host genome size: below 0.01x the copies are flagged low_host_depth'
+#         format: '{:,.4f}'
+#         suffix: 'x'
+#         hidden: true
 """
+
+TYPES_HEADER = _PARENT + """# id: 'genointerp_viral_types'
+# section_name: 'Viral types'
+# description: 'Every viral type genointerp lists per sample: reads shared among types by EM, reads matching no
+#     other type, copies per human haploid genome, status (detected, low_evidence, not_detected) and flags
+#     (low_host_depth: host depth under 0.01x, the copies mean little).'
+# plot_type: 'table'
+# pconfig:
+#     id: 'genointerp_viral_types_table'
+#     title: 'genointerp: viral types'
+#     col1_header: 'Sample: type'
+#     sort_rows: false
+# headers:
+#     sample:
+#         title: 'Sample'
+#     virus:
+#         title: 'Virus'
+#     type:
+#         title: 'Type'
+#     reads:
+#         title: 'Reads'
+#         description: 'Reads of the type (EM-assigned)'
+#         format: '{:,.1f}'
+#     unique_reads:
+#         title: 'Unique reads'
+#         description: 'Reads matching no other type'
+#         format: '{:,.0f}'
+#     genome_fraction:
+#         title: 'Genome covered'
+#         description: 'Share of the type genome covered by its reads'
+#         format: '{:,.3f}'
+#     copies_per_genome:
+#         title: 'Copies/genome'
+#         description: 'Copies per human haploid genome'
+#         format: '{:,.3f}'
+#     status:
+#         title: 'Status'
+#     flags:
+#         title: 'Flags'
+"""
+
+
+def _copies(t: dict) -> str:
+    return "NA" if t["copies_per_genome"] is None else f"{t['copies_per_genome']:.4f}"
 
 
 def write_multiqc(out: BinaryIO, summary: dict, reads_viral: int) -> None:
     """MultiQC custom content (a `*_mqc.tsv` file): one general-statistics row for the sample."""
     top = next((t for t in summary["types"] if t["status"] == "detected"), None)
-    copies = "NA" if top is None or top["copies_per_genome"] is None else f"{top['copies_per_genome']:.4f}"
-    row = f"{summary['sample']}\t{reads_viral}\t{top['type'] if top else 'none'}\t{copies}\n"
-    out.write((MULTIQC_HEADER + "Sample\tviral_reads\ttop_type\tcopies_per_genome\n" + row).encode())
+    row = (f"{summary['sample']}\t{reads_viral}\t{top['type'] if top else 'none'}\t{_copies(top) if top else 'NA'}\t"
+           f"{summary['host_depth']:.6f}\n")
+    out.write((MULTIQC_HEADER + "Sample\tviral_reads\ttop_type\tcopies_per_genome\thost_depth\n" + row).encode())
+
+
+def write_multiqc_types(out: BinaryIO, summary: dict) -> None:
+    """MultiQC custom content (a `*_mqc.tsv` file): the sample's rows of the types table, keyed
+    'SAMPLE: TYPE' (MultiQC joins the files of a cohort into one table); a sample with no type
+    listed gets one row, type 'none'."""
+    lines = [TYPES_HEADER, "Row\tsample\tvirus\ttype\treads\tunique_reads\tgenome_fraction\tcopies_per_genome\t"
+                           "status\tflags\n"]
+    sample = summary["sample"]
+    for t in summary["types"]:
+        fraction = "NA" if t["genome_fraction"] is None else f"{t['genome_fraction']:.4f}"
+        lines.append(f"{sample}: {t['type']}\t{sample}\t{t['virus']}\t{t['type']}\t{t['reads']:.2f}\t"
+                     f"{t['unique_reads']}\t{fraction}\t{_copies(t)}\t{t['status']}\t{','.join(t['flags']) or '.'}\n")
+    if not summary["types"]:
+        lines.append(f"{sample}: none\t{sample}\tnone\tnone\t0.00\t0\tNA\tNA\tnot_detected\t"
+                     f"{','.join(summary['flags']) or '.'}\n")
+    out.write("".join(lines).encode())
 
 
 def write_sample_report(outputs: dict, summary: dict, rows, reads_total: int, reads_viral: int) -> None:
     """Write the report in each format of `outputs` (format -> open binary stream or None): tsv,
-    kraken, multiqc."""
+    kraken, multiqc, multiqc_types."""
     if outputs.get("tsv") is not None:
         write_report_tsv(outputs["tsv"], rows)
     if outputs.get("kraken") is not None:
         write_kraken_report(outputs["kraken"], reads_total, reads_viral, summary["kraken"])
     if outputs.get("multiqc") is not None:
         write_multiqc(outputs["multiqc"], summary, reads_viral)
+    if outputs.get("multiqc_types") is not None:
+        write_multiqc_types(outputs["multiqc_types"], summary)
+
+
+def report_files(report: str | None, kraken: str | None, multiqc: str | None, multiqc_types: str | None,
+                 multiqc_integrations: str | None = None) -> list[tuple[str, str, str]]:
+    """(option, format, path) of the per-sample report files a job is asked for (find-integrations'
+    --multiqc is multiqc_integrations). UsageError for a MultiQC file that MultiQC would pass over
+    (its name must end in _mqc.tsv)."""
+    files = [(option, fmt, path) for option, fmt, path in (
+        ("--report", "tsv", report), ("--kraken-report", "kraken", kraken), ("--multiqc", "multiqc", multiqc),
+        ("--multiqc-types", "multiqc_types", multiqc_types), ("--multiqc", "multiqc_integrations", multiqc_integrations))
+        if path]
+    for option, fmt, path in files:
+        if fmt.startswith("multiqc") and not os.path.basename(path).endswith(MULTIQC_SUFFIX):
+            raise UsageError(f"{option} {path}: MultiQC reads custom content only from files named *{MULTIQC_SUFFIX}; "
+                             f"name it e.g. SAMPLE.genointerp{fmt.removeprefix('multiqc')}{MULTIQC_SUFFIX}")
+    return files
+
+
+INTEGRATIONS_HEADER = _PARENT + """# id: 'genointerp_integrations'
+# section_name: 'Viral integrations'
+# description: 'Host-virus junctions per sample (genointerp find-integrations): where in the host, which virus and
+#     type, the reads behind each (split reads give the base: precise; read pairs alone: imprecise) and the host
+#     genes at or nearest to it. A sample without junctions has one row, type none.'
+# plot_type: 'table'
+# pconfig:
+#     id: 'genointerp_integrations_table'
+#     title: 'genointerp: viral integrations'
+#     col1_header: 'Sample: junction'
+# headers:
+#     sample:
+#         title: 'Sample'
+#     virus:
+#         title: 'Virus'
+#     type:
+#         title: 'Type'
+#     host_position:
+#         title: 'Host position'
+#         description: 'Host contig:position (1-based) of the junction'
+#     split_reads:
+#         title: 'Split reads'
+#         format: '{:,.0f}'
+#     spanning_pairs:
+#         title: 'Spanning pairs'
+#         format: '{:,.0f}'
+#     nearest_genes:
+#         title: 'Genes'
+#         description: 'Host genes overlapping the junction, else the nearest on each side'
+#     status:
+#         title: 'Status'
+"""
+
+
+def write_multiqc_integrations(out: BinaryIO, sample: str, junctions: list[dict]) -> None:
+    """MultiQC custom content (a `*_mqc.tsv` file): a sample's rows of the integrations table,
+    keyed 'SAMPLE: JUNCTION_ID'. `junctions`: find-integrations' rows as dicts of its TSV columns."""
+    lines = [INTEGRATIONS_HEADER,
+             "Row\tsample\tvirus\ttype\thost_position\tsplit_reads\tspanning_pairs\tnearest_genes\tstatus\n"]
+    for j in junctions:
+        lines.append(f"{sample}: {j['junction_id']}\t{sample}\t{j['virus']}\t{j['type']}\t{j['host_chrom']}:"
+                     f"{j['host_pos']}\t{j['split_reads']}\t{j['spanning_pairs']}\t{j['nearest_genes']}\t{j['status']}\n")
+    if not junctions:
+        lines.append(f"{sample}: none\t{sample}\tnone\tnone\tNA\t0\t0\t.\tnone\n")
+    out.write("".join(lines).encode())

@@ -4,7 +4,7 @@ reads it calls viral.
 Per batch of reads (their sequences), in a worker process (genointerp.pools) or in the job's own:
 - the evidence: seed matches and protein matches (genointerp.viral.evidence, .protein), as bits;
 - the typing (placement on the model folder's references, else the virus the seeds name:
-  genointerp.viral.sample_report.type_reads) of every read the evidence calls viral whatever the
+  genointerp.viral.sample_tally.type_reads) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
   model decides are typed by the job's own process once it has (SampleTally.add), so a worker
   builds its aligner (minimap2's index, about half a second) only where a batch holds viral reads.
@@ -24,7 +24,7 @@ from genointerp.seq.joined import encode_text
 from genointerp.viral.calling import CallingRule
 from genointerp.viral.evidence import KmerIndex
 from genointerp.viral.protein import ProteinIndex
-from genointerp.viral.sample_report import ReadType, type_reads
+from genointerp.viral.sample_tally import ReadType, type_reads
 from genointerp.viral.typing import Typer
 
 

@@ -48,7 +48,7 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
-from genointerp.io.viral_report import write_sample_report
+from genointerp.io.viral_report import report_files, write_sample_report
 from genointerp.job import one_stdout, stdin_once
 from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, read_model_config
 from genointerp.pools import OrderedPool, in_order
@@ -65,7 +65,10 @@ from genointerp.viral.evidence import KmerIndex, index_files
 from genointerp.viral.model_process import ModelProcess
 from genointerp.viral.prebuilt import load_indexes
 from genointerp.viral.protein import ProteinIndex
-from genointerp.viral.sample_report import SampleTally, sample_name
+from genointerp.viral.host_depth import MappedBases, mapped_host_bases, sum_mapped
+from genointerp.viral.sample_report import check_sample_name, report_from_typing, sample_name
+from genointerp.viral.sample_tally import SampleTally
+from genointerp.viral.typing_data import sample_spec
 from genointerp.viral.scatter import chunk_fields, chunk_range, count_records, parse_chunk
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
@@ -90,9 +93,11 @@ class ClassifyRequest:
     summary: str | None = None  # run summary JSON
     report: str | None = None  # per-sample viral report TSV (the reads typed by EM)
     kraken_report: str | None = None  # the report in kraken2's format
-    multiqc: str | None = None  # the report as a MultiQC custom-content file
+    multiqc: str | None = None  # the report's MultiQC general-statistics row (custom content, *_mqc.tsv)
+    multiqc_types: str | None = None  # the report's MultiQC table of types (custom content, *_mqc.tsv)
     sample: str | None = None  # the report's sample name; None: from the first input's file name
     host_genome_size: float = 3.1e9  # the report's copies per genome: GRCh38's size by default
+    host_bases: int | None = None  # the host's bases; None: counted (genointerp.viral.host_depth)
     viral_out: str | None = None  # the reads called viral
     unmapped_only: bool = False
     reference: str | None = None  # FASTA for CRAM decoding
@@ -113,13 +118,17 @@ class ClassifyRequest:
             raise UsageError(f"--threshold: must be from 0 to 1, not {self.threshold}")
         if not self.host_genome_size > 0:
             raise UsageError(f"--host-genome-size: must be above 0, not {self.host_genome_size}")
+        if self.host_bases is not None and not self.host_bases > 0:
+            raise UsageError(f"--host-bases: must be above 0, not {self.host_bases}")
+        check_sample_name(self.sample)
         check_settings(self.threads, self.precision)
         if self.chunk is not None:
             self.chunk_of()
             reports = self.reports()
             if reports:
-                raise UsageError(f"{reports[0][0]}: the per-sample report needs every read of the sample: run "
-                                 "classify-reads unchunked for it")
+                raise UsageError(f"{reports[0][0]}: the per-sample report needs every read of the sample: give the "
+                                 "chunks' --summary files to merge-calls with this option (a chunk's summary holds "
+                                 "its share of the typing)")
             streams = [p for p in self.reads if is_stream(p)]
             if streams:
                 what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
@@ -137,8 +146,12 @@ class ClassifyRequest:
 
     def reports(self) -> list[tuple[str, str]]:
         """(option, path) of the per-sample report files asked for."""
-        return [(name, path) for name, path in (("--report", self.report), ("--kraken-report", self.kraken_report),
-                                                ("--multiqc", self.multiqc)) if path]
+        return [(option, path) for option, _, path in self.report_files()]
+
+    def report_files(self) -> list[tuple[str, str, str]]:
+        """(option, format, path) of the per-sample report files asked for
+        (genointerp.io.viral_report.report_files)."""
+        return report_files(self.report, self.kraken_report, self.multiqc, self.multiqc_types)
 
     def model_folder(self) -> str:
         return self.model or str(builtin_model_dir())
@@ -304,11 +317,11 @@ def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Classify every read into the calls TSV, and write whichever of the reads called viral, the
     summary JSON and the per-sample report files the request names; returns the summary (with the
     per-sample viral report, genointerp.viral.sample_report, when a report file is asked for)."""
-    with outputs.streams(req.output, req.summary, req.viral_out, req.report, req.kraken_report, req.multiqc,
+    files = req.report_files()
+    with outputs.streams(req.output, req.summary, req.viral_out, *(path for _, _, path in files),
                          plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
         summary = _classify(req, out[req.output], out.get(req.viral_out), report,
-                            {"tsv": out.get(req.report), "kraken": out.get(req.kraken_report),
-                             "multiqc": out.get(req.multiqc)})
+                            {fmt: out[path] for _, fmt, path in files})
         if req.summary:
             out[req.summary].write(summary_json(summary).encode())
     return summary
@@ -331,14 +344,16 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
 def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, out, viral_out, report: Reporter,
                     sample_out: dict) -> dict:
     """_classify with the classifier loaded and its worker processes started."""
-    tally = SampleTally(clf.path, clf.index, req.sample or sample_name(req.reads), req.host_genome_size, report.log,
-                        clf.protein)
+    tally = SampleTally(clf.path, clf.index, report.log, clf.protein)
+    chunk = req.chunk_of()
+    # the report's settings, the host's mapped bases included, before any read: a report that
+    # cannot know the host depth is refused at once
+    spec = report_spec(req, report.log) if req.reports() or (chunk and clf.index is not None) else None
     counts: Counter = Counter()
     evidence_counts: Counter = Counter()
     total = called = model_reads = 0
     classify = batch_classifier(clf, req)
     it = records(req, one_format=viral_out is not None)
-    chunk = req.chunk_of()
     ids = hashlib.sha256() if chunk else None  # the chunk's read names, for merge-calls to pair files
     if chunk:
         part, parts = chunk
@@ -395,14 +410,39 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
         "model": clf.path,
         "model_sha256": model_sha256(clf.path, clf.config),
     }
+    typing = tally.typing(spec) if spec is not None else None
+    tally.close()
     if chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
-    if not req.reports():
-        tally.close()  # the reads were typed for the reference column only: no report asked for
-    else:
-        summary["viral_report"], report_rows = tally.finish()
+        if typing is not None:
+            summary["typing"] = typing  # merge-calls builds the report from the chunks' typings
+    if req.reports():
+        summary["viral_report"], report_rows = report_from_typing(typing)
         write_sample_report(sample_out, summary["viral_report"], report_rows, total, called)
     return summary
+
+
+def report_spec(req: ClassifyRequest, log) -> dict:
+    """The per-sample report's settings (genointerp.viral.sample_tally.sample_spec): with
+    --unmapped-only and no --host-bases, the bases of the mapped host reads left out, from the
+    inputs' indexes. Refused where they cannot be known and a report is asked for; a chunk job
+    records them as unknown (merge-calls then refuses its report)."""
+    mapped: MappedBases | None = None
+    if req.host_bases is None:
+        try:
+            mapped = sum_mapped([mapped_host_bases(p, req.reference) if req.unmapped_only else MappedBases(0, 0, 0, {})
+                                 for p in req.reads])
+        except InputError:
+            if req.reports():
+                raise
+        if mapped is not None and mapped.records:
+            log(f"host bases of the mapped reads --unmapped-only leaves out: {mapped.bases:,} "
+                f"({'counted' if mapped.exact else f'estimated from {mapped.sampled:,} of'} {mapped.records:,} "
+                "mapped records in the index)")
+        if mapped is not None and mapped.viral_records:
+            log("mapped to viral contigs, neither classified (--unmapped-only) nor host: "
+                + ", ".join(f"{n:,} records on {c}" for c, n in mapped.viral_records.items()))
+    return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The merge-calls job: classify-reads --chunk outputs in, the unchunked run's outputs out.
+"""The merge-calls job: classify-reads --chunk outputs in, the unchunked run's outputs out (the
+per-sample report included, from the typing each chunk summary holds).
 
 The inputs are told apart by content (genointerp.viral.scatter.open_chunk_files); how they are
 checked and joined is genointerp.viral.scatter's gather.
@@ -10,12 +11,15 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from genointerp.errors import UsageError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.paths import file_id
 from genointerp.io.calls_table import summary_json
 from genointerp.job import one_stdout, stdin_once
+from genointerp.io.viral_report import report_files, write_sample_report
 from genointerp.report import Reporter
+from genointerp.viral.sample_report import report_from_typing
+from genointerp.viral.typing_data import merge_typing
 from genointerp.viral.scatter import ChunkFile, merge_calls, open_chunk_files
 
 
@@ -27,10 +31,19 @@ class MergeCallsRequest:
     output: str = "-"  # merged calls TSV
     summary: str | None = None  # merged summary JSON (needs the chunks' summaries)
     viral_out: str | None = None  # merged reads called viral (needs the chunks' viral-read files)
+    report: str | None = None  # the per-sample report TSV, from the chunk summaries' typings
+    kraken_report: str | None = None  # the report in kraken2's format
+    multiqc: str | None = None  # the report's MultiQC general-statistics row (*_mqc.tsv)
+    multiqc_types: str | None = None  # the report's MultiQC table of types (*_mqc.tsv)
 
     def check(self) -> None:
-        one_stdout(("--output", self.output), ("--summary", self.summary), ("--viral-out", self.viral_out))
+        one_stdout(("--output", self.output), ("--summary", self.summary), ("--viral-out", self.viral_out),
+                   *((option, path) for option, _, path in self.report_files()))
         stdin_once("CHUNK...", self.chunks, "one stream cannot be two chunk files")
+
+    def report_files(self) -> list[tuple[str, str, str]]:
+        """(option, format, path) of the per-sample report files asked for."""
+        return report_files(self.report, self.kraken_report, self.multiqc, self.multiqc_types)
 
     def inputs(self) -> list[str]:
         return list(self.chunks)
@@ -39,7 +52,9 @@ class MergeCallsRequest:
 def run(req: MergeCallsRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Join the chunks into the request's outputs; returns {"chunks": how many calls TSVs, "summary":
     the merged summary or None without the chunks' summaries}."""
-    paths = outputs.files(req.output, req.summary, req.viral_out)  # refused outputs cost no reading
+    files = req.report_files()
+    # refused outputs cost no reading
+    paths = outputs.files(req.output, req.summary, req.viral_out, *(path for _, _, path in files))
     with tempfile.TemporaryDirectory(prefix="genointerp-merge-") as scratch:  # copies of piped inputs
         kinds: dict[str, list[ChunkFile]] = {"calls": [], "summary": [], "viral": []}
         for cf in open_chunk_files(req.chunks, scratch):
@@ -47,7 +62,11 @@ def run(req: MergeCallsRequest, outputs: AtomicOutputs, report: Reporter) -> dic
         tables, summaries, virals = kinds["calls"], kinds["summary"], kinds["viral"]
         _check_kinds(req, tables, summaries, virals)
         with open_streams(paths, plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
-            merged = merge_calls(tables, summaries, virals, out[req.output], out.get(req.viral_out))
+            merged, loaded = merge_calls(tables, summaries, virals, out[req.output], out.get(req.viral_out))
+            if files:
+                merged["viral_report"], rows = report_from_typing(merge_typing(_typings(loaded)))
+                write_sample_report({fmt: out[path] for _, fmt, path in files}, merged["viral_report"], rows,
+                                    merged["reads_total"], merged["reads_called_viral"])
             if req.summary:
                 out[req.summary].write(summary_json(merged).encode())
     return {"chunks": len(tables), "summary": merged}
@@ -65,12 +84,25 @@ def _check_kinds(req: MergeCallsRequest, tables: list, summaries: list, virals: 
             raise UsageError(f"CHUNK...: {len(given)} {what} for {len(tables)} calls TSVs: give one per chunk")
     if req.summary and not summaries:
         raise UsageError("--summary: needs the chunks' summary JSONs among the inputs")
+    if req.report_files() and not summaries:
+        raise UsageError(f"{req.report_files()[0][0]}: the report is built from the typing the chunks' summary JSONs "
+                         "hold: give them among the inputs")
     if req.viral_out and not virals:
         raise UsageError("--viral-out: needs the chunks' --viral-out files among the inputs")
     if virals and not req.viral_out:
         names = ", ".join(v.path for v in virals[:3]) + (", ..." if len(virals) > 3 else "")
         raise UsageError(f"CHUNK...: viral-read files given ({names}; an empty file is one, from a chunk that called "
                          "no read viral): name the merged file with --viral-out")
+
+
+def _typings(loaded: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """The typing of each chunk summary (in chunk order); InputError for a summary without one."""
+    for path, s in loaded:
+        if "typing" not in s:
+            why = ("a whole-run summary: give the chunks' summaries" if "chunk" not in s else
+                   "a chunk of a model without a viral index, or of an older genointerp")
+            raise InputError(f"{path}: holds no typing to build the report from ({why})")
+    return [(path, s["typing"]) for path, s in loaded]
 
 
 def _each_file_once(paths: list[str]) -> None:

@@ -2,10 +2,19 @@
 genome and a status (classify-reads --report, and `viral_report` in its summary).
 
 Copies per human haploid genome = the type's mean depth / the host's depth, where the host's
-depth is the bases of the reads not called viral over the host genome size (default GRCh38's
-3.1e9). That assumes whole-genome sequencing: the host's reads cover its genome evenly. With
-targeted or RNA sequencing, or a host sample of one chromosome, the copies are not copies per
-genome (give --host-genome-size the size of what was sequenced).
+depth is the host's bases over the host genome size (default GRCh38's 3.1e9). The host's bases are
+those of the reads not called viral, plus, with --unmapped-only, those of the mapped reads it
+leaves out (from the BAM index: genointerp.viral.host_depth), or as given by --host-bases. That
+assumes whole-genome sequencing: the host's reads cover its genome evenly. With targeted or RNA
+sequencing, or a host sample of one chromosome, the copies are not copies per genome (give
+--host-genome-size the size of what was sequenced).
+
+Flags, per row (`flags`, ',' joined; '.' for none):
+- low_host_depth: host depth under MIN_HOST_DEPTH (0.01x: host bases under 1 % of the host genome,
+  31 Mb of GRCh38). Whole-genome libraries, even shallow ones, lie far above it; below it the
+  input is a subsample, a targeted or RNA library, or reads already stripped of the host (a FASTQ
+  of unmapped reads: give --host-bases), and copies per genome mean little. The copies are still
+  printed (NA where the host depth is 0).
 
 Status, per type (thresholds set on HPV-negative samples, benchmarks/viral_report.py):
 - detected: at least MIN_READS EM-assigned reads, MIN_UNIQUE of them matching no other type, and
@@ -28,9 +37,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from genointerp.viral.naming import name_viruses, virus_label
-from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, Typer, TypeHits, TypeRow, run_em, type_rows
+from genointerp.errors import InputError, UsageError
+from genointerp.viral.naming import virus_label
+from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, TypeRow, run_em, type_rows
+from genointerp.viral.typing_data import placed_reads, references
 
 GRCH38_SIZE = 3.1e9
 MIN_READS = 10
@@ -38,8 +50,10 @@ MIN_UNIQUE = 3
 MIN_COVERED = 300
 LOW_READS = 3
 MIN_LISTED = 0.5
-ASSUMPTION = ("copies per human haploid genome = viral mean depth / host depth; host depth = bases of the reads not "
-              "called viral / host genome size; assumes whole-genome sequencing")
+MIN_HOST_DEPTH = 0.01
+ASSUMPTION = ("copies per human haploid genome = viral mean depth / host depth; host depth = host bases (of the reads "
+              "not called viral, and of the mapped reads --unmapped-only leaves out, or --host-bases) / host genome "
+              "size; assumes whole-genome sequencing")
 STATUSES = ("detected", "low_evidence", "not_detected")
 # kraken-style report: each virus's NCBI taxon; HPV types' taxids from the model folder's TAXIDS_FILE
 TAXIDS_FILE = "taxids.tsv"
@@ -63,13 +77,16 @@ class ReportRow:
     shared_with: str  # detected types every read of this one also matches ('' when none)
     reference: str  # the lead genome; '' for a virus-level row
     genome_length: int
+    host_depth: float
+    flags: tuple[str, ...]  # see the module's docstring
 
     def as_dict(self) -> dict:
         return {"virus": self.virus, "type": self.type, "reads": round(self.reads, 2), "unique_reads": self.unique_reads,
                 "genome_fraction": None if self.genome_fraction is None else round(self.genome_fraction, 4),
                 "mean_depth": None if self.mean_depth is None else round(self.mean_depth, 4),
                 "copies_per_genome": None if self.copies_per_genome is None else round(self.copies_per_genome, 4),
-                "status": self.status, "shared_with": self.shared_with or None, "reference": self.reference or None}
+                "status": self.status, "shared_with": self.shared_with or None, "reference": self.reference or None,
+                "flags": list(self.flags)}
 
 
 def sample_name(inputs: list[str]) -> str:
@@ -81,7 +98,21 @@ def sample_name(inputs: list[str]) -> str:
     for mate in ("_R1", "_1", ".R1"):
         if name.endswith(mate) and len(name) > len(mate):
             name = name[: -len(mate)]
-    return name or "sample"
+    return "".join("_" if c in _NOT_IN_NAMES else c for c in name) or "sample"
+
+
+_NOT_IN_NAMES = "\t\n\r"  # a sample name is a field of the TSV reports
+
+
+def check_sample_name(sample: str | None) -> None:
+    """UsageError for an empty --sample (genointerp.job.check_values refuses tabs and line ends in
+    every option)."""
+    if sample is not None and not sample.strip():
+        raise UsageError("--sample: give the sample a name (it keys the reports' rows), not an empty one")
+
+
+def load_flags(host_depth: float) -> tuple[str, ...]:
+    return ("low_host_depth",) if host_depth < MIN_HOST_DEPTH else ()
 
 
 def build_rows(sample: str, rows: list[TypeRow], host_depth: float) -> list[ReportRow]:
@@ -100,16 +131,17 @@ def build_rows(sample: str, rows: list[TypeRow], host_depth: float) -> list[Repo
             status = "low_evidence" if r.reads >= LOW_READS else "not_detected"
         copies = r.mean_depth / host_depth if host_depth > 0 else None
         out.append(ReportRow(sample, r.virus, r.type, r.reads, r.unique_reads, r.covered_bases / r.genome_length,
-                             r.mean_depth, copies, status, ",".join(shadow), r.lead, r.genome_length))
+                             r.mean_depth, copies, status, ",".join(shadow), r.lead, r.genome_length, host_depth,
+                             load_flags(host_depth)))
     return out
 
 
-def virus_rows(sample: str, named: dict[str, int]) -> list[ReportRow]:
+def virus_rows(sample: str, named: dict[str, int], host_depth: float) -> list[ReportRow]:
     """One row per virus of the reads no reference places but their seeds name (see the module's
     docstring), most reads first."""
 
     return [ReportRow(sample, v, virus_label(v), float(n), n, None, None, None,
-                      "low_evidence" if n >= LOW_READS else "not_detected", "", "", 0)
+                      "low_evidence" if n >= LOW_READS else "not_detected", "", "", 0, host_depth, ())
             for v, n in sorted(named.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
@@ -119,19 +151,34 @@ def thresholds() -> dict:
             "placement": {"margin_edits": MARGIN, "error_rate": ERROR_RATE, "em_iterations": EM_ITERATIONS}}
 
 
-def report_summary(sample: str, rows: list[ReportRow], host_bases: int, host_genome_size: float, placed: int,
-                   unplaced: int, iterations: int, named: dict[str, int] | None = None) -> dict:
-    host_depth = host_bases / host_genome_size
+def host_bases_of(typing: dict) -> int:
+    """The host's bases of a sample's typing (genointerp.viral.sample_tally.typing_part)."""
+    host = typing["host_bases"]
+    if host["given"] is not None:
+        return host["given"]
+    if host["mapped"] is None:
+        raise InputError(f"sample {typing['sample']}: its host bases are unknown (--unmapped-only of a file without "
+                         "read counts in an index): run classify-reads with --host-bases")
+    return host["classified"] + host["mapped"]
+
+
+def report_summary(typing: dict, rows: list[ReportRow], iterations: int) -> dict:
+    host_bases = host_bases_of(typing)
+    host = typing["host_bases"]
     top = next((r for r in rows if r.status == "detected"), None)
     return {
-        "sample": sample,
+        "sample": typing["sample"],
         "host_bases": host_bases,
-        "host_genome_size": host_genome_size,
-        "host_depth": round(host_depth, 6),
+        "host_bases_from": {"given": host["given"], "reads_not_called_viral": host["classified"],
+                            "mapped_reads": host["mapped"], "mapped_records": host["mapped_records"],
+                            "mapped_records_read": host["mapped_records_read"]},
+        "host_genome_size": typing["host_genome_size"],
+        "host_depth": round(host_bases / typing["host_genome_size"], 6),
+        "flags": list(load_flags(host_bases / typing["host_genome_size"])),
         "assumption": ASSUMPTION,
-        "viral_reads_placed": placed,
-        "viral_reads_unplaced": unplaced,
-        "viral_reads_unplaced_by_virus": dict(sorted((named or {}).items())),
+        "viral_reads_placed": len(typing["placed"]),
+        "viral_reads_unplaced": typing["unplaced"],
+        "viral_reads_unplaced_by_virus": typing["named"],
         "em_iterations": iterations,
         "top_type": top.type if top else None,
         "detected": [r.type for r in rows if r.status == "detected"],
@@ -140,85 +187,28 @@ def report_summary(sample: str, rows: list[ReportRow], host_bases: int, host_gen
     }
 
 
-@dataclass(frozen=True)
-class ReadType:
-    """A read's typing: its placement (None where no reference places it), its `reference`
-    column, and the virus its seeds name where no reference places it (None otherwise, or where
-    they name no clear one)."""
-
-    placed: TypeHits | None
-    label: str
-    named: str | None
+class _Name(NamedTuple):
+    virus: str
+    display: str
 
 
-def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
-    """The typing of each read of `seqs`, by its placement on the typer's references, else by
-    its seeds (genointerp.viral.naming): each read on its own, so any batch gives the same."""
-    placements = [typer.place(seq) for seq in seqs]
-    unplaced = [i for i, p in enumerate(placements) if p is None]
-    names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))
-    return [ReadType(p, virus_label(names[i]) if names.get(i) else typer.reference_label(p), names.get(i))
-            for i, p in enumerate(placements)]
-
-
-class SampleTally:
-    """classify-reads' side of the report: the `reference` column of each batch's viral reads
-    (typed here, or beforehand by the batch's worker), the host's bases, and at the end the
-    reads shared among types by EM."""
-
-    def __init__(self, model_dir: str, index, sample: str, host_genome_size: float, log, protein=None) -> None:
-
-        self.model_dir = model_dir
-        self.index, self.protein = index, protein  # to name unplaced reads' virus by their seeds
-        self.typer = Typer(model_dir, index, log) if index is not None else None
-        self.sample, self.host_genome_size = sample, host_genome_size
-        self.placed: list = []
-        self.unplaced = 0
-        self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
-        self.host_bases = 0
-
-    def add(self, batch: list, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
-        """The reference column of a batch of records, given its reads called viral (a bool
-        array) and the typing of some of its reads (by index in the batch) done beforehand."""
-
-        labels = ["NA"] * len(batch)
-        is_viral = viral.tolist()
-        self.host_bases += sum(len(rec[1]) for rec, v in zip(batch, is_viral) if not v)
-        if self.typer is None:
-            return labels
-        typed = dict(typed or {})
-        todo = [i for i, v in enumerate(is_viral) if v and i not in typed]
-        typed.update(zip(todo, type_reads(self.typer, self.index, self.protein, [batch[i][1] for i in todo])))
-        for i in (i for i, v in enumerate(is_viral) if v):
-            t = typed[i]
-            labels[i] = t.label
-            if t.placed is not None:
-                self.placed.append(t.placed)
-                continue
-            self.unplaced += 1
-            if t.named is not None:
-                self.named[t.named] = self.named.get(t.named, 0) + 1
-        return labels
-
-    def finish(self) -> tuple[dict, list[ReportRow]]:
-
-        em = run_em(self.placed)
-        rows: list[TypeRow] = []
-        if self.placed:
-            refs = self.typer.panel.refs
-            rows = type_rows(self.placed, em, {r: refs[r].naming for r in em.refs}, {r: refs[r].length for r in em.refs})
-        report_rows = build_rows(self.sample, rows, self.host_bases / self.host_genome_size)
-        named_rows = virus_rows(self.sample, self.named)
-        summary = report_summary(self.sample, report_rows + named_rows, self.host_bases, self.host_genome_size,
-                                 len(self.placed), self.unplaced, em.iterations, self.named)
-        summary["kraken"] = kraken_rows(report_rows, len(self.placed), type_taxids(self.model_dir), self.named)
-        report_rows += named_rows
-        self.close()
-        return summary, report_rows
-
-    def close(self) -> None:
-        if self.typer is not None:
-            self.typer.close()
+def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
+    """The report of a sample's typing (genointerp.viral.sample_tally.typing_part): its summary
+    (the summary JSON's `viral_report`) and its rows, types by EM reads then the viruses of unplaced
+    reads."""
+    placed = placed_reads(typing)
+    em = run_em(placed)
+    rows: list[TypeRow] = []
+    if placed:
+        refs = references(typing)
+        rows = type_rows(placed, em, {r: _Name(refs[r][0], refs[r][1]) for r in em.refs},
+                         {r: refs[r][2] for r in em.refs})
+    host_depth = host_bases_of(typing) / typing["host_genome_size"]
+    report_rows = build_rows(typing["sample"], rows, host_depth)
+    report_rows += virus_rows(typing["sample"], typing["named"], host_depth)
+    summary = report_summary(typing, report_rows, em.iterations)
+    summary["kraken"] = kraken_rows(report_rows, len(placed), typing["taxids"], typing["named"])
+    return summary, report_rows
 
 
 def type_taxids(model_dir: str) -> dict[str, int]:
@@ -254,8 +244,11 @@ def kraken_rows(rows: list[ReportRow], placed: int, taxids: dict[str, int],
     """Viruses and their types with whole read counts (EM reads of the type rows `rows` apportioned
     over the placed reads), and the reads named at the virus level only (`named`, virus -> reads):
     [{virus, virus_taxid, virus_name, reads (the virus's own), types: [{type, taxid, reads}]}],
-    most reads first."""
-    counts = apportion([r.reads for r in rows], placed)
+    most reads first. A type with no NCBI taxon of its own in `taxids` (HBV's genotypes, many HPV
+    types) gets no row: its reads stay at its virus's node, as kraken2 leaves a read at the lowest
+    taxon it can name, rather than a row that repeats the virus's taxid."""
+    type_rows_only = [r for r in rows if r.genome_fraction is not None]
+    counts = apportion([r.reads for r in type_rows_only], placed)
     viruses: dict[str, dict] = {}
 
     def entry(virus: str) -> dict:
@@ -263,9 +256,12 @@ def kraken_rows(rows: list[ReportRow], placed: int, taxids: dict[str, int],
         return viruses.setdefault(virus, {"virus": virus, "virus_taxid": taxid, "virus_name": name, "reads": 0,
                                           "types": []})
 
-    for r, n in zip(rows, counts):
+    for r, n in zip(type_rows_only, counts):
         v = entry(r.virus)
-        v["types"].append({"type": r.type, "taxid": taxids.get(r.type, v["virus_taxid"]), "reads": n})
+        if r.type in taxids and taxids[r.type] != v["virus_taxid"]:
+            v["types"].append({"type": r.type, "taxid": taxids[r.type], "reads": n})
+        else:
+            v["reads"] += n
     for virus, n in (named or {}).items():
         entry(virus)["reads"] += n
     out = sorted(viruses.values(), key=lambda v: (-v["reads"] - sum(t["reads"] for t in v["types"]), v["virus"]))

@@ -22,6 +22,7 @@ So every job first counts N, with no index and no side files:
   need all of it).
 
 Gather (`merge-calls`): concatenate the chunk TSVs (one header), the chunk viral-read files,
+join the chunks' typings into the per-sample report (genointerp.viral.sample_tally.merge_typing),
 and sum the chunk summaries, refusing chunk sets that are incomplete, duplicated, or come from
 other inputs, models or thresholds. A chunk summary records a digest of its reads' names
 (`read_ids_sha256`), so that each TSV is matched to its own summary even where two chunks hold as
@@ -46,7 +47,7 @@ from genointerp.io.jsonfile import json_object
 from genointerp.viral.blocks import BLOCK
 
 # Summary fields that describe one chunk only; the merged summary drops them.
-CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256")
+CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256", "typing")
 _COUNT_KEYS = ("reads_total", "reads_scored", "reads_called_viral", "reads_model_scored")
 _BLOCK = 1 << 20
 
@@ -281,8 +282,9 @@ def copy_reads(cf: ChunkFile, out: BinaryIO, expected: list[bytes], table: str) 
 
 
 def merge_calls(tables: list[ChunkFile], summaries: list[ChunkFile], virals: list[ChunkFile], out: BinaryIO,
-                viral_out: BinaryIO | None) -> dict | None:
-    """Gather chunk outputs into `out` (TSV) and `viral_out`; returns the merged summary, if any.
+                viral_out: BinaryIO | None) -> tuple[dict | None, list[tuple[str, dict]]]:
+    """Gather chunk outputs into `out` (TSV) and `viral_out`; returns the merged summary, if any,
+    and the summaries read, as (path, summary) in chunk order.
 
     The three lists are paired by position (the k-th TSV, summary and viral-read file come from
     one job). Chunk summaries put all three in chunk order; without summaries, TSVs are taken in
@@ -313,4 +315,4 @@ def merge_calls(tables: list[ChunkFile], summaries: list[ChunkFile], virals: lis
     if viral_out is not None:
         for cf, table, expected in zip(virals, tables, called):
             copy_reads(cf, viral_out, expected, table.path)
-    return merged
+    return merged, loaded

@@ -1,0 +1,88 @@
+"""classify-reads' side of the per-sample viral report: each viral read's type (the calls TSV's
+`reference` column) and the sample's typing (genointerp.viral.typing_data), the data the report is
+built from (genointerp.viral.sample_report.report_from_typing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from genointerp.viral.naming import name_viruses, virus_label
+from genointerp.viral.sample_report import type_taxids
+from genointerp.viral.typing import Typer, TypeHits
+from genointerp.viral.typing_data import typing_part
+
+
+@dataclass(frozen=True)
+class ReadType:
+    """A read's typing: its placement (None where no reference places it), its `reference`
+    column, and the virus its seeds name where no reference places it (None otherwise, or where
+    they name no clear one)."""
+
+    placed: TypeHits | None
+    label: str
+    named: str | None
+
+
+def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
+    """The typing of each read of `seqs`, by its placement on the typer's references, else by
+    its seeds (genointerp.viral.naming): each read on its own, so any batch gives the same."""
+    placements = [typer.place(seq) for seq in seqs]
+    unplaced = [i for i, p in enumerate(placements) if p is None]
+    names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))
+    return [ReadType(p, virus_label(names[i]) if names.get(i) else typer.reference_label(p), names.get(i))
+            for i, p in enumerate(placements)]
+
+
+class SampleTally:
+    """classify-reads' side of the report: the `reference` column of each batch's viral reads
+    (typed here, or beforehand by the batch's worker) and what the report is built from: each
+    placed read's matches, the unplaced reads, the bases of the reads not called viral."""
+
+    def __init__(self, model_dir: str, index, log, protein=None) -> None:
+
+        self.model_dir = model_dir
+        self.index, self.protein = index, protein  # to name unplaced reads' virus by their seeds
+        self.typer = Typer(model_dir, index, log) if index is not None else None
+        self.placed: list[TypeHits] = []
+        self.unplaced = 0
+        self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
+        self.host_bases = 0
+
+    def add(self, batch: list, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
+        """The reference column of a batch of records, given its reads called viral (a bool
+        array) and the typing of some of its reads (by index in the batch) done beforehand."""
+
+        labels = ["NA"] * len(batch)
+        is_viral = viral.tolist()
+        self.host_bases += sum(len(rec[1]) for rec, v in zip(batch, is_viral) if not v)
+        if self.typer is None:
+            return labels
+        typed = dict(typed or {})
+        todo = [i for i, v in enumerate(is_viral) if v and i not in typed]
+        typed.update(zip(todo, type_reads(self.typer, self.index, self.protein, [batch[i][1] for i in todo])))
+        for i in (i for i, v in enumerate(is_viral) if v):
+            t = typed[i]
+            labels[i] = t.label
+            if t.placed is not None:
+                self.placed.append(t.placed)
+                continue
+            self.unplaced += 1
+            if t.named is not None:
+                self.named[t.named] = self.named.get(t.named, 0) + 1
+        return labels
+
+    def typing(self, spec: dict) -> dict:
+        """The sample's typing (typing_part) with the report's settings `spec` (sample_spec)."""
+        refs = {}
+        if self.placed:
+            panel = self.typer.panel
+            for name in sorted({h.ref for p in self.placed for h in p.hits}):
+                n = panel.refs[name].naming
+                refs[name] = (n.virus, n.display, panel.refs[name].length)
+        taxids = type_taxids(self.model_dir)
+        return typing_part(spec, self.placed, refs, self.unplaced, self.named, self.host_bases,
+                           {d: taxids[d] for _, d, _ in refs.values() if d in taxids})
+
+    def close(self) -> None:
+        if self.typer is not None:
+            self.typer.close()

@@ -1,0 +1,107 @@
+"""A sample's typing as data: what the per-sample viral report is built from
+(genointerp.viral.sample_report.report_from_typing), in JSON.
+
+It holds every placed read's matches in input order, the reads no reference places, the bases of
+the reads not called viral, how to get the host's other bases, and the names, lengths and taxids of
+the references matched. A chunk's summary carries its typing, and merge-calls joins the chunks'
+(`merge_typing`: the matches one after another in chunk order, the counts and bases summed), so
+that the report it builds is the unchunked run's byte for byte: the EM sees the same reads in the
+same order either way.
+
+A read's matches are one string, "REF,EDITS,R_ST,R_EN,ALIGNED" per match joined by spaces, REF
+an index into `refs` ([[name, virus, display name, genome length], ...], sorted by name): a
+tumour's 100,000 viral reads with some 15 matches each then take about 20 MB, not the hundreds a
+nested JSON list would.
+"""
+
+from __future__ import annotations
+
+from genointerp.errors import InputError
+from genointerp.viral.host_depth import MappedBases
+from genointerp.viral.typing import Hit, TypeHits
+
+
+def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, mapped: MappedBases | None) -> dict:
+    """The report's settings: its sample name, the host genome size, and the host's bases given
+    (--host-bases) or those of the mapped reads an --unmapped-only run leaves out (None: unknown,
+    where no report is asked for; the report then refuses)."""
+    return {"sample": sample, "host_genome_size": host_genome_size,
+            "host_bases": {"given": host_bases,
+                           "mapped": None if mapped is None else mapped.bases,
+                           "mapped_records": None if mapped is None else mapped.records,
+                           "mapped_records_read": None if mapped is None else mapped.sampled}}
+
+
+def typing_part(spec: dict, placed: list[TypeHits], refs: dict[str, tuple], unplaced: int, named: dict[str, int],
+                classified_host_bases: int, taxids: dict[str, int]) -> dict:
+    """A sample's (or a chunk's) typing as JSON: `spec` (sample_spec) with the bases of the reads
+    not called viral added, each placed read's matches (see the module's docstring) on the
+    references `refs` (name -> (virus, display name, genome length)), the unplaced reads and
+    those named by virus, and the taxids of the types matched."""
+    part = {k: v for k, v in spec.items() if k != "host_bases"}
+    part["host_bases"] = {**spec["host_bases"], "classified": classified_host_bases}
+    names = sorted(refs)
+    index = {name: i for i, name in enumerate(names)}
+    part.update({"refs": [[name, *refs[name]] for name in names],
+                 "placed": [" ".join(f"{index[h.ref]},{h.edits},{h.r_st},{h.r_en},{h.aligned}" for h in p.hits)
+                            for p in placed],
+                 "unplaced": unplaced, "named": dict(sorted(named.items())), "taxids": dict(sorted(taxids.items()))})
+    return part
+
+
+def placed_reads(part: dict) -> list[TypeHits]:
+    """The placed reads of a typing (typing_part), as typing.TypeHits."""
+    names = [r[0] for r in part["refs"]]
+    out = []
+    for read in part["placed"]:
+        hits = []
+        for hit in read.split(" "):
+            ref, edits, r_st, r_en, aligned = hit.split(",")
+            hits.append(Hit(names[int(ref)], int(edits), int(r_st), int(r_en), int(aligned)))
+        out.append(TypeHits(hits))
+    return out
+
+
+def references(part: dict) -> dict[str, tuple[str, str, int]]:
+    """name -> (virus, display name, genome length) of a typing's references."""
+    return {name: (virus, display, length) for name, virus, display, length in part["refs"]}
+
+
+def merge_typing(parts: list[tuple[str, dict]]) -> dict:
+    """The typing of chunks given in chunk order, as (path, typing): the unchunked run's.
+    InputError for chunks run with other report settings, and for a damaged typing."""
+    same = ("sample", "host_genome_size")
+    first_path = parts[0][0]
+    settings: dict | None = None
+    classified = unplaced = 0
+    placed: list[TypeHits] = []
+    refs: dict[str, tuple] = {}
+    named: dict[str, int] = {}
+    taxids: dict[str, int] = {}
+    for path, part in parts:
+        try:
+            mine = {**{k: part[k] for k in same}, "host_bases": {k: v for k, v in part["host_bases"].items()
+                                                                  if k != "classified"}}
+            settings = settings or mine
+            if mine != settings:
+                raise InputError(f"{path}: its report settings {_settings(mine)} differ from {first_path}'s "
+                                 f"{_settings(settings)}: run every chunk with the same --sample, --host-genome-size "
+                                 "and --host-bases")
+            classified += int(part["host_bases"]["classified"])
+            placed += placed_reads(part)
+            unplaced += int(part["unplaced"])
+            for table, new in ((refs, references(part)), (taxids, part["taxids"])):
+                for name, value in new.items():
+                    if table.setdefault(name, value) != value:
+                        raise InputError(f"{path}: {name} is {value} here, {table[name]} in another chunk")
+            for virus, n in part["named"].items():
+                named[virus] = named.get(virus, 0) + int(n)
+        except (KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
+            raise InputError(f"{path}: its typing is damaged ({type(exc).__name__}: {exc})") from None
+    return typing_part(settings, placed, refs, unplaced, named, classified, taxids)
+
+
+def _settings(s: dict) -> str:
+    host = s["host_bases"]
+    return (f"(sample {s['sample']!r}, host genome {s['host_genome_size']:g} bp, host bases given {host['given']}, "
+            f"mapped {host['mapped']})")
