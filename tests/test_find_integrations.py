@@ -4,6 +4,7 @@ chr20 at 10x, aligned with minimap2 -ax sr)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -52,7 +53,7 @@ def bam_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("fi")
     args = ["find-integrations", str(INT / "host.bam"), "--host", str(HOST), "--viral-refs", str(HBV), "--genes",
             str(INT / "genes.bed"), "-o", str(out / "j.tsv"), "--vcf", str(out / "j.vcf"), "--bedpe",
-            str(out / "j.bedpe"), "--summary", str(out / "s.json")]
+            str(out / "j.bedpe"), "--summary", str(out / "s.json"), "--multiqc", str(out / "j_mqc.tsv"), "--sample", "T1"]
     res = CliRunner().invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return out
@@ -133,8 +134,9 @@ def test_vcf_bedpe_and_summary_agree_with_the_table(bam_run):
     assert summary["by_type"] == {"HBV genotype A": 2, "HPV16": 2, "HPV18": 2}
     with pysam.VariantFile(str(bam_run / "j.vcf")) as vcf:  # htslib parses it
         assert "HPV16" in vcf.header.contigs and "20" in vcf.header.contigs
-        records = list(vcf)
-    assert [(r.chrom, r.pos, r.id) for r in records] == [(c["host_chrom"], int(c["host_pos"]), c["junction_id"]) for c in calls]
+        records = [r for r in vcf if r.chrom == "20"]  # the host breakends (their viral mates follow)
+    assert [(r.chrom, r.pos, r.id, r.info["EVENT"]) for r in records] == [
+        (c["host_chrom"], int(c["host_pos"]), c["junction_id"] + "_host", c["junction_id"]) for c in calls]
     assert [r.info["SR"] for r in records] == [int(c["split_reads"]) for c in calls]
     host = reference(HOST)["20"]
     for r, c in zip(records, calls):
@@ -145,6 +147,62 @@ def test_vcf_bedpe_and_summary_agree_with_the_table(bam_run):
     bedpe = read_bedpe(str(bam_run / "j.bedpe"))
     assert [(b.chrom1, b.start1 + 1, b.chrom2, b.start2 + 1, b.strand1 + b.strand2) for b in bedpe] == [
         (c["host_chrom"], int(c["host_pos"]), c["viral_contig"], int(c["viral_pos"]), c["orientation"]) for c in calls]
+
+
+def test_every_output_names_a_type_the_same_way(bam_run):
+    """TSV, VCF (both breakends), BEDPE and summary name a type by its display name: `HBV genotype
+    A`, not `HBV` in some of them."""
+    calls = rows((bam_run / "j.tsv").read_text())
+    types = {c["junction_id"]: c["type"] for c in calls}
+    assert set(types.values()) == {"HBV genotype A", "HPV16", "HPV18"}
+    bedpe = read_bedpe(str(bam_run / "j.bedpe"))
+    assert {b.name: b.extra[1] for b in bedpe} == types  # extra columns: virus type split_reads ...
+    summary = json.loads((bam_run / "s.json").read_text())
+    assert set(summary["by_type"]) == set(summary["unanchored_viral_reads"]) == set(types.values())
+    with pysam.VariantFile(str(bam_run / "j.vcf")) as vcf:
+        records = list(vcf)
+    assert len(records) == 2 * len(calls)
+    assert all(r.info["VTYPE"] == types[r.info["EVENT"]] for r in records)
+
+
+def test_multiqc_rows_are_the_tables_junctions(bam_run, cli, tmp_path):
+    """--multiqc: the sample's rows of the genointerp integrations table (MultiQC custom content),
+    one per junction of the TSV, keyed SAMPLE: JUNCTION_ID."""
+    text = (bam_run / "j_mqc.tsv").read_text()
+    assert "# parent_id: 'genointerp'" in text and "# id: 'genointerp_integrations'" in text
+    lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
+    got = [dict(zip(lines[0], r)) for r in lines[1:]]
+    table = rows((bam_run / "j.tsv").read_text())
+    assert [g["Row"] for g in got] == [f"T1: {t['junction_id']}" for t in table]
+    for g, t in zip(got, table):
+        assert (g["type"], g["host_position"], g["nearest_genes"], g["split_reads"], g["status"]) == \
+            (t["type"], f"{t['host_chrom']}:{t['host_pos']}", t["nearest_genes"], t["split_reads"], t["status"])
+    res = cli("find-integrations", INT / "host.bam", "--host", HOST, "-o", tmp_path / "j.tsv", "--multiqc", tmp_path / "j.tsv2")
+    assert res.exit_code == 2 and "_mqc.tsv" in res.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_vcf_breakends_come_in_mate_pairs(bam_run):
+    """Each junction is a host breakend and a viral one whose MATEIDs name each other, with unique
+    IDs; the viral record's ALT points back at the host base."""
+    with pysam.VariantFile(str(bam_run / "j.vcf")) as vcf:
+        info = vcf.header.info
+        assert (info["MATEID"].number, info["MATEID"].type) == (".", "String")
+        records = list(vcf)
+    by_id = {r.id: r for r in records}
+    assert len(by_id) == len(records) == 12
+    host_side = [r for r in records if r.chrom == "20"]
+    assert len(host_side) == 6
+    for r in records:
+        (mate_id,) = r.info["MATEID"]
+        mate = by_id[mate_id]
+        assert mate.info["MATEID"] == (r.id,) and mate.info["EVENT"] == r.info["EVENT"] and mate_id != r.id
+        assert (r.chrom == "20") != (mate.chrom == "20")  # one host, one viral breakend
+        assert f"{mate.chrom}:{mate.pos}" in r.alts[0]
+        assert r.info["SVTYPE"] == "BND"
+    viral = reference(INT / "viral.fa")
+    for r in records:
+        if r.chrom != "20":
+            assert r.ref == viral[r.chrom][r.pos - 1] if r.chrom in viral else r.ref in "ACGTN"
 
 
 def test_same_inputs_give_byte_identical_outputs(cli, bam_run, tmp_path):
@@ -194,6 +252,68 @@ def test_without_added_references_hbv_is_called_only_if_the_model_holds_it(cli):
     assert res.exit_code == 0
     assert {c["virus"] for c in calls} == ({"HPV", "HBV"} if builtin_hbv else {"HPV"})
     assert len(calls) == (6 if builtin_hbv else 4)
+
+
+def test_viral_refs_help_names_the_viruses_of_the_built_in_references():
+    """--viral-refs' help says which viruses the built-in model's references hold (all of them)."""
+    import typer
+
+    from genointerp.cli import app
+    from genointerp.resources import builtin_model_dir
+    from genointerp.viral.placement import read_described
+
+    viruses = {name_reference(n).virus for n, _, _ in read_described(str(builtin_model_dir() / "kmer_refs.fa.gz"))}
+    assert {"HPV", "HBV", "EBV"} <= viruses
+    command = typer.main.get_command(app).commands["find-integrations"]
+    text = next(p.help for p in command.params if p.name == "viral_refs")
+    assert "HPV only" not in text and all(v in text for v in viruses), text
+
+
+class _StubPanel:
+    """What clustering and the viral ends read of a ViralPanel: each reference's length and naming."""
+
+    def __init__(self, *names):
+        from genointerp.viral.placement import ViralRef
+
+        self.refs = {n: ViralRef(n, 7906, name_reference(n), "test") for n in names}
+
+
+def _split(name, pos, ref, vpos=100):
+    from genointerp.viral.integrations import _Evidence
+    from genointerp.viral.placement import Placement
+
+    place = Placement(ref, 1, vpos, vpos + 50, 0, 50, 50, 50, 10)
+    return _Evidence("split", "20", "+", pos, name, place, "-", vpos)
+
+
+def test_one_call_per_junction_when_its_reads_land_on_two_lineages():
+    """The split reads of one junction, some placed on HPV16 and some on its lineage genome
+    HPV16_v2, spread over more than 10 bp: clustering cuts them into two calls 1 bp apart; they
+    are one junction of one type, reported once (the call with more reads). A call of another type
+    at the same base (another virus: clustering keeps viruses apart), one of the same type 12 bp on,
+    and one on the other strand stay."""
+    from genointerp.viral.integrations import IntegrationRequest, _cluster, _junction_calls
+
+    panel = _StubPanel("HPV16", "HPV16_v2", "HBV_2")
+    req = IntegrationRequest(host="host.fa", bam="x.bam", min_support=3)
+    evidence = [_split("a", 1000, "HPV16"), _split("b", 1010, "HPV16"), _split("c", 1010, "HPV16"),
+                _split("d", 1010, "HPV16"),  # cluster of 1000..1010, at 1010
+                _split("e", 1011, "HPV16_v2"), _split("f", 1011, "HPV16_v2"), _split("g", 1012, "HPV16_v2")]
+    assert [(c.pos, len(c.splits)) for c in _cluster(evidence, panel, req)] == [(1010, 4), (1011, 3)]
+    calls = _junction_calls(evidence, panel, req)
+    assert [(c.pos, e.ref, e.type) for c, e in calls] == [(1010, "HPV16", "HPV16")]
+    # the tie goes to the first reference name, whichever call comes first
+    tie = [_split(n, 1011, "HPV16_v2") for n in "efgh"] + evidence[:4]
+    assert [(c.pos, e.ref) for c, e in _junction_calls(tie, panel, req)] == [(1010, "HPV16")]
+    tie = evidence[:4] + [_split(n, 1011, "HPV16_v2") for n in "efgh"]
+    assert [(c.pos, e.ref) for c, e in _junction_calls(tie, panel, req)] == [(1010, "HPV16")]
+    # another type at the same base, the same type 12 bp on or on the other strand: other junctions
+    other = [_split(n, 1011, "HBV_2") for n in "xyz"]
+    far = [_split(n, 1022, "HPV16_v2") for n in "uvw"]
+    minus = [dataclasses.replace(_split(n, 1011, "HPV16_v2"), side="-") for n in "rst"]
+    calls = _junction_calls(evidence + other + far + minus, panel, req)
+    assert sorted((c.side, c.pos, e.type) for c, e in calls) == [
+        ("+", 1010, "HPV16"), ("+", 1011, "HBV"), ("+", 1022, "HPV16"), ("-", 1011, "HPV16")]
 
 
 def _write_bam(path, records, header, index=True):

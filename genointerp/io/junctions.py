@@ -4,10 +4,14 @@ breakends and BEDPE, and BEDPE read back.
 A junction joins base `pos` (0-based) of `chrom` to base `mate_pos` of `mate_chrom`. Strands
 follow BEDPE's breakpoint convention: '+' means the sequence kept on that side lies at and before
 the base (the junction leaves it going right), '-' at and after it. In VCF breakend notation
-(one record per junction, on `chrom`; the mate contig is declared in the header):
+(a record on `chrom` and its mate record on `mate_chrom`, both contigs declared in the header):
 
     strand '+', mate '-':  t[mate:pos[      strand '+', mate '+':  t]mate:pos]
     strand '-', mate '+':  ]mate:pos]t      strand '-', mate '-':  [mate:pos[t
+
+The mate record is the same junction seen from the other side (its strand and the mate's
+swapped), so `t[HPV16:367[` on the host pairs with `]20:2259]t` on HPV16. The two carry each
+other's ID in MATEID and the junction's id in EVENT, as VCF 4.3 pairs breakends.
 
 BEDPE: chrom1 start1 end1 chrom2 start2 end2 name score strand1 strand2, then any extra columns;
 0-based half-open intervals (a precise breakpoint is its one base; an imprecise one its
@@ -51,6 +55,23 @@ def breakend_alt(j: Junction, ref_base: str) -> str:
     return f"]{mate}]{ref_base}" if j.mate_strand == "+" else f"[{mate}[{ref_base}"
 
 
+# VCF 4.3's reserved INFO keys that pair breakends; write_vcf declares them itself
+MATE_INFO_DEFS = [
+    'ID=MATEID,Number=.,Type=String,Description="ID of mate breakends"',
+    'ID=EVENT,Number=1,Type=String,Description="ID of the event (junction) the breakend belongs to"',
+]
+# INFO keys that describe `chrom`'s side of a junction alone: the mate record leaves them out
+_OWN_SIDE_INFO = {"CIPOS"}
+# characters VCF 4.3 reserves in INFO values, percent-encoded (section 1.2); spaces are allowed
+_VCF_RESERVED = {"%": "%25", ";": "%3B", "=": "%3D", ",": "%2C", "\t": "%09", "\n": "%0A", "\r": "%0D"}
+
+
+def vcf_text(value: str) -> str:
+    """A text as a VCF 4.3 INFO string value: itself, with the characters VCF reserves there
+    (% ; = , tab, CR, LF) percent-encoded; spaces stay, as VCF 4.3 allows."""
+    return "".join(_VCF_RESERVED.get(c, c) for c in value)
+
+
 def _info_text(info: dict) -> str:
     parts = []
     for key, value in info.items():
@@ -65,16 +86,37 @@ def _info_text(info: dict) -> str:
     return ";".join(parts) or "."
 
 
+def mate_of(j: Junction) -> Junction:
+    """The junction seen from its mate's side: on mate_chrom at mate_pos, strands swapped, the
+    mate's position taken as exact (start/end unset), INFO less the keys of `chrom`'s side alone
+    (CIPOS)."""
+    info = {k: v for k, v in j.info.items() if k not in _OWN_SIDE_INFO}
+    return Junction(j.id, j.mate_chrom, j.mate_pos, j.mate_strand, j.chrom, j.pos, j.strand, j.score, info=info,
+                    extra=j.extra)
+
+
 def write_vcf(out: BinaryIO, junctions: list[Junction], contigs: list[tuple[str, int]], ref_bases: list[str],
-              meta: list[str], info_defs: list[str]) -> None:
-    """Sites-only VCF 4.3: `meta` lines (without ##), `info_defs` (##INFO lines' insides), one
-    breakend record per junction (given in output order) with its host base from ref_bases."""
+              mate_bases: list[str], meta: list[str], info_defs: list[str], sides: tuple[str, str]) -> None:
+    """Sites-only VCF 4.3: `meta` lines (without ##), `info_defs` (##INFO lines' insides) and
+    MATEID/EVENT, then a pair of breakend records per junction: on `chrom` at its base
+    (`ref_bases[i]`), ID `{id}_{sides[0]}`, and on `mate_chrom` at the mate's base (`mate_bases[i]`),
+    ID `{id}_{sides[1]}`; each names the other in MATEID and the junction id in EVENT. Records are
+    sorted by contig (in the order of `contigs`, which must declare every chrom and mate_chrom),
+    position and ID, as tabix needs them; junction ids must be unique."""
     lines = ["##fileformat=VCFv4.3"] + [f"##{m}" for m in meta]
     lines += [f"##contig=<ID={name},length={length}>" for name, length in contigs]
-    lines += [f"##INFO=<{d}>" for d in info_defs]
+    lines += [f"##INFO=<{d}>" for d in info_defs + MATE_INFO_DEFS]
     lines.append("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO")
-    for j, base in zip(junctions, ref_bases):
-        lines.append(f"{j.chrom}\t{j.pos + 1}\t{j.id}\t{base}\t{breakend_alt(j, base)}\t.\tPASS\t{_info_text(j.info)}")
+    order = {name: i for i, name in enumerate(name for name, _ in contigs)}
+    records = []
+    for j, base, mate_base in zip(junctions, ref_bases, mate_bases, strict=True):
+        own, other = f"{j.id}_{sides[0]}", f"{j.id}_{sides[1]}"
+        for side, rec_id, mate_id, b in ((j, own, other, base), (mate_of(j), other, own, mate_base)):
+            info = {"SVTYPE": side.info.get("SVTYPE"), "MATEID": mate_id, "EVENT": j.id}
+            info.update((k, v) for k, v in side.info.items() if k not in info)
+            text = f"{side.chrom}\t{side.pos + 1}\t{rec_id}\t{b}\t{breakend_alt(side, b)}\t.\tPASS\t{_info_text(info)}"
+            records.append(((order[side.chrom], side.pos, rec_id), text))
+    lines += [text for _, text in sorted(records)]
     out.write(("\n".join(lines) + "\n").encode())
 
 

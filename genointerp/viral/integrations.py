@@ -16,11 +16,18 @@ they can reach or clustered among themselves (imprecise junctions); a junction n
 reads and pairs in all. Its virus and type are the panel reference most of its viral bases align
 to (by matching bases), its viral position the commonest among split reads on that reference;
 below 90 % identity to it the type is reported as e.g. "HPV70-like" (a type the panel lacks).
+One junction is one call: where two calls of one type lie at one host breakpoint (one's position
+within the other's tolerance, on the same strand), the one with more reads is kept
+(`_one_per_junction`).
+
+Every output names a type the same way, by its display name (`HPV16`, `HBV genotype A`,
+`HPV70-like`: genointerp.viral.panel), the VCF too (VCF 4.3 allows spaces in INFO values).
 
 Input modes: a coordinate-sorted, indexed BAM/CRAM (with its unmapped reads; an unmapped-only BAM
 works from the mates' positions its records carry), or paired FASTQ aligned here with mappy (only
-pairs with viral evidence are aligned to the host). Outputs are sorted by host position and
-deterministic (no floating point, no threads in the decisions).
+pairs with viral evidence are aligned to the host). Outputs are sorted by host position (the VCF,
+with a viral breakend beside each host one, by contig in its header's order, the host's first,
+then position) and deterministic (no floating point, no threads in the decisions).
 """
 
 from __future__ import annotations
@@ -40,15 +47,17 @@ from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import read_genes
 from genointerp.io.inputs import check_readable, is_stream
-from genointerp.io.junctions import Junction, tabix_vcf, write_bedpe, write_vcf
+from genointerp.io.junctions import Junction, tabix_vcf, vcf_text, write_bedpe, write_vcf
 from genointerp.io.paths import own_descriptor
 from genointerp.io.reference import Reference
 from genointerp.io.sequences import iter_records
+from genointerp.io.viral_report import report_files, write_multiqc_integrations
 from genointerp.job import distinct_inputs, one_stdout
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.seq.alphabet import decode
-from genointerp.viral.panel import known_virus
+from genointerp.viral.panel import ViralName, known_virus
+from genointerp.viral.sample_report import check_sample_name, sample_name
 from genointerp.viral.placement import (Placement, ViralPanel, entropy_ok, junction_side, revcomp,
                                         unaligned_flank)
 
@@ -63,13 +72,14 @@ INFO_DEFS = [
     'ID=SVTYPE,Number=1,Type=String,Description="Type of structural variant"',
     'ID=IMPRECISE,Number=0,Type=Flag,Description="Breakpoint estimated from read pairs only"',
     'ID=CIPOS,Number=2,Type=Integer,Description="Confidence interval around POS"',
-    'ID=VIRUS,Number=1,Type=String,Description="Virus at the other side of the junction"',
-    'ID=VTYPE,Number=1,Type=String,Description="Viral type (HPV16, ...)"',
+    'ID=VIRUS,Number=1,Type=String,Description="Virus of the junction (HPV, HBV, ...)"',
+    'ID=VTYPE,Number=1,Type=String,Description="Viral type as the table names it (HPV16, HBV genotype A, HPV70-like, ...)"',
     'ID=SR,Number=1,Type=Integer,Description="Split reads across the junction"',
     'ID=PE,Number=1,Type=Integer,Description="Read pairs spanning the junction"',
     'ID=KMERHITS,Number=1,Type=Integer,Description="Viral seed hits of the supporting reads"',
-    'ID=GENES,Number=.,Type=String,Description="Overlapping genes, else the nearest on each side (NAME(-distance) left, NAME(+distance) right)"',
+    'ID=GENES,Number=.,Type=String,Description="Host genes overlapping the junction, else the nearest on each side (NAME(-distance) left, NAME(+distance) right)"',
 ]
+VCF_SIDES = ("host", "virus")  # VCF IDs of a junction's two breakends: INT1_host, INT1_virus
 
 
 @dataclass
@@ -85,6 +95,8 @@ class IntegrationRequest:
     index_vcf: bool = False  # also VCF.tbi (tabix), for a bgzipped VCF file
     bedpe: str | None = None  # the junctions as BEDPE
     summary: str | None = None  # summary JSON
+    multiqc: str | None = None  # the junctions as MultiQC custom content (*_mqc.tsv)
+    sample: str | None = None  # the MultiQC rows' sample name; None: from the input's file name
     genes: str | None = None
     viral_refs: list[str] = field(default_factory=list)
     model: str | None = None  # model folder whose viral references and seed index are used
@@ -108,7 +120,9 @@ class IntegrationRequest:
                                  ("--threads", self.threads, 1)):
             if value < low:
                 raise UsageError(f"{name}: must be at least {low}")
-        one_stdout(("--output", self.output), ("--vcf", self.vcf), ("--bedpe", self.bedpe), ("--summary", self.summary))
+        one_stdout(("--output", self.output), ("--vcf", self.vcf), ("--bedpe", self.bedpe), ("--summary", self.summary),
+                   *((option, path) for option, _, path in report_files(None, None, None, None, self.multiqc)))
+        check_sample_name(self.sample)
         if self.index_vcf and (self.vcf is None or self.vcf == "-" or not self.vcf.endswith(".gz")
                                or is_stream(self.vcf) or own_descriptor(self.vcf) is not None):
             raise UsageError("--index-vcf: needs --vcf naming a file that ends in .gz (bgzipped), "
@@ -199,7 +213,7 @@ class _Collector:
         seqs, self.unanchored = self.unanchored, []
         for p in self.panel.place(seqs):
             if p is not None:
-                self.stats.unanchored[self.panel.refs[p.ref].naming.type] += 1
+                self.stats.unanchored[type_name(self.panel.refs[p.ref].naming, p.mlen / p.blen)] += 1
 
     def _rescue(self, piece: _Piece, flank: str) -> int | None:
         """The host base at the junction, from the viral read's host flank found next to its anchor."""
@@ -549,8 +563,28 @@ def _cluster(evidence: list[_Evidence], panel: ViralPanel, req: IntegrationReque
     return calls
 
 
-def _viral_end(call: _Call, panel: ViralPanel) -> tuple[str, str, int, int]:
-    """(reference, viral side, viral position, seed hits) of a junction."""
+@dataclass(frozen=True)
+class _ViralEnd:
+    """The viral side of a call: the panel reference most of its viral bases align to, the
+    junction's side and 0-based position on it, the seed hits of its reads, their identity to the
+    reference (matching bases over alignment length) and the type as the outputs name it."""
+
+    ref: str
+    side: str
+    pos: int
+    kmer_hits: int
+    identity: float
+    type: str
+
+
+def type_name(naming: ViralName, identity: float) -> str:
+    """The type as every output names it: the display name (HPV16, HBV genotype A), with "-like"
+    below SAME_TYPE_IDENTITY (reads of a type the panel lacks, placed on its nearest relative)."""
+    return naming.display if identity >= SAME_TYPE_IDENTITY else f"{naming.display}-like"
+
+
+def _viral_end(call: _Call, panel: ViralPanel) -> _ViralEnd:
+    """The viral side of a junction (see _ViralEnd)."""
     votes: Counter = Counter()
     for e in call.splits + call.pairs:
         votes[e.place.ref] += e.place.mlen
@@ -565,7 +599,47 @@ def _viral_end(call: _Call, panel: ViralPanel) -> tuple[str, str, int, int]:
         vpos = min(pos) if vside == "-" else max(pos)
     hits = sum(e.place.kmer_hits for e in call.splits + call.pairs)
     identity = sum(e.place.mlen for e in on_ref) / sum(e.place.blen for e in on_ref)
-    return ref, vside, vpos, hits, identity
+    return _ViralEnd(ref, vside, vpos, hits, identity, type_name(panel.refs[ref].naming, identity))
+
+
+def _support(call: _Call) -> int:
+    """Reads and pairs behind a call, as the table counts them (split_reads + spanning_pairs)."""
+    return len({e.name for e in call.splits}) + len({e.name for e in call.pairs})
+
+
+def _window(call: _Call) -> tuple[int, int]:
+    """The host positions a call's breakpoint may be at, 0-based half-open: a precise call's base
+    within CLUSTER_BP (split reads of one junction lie that close), an imprecise call's interval."""
+    return (call.pos - CLUSTER_BP, call.pos + CLUSTER_BP + 1) if call.precise else (call.lo, call.hi)
+
+
+def _one_per_junction(calls: list[tuple[_Call, _ViralEnd]]) -> list[tuple[_Call, _ViralEnd]]:
+    """One call per junction. Two calls are one junction when they are on the same host contig and
+    strand, their types (as reported) are the same and one's position lies in the other's window
+    (`_window`): the reads of one insertion placed on two genomes of its type (lineages such as
+    HPV16 and HPV16_v2, two HBV genomes of one genotype) or cut into two clusters. Of those the
+    call with the most reads and pairs is kept, ties to the first reference name, then the first
+    position; the rest are dropped (their reads are the same junction's: adding them would count
+    reads placed twice). Returns the kept calls in the input order."""
+    ranked = sorted(range(len(calls)), key=lambda i: (-_support(calls[i][0]), calls[i][1].ref, calls[i][0].pos, i))
+    kept: dict[tuple, list[_Call]] = defaultdict(list)
+    keep = set()
+    for i in ranked:
+        call, end = calls[i]
+        same = kept[(call.chrom, call.side, end.type)]
+        lo, hi = _window(call)
+        if any(lo <= k.pos < hi or _window(k)[0] <= call.pos < _window(k)[1] for k in same):
+            continue
+        same.append(call)
+        keep.add(i)
+    return [c for i, c in enumerate(calls) if i in keep]
+
+
+def _junction_calls(evidence: list[_Evidence], panel: ViralPanel, req: IntegrationRequest
+                    ) -> list[tuple[_Call, _ViralEnd]]:
+    """The junctions of the evidence: calls (`_cluster`) with their viral ends, one per junction
+    (`_one_per_junction`), in no particular order."""
+    return _one_per_junction([(c, _viral_end(c, panel)) for c in _cluster(evidence, panel, req)])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -609,11 +683,11 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
     summary JSON; returns the summary."""
     model_dir = req.model or builtin_model_dir()
     tsv, vcf, bedpe, summary = req.output, req.vcf, req.bedpe, req.summary
-    paths = outputs.files(tsv, vcf, bedpe, summary)  # refused outputs cost nothing: before the scan
+    paths = outputs.files(tsv, vcf, bedpe, summary, req.multiqc)  # refused outputs cost nothing: before the scan
     tbi = str(outputs.file(f"{vcf}.tbi")) if req.index_vcf else None
     with Reference(req.host, report.warn) as host:
         genes = _NearestGenes(req.genes, host, report.warn) if req.genes else None
-        panel = ViralPanel(model_dir, req.viral_refs, report.log)
+        panel = ViralPanel(model_dir, req.viral_refs, report.log, keep_sequences=vcf is not None)
         try:
             stats = Stats()
             col = _Collector(panel, req, host, stats)
@@ -622,18 +696,14 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
             else:
                 _scan_fastq(req, col, host, report)
             col.flush()
-            calls = _cluster(col.evidence, panel, req)
+            calls = _junction_calls(col.evidence, panel, req)
         finally:
             panel.close()
         order = {name: i for i, name in enumerate(host.names)}
-        calls.sort(key=lambda c: (order[c.chrom], c.pos, c.side))
+        calls.sort(key=lambda ce: (order[ce[0].chrom], ce[0].pos, ce[0].side))
         junctions, rows = [], []
-        for i, c in enumerate(calls, 1):
-            ref, vside, vpos, hits, identity = _viral_end(c, panel)
-            naming = panel.refs[ref].naming
-            vtype, display = naming.type, naming.display
-            if identity < SAME_TYPE_IDENTITY:  # another type than any in the panel: its nearest relative
-                vtype, display = f"{vtype}-like", f"{display}-like"
+        for i, (c, end) in enumerate(calls, 1):
+            naming = panel.refs[end.ref].naming
             near = genes(c.chrom, c.pos) if genes else []
             split_reads = len({e.name for e in c.splits})
             pairs = len({e.name for e in c.pairs})
@@ -641,14 +711,17 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
             jid = f"INT{i}"
             info = {"SVTYPE": "BND", "IMPRECISE": not c.precise,
                     "CIPOS": None if c.precise else (c.lo - c.pos, c.hi - 1 - c.pos),
-                    "VIRUS": _vcf_text(naming.virus), "VTYPE": _vcf_text(vtype), "SR": split_reads, "PE": pairs,
-                    "KMERHITS": hits, "GENES": [_vcf_text(g) for g in near] or None}
-            junctions.append(Junction(jid, c.chrom, c.pos, c.side, ref, vpos, vside, split_reads + pairs,
+                    "VIRUS": vcf_text(naming.virus), "VTYPE": vcf_text(end.type), "SR": split_reads, "PE": pairs,
+                    "KMERHITS": end.kmer_hits, "GENES": [vcf_text(g) for g in near] or None}
+            junctions.append(Junction(jid, c.chrom, c.pos, c.side, end.ref, end.pos, end.side, split_reads + pairs,
                                       start=c.lo, end=c.hi, info=info,
-                                      extra=(naming.virus, vtype, split_reads, pairs, status)))
-            rows.append([jid, c.chrom, c.pos + 1, c.side, naming.virus, display, ref, vpos + 1,
-                         c.side + vside, split_reads, pairs, hits, ",".join(near) or ".", status])
+                                      extra=(naming.virus, end.type, split_reads, pairs, status)))
+            rows.append([jid, c.chrom, c.pos + 1, c.side, naming.virus, end.type, end.ref, end.pos + 1,
+                         c.side + end.side, split_reads, pairs, end.kmer_hits, ",".join(near) or ".", status])
         ref_bases = [_base(host, j.chrom, j.pos) for j in junctions]
+        # the viral breakends' bases, from the panel's genomes (the positions are theirs); VCF's REF
+        # takes A, C, G, T or N, and some genomes carry IUPAC codes (R, Y, ...)
+        mate_bases = [_vcf_base(panel.sequences[j.mate_chrom][j.mate_pos]) for j in junctions] if vcf else []
         contigs = [(n, host.lengths[n]) for n in host.names]
         used = sorted({j.mate_chrom for j in junctions})
         contigs += [(n, panel.refs[n].length) for n in used if n not in host.lengths]
@@ -657,18 +730,21 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
         out[tsv].write(("\t".join(TSV_COLUMNS) + "\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows)).encode())
         if vcf:
             meta = [f"source=genointerp find-integrations {__version__}", f"reference={req.host}"]
-            write_vcf(out[vcf], junctions, contigs, ref_bases, meta, INFO_DEFS)
+            write_vcf(out[vcf], junctions, contigs, ref_bases, mate_bases, meta, INFO_DEFS, VCF_SIDES)
         if bedpe:
             write_bedpe(out[bedpe], junctions, ["virus", "type", "split_reads", "spanning_pairs", "status"])
         if summary:
             out[summary].write((json.dumps(result, indent=2) + "\n").encode())
+        if req.multiqc:
+            sample = req.sample or sample_name([req.bam if req.bam is not None else req.reads1])
+            write_multiqc_integrations(out[req.multiqc], sample, [dict(zip(TSV_COLUMNS, r)) for r in rows])
     if tbi is not None:
         tabix_vcf(paths[vcf], tbi)
     return result
 
 
-def _vcf_text(value: str) -> str:
-    return re.sub(r"[\s;,=]", "_", value)
+def _vcf_base(base: str) -> str:
+    return base if base in "ACGTN" else "N"
 
 
 def _base(host, chrom: str, pos: int) -> str:

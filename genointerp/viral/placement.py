@@ -1,8 +1,9 @@
 """Where on which viral genome a piece of a read lies: classify-reads' seed evidence, then mappy.
 
-The panel is a model folder's viral references (the built-in model's 463 HPV genomes,
-`kmer_refs.fa.gz`) plus any FASTA the user adds (`--viral-refs`, e.g. HBV). A piece of a read is
-placed in two steps:
+The panel is a model folder's viral references (`kmer_refs.fa.gz`; the built-in model's are 541
+HPV genomes with their lineages, HBV genotypes A-D, HCV, EBV, KSHV, HTLV-1 and MCPyV) plus any
+FASTA the user adds (`--viral-refs`, genomes the folder lacks). A piece of a read is placed in two
+steps:
 - **evidence**: the model folder's seed index (the one classify-reads uses) must find at least one
   of the piece's seeds, which keeps out human and bacterial sequence (the index leaves out every
   seed of the training negatives and low-complexity windows);
@@ -108,7 +109,8 @@ def read_described(path: str) -> list[tuple[str, str, str]]:
 class ViralPanel:
     """The model folder's seed index and references plus added references, with their aligners."""
 
-    def __init__(self, model_dir: str | Path, extra: list[str], log, best_n: int = 5, index=None) -> None:
+    def __init__(self, model_dir: str | Path, extra: list[str], log, best_n: int = 5, index=None,
+                 keep_sequences: bool = False) -> None:
         model_dir = Path(model_dir)
         config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
                                   "a model configuration")
@@ -118,6 +120,10 @@ class ViralPanel:
                              "find-integrations places reads on them (train-xvir --viral)")
         self.min_hits = 1
         self.refs: dict[str, ViralRef] = {}
+        # name -> genome, with keep_sequences (find-integrations writes viral bases in its VCF);
+        # left empty otherwise, so that typing workers do not each hold every genome
+        self.sequences: dict[str, str] = {}
+        self._keep_sequences = keep_sequences
         self._digests: dict[str, str] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
         try:
@@ -154,6 +160,8 @@ class ViralPanel:
                 written += 1
                 naming = name_reference(name, description)
                 self.refs[name] = ViralRef(name, len(seq), naming, sources[i] if sources else source, description)
+                if self._keep_sequences:
+                    self.sequences[name] = seq
                 wrapped = seq + seq[:WRAP] if naming.circular else seq
                 fh.write(f">{name}\n{wrapped}\n")
         if not written:
