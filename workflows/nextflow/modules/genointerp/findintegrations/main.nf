@@ -10,7 +10,8 @@ process GENOINTERP_FINDINTEGRATIONS {
     tuple val(meta), path(bam), path(bai)
     // the indexed host FASTA the BAM was aligned to (.fai, and .gzi when bgzipped)
     tuple val(meta2), path(fasta), path(fai)
-    // more viral genomes (FASTA, e.g. HBV), or [] for the built-in HPV references alone
+    // more viral genomes (FASTA), or [] for the built-in references alone (HPV, HBV, HCV, EBV,
+    // KSHV, HTLV-1, MCPyV)
     path(viral_refs)
     // a gene BED/GTF for the nearest_genes column, or []
     path(genes)
@@ -20,6 +21,8 @@ process GENOINTERP_FINDINTEGRATIONS {
     tuple val(meta), path("*.integrations.vcf")   , emit: vcf
     tuple val(meta), path("*.integrations.bedpe") , emit: bedpe
     tuple val(meta), path("*.integrations.json")  , emit: summary
+    // the sample's rows of the genointerp integrations table in MultiQC (custom content)
+    tuple val(meta), path("*.genointerp_integrations_mqc.tsv"), emit: multiqc
     path "versions.yml"                           , emit: versions
 
     when:
@@ -41,7 +44,9 @@ process GENOINTERP_FINDINTEGRATIONS {
         -o ${prefix}.integrations.tsv \\
         --vcf ${prefix}.integrations.vcf \\
         --bedpe ${prefix}.integrations.bedpe \\
-        --summary ${prefix}.integrations.json
+        --summary ${prefix}.integrations.json \\
+        --multiqc ${prefix}.genointerp_integrations_mqc.tsv \\
+        --sample ${meta.id}
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
@@ -54,8 +59,9 @@ process GENOINTERP_FINDINTEGRATIONS {
     """
     printf 'junction_id\\thost_chrom\\thost_pos\\thost_strand\\tvirus\\ttype\\tviral_contig\\tviral_pos\\torientation\\tsplit_reads\\tspanning_pairs\\tkmer_hits\\tnearest_genes\\tstatus\\n' > ${prefix}.integrations.tsv
     printf '##fileformat=VCFv4.3\\n#CHROM\\tPOS\\tID\\tREF\\tALT\\tQUAL\\tFILTER\\tINFO\\n' > ${prefix}.integrations.vcf
-    touch ${prefix}.integrations.bedpe
+    printf '#chrom1\\tstart1\\tend1\\tchrom2\\tstart2\\tend2\\tname\\tscore\\tstrand1\\tstrand2\\tvirus\\ttype\\tsplit_reads\\tspanning_pairs\\tstatus\\n' > ${prefix}.integrations.bedpe
     echo '{"junctions": 0}' > ${prefix}.integrations.json
+    printf '# id: genointerp_integrations\\n# plot_type: table\\nRow\\tsample\\tvirus\\ttype\\thost_position\\tsplit_reads\\tspanning_pairs\\tnearest_genes\\tstatus\\n%s: none\\t%s\\tnone\\tnone\\tNA\\t0\\t0\\t.\\tnone\\n' "${meta.id}" "${meta.id}" > ${prefix}.genointerp_integrations_mqc.tsv
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
