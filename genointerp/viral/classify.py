@@ -432,9 +432,10 @@ def report_spec(req: ClassifyRequest, log) -> dict:
         try:
             mapped = sum_mapped([mapped_host_bases(p, req.reference) if req.unmapped_only else MappedBases(0, 0, 0, {})
                                  for p in req.reads])
-        except InputError:
+        except InputError as exc:
             if req.reports():
                 raise
+            log(f"the host's bases are unknown, so merge-calls will refuse this chunk's report: {exc}")
         if mapped is not None and mapped.records:
             log(f"host bases of the mapped reads --unmapped-only leaves out: {mapped.bases:,} "
                 f"({'counted' if mapped.exact else f'estimated from {mapped.sampled:,} of'} {mapped.records:,} "
