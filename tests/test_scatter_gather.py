@@ -15,7 +15,8 @@ from conftest import DATA, assert_one_error_line, read_fastq, write_bam
 from genointerp.cli import app
 from genointerp.viral.classify import HEADER
 from genointerp.viral.blocks import BLOCK, PASS
-from genointerp.viral.scatter import chunk_range, parse_chunk
+from genointerp.chunks import parse_chunk
+from genointerp.viral.scatter import chunk_range
 
 pytestmark = pytest.mark.usefixtures("hostile_module")
 

@@ -11,6 +11,7 @@ bytes (with the same zlib).
 from __future__ import annotations
 
 import io
+import os
 import struct
 import zlib
 from typing import BinaryIO
@@ -54,3 +55,13 @@ class BgzfWriter(io.RawIOBase):
             self._raw.write(EOF_BLOCK)
             self._raw.flush()
         super().close()
+
+
+def has_bgzf_eof(path: str) -> bool:
+    """Whether a BGZF file ends with its end-of-file block (a cut-off one does not)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() < len(EOF_BLOCK):
+            return False
+        fh.seek(-len(EOF_BLOCK), os.SEEK_END)
+        return fh.read() == EOF_BLOCK

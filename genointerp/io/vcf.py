@@ -25,7 +25,6 @@ BCF has no text form on disk: its records are rendered with `str(record)` (slowe
 from __future__ import annotations
 
 import io
-import os
 import re
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -34,10 +33,10 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.io.bgzf import has_bgzf_eof
 from genointerp.io.inputs import GZIP_ERRORS, check_readable, compression, first_duplicate, is_stream, open_binary
 
 MISSING = -1
-BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 _TAB, _ZERO, _DOT, _SLASH, _PIPE = ord("\t"), ord("0"), ord("."), ord("/"), ord("|")
 
 
@@ -116,7 +115,7 @@ class VcfGenotypes:
         stream = is_stream(path)
         if not stream:
             self.compression = compression(path)
-            if self.compression == "BGZF" and not _has_bgzf_eof(path):
+            if self.compression == "BGZF" and not has_bgzf_eof(path):
                 raise InputError(f"{path}: truncated (no BGZF end-of-file block)")
         data = self._stack.enter_context(open_binary(path))
         data = io.BufferedReader(data, 1 << 22)  # type: ignore[arg-type]  # records of 10,000 samples are 40 kB lines
@@ -289,13 +288,6 @@ def _check_samples(samples: list[str], path: str, lineno: int) -> None:
         raise InputError(f"{path}: line {lineno}: sample {dup!r} appears more than once in the #CHROM line")
 
 
-def _has_bgzf_eof(path: str) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        if fh.tell() < len(BGZF_EOF):
-            return False
-        fh.seek(-len(BGZF_EOF), os.SEEK_END)
-        return fh.read() == BGZF_EOF
 
 
 def parse_gt(fmt: bytes, samples: bytes, n: int) -> np.ndarray | None:

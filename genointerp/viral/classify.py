@@ -43,6 +43,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from genointerp.chunks import chunk_option
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.calls_table import HEADER, summary_json
@@ -69,7 +70,7 @@ from genointerp.viral.host_depth import MappedBases, mapped_host_bases, sum_mapp
 from genointerp.viral.sample_report import check_sample_name, report_from_typing, sample_name
 from genointerp.viral.sample_tally import SampleTally
 from genointerp.viral.typing_data import sample_spec
-from genointerp.viral.scatter import chunk_fields, chunk_range, count_records, parse_chunk
+from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
@@ -137,12 +138,7 @@ class ClassifyRequest:
 
     def chunk_of(self) -> tuple[int, int] | None:
         """--chunk as (I, N), None without it."""
-        if self.chunk is None:
-            return None
-        try:
-            return parse_chunk(self.chunk)
-        except ValueError as exc:
-            raise UsageError(f"--chunk: {exc}") from None
+        return chunk_option(self.chunk)
 
     def reports(self) -> list[tuple[str, str]]:
         """(option, path) of the per-sample report files asked for."""

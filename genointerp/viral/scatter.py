@@ -40,6 +40,7 @@ import shutil
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable
 
+from genointerp.chunks import block_range, parse_chunk
 from genointerp.errors import InputError
 from genointerp.io.calls_table import HEADER
 from genointerp.io.inputs import is_stream, open_binary
@@ -54,28 +55,11 @@ _BLOCK = 1 << 20
 
 # --- scatter ------------------------------------------------------------------------------------
 
-def parse_chunk(text: str) -> tuple[int, int]:
-    """'3/8' -> (3, 8); ValueError with a user-facing message for anything else."""
-    i, sep, n = text.partition("/")
-    if not (sep and i.strip().isdigit() and n.strip().isdigit()):
-        raise ValueError(f"expected I/N such as 3/8 (chunk I of N, 1-based), got {text!r}")
-    i, n = int(i), int(n)
-    if n < 1 or not 1 <= i <= n:
-        raise ValueError(f"{text!r}: need 1 <= I <= N")
-    return i, n
-
-
 def chunk_range(i: int, n: int, total: int) -> tuple[int, int]:
-    """Records [start, stop) of chunk i (1-based) of n over `total` records.
-
-    Chunks are whole scoring blocks (genointerp.viral.blocks.BLOCK records; the stream's last
-    block may be short), so that a read is scored beside the same reads as in the unchunked run.
-    Consecutive chunks share their boundaries, so chunks 1..n tile [0, total) exactly once; they
-    hold whole blocks that differ in number by at most one, and chunks past the last block
-    (n > blocks) are empty.
-    """
-    blocks = -(-total // BLOCK)
-    return min((i - 1) * blocks // n * BLOCK, total), min(i * blocks // n * BLOCK, total)
+    """Records [start, stop) of chunk i (1-based) of n over `total` records: whole scoring blocks
+    (genointerp.viral.blocks.BLOCK records; the stream's last block may be short), so that a read
+    is scored beside the same reads as in the unchunked run (genointerp.chunks.block_range)."""
+    return block_range(i, n, total, BLOCK)
 
 
 def count_records(stream: Iterable, advance: Callable[[int], None]) -> int:
