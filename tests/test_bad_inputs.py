@@ -65,6 +65,17 @@ def fx(tmp_path_factory) -> dict[str, Path]:
     f["regions"].write_text("chr1\t20480\t22016\n")
     f["vcf"] = d / "small.vcf"
     f["vcf"].write_bytes(gzip.decompress(VCF.read_bytes()))
+    import pysam
+
+    with pysam.FastaFile(str(FASTA)) as fa:  # SNVs whose REF is the FASTA's, far from the contig ends
+        bases = {pos: fa.fetch("chr1", pos, pos + 1).upper() for pos in (20500, 20600)}
+    f["track_vcf"] = d / "variants.vcf"
+    f["track_vcf"].write_text("##fileformat=VCFv4.2\n##contig=<ID=chr1,length=40000>\n"
+                              "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n" + "".join(
+                                  f"chr1\t{pos + 1}\tv{pos}\t{b}\t{'A' if b != 'A' else 'C'}\t.\t.\t.\n"
+                                  for pos, b in bases.items()))
+    f["ism_regions"] = d / "ism.bed"
+    f["ism_regions"].write_text("chr1\t20500\t20504\n")
     f["track_model"] = d / "tm"
     assert run("train-tracks", "--fasta", FASTA, "--targets", f["targets"], "--regions", TRACKS / "regions.bed",
                *TRACK_SMALL, "-o", f["track_model"]).exit_code == 0
@@ -119,6 +130,10 @@ COMMANDS: dict[str, Command] = {
                                "targets", ".tsv", False,
                                side=lambda f, s: ["evaluate-tracks", "-m", f["track_model"], "--fasta", FASTA,
                                                   "--targets", f["targets"], "--regions", s, "-o", "out/x"]),
+    "score-variants": Command(lambda f, i, o: ["score-variants", i, "-m", f["track_model"], "--fasta", FASTA,
+                                               "--device", "cpu", "-o", o], "track_vcf", ".vcf", False),
+    "ism": Command(lambda f, i, o: ["ism", "-m", f["track_model"], "--fasta", FASTA, "--regions", i, "--device", "cpu",
+                                    "-o", o], "ism_regions", ".bed", True),
     "gene-pca": Command(lambda f, i, o: ["gene-pca", i, "-g", GENES, "-o", o], "vcf", ".vcf", True,
                         side=lambda f, s: ["gene-pca", f["vcf"], "-g", GENES, "--samples", s, "-o", "out/x"]),
     "capsule-train": Command(lambda f, i, o: ["capsule-train", i, "-p", f["pheno"], *CAPSULE_SMALL, "-o", o],

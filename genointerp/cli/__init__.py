@@ -22,7 +22,7 @@ def _build_app():
     # imported to register their commands, in the order --help and docs/cli.md list them: a
     # workflow's order, reads to viral calls to integration sites, then tracks, attention,
     # genotypes, versions
-    from genointerp.cli import reads, viral, integrations, tracks, attention, genotypes, capsule, versions  # noqa: F401, I001
+    from genointerp.cli import reads, viral, integrations, tracks, variants, ism, attention, genotypes, capsule, versions  # noqa: F401, I001
 
     globals()["app"] = app  # the Typer application, not the submodule of that name importing set here
     return app

@@ -128,8 +128,9 @@ def write_bigwigs(
     track_ids: Sequence[str],
     chrom_sizes: Sequence[tuple[str, int]],
     runs: Sequence[BinnedRun],
+    suffix: str = ".bw",
 ) -> list[Path]:
-    """One `<track id>.bw` per track in `folder`; returns their paths in track order.
+    """One `<track id><suffix>` (`<track id>.bw`) per track in `folder`; returns their paths in track order.
 
     Track t is column t of every run's float32 (n_bins, T) values. Header: `chrom_sizes` in the
     given (.fai) order. Entries are fixed-span/fixed-step blocks of `bin_size` per run, in header
@@ -140,7 +141,7 @@ def write_bigwigs(
     ordered = _ordered_runs(runs, chrom_sizes, len(track_ids))
     paths = []
     for t, tid in enumerate(track_ids):
-        path = Path(folder) / f"{tid}.bw"
+        path = Path(folder) / f"{tid}{suffix}"
         with _bigwig(path, chrom_sizes) as bw:
             for run in ordered:
                 # pyBigWig's numpy path reads float64; float32 values convert exactly
