@@ -105,13 +105,15 @@ bench: install bench-deps example-genomes
 	$(MAKE) bench-tracks
 
 # Track models: Table 1 of the Genomic Interpreter paper on chr20 peaks, and cost against input
-# length beside enformer-pytorch (installed here for the benchmark only, torch kept as pinned).
+# length beside enformer-pytorch (installed here for the benchmark only, torch kept as pinned), and
+# score-variants / ism against planted truth and on chr20's test tail.
 bench-tracks: install
 	$(BIN)/python -c "import enformer_pytorch" 2>/dev/null || \
 	  { $(BIN)/pip freeze | grep -E '^(torch|numpy)==' > $(VENV)/bench-constraints.txt && \
 	    $(BIN)/pip install --quiet -c $(VENV)/bench-constraints.txt enformer-pytorch; }
 	$(BIN)/python benchmarks/tracks_table1.py --shared $(SHARED)
 	$(BIN)/python benchmarks/tracks_cost.py
+	$(BIN)/python benchmarks/score_variants.py --shared $(SHARED)
 
 test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)
