@@ -43,6 +43,7 @@ from genointerp.io.variants import SKIP_REASONS, Allele, Record, fasta_bases, he
 from genointerp.job import in_range, one_stdout
 from genointerp.report import Reporter
 from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp.tracks.tiling import merge_regions
 from genointerp.tracks.variant_windows import PSEUDOCOUNT, Geometry, allele_scores, allele_windows
 
 BLOCK = 8  # variant alleles per forward pass (2 * BLOCK windows): chunks and steps are whole blocks
@@ -124,20 +125,14 @@ class Tally:
 
 
 class _Regions:
-    def __init__(self, regions) -> None:
-        by: dict[str, list[tuple[int, int]]] = {}
-        for r in regions:
-            by.setdefault(r.chrom, []).append((r.start, r.end))
-        self.starts, self.ends = {}, {}
-        for chrom, spans in by.items():
-            merged: list[list[int]] = []
-            for s, e in sorted(spans):
-                if merged and s <= merged[-1][1]:
-                    merged[-1][1] = max(merged[-1][1], e)
-                else:
-                    merged.append([s, e])
-            self.starts[chrom] = [s for s, _ in merged]
-            self.ends[chrom] = [e for _, e in merged]
+    """--regions as a look-up: whether a 0-based position lies in one (touching regions joined)."""
+
+    def __init__(self, regions, chrom_order) -> None:
+        self.starts: dict[str, list[int]] = {}
+        self.ends: dict[str, list[int]] = {}
+        for chrom, start, end in merge_regions(regions, chrom_order):
+            self.starts.setdefault(chrom, []).append(start)
+            self.ends.setdefault(chrom, []).append(end)
 
     def __contains__(self, where: tuple[str, int]) -> bool:
         chrom, pos0 = where
@@ -224,7 +219,7 @@ def run(req: ScoreVariantsRequest, outputs: AtomicOutputs, report: Reporter) -> 
     track_ids = [t["id"] for t in config["tracks"]]
     center = geometry.center(req.center_bins)
     with Reference(req.fasta, report.warn) as ref:
-        regions = _Regions(read_regions(req.regions, ref, report.warn)) if req.regions else None
+        regions = _Regions(read_regions(req.regions, ref, report.warn), ref.names) if req.regions else None
         tally = Tally()
         total = None
         if not is_stream(req.vcf):  # first pass: count (and check) before scoring
