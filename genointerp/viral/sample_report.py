@@ -204,10 +204,10 @@ def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
         rows = type_rows(placed, em, {r: _Name(refs[r][0], refs[r][1]) for r in em.refs},
                          {r: refs[r][2] for r in em.refs})
     host_depth = host_bases_of(typing) / typing["host_genome_size"]
-    report_rows = build_rows(typing["sample"], rows, host_depth)
-    report_rows += virus_rows(typing["sample"], typing["named"], host_depth)
+    by_type = build_rows(typing["sample"], rows, host_depth)
+    report_rows = by_type + virus_rows(typing["sample"], typing["named"], host_depth)
     summary = report_summary(typing, report_rows, em.iterations)
-    summary["kraken"] = kraken_rows(report_rows, len(placed), typing["taxids"], typing["named"])
+    summary["kraken"] = kraken_rows(by_type, len(placed), typing["taxids"], typing["named"])
     return summary, report_rows
 
 
@@ -247,8 +247,7 @@ def kraken_rows(rows: list[ReportRow], placed: int, taxids: dict[str, int],
     most reads first. A type with no NCBI taxon of its own in `taxids` (HBV's genotypes, many HPV
     types) gets no row: its reads stay at its virus's node, as kraken2 leaves a read at the lowest
     taxon it can name, rather than a row that repeats the virus's taxid."""
-    type_rows_only = [r for r in rows if r.genome_fraction is not None]
-    counts = apportion([r.reads for r in type_rows_only], placed)
+    counts = apportion([r.reads for r in rows], placed)
     viruses: dict[str, dict] = {}
 
     def entry(virus: str) -> dict:
@@ -256,7 +255,7 @@ def kraken_rows(rows: list[ReportRow], placed: int, taxids: dict[str, int],
         return viruses.setdefault(virus, {"virus": virus, "virus_taxid": taxid, "virus_name": name, "reads": 0,
                                           "types": []})
 
-    for r, n in zip(type_rows_only, counts):
+    for r, n in zip(rows, counts):
         v = entry(r.virus)
         if r.type in taxids and taxids[r.type] != v["virus_taxid"]:
             v["types"].append({"type": r.type, "taxid": taxids[r.type], "reads": n})
