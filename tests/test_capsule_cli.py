@@ -645,8 +645,20 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
     assert res.exit_code == 0 and "pair screen: the final model spared chr1:G0 and chr1:G2" in res.stderr
     training = json.loads((tmp_path / "m" / "config.json").read_text())["training"]
     assert training["pair_screen"] is True and training["screened_pair"] == ["chr1:G0", "chr1:G2"]
+    # the pair's interaction table: an XOR puts the cases on one diagonal, here where exactly one gene's axis
+    # is high (each axis's sign is a convention: this data's; not every case, as the axes are estimated from
+    # 120 rows and samples near a median can land in the wrong cell)
+    cells = [line.split("\t") for line in (tmp_path / "m" / "pair.tsv").read_text().splitlines()]
+    assert cells[0] == ["gene_a", "axis_a", "gene_b", "axis_b", "samples", "cases", "case_rate"]
+    assert {r[0] for r in cells[1:]} == {"chr1:G0"} and {r[2] for r in cells[1:]} == {"chr1:G2"}
+    one_high = [float(r[6]) for r in cells[1:] if (r[1] == "high") != (r[3] == "high")]
+    both_or_neither = [float(r[6]) for r in cells[1:] if (r[1] == "high") == (r[3] == "high")]
+    assert min(one_high) >= 0.75 and max(both_or_neither) <= 0.25
+    assert sum(int(r[4]) for r in cells[1:]) == training["n_train"]
+    assert "interacting pair chr1:G0 x chr1:G2 (pair.tsv)" in res.stderr
     assert cli(*base, "--no-pair-screen", "-o", tmp_path / "n").exit_code == 0
     assert "screened_pair" not in json.loads((tmp_path / "n" / "config.json").read_text())["training"]
+    assert not (tmp_path / "n" / "pair.tsv").exists()
     res = cli(*base, "--pair-screen", "--primary", "conv", "-o", tmp_path / "x")
     assert res.exit_code == 2 and "--pair-screen" in res.stderr and not (tmp_path / "x").exists()
     res = cli(*base, "--pair-screen", "--gene-penalty", "0", "-o", tmp_path / "x")

@@ -298,3 +298,29 @@ def test_the_pair_screen_finds_an_xor_pair_and_the_penalty_spares_it():
     with torch.no_grad():
         terms = model.gene_penalty_weight * model.gene_norms()
         assert model.group_penalty((0, 2)).item() == pytest.approx(float(terms[1] + terms[3]), rel=1e-6)
+
+
+def test_the_interaction_table_tells_an_exclusive_or_from_co_occurrence_and_additive_genes():
+    from genointerp.capsule.interaction import interacting_axes, interaction_rows
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    # two genes of 3 PCs each; the risk pattern of each is a direction mixing its PCs
+    xa, xb = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+    da, db = np.array([0.6, -0.8, 0.0]), np.array([0.0, 0.6, 0.8])
+    pa, pb = xa @ da > 0, xb @ db > 0
+    # the axes are the planted directions (up to the sign fixed by the largest loading)
+    a, b = interacting_axes(xa, xb, (pa ^ pb).astype(np.int64))
+    assert abs(np.corrcoef(a, xa @ da)[0, 1]) > 0.9 and abs(np.corrcoef(b, xb @ db)[0, 1]) > 0.9
+
+    def rates(y):
+        return {(r["axis_a"], r["axis_b"]): r["case_rate"] for r in interaction_rows(xa, xb, y.astype(np.int64))}
+
+    # each axis's sign is a convention (largest loading positive), so an XOR is one diagonal of cases
+    xor = rates(pa ^ pb)
+    diagonals = sorted([(xor[("low", "high")], xor[("high", "low")]), (xor[("low", "low")], xor[("high", "high")])])
+    assert max(diagonals[0]) < 0.2 and min(diagonals[1]) > 0.8
+    both = rates(pa & pb)  # one cell holds the cases, whichever sign each axis took
+    assert sorted(both.values())[-1] > 0.8 and sorted(both.values())[-2] < 0.2
+    rows = interaction_rows(xa, xb, (pa ^ pb).astype(np.int64))
+    assert sum(r["samples"] for r in rows) == n and sum(r["cases"] for r in rows) == int((pa ^ pb).sum())

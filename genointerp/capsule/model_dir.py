@@ -1,6 +1,7 @@
 """What a capsule-train model directory holds besides the result tables' text: the weights and
 config.json (feature columns, classes, scaler, training settings), the test predictions and the
-interpretation read-outs (coupling.tsv/.png, genes.tsv)."""
+interpretation read-outs (coupling.tsv/.png, genes.tsv, and pair.tsv where the pair screen spared a
+pair)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genointerp.capsule import interaction
 from genointerp.capsule import interpret as interp
 from genointerp.capsule.predict import class_probabilities, predictions_table
 from genointerp.capsule.protocol import TrainResult
@@ -20,10 +22,12 @@ from genointerp.models.capsule import CapsuleConfig
 
 def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, samples: list[str],
                     features: Features, features_path: str, pheno: Phenotypes, phenotypes_path: str,
-                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> tuple[int | None, list[dict]]:
+                    config: CapsuleConfig, s: CapsuleSettings,
+                    primary_capsule: int | None) -> tuple[int | None, list[dict], str | None]:
     """Fill a capsule-train model directory: weights + config.json, the result tables, the test
     predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes.
-    Returns (primary capsule used for the gene scores, None for gene primary capsules; ranked gene rows)."""
+    Returns (primary capsule used for the gene scores, None for gene primary capsules; ranked gene
+    rows; the interacting pair's log line, None where no pair was spared)."""
     # interpretation on the samples the final model was trained on, standardised as it saw them
     xs = r.scaler(x[r.split.train])
     coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
@@ -67,4 +71,12 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
     interp.plot_coupling(coupling, pheno.classes, 1 if by_gene else config.primary_channels, folder / "coupling.png",
                          ("gene", "") if by_gene else ("position", "capsule channel"))
     (folder / "genes.tsv").write_text(interp.genes_table(genes))
-    return chosen, genes
+    pair_line = None
+    if s.pair_screen and r.model.screened_pair:
+        groups = interp.gene_groups(features.columns)
+        (name_a, cols_a), (name_b, cols_b) = (groups[g] for g in r.model.screened_pair)
+        cells = interaction.interaction_rows(xs[:, cols_a].astype(np.float64), xs[:, cols_b].astype(np.float64),
+                                             y[r.split.train])
+        (folder / "pair.tsv").write_text(interaction.interaction_table(name_a, name_b, cells))
+        pair_line = interaction.describe(name_a, name_b, cells)
+    return chosen, genes, pair_line

@@ -163,7 +163,7 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     s = req.settings(device_for(req.device, Precision.fp32, report.warn), threads)
     r = train(x, y, pheno.classes, config, s, report, dosages.take(features.rows(samples)) if dosages is not None else None)
 
-    chosen, genes = write_model_dir(folder, r, x, y, samples, features, req.features, pheno, req.phenotypes,
+    chosen, genes, pair_line = write_model_dir(folder, r, x, y, samples, features, req.features, pheno, req.phenotypes,
                                     config, s, req.primary_capsule)
     decisive = [g["gene"] for g in genes if g["decisive"]]
     if req.gene_sets is not None:
@@ -177,6 +177,8 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
         log(f"pair screen: the final model spared {' and '.join(spared)} from the group penalty" if spared else
             "pair screen: no gene pair's products beat both the additive fit and the chance gate; "
             "every gene was penalised")
+    if pair_line:
+        log(pair_line)
     for line in results_table(r).splitlines():
         log(line)
     return {"samples": len(samples), "features": int(x.shape[1]), "spared_genes": spared, "primary_capsule": chosen,

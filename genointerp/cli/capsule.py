@@ -80,7 +80,8 @@ def capsule_train(
     (clumping + p-value threshold); the saved model is trained on all non-test samples. MODEL_DIR
     gets model.safetensors, config.json (feature columns, classes, scaler), results.tsv (mean/sd
     over folds + test), folds.tsv, split.tsv, metrics.tsv (final training), test_predictions.tsv,
-    coupling.tsv/.png, genes.tsv (ranked genes; top 5 % decisive), train_fraction.tsv with
+    coupling.tsv/.png, genes.tsv (ranked genes; top 5 % decisive), pair.tsv where the pair screen
+    found an interacting pair (case rates by each gene's interacting axis), train_fraction.tsv with
     --train-fraction and enrichment.tsv with --gene-sets (gene sets enriched in the decisive genes).
     """
     from genointerp.capsule.train_job import CapsuleTrainRequest, run
