@@ -655,7 +655,10 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
     both_or_neither = [float(r[6]) for r in cells[1:] if (r[1] == "high") == (r[3] == "high")]
     assert min(one_high) >= 0.75 and max(both_or_neither) <= 0.25
     assert sum(int(r[4]) for r in cells[1:]) == training["n_train"]
-    assert "interacting pair chr1:G0 x chr1:G2 (pair.tsv)" in res.stderr
+    assert "interacting pair chr1:G0 x chr1:G2: its products beat the two genes' additive fit" in res.stderr
+    interaction = json.loads((tmp_path / "m" / "config.json").read_text())["interaction"]
+    assert interaction["genes"] == ["chr1:G0", "chr1:G2"] and interaction["interacting"] is True
+    assert interaction["pairs"] == 6 and interaction["gain"] > interaction["chance_gain"]
     assert cli(*base, "--no-pair-screen", "-o", tmp_path / "n").exit_code == 0
     assert "screened_pair" not in json.loads((tmp_path / "n" / "config.json").read_text())["training"]
     assert not (tmp_path / "n" / "pair.tsv").exists()

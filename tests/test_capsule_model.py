@@ -284,7 +284,7 @@ def test_the_penalty_weight_falls_with_the_training_rows():
 
 
 def test_the_pair_screen_finds_an_xor_pair_and_the_penalty_spares_it():
-    from genointerp.capsule.pair_screen import screened_pair
+    from genointerp.capsule.pair_screen import pair_interaction, screened_pair
 
     rng = np.random.default_rng(4)
     x = rng.normal(size=(300, 10)).astype(np.float32)
@@ -293,6 +293,13 @@ def test_the_pair_screen_finds_an_xor_pair_and_the_penalty_spares_it():
     assert screened_pair(x, y, gene_config(), seed=1) == (0, 2)
     noise = rng.integers(0, 2, size=300)
     assert screened_pair(x, noise, gene_config(), seed=1) == ()  # nothing beats the chance gate
+    # the pair is called interacting only beyond what the best of the 6 pairs reaches by chance
+    found = pair_interaction(x, y, gene_config(), (0, 2), seed=1)
+    assert found["interacting"] and found["pairs"] == 6 and found["gain"] > 0.3
+    # Bonferroni over 6 pairs: z = Phi^-1(1 - 0.05 / 6) = 2.394, times the SE of chance at 300 rows
+    assert found["chance_gain"] == pytest.approx(2.394 * np.sqrt(0.25 * (1 - (2 * y.mean() - 1) ** 2) / 300), abs=1e-3)
+    additive = (x[:, 0] + x[:, 3] > 0).astype(np.int64)  # both genes matter, neither through the other
+    assert not pair_interaction(x, additive, gene_config(), (0, 2), seed=1)["interacting"]
     torch.manual_seed(5)
     model = CapsuleNet(gene_config())
     with torch.no_grad():

@@ -60,16 +60,20 @@ def interaction_table(gene_a: str, gene_b: str, rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def describe(gene_a: str, gene_b: str, rows: list[dict]) -> str:
-    """One line for the log: the case rate where exactly one gene's axis is high against where both
-    or neither are, and the highest cell."""
+def describe(gene_a: str, gene_b: str, rows: list[dict], evidence: dict) -> str:
+    """One line for the log: whether the pair interacts beyond chance (`evidence`:
+    pair_screen.pair_interaction's answer), and the case rate on each diagonal of the table."""
     def rate(cells):
         n = sum(r["samples"] for r in cells)
         return sum(r["cases"] for r in cells) / n if n else float("nan")
 
     one = [r for r in rows if (r["axis_a"] == "high") != (r["axis_b"] == "high")]
     same = [r for r in rows if r not in one]
-    top = max(rows, key=lambda r: r["case_rate"])
-    return (f"interacting pair {gene_a} x {gene_b} (pair.tsv): case rate {rate(one):.2f} where exactly one gene's "
-            f"interacting axis is high, {rate(same):.2f} where both or neither are; highest cell {gene_a} "
-            f"{top['axis_a']} / {gene_b} {top['axis_b']}, {top['case_rate']:.2f} of {top['samples']}")
+    table = (f"case rate {rate(one):.2f} where exactly one gene's interacting axis is high, {rate(same):.2f} where "
+             f"both or neither are (pair.tsv)")
+    gain = (f"its products beat the two genes' additive fit by {evidence['gain']:.3f} in the screen's "
+            f"cross-validation, where the best of {evidence['pairs']:,} pairs reaches {evidence['chance_gain']:.3f} "
+            "by chance")
+    if evidence["interacting"]:
+        return f"interacting pair {gene_a} x {gene_b}: {gain}; {table}"
+    return (f"no interacting pair: the screen's best, {gene_a} x {gene_b}, is within chance ({gain}); {table}")

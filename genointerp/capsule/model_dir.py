@@ -11,6 +11,7 @@ import numpy as np
 
 from genointerp.capsule import interaction
 from genointerp.capsule import interpret as interp
+from genointerp.capsule.pair_screen import pair_interaction
 from genointerp.capsule.predict import class_probabilities, predictions_table
 from genointerp.capsule.protocol import TrainResult
 from genointerp.capsule.settings import CapsuleSettings, settings_dict
@@ -38,6 +39,18 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
                 {"primary_capsule": chosen, "primary_capsule_choice": "given" if primary_capsule is not None
                  else "highest mean coupling to the case capsule"})
 
+    pair, pair_line = None, None
+    if s.pair_screen and r.model.screened_pair:
+        # the screen's numbers for the spared pair: the rows, scaling and seed fit_capsule screened with
+        pair = pair_interaction(xs, y[r.split.train], config, r.model.screened_pair, s.seed)
+        groups = interp.gene_groups(features.columns)
+        (name_a, cols_a), (name_b, cols_b) = (groups[g] for g in r.model.screened_pair)
+        cells = interaction.interaction_rows(xs[:, cols_a].astype(np.float64), xs[:, cols_b].astype(np.float64),
+                                             y[r.split.train])
+        (folder / "pair.tsv").write_text(interaction.interaction_table(name_a, name_b, cells))
+        pair_line = interaction.describe(name_a, name_b, cells, pair)
+        pair = {"genes": [name_a, name_b], **pair}
+
     test_samples = [samples[i] for i in r.split.test]
     info = {
         "task": "binary phenotype from Gene-PCs (DiseaseCapsule)",
@@ -52,6 +65,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
                      # the genes the final model's group penalty spared (--pair-screen)
                      **({"screened_pair": interp.spared_genes(r.model, features.columns)} if s.pair_screen else {})},
         "test_metrics": r.test_scores.get("capsule"),
+        **({"interaction": pair} if pair else {}),
         **({"prs": r.prs} if r.prs else {}),
         "interpretation": read_out,
     }
@@ -71,12 +85,4 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
     interp.plot_coupling(coupling, pheno.classes, 1 if by_gene else config.primary_channels, folder / "coupling.png",
                          ("gene", "") if by_gene else ("position", "capsule channel"))
     (folder / "genes.tsv").write_text(interp.genes_table(genes))
-    pair_line = None
-    if s.pair_screen and r.model.screened_pair:
-        groups = interp.gene_groups(features.columns)
-        (name_a, cols_a), (name_b, cols_b) = (groups[g] for g in r.model.screened_pair)
-        cells = interaction.interaction_rows(xs[:, cols_a].astype(np.float64), xs[:, cols_b].astype(np.float64),
-                                             y[r.split.train])
-        (folder / "pair.tsv").write_text(interaction.interaction_table(name_a, name_b, cells))
-        pair_line = interaction.describe(name_a, name_b, cells)
     return chosen, genes, pair_line
