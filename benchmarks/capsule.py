@@ -25,7 +25,12 @@ the SNP dosages; a second kind, --primary gene,conv, with --no-baselines on the 
 --primary conv --scenarios additive,cooccur,xor is the first capsule-train table of benchmarks/README.md). Printed: CV
 accuracy per seed, mean ± sd over the seeds of each seed's 5-fold mean, capsule minus logistic
 regression and the best baseline, and how many causal genes are among the decisive genes (top 5 %
-of genes.tsv; logistic regression's per-gene |coefficient| sums as a linear reference). With
+of genes.tsv; logistic regression's per-gene |coefficient| sums as a linear reference). Beside
+each accuracy, its share of the way from chance (0.5) to the cohort's Bayes limit: the accuracy of
+the planted score without its noise, thresholded as the phenotype was (accuracy_limits), on the
+rows the folds score; and the additive-only limit (the best call from the additive genes alone,
+the pair integrated out), which a model must pass to show it uses the interaction. The pair each
+model reports as interacting (config.json's interaction) is checked against the planted one. With
 --search, capsule-search runs on those scenarios' cohorts: its top subset, and the planted pair's
 rank in best.tsv and in the pair screen.
 
@@ -50,6 +55,7 @@ import math
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,7 +64,7 @@ from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
 from genointerp.capsule.interpret import gene_groups  # noqa: E402
 from genointerp.genotypes.cohort import tile_genes, write_mosaic_vcf  # noqa: E402
-from genointerp.io.features import read_features  # noqa: E402
+from genointerp.io.features import Features, read_features  # noqa: E402
 from genointerp.io.genes import read_genes  # noqa: E402
 from genointerp.io.vcf import VcfGenotypes  # noqa: E402
 
@@ -108,16 +114,57 @@ def standardised(g: np.ndarray) -> np.ndarray:
     return (g - g.mean()) / g.std()
 
 
-def liability(kind: str, dose: np.ndarray, causal, h2: float, rng) -> np.ndarray:
+def genetic_parts(kind: str, dose: np.ndarray, causal) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(additive part, pair part) of a scenario's genetic score, each standardised (n,), None where the
+    scenario has none: the sum of genes 1-4's standardised dosages (additive, mixed), the pair's
+    co-occurrence or XOR of minor-allele carriers (cooccur, xor: genes 1 and 2; mixed: genes 5 and 6)."""
     cols = [j for _, j in causal[:SCENARIOS[kind]]]
-    if kind in ("additive", "mixed"):
-        g = standardised(sum(standardised(dose[:, j]) for j in cols[:4]))
-        if kind == "mixed":  # + an XOR pair (genes 5 and 6) with as much variance as the four additive genes
-            g = standardised(g + standardised(minor_carrier(dose, cols[4]) ^ minor_carrier(dose, cols[5])))
-    else:
-        a, b = (minor_carrier(dose, j) for j in cols)
-        g = standardised((a & b) if kind == "cooccur" else (a ^ b))
+    additive = standardised(sum(standardised(dose[:, j]) for j in cols[:4])) if kind in ("additive", "mixed") else None
+    if kind == "additive":
+        return additive, None
+    a, b = (minor_carrier(dose, j) for j in cols[-2:])
+    return additive, standardised((a & b) if kind == "cooccur" else (a ^ b))
+
+
+def genetic_score(kind: str, dose: np.ndarray, causal) -> np.ndarray:
+    """The planted genetic score g (n,), standardised: the liability without its noise."""
+    additive, pair = genetic_parts(kind, dose, causal)
+    if additive is None or pair is None:
+        return additive if pair is None else pair
+    # mixed: the XOR pair with as much variance as the four additive genes
+    return standardised(additive + pair)
+
+
+def liability(kind: str, dose: np.ndarray, causal, h2: float, rng) -> np.ndarray:
+    g = genetic_score(kind, dose, causal)
     return math.sqrt(h2) * g + math.sqrt(1 - h2) * rng.normal(size=len(g))
+
+
+def accuracy_limits(kind: str, dose: np.ndarray, causal, h2: float, li: np.ndarray, rows) -> tuple[float, float | None]:
+    """(Bayes accuracy, additive-only limit) of a planted phenotype on `rows`, li the liability (n,)
+    the labels were cut from at its median t. A sample is a case with probability
+    Phi((sqrt(h2) g - t) / sqrt(1 - h2)), so the best call from the genotypes is sqrt(h2) g > t: the
+    planted score without the noise, thresholded as the phenotype was. The additive-only limit is the
+    best call from genes 1-4 alone (additive, mixed; None for the pair-only scenarios): the pair's
+    part is integrated out at its cohort frequency (the pair's genes are other genes than 1-4, so
+    independent of them up to chr21 LD), call where that probability passes 1/2."""
+    from scipy.stats import norm
+
+    t = float(np.median(li))
+    labels = li > t
+    rows = np.asarray(rows)
+    bayes = float(np.mean((math.sqrt(h2) * genetic_score(kind, dose, causal) > t)[rows] == labels[rows]))
+    additive, pair = genetic_parts(kind, dose, causal)
+    if additive is None:
+        return bayes, None
+    if pair is None:
+        return bayes, bayes
+    total = additive + pair
+    p_case = np.zeros(len(li))
+    for value in np.unique(pair):
+        g = (additive + value - total.mean()) / total.std()
+        p_case += np.mean(pair == value) * norm.cdf((math.sqrt(h2) * g - t) / math.sqrt(1 - h2))
+    return bayes, float(np.mean((p_case > 0.5)[rows] == labels[rows]))
 
 
 def lr_gene_ranking(features, pheno_labels: np.ndarray, samples_idx) -> list[str]:
@@ -131,12 +178,30 @@ def lr_gene_ranking(features, pheno_labels: np.ndarray, samples_idx) -> list[str
     return sorted(score, key=lambda g: -score[g])
 
 
+class Cohort(NamedTuple):
+    features: Features
+    causal: list[tuple[str, int]]  # (gene, SNP column of dose)
+    labels: dict[str, np.ndarray]  # scenario -> 0/1 (n,)
+    about: str  # a one-line description
+    dose: np.ndarray  # int8 (n, m) SNP dosages
+    liabilities: dict[str, np.ndarray]  # scenario -> liability (n,) the labels were cut from
+    h2: float
+
+    def limits(self, kind: str, rows) -> tuple[float, float | None]:
+        """(Bayes accuracy, additive-only limit) of scenario `kind` on `rows` (accuracy_limits)."""
+        return accuracy_limits(kind, self.dose, self.causal, self.h2, self.liabilities[kind], rows)
+
+
+def way_to_limit(accuracy: float, limit: float) -> float:
+    """The share of the way from chance (0.5: the phenotypes are cut at the median) to `limit`."""
+    return (accuracy - 0.5) / (limit - 0.5)
+
+
 def planted_cohort(shared: str, n_samples: int, seed: int, h2: float, kinds: tuple[str, ...], out: Path,
-                   gene_pca_args: tuple[str, ...] = ()):
+                   gene_pca_args: tuple[str, ...] = ()) -> Cohort:
     """The mosaic cohort, its Gene-PCs (out/genepcs, with SNP dosages), causal SNPs and one
-    phenotype column per scenario in out/pheno.tsv (2 = case). Returns (features, causal
-    [(gene, SNP column)], labels {scenario: 0/1 (n,)}, a one-line description). One generator
-    seeded with `seed` draws the cohort's causal SNPs, then each scenario's liability noise in order."""
+    phenotype column per scenario in out/pheno.tsv (2 = case). One generator seeded with `seed`
+    draws the cohort's causal SNPs, then each scenario's liability noise in order."""
     rng = np.random.default_rng(seed)
     geno = Path(shared) / "genotypes"
     vcf, bed, feats = out / "cohort.vcf.gz", out / "genes.bed", out / "genepcs"
@@ -155,14 +220,19 @@ def planted_cohort(shared: str, n_samples: int, seed: int, h2: float, kinds: tup
              f"genes with Gene-PCs, {len(features.columns)} features (gene-pca {t_pca:.1f} s); causal genes: "
              f"{', '.join(f'{g} (MAF {min(dose[:, j].mean() / 2, 1 - dose[:, j].mean() / 2):.2f})' for g, j in causal)}; "
              f"h2 {h2}")
-    labels = {}
+    labels, liabilities = {}, {}
     for kind in kinds:
         # mixed draws its noise from a generator of its own: the other scenarios' stay as they were
         li = liability(kind, dose, causal, h2, np.random.default_rng([seed, 7]) if kind == "mixed" else rng)
-        labels[kind] = (li > np.median(li)).astype(int)
+        labels[kind], liabilities[kind] = (li > np.median(li)).astype(int), li
     (out / "pheno.tsv").write_text("sample\t" + "\t".join(kinds) + "\n" + "".join(
         f"{s}\t" + "\t".join(str(labels[k][i] + 1) for k in kinds) + "\n" for i, s in enumerate(samples)))
-    return features, causal, labels, about
+    cohort = Cohort(features, causal, labels, about, dose, liabilities, h2)
+    # over every sample, for capsule_tuning.py (the tables here take the rows the CV folds score)
+    limits = {kind: cohort.limits(kind, np.arange(n_samples)) for kind in kinds}
+    (out / "limits.tsv").write_text("scenario\tbayes\tadditive_limit\n" + "".join(
+        f"{k}\t{b:.4f}\t{'NA' if a is None else f'{a:.4f}'}\n" for k, (b, a) in limits.items()))
+    return cohort
 
 
 def decisive_genes(model: Path) -> tuple[list[str], list[str]]:
@@ -185,8 +255,17 @@ def fold_accuracy(model: Path) -> dict[str, list[float]]:
     return acc
 
 
-def mean_sd(values) -> str:
-    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}" if len(values) > 1 else f"{values[0]:.3f}"
+def mean_sd(values, fmt: str = ".3f") -> str:
+    return (f"{np.mean(values):{fmt}} ± {np.std(values, ddof=1):{fmt}}" if len(values) > 1
+            else f"{values[0]:{fmt}}")
+
+
+def reported_pair(model: Path, planted: set[str]) -> str:
+    """The gene pair a capsule-train model reports as interacting (config.json's interaction, where
+    it is called interacting), '(planted)' where it is the planted pair; '-' where it reports none."""
+    found = json.loads((model / "config.json").read_text()).get("interaction") or {}
+    names = {g.rpartition(":")[2] for g in found.get("genes", [])} if found.get("interacting") else set()
+    return "-" if not names else ",".join(sorted(names)) + (" (planted)" if names == planted else "")
 
 
 def search_outcome(folder: Path, pair: set[str]) -> dict:
@@ -240,7 +319,7 @@ def main() -> None:
         out = out_dir(f"{args.out}/seed{seed}")
         cohorts[seed] = planted_cohort(args.shared, args.samples, seed, args.h2, kinds, out,
                                        tuple(args.gene_pca_args.split()))
-        print(f"seed {seed}: {cohorts[seed][3]}", flush=True)
+        print(f"seed {seed}: {cohorts[seed].about}", flush=True)
         runs += [(seed, kind, what) for kind in kinds for what in primaries + (("search",) if kind in searched else ())]
 
     def run(job) -> float:
@@ -269,26 +348,33 @@ def main() -> None:
     acc: dict = {}  # (scenario, method) -> per-seed CV mean
     per_seed, recovery, searches = [], [], []
     for seed in seeds:
-        features, causal, labels, _ = cohorts[seed]
+        cohort = cohorts[seed]
+        features, causal, labels = cohort.features, cohort.causal, cohort.labels
         out = Path(f"{args.out}/seed{seed}")
         for kind in kinds:
             causal_names = {g for g, _ in causal[:SCENARIOS[kind]]}
-            row = {"seed": seed, "scenario": kind}
+            model = out / f"{kind}_{primaries[0]}"
+            split = [line.split("\t") for line in (model / "split.tsv").read_text().splitlines()[1:]]
+            train_idx = [i for i, r in enumerate(split) if r[2] != "test"]
+            # the limits on the rows the CV folds score: every non-test sample
+            bayes, additive_limit = cohort.limits(kind, train_idx)
+            acc.setdefault((kind, "bayes"), []).append(bayes)
+            acc.setdefault((kind, "additive_limit"), []).append(additive_limit)
+            row = {"seed": seed, "scenario": kind, "Bayes": f"{bayes:.3f}",
+                   "additive limit": "" if additive_limit is None else f"{additive_limit:.3f}"}
             for what in primaries:
                 for method, folds in fold_accuracy(out / f"{kind}_{what}").items():
                     method = f"capsule_{what}" if method == "capsule" else method
                     acc.setdefault((kind, method), []).append(float(np.mean(folds)))
-                    row[METHODS[method]] = f"{np.mean(folds):.3f}"
+                    row[METHODS[method]] = f"{np.mean(folds):.3f} ({way_to_limit(np.mean(folds), bayes):.0%})"
             per_seed.append(row)
-            model = out / f"{kind}_{primaries[0]}"
             decisive, ranked = decisive_genes(model)
-            split = [line.split("\t") for line in (model / "split.tsv").read_text().splitlines()[1:]]
-            train_idx = [i for i, r in enumerate(split) if r[2] != "test"]
             lr_top = lr_gene_ranking(features, labels[kind][train_idx], train_idx)[:len(decisive)]
             recovery.append({"seed": seed, "scenario": kind, "decisive": len(decisive),
                              f"causal in decisive ({primaries[0]})": f"{len(causal_names & set(decisive))}/{len(causal_names)}",
                              "causal in LR top": f"{len(causal_names & set(lr_top))}/{len(causal_names)}",
                              "causal ranks": ",".join(str(i + 1) for i, g in enumerate(ranked) if g in causal_names),
+                             "reported pair": reported_pair(model, {causal[i][0] for i in PAIR.get(kind, ())}),
                              "train_s": "/".join(f"{seconds[(seed, kind, w)]:.0f}" for w in primaries)})
             if kind in searched:
                 pair = {causal[i][0] for i in PAIR[kind]}
@@ -298,7 +384,12 @@ def main() -> None:
     methods = [m for m in METHODS if any((k, m) in acc for k in kinds)]
     summary = []
     for kind in kinds:
-        row = {"scenario": kind, **{METHODS[m]: mean_sd(acc[(kind, m)]) for m in methods if (kind, m) in acc}}
+        bayes = acc[(kind, "bayes")]
+        row = {"scenario": kind, "Bayes": mean_sd(bayes),
+               "additive limit": "" if None in acc[(kind, "additive_limit")] else mean_sd(acc[(kind, "additive_limit")]),
+               # per seed, the share of that seed's way to its own limit; then mean ± sd over the seeds
+               **{METHODS[m]: f"{mean_sd(acc[(kind, m)])} ({mean_sd([way_to_limit(a, b) for a, b in zip(acc[(kind, m)], bayes)], '.0%')})"
+                  for m in methods if (kind, m) in acc}}
         found = [r for r in recovery if r["scenario"] == kind]
         key = f"causal in decisive ({primaries[0]})"
         row["causal in decisive"] = (f"{sum(int(r[key].split('/')[0]) for r in found)}/"
@@ -312,11 +403,12 @@ def main() -> None:
             row["capsule - LR"] = f"{np.mean(cap) - np.mean(lr):+.3f} (sd {np.std(lr, ddof=1) if len(lr) > 1 else 0:.3f})"
             row["best baseline"] = f"{METHODS[best]} {np.mean(acc[(kind, best)]):.3f}"
         summary.append(row)
-    print(table(per_seed, ["seed", "scenario"] + [METHODS[m] for m in methods]))
+    print("CV accuracy (share of the way from chance to the Bayes limit)")
+    print(table(per_seed, ["seed", "scenario", "Bayes", "additive limit"] + [METHODS[m] for m in methods]))
     print()
     print(table(recovery, list(recovery[0])))
     print()
-    cols = ["scenario"] + [METHODS[m] for m in methods] + ["causal in decisive", "LR top"]
+    cols = ["scenario", "Bayes", "additive limit"] + [METHODS[m] for m in methods] + ["causal in decisive", "LR top"]
     cols += [c for c in ("capsule - LR", "best baseline") if any(c in r for r in summary)]
     print(f"mean ± sd over seeds {','.join(map(str, seeds))} of each seed's {args.samples}-sample 5-fold CV accuracy")
     print(table([{c: r.get(c, "") for c in cols} for r in summary], cols))
@@ -325,7 +417,7 @@ def main() -> None:
         print(table(searches, list(searches[0])))
     Path(f"{args.out}/result.json").write_text(json.dumps(
         {"per_seed": per_seed, "recovery": recovery, "summary": summary, "search": searches, "samples": args.samples,
-         "seeds": seeds, "causal": {seed: [g for g, _ in cohorts[seed][1]] for seed in seeds}}, indent=2) + "\n")
+         "seeds": seeds, "causal": {seed: [g for g, _ in cohorts[seed].causal] for seed in seeds}}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def main() -> None:
         out = out_dir(f"{args.out}/seed{seed}")
         # made anew even with --reuse (the same bytes for the same seed): labels and causal genes come with it
         cohorts[seed] = planted_cohort(args.shared, args.samples, seed, args.h2, kinds, out)
-        print(f"seed {seed}: {cohorts[seed][3]}", flush=True)
+        print(f"seed {seed}: {cohorts[seed].about}", flush=True)
         runs += [(seed, kind, primary, out) for kind in kinds for primary in PRIMARY]
 
     def train(run) -> float:
@@ -109,7 +109,7 @@ def main() -> None:
 
     per_seed, summary, acc = [], [], {}
     for seed in seeds:
-        features, causal, labels, _ = cohorts[seed]
+        features, causal, labels = cohorts[seed].features, cohorts[seed].causal, cohorts[seed].labels
         out = Path(f"{args.out}/seed{seed}")
         for kind in kinds:
             causal_names = {g for g, _ in causal[:SCENARIOS[kind]]}
@@ -127,8 +127,9 @@ def main() -> None:
             train_idx = [i for i, r in enumerate(split) if r[2] != "test"]
             lr_top = set(lr_gene_ranking(features, y[train_idx], train_idx)[:len(decisive)])
             n = len(causal_names)
+            bayes, _ = cohorts[seed].limits(kind, train_idx)  # on the rows the CV folds score
             per_seed.append({
-                "seed": seed, "scenario": kind,
+                "seed": seed, "scenario": kind, "Bayes": f"{bayes:.3f}",
                 "conv": mean_sd(acc[(kind, "conv")][-1]), "gene": mean_sd(acc[(kind, "gene")][-1]), "lr": mean_sd(lr),
                 "causal_in_decisive conv/gene/lr": f"{found['conv'][0]}/{n} {found['gene'][0]}/{n} "
                                                    f"{len(causal_names & lr_top)}/{n}",
@@ -143,14 +144,14 @@ def main() -> None:
                         "causal_in_decisive conv/gene/lr": " ".join(
                             f"{sum(int(f[i].split('/')[0]) for f in found)}/{sum(int(f[i].split('/')[1]) for f in found)}"
                             for i in range(3))})
-    cols = ["seed", "scenario", "conv", "gene", "lr", "causal_in_decisive conv/gene/lr", "causal_ranks conv | gene",
+    cols = ["seed", "scenario", "Bayes", "conv", "gene", "lr", "causal_in_decisive conv/gene/lr", "causal_ranks conv | gene",
             "train_s conv/gene"]
     print(table(per_seed, cols))
     print()
     print(table(summary, ["scenario", "conv", "gene", "lr", "causal_in_decisive conv/gene/lr"]))
     Path(f"{args.out}/result.json").write_text(json.dumps(
         {"per_seed": per_seed, "summary": summary, "samples": args.samples, "seeds": seeds,
-         "causal": {seed: [g for g, _ in cohorts[seed][1]] for seed in seeds}}, indent=2) + "\n")
+         "causal": {seed: [g for g, _ in cohorts[seed].causal] for seed in seeds}}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

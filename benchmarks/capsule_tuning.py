@@ -2,7 +2,8 @@
 
 Runs only the capsule network's 5 CV folds (no baselines, no final model, no test set: settings are
 chosen on CV accuracy alone), with logistic regression on the same folds for reference. Reads the
-Gene-PCs and simulated phenotypes that benchmarks/capsule.py wrote:
+Gene-PCs and simulated phenotypes that benchmarks/capsule.py wrote (and, where it wrote limits.tsv,
+prints each model's share of the way from chance to the scenario's Bayes limit):
 
     python benchmarks/capsule_tuning.py --scenario cooccur --config '{"hidden": 64, "dropout": 0.2}' \\
         --settings '{"weight_decay": 1e-2}' [--bench bench-output/capsule]
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -27,6 +30,9 @@ from genointerp.capsule.settings import CapsuleSettings
 from genointerp.capsule.splits import make_split
 from genointerp.io.features import read_features, read_phenotypes
 from genointerp.models.capsule import CapsuleConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+from capsule import way_to_limit  # noqa: E402
 
 
 def main() -> None:
@@ -54,9 +60,14 @@ def main() -> None:
         logistic = baseline_models(s.seed, 1)["logistic_regression"]()
         lr.append(float((logistic.fit(scaler(x[tr]), y[tr]).predict(scaler(x[ev])) == y[ev]).mean()))
         epochs.append(len(history))
+    limits = Path(args.bench) / "limits.tsv"  # written by benchmarks/capsule.py with the cohort
+    bayes = next((float(line.split("\t")[1]) for line in limits.read_text().splitlines()[1:]
+                  if line.split("\t")[0] == args.scenario), None) if limits.exists() else None
+    share = "" if bayes is None else (f"\tBayes limit {bayes:.4f}: capsule {way_to_limit(np.mean(capsule), bayes):.0%}, "
+                                      f"logistic regression {way_to_limit(np.mean(lr), bayes):.0%} of the way")
     print(f"{args.scenario}\tconfig {args.config}\tsettings {args.settings}\tcapsule {np.mean(capsule):.4f} ± "
           f"{np.std(capsule, ddof=1):.4f}\tlogistic regression {np.mean(lr):.4f} ± {np.std(lr, ddof=1):.4f}\t"
-          f"epochs {epochs}\t{time.perf_counter() - t0:.0f} s")
+          f"epochs {epochs}\t{time.perf_counter() - t0:.0f} s{share}")
 
 
 if __name__ == "__main__":
