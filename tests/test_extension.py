@@ -24,6 +24,11 @@ def blosum(a, b):
 def test_scores_are_blosum62_with_stops_unknowns_and_edges():
     assert blosum("W", "W") == 11 and blosum("A", "A") == 4 and blosum("W", "D") == -4 and blosum("L", "I") == 2
     assert SCORES[STOP, 0] == -4 and SCORES[EDGE, EDGE] < -1000
+    # the table written out in extension.py is Biopython's BLOSUM62, every pair, and symmetric
+    from Bio.Align import substitution_matrices
+
+    matrix = substitution_matrices.load("BLOSUM62")
+    assert all(blosum(a, b) == int(matrix[a][b]) for a in AMINO_ACIDS for b in AMINO_ACIDS)
 
 
 def test_seg_masks_windows_of_low_entropy_but_not_ordinary_protein():
