@@ -242,7 +242,7 @@ def main() -> None:
     prepare(shared, out)
 
     from genointerp.viral.panel import name_reference
-    from genointerp.viral.placement import read_described
+    from genointerp.viral.typing.placement import read_described
 
     def virus_of(name):
         return name_reference(name, describe.get(name, "")).virus

@@ -12,7 +12,7 @@ genomes mutated with 5 % substitutions, as XVir augments), 30 % human, 20 % bact
 fine-tuning stages (FINETUNE) on fresh reads with a larger human share at lower learning rates:
 the first model still called too many human reads viral. Last, the model folder gets its k-mer
 index (codon seeds of the training HPV genomes minus those of every training negative;
-genointerp.viral.evidence), and the model's threshold is set so that the combined caller
+genointerp.viral.evidence.seeds), and the model's threshold is set so that the combined caller
 (k-mer evidence or the model) calls at most CALIBRATION_FPR of fresh reads of each non-viral
 kind viral (calibrate()).
 
@@ -166,10 +166,10 @@ def simulate_mix(work: Path, counts: dict[str, int], seed: int, out: Path) -> No
 
 
 def install_evidence(work: Path, model: Path) -> None:
-    """The model folder's k-mer index (genointerp.viral.evidence's default seed and hits): the
+    """The model folder's k-mer index (genointerp.viral.evidence.seeds's default seed and hits): the
     training HPV genomes (circular) minus the seeds of every training negative (FRESH_NEGATIVES)."""
     from genointerp.cli.common import REPORTER
-    from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index
+    from genointerp.viral.evidence.seeds import CONFIG_KEY, KmerSettings, build_index
 
     entry = build_index(model, [str(work / "hpv_train.fa")], [str(work / ref) for _, ref in FRESH_NEGATIVES],
                         KmerSettings(), True, REPORTER)
@@ -189,14 +189,14 @@ ALL_NEGATIVES = ["human_train.fa", "human_heldout.fa", "bacteria_train.fa", "bac
 def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, ...] = ()) -> None:
     """The model folder's viral indexes as users get them: seeds and proteins of every genome of
     ../shared/data/viral (all HPV genomes, the other oncoviruses), minus what every negative
-    reference shares with them, and the calling rule (genointerp.viral.calling's defaults, chosen on
+    reference shares with them, and the calling rule (genointerp.viral.classify.calling's defaults, chosen on
     benchmarks/viral_calls.py's validation split). The XVir model itself is not retrained.
     `leave_out`: types whose genomes (lineages included) a benchmark's copy must not know."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
-    from genointerp.viral.calling import RULE_KEY, CallingRule
-    from genointerp.viral.evidence import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
-    from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
+    from genointerp.viral.classify.calling import RULE_KEY, CallingRule
+    from genointerp.viral.evidence.seeds import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
+    from genointerp.viral.evidence.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
 
     viral = work / "viral_all.fa"
     records = [(r.name, r.sequence) for name in ("hpv_genomes.fa", "oncoviruses.fa")
@@ -215,7 +215,7 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
                      "S. aureus JH1, N315, TW20, MSSA476; H. pylori F32, Gambia94/24; Streptococcus suis P1/7",
                      "Ustilago maydis; S. cerevisiae chrI-II", "Dictyostelium discoideum AX4; Plasmodium knowlesi, P. falciparum 3D7"]}
     config["calling"][RULE_KEY] = CallingRule().as_dict()
-    config["calling"]["rule"] = "evidence bits + the model's vote >= min_bits (genointerp.viral.calling); " \
+    config["calling"]["rule"] = "evidence bits + the model's vote >= min_bits (genointerp.viral.classify.calling); " \
                                 "p_viral >= threshold with --evidence model"
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     ship_descriptions(shared, model)
@@ -224,7 +224,7 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
 def ship_descriptions(shared: Path, model: Path) -> None:
     """The oncovirus genomes' descriptions (accession, genotype) beside kmer_refs.fa.gz, whose
     headers carry names only: reports name HBV_4 "HBV genotype C" (genointerp.viral.panel)."""
-    from genointerp.viral.placement import DESCRIPTIONS_FILE
+    from genointerp.viral.typing.placement import DESCRIPTIONS_FILE
 
     rows = []
     for line in (shared / "viral" / "oncoviruses.fa").read_text().splitlines():
@@ -244,7 +244,7 @@ def ship_taxids(model: Path, names_dmp: Path = TAXONOMY) -> None:
     kraken-style report, from the taxonomy's names (scientific names first, then synonyms)."""
     import re
 
-    from genointerp.viral.sample_report import TAXIDS_FILE
+    from genointerp.viral.report.sample_report import TAXIDS_FILE
 
     found: dict[str, tuple[int, int, str]] = {}
     pattern = re.compile(r"Human papillomavirus (?:type )?(\d+)")
@@ -291,9 +291,9 @@ def calibrate(work: Path, model: Path, threads: int) -> dict:
     from genointerp.model_folder import load_model_dir
     from genointerp.cli.common import REPORTER
     from genointerp.runtime import use_threads
-    from genointerp.viral.evidence import load_index
-    from genointerp.viral.fresh import FreshReads, ReadSimulator
-    from genointerp.viral.train import calibrate_on_fresh_reads
+    from genointerp.viral.evidence.seeds import load_index
+    from genointerp.viral.training.fresh import FreshReads, ReadSimulator
+    from genointerp.viral.training.job import calibrate_on_fresh_reads
 
     use_threads(threads)
     net, config = load_model_dir(model, expect="xvir")

@@ -1,4 +1,4 @@
-"""The viral k-mer index (genointerp.viral.evidence): ids, low-complexity filter, build and load."""
+"""The viral k-mer index (genointerp.viral.evidence.seeds): ids, low-complexity filter, build and load."""
 
 import gzip
 import json
@@ -13,8 +13,8 @@ from genointerp.errors import InputError
 from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
-from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids,
-                                       complex_enough, kmer_text, load_index, reference_kmers)
+from genointerp.viral.evidence.seeds import (CODON_SEED, CONFIG_KEY, KmerIndex, KmerSettings, build_index,
+                                             canonical_ids, complex_enough, kmer_text, load_index, reference_kmers)
 
 def kmer_id(s):
     return int(s.translate(str.maketrans("ACGT", "0123")), 4)
@@ -169,6 +169,6 @@ def test_excluded_seeds_are_written_with_n_where_skipped_and_read_back(tmp_path)
     lines = kmer_text(ids, settings.seed)
     assert all(line[2:3] == b"N" and line[5:6] == b"N" and line.count(b"N") == 4 for line in lines)
     (tmp_path / "x.txt.gz").write_bytes(gzip.compress(b"".join(lines)))
-    from genointerp.viral.evidence import _read_kmers
+    from genointerp.viral.evidence.seeds import _read_kmers
 
     assert np.array_equal(_read_kmers(tmp_path / "x.txt.gz", settings.seed), ids)

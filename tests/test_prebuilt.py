@@ -1,4 +1,4 @@
-"""Prebuilt viral indexes (genointerp.viral.prebuilt, `genointerp index-model`): the memory-mapped
+"""Prebuilt viral indexes (genointerp.viral.evidence.prebuilt, `genointerp index-model`): the memory-mapped
 arrays are the built indexes, found in the folder, then the cache; stale or damaged ones are
 never used; runs give the same bytes with and without them."""
 
@@ -11,9 +11,10 @@ import pytest
 from conftest import DATA
 from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
-from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index, load_index
-from genointerp.viral.prebuilt import CACHE_ENV, DIR, MANIFEST, current, load_indexes, write_folder_index
-from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index, load_protein_index
+from genointerp.viral.evidence.seeds import CONFIG_KEY, KmerSettings, build_index, load_index
+from genointerp.viral.evidence.prebuilt import CACHE_ENV, DIR, MANIFEST, current, load_indexes, write_folder_index
+from genointerp.viral.evidence.protein import (CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index,
+                                               load_protein_index)
 from genointerp.io.sequences import read_reference
 
 

@@ -1,5 +1,5 @@
-"""Translation, chance evidence and the protein index (genointerp.seq.translate, genointerp.viral.chance,
-genointerp.viral.protein), and the seeds' evidence bits (genointerp.viral.evidence)."""
+"""Translation, chance evidence and the protein index (genointerp.seq.translate, genointerp.viral.evidence.chance,
+genointerp.viral.evidence.protein), and the seeds' evidence bits (genointerp.viral.evidence.seeds)."""
 
 import math
 
@@ -12,11 +12,11 @@ from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON, STOP, aa_kmer_ids, codons, distinct_residues
-from genointerp.viral.chance import chance_bits, composition
-from genointerp.viral.evidence import KmerIndex, KmerSettings, reference_kmers
-from genointerp.viral.extension import K, LAMBDA, SCORES
-from genointerp.viral.protein import (CONFIG_KEY, EXCLUDED_FILE, ProteinIndex, ProteinSettings, build_protein_index,
-                                      load_protein_index, orf_kmers)
+from genointerp.viral.evidence.chance import chance_bits, composition
+from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings, reference_kmers
+from genointerp.viral.evidence.extension import K, LAMBDA, SCORES
+from genointerp.viral.evidence.protein import (CONFIG_KEY, EXCLUDED_FILE, ProteinIndex, ProteinSettings,
+                                               build_protein_index, load_protein_index, orf_kmers)
 
 # the synonymous alternatives to coding.CODON the tests swap in
 SYNONYM = {"A": "GCC", "D": "GAC", "E": "GAG", "F": "TTC", "G": "GGC", "H": "CAC", "I": "ATC", "K": "AAG", "L": "CTC",

@@ -2,7 +2,7 @@
 
 classify-reads and find-integrations then memory-map them and start at once, instead of building
 them (about five seconds for the built-in model) or reading them from the user's cache
-(genointerp.viral.prebuilt). train-xvir writes them with every folder it makes; this is for older
+(genointerp.viral.evidence.prebuilt). train-xvir writes them with every folder it makes; this is for older
 folders and the built-in model (`make install` and the Docker image run it).
 """
 
@@ -17,7 +17,7 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.model_folder import read_model_config
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
-from genointerp.viral.prebuilt import DIR, current, write_folder_index
+from genointerp.viral.evidence.prebuilt import DIR, current, write_folder_index
 
 
 @dataclass
@@ -40,7 +40,7 @@ class IndexModelRequest:
 def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Write (or with check_only, check) the folder's prebuilt index; returns {"folder", "index":
     its path, "state": "current" | "written" | "stale" | "missing"}. The index is written beside
-    and renamed into place (genointerp.viral.prebuilt.save), so no AtomicOutputs is needed."""
+    and renamed into place (genointerp.viral.evidence.prebuilt.save), so no AtomicOutputs is needed."""
     folder = Path(req.model_folder())
     config = read_model_config(folder, expect="xvir")
     state = current(folder, config)

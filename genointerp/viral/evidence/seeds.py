@@ -8,7 +8,7 @@ wrapped, minus the excluded ones, minus low-complexity windows (Shannon entropy 
 composition below `min_entropy` bits: AT-rich stretches and short repeats, which other genomes
 share by chance). Shipping references rather than the index keeps a model small (the built-in
 model's genomes are 1.0 MB gzipped against 23 MB of ids) and readable; runs load the index
-prebuilt from the folder or the user's cache (genointerp.viral.prebuilt), and look reads up in
+prebuilt from the folder or the user's cache (genointerp.viral.evidence.prebuilt), and look reads up in
 it in one compiled pass (genointerp.seq.scan), the numpy code here being the definition.
 
 A seed is a pattern over a window of k bases: '1' positions must match, '0' positions may differ
@@ -26,7 +26,7 @@ of them are evidence that the read is viral.
 Each seed also keeps the virus of the reference contigs it comes from (`labels`, a code into
 `viruses`, as genointerp.viral.panel names them; AMBIGUOUS when contigs of two viruses hold it),
 so that a read called viral that no reference places can still be named at the virus level
-(genointerp.viral.naming).
+(genointerp.viral.typing.naming).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.seq.scan import seed_hits
-from genointerp.viral.chance import chance_bits, composition, fixed_letters, owned_positions, owner_of, stretches
+from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
+                                              stretches)
 from genointerp.viral.panel import name_reference
 
 REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
@@ -207,7 +208,7 @@ class KmerIndex:
     settings: KmerSettings
     labels: np.ndarray | None = None  # uint8 (n,): each seed's virus, a code into `viruses` (or AMBIGUOUS)
     viruses: tuple[str, ...] = ()
-    table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.prebuilt)
+    table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.evidence.prebuilt)
 
     def __post_init__(self) -> None:
         self._set = IdSet(self.ids, self.table)
@@ -269,7 +270,7 @@ class SeedEvidence:
     hits: window positions whose seed is in the index (one ~30 bp match counts up to k - weight + 1
     times over); clean: window positions free of N; clusters: stretches of matched windows, each
     within k of the previous; bits: float64, how unlikely the stretches are by chance, -log10
-    summed over stretches (genointerp.viral.chance).
+    summed over stretches (genointerp.viral.evidence.chance).
     """
 
     hits: np.ndarray
@@ -325,7 +326,7 @@ class IndexSource:
     """What a model folder's config.json says one of its indexes is built from: the seed index or
     the protein index."""
 
-    settings: object  # KmerSettings, or genointerp.viral.protein.ProteinSettings
+    settings: object  # KmerSettings, or genointerp.viral.evidence.protein.ProteinSettings
     circular: bool
     expected: int  # seeds the index must hold (config.json's n_kmers)
     references: Path
@@ -354,7 +355,7 @@ def index_source(folder: str | Path, config: dict, min_hits: int | None = None) 
 def load_index(folder: str | Path, config: dict, min_hits: int | None = None) -> KmerIndex | None:
     """The model folder's k-mer index built from its references (None when its config.json has no
     "kmer_index"), with `min_hits` in place of the recorded one when given. A damaged entry or file
-    is an InputError. genointerp.viral.prebuilt loads the same index from its stored arrays."""
+    is an InputError. genointerp.viral.evidence.prebuilt loads the same index from its stored arrays."""
     source = index_source(folder, config, min_hits)
     return None if source is None else build_from(source)
 

@@ -38,9 +38,10 @@ from typing import Callable
 import numpy as np
 
 from genointerp.interrupts import on_abandon
-from genointerp.viral.evidence import CONFIG_KEY as KMER_KEY, IndexSource, KmerIndex, build_from, index_source
-from genointerp.viral.extension import ReferenceProteins
-from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinIndex, build_protein_from, protein_source
+from genointerp.viral.evidence.seeds import CONFIG_KEY as KMER_KEY, IndexSource, KmerIndex, build_from, index_source
+from genointerp.viral.evidence.extension import ReferenceProteins
+from genointerp.viral.evidence.protein import (CONFIG_KEY as PROTEIN_KEY, ProteinIndex, build_protein_from,
+                                               protein_source)
 
 FORMAT = 2  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller filters)
 DIR = "index"  # the prebuilt index inside a model folder

@@ -10,7 +10,7 @@ Evidence, read by read:
   fragment length. When the viral mate's unaligned end is long enough, it is looked for in the host
   next to the anchor (mappy on that window): found, the pair's read becomes a split read too.
 - fully unaligned viral pairs tell no host position; they are counted per type in the summary.
-Viral parts are placed by genointerp.viral.placement (seed evidence, then mappy). Split reads are
+Viral parts are placed by genointerp.viral.typing.placement (seed evidence, then mappy). Split reads are
 clustered by host position (within CLUSTER_BP), pairs joined to the nearest split-read junction
 they can reach or clustered among themselves (imprecise junctions); a junction needs `min_support`
 reads and pairs in all. Its virus and type are the panel reference most of its viral bases align
@@ -57,9 +57,8 @@ from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.seq.alphabet import decode
 from genointerp.viral.panel import ViralName, known_virus
-from genointerp.viral.sample_report import check_sample_name, sample_name
-from genointerp.viral.placement import (Placement, ViralPanel, entropy_ok, junction_side, revcomp,
-                                        unaligned_flank)
+from genointerp.viral.report.sample_report import check_sample_name, sample_name
+from genointerp.viral.typing.placement import Placement, ViralPanel, entropy_ok, junction_side, revcomp, unaligned_flank
 
 CLUSTER_BP = 10  # split reads within this many bases of a cluster's first are one junction
 BATCH = 4096  # pieces placed at once

@@ -35,9 +35,9 @@ from genointerp.model_folder import CONFIG
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
-from genointerp.viral.evidence import REFS_FILE
+from genointerp.viral.evidence.seeds import REFS_FILE
 from genointerp.viral.panel import ViralName, name_reference
-from genointerp.viral.prebuilt import load_indexes
+from genointerp.viral.evidence.prebuilt import load_indexes
 
 WRAP = 500
 MIN_ALIGNED = 20  # a placement covers at least this many bases of the piece

@@ -2,9 +2,9 @@
 
 Evidence (a model folder with a viral index, as the built-in one). Every read of at least
 MIN_LENGTH bases gets its evidence bits: how unlikely by chance its matches to the viral
-references' seeds (genointerp.viral.evidence) and its alignments to their proteins
-(genointerp.viral.protein, genointerp.viral.extension) are. The
-calling rule (genointerp.viral.calling) adds the model's vote where it can change the call:
+references' seeds (genointerp.viral.evidence.seeds) and its alignments to their proteins
+(genointerp.viral.evidence.protein, genointerp.viral.evidence.extension) are. The
+calling rule (genointerp.viral.classify.calling) adds the model's vote where it can change the call:
 reads whose bits are far from the line are called on their evidence alone, and the model
 scores only the others (every read with `model_all`). Statuses: scored; model_abstained (the
 model could have changed the call but cannot score the read: shorter than its windows, or every
@@ -20,15 +20,15 @@ scored, too_short (shorter than the model's read length), ambiguous (no window f
 Evidence mode `kmer` calls on the evidence alone and never runs the model.
 
 With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
-genointerp.viral.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
+genointerp.viral.classify.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
 That needs a read to be scored in the same forward pass, beside the same windows, in every run:
-genointerp.viral.blocks fixes the passes by the reads' positions in the input. Evidence bits are
+genointerp.viral.classify.blocks fixes the passes by the reads' positions in the input. Evidence bits are
 per-read arithmetic (no sum runs across reads), so they need nothing of the kind.
 
 Where the work runs: this process reads the input and writes the outputs; batches of BATCH reads
 go to `--threads` worker processes (genointerp.pools) for their evidence and the typing of the
-reads it may call viral (genointerp.viral.batch_work); the model runs in a process of its own,
-started when a batch first needs it (genointerp.viral.model_process), so torch is imported only
+reads it may call viral (genointerp.viral.classify.batch_work); the model runs in a process of its own,
+started when a batch first needs it (genointerp.viral.classify.model_process), so torch is imported only
 then, and meanwhile up to LOOKAHEAD batches are read on. Every piece is per read or per fixed
 block, so the outputs are the same bytes for any --threads, --chunk and batch size.
 """
@@ -59,18 +59,18 @@ from genointerp.resources import builtin_model_dir
 from genointerp.runtime import check_settings, usable_threads
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
-from genointerp.viral.blocks import block_rows
-from genointerp.viral.calling import CallingRule, rule_of
-from genointerp.viral.batch_work import BatchEvidence, EvidenceWork
-from genointerp.viral.evidence import KmerIndex, index_files
-from genointerp.viral.model_process import ModelProcess
-from genointerp.viral.prebuilt import load_indexes
-from genointerp.viral.protein import ProteinIndex
-from genointerp.viral.host_depth import MappedBases, mapped_host_bases, sum_mapped
-from genointerp.viral.sample_report import check_sample_name, report_from_typing, sample_name
-from genointerp.viral.sample_tally import SampleTally
-from genointerp.viral.typing_data import sample_spec
-from genointerp.viral.scatter import chunk_fields, chunk_range, count_records
+from genointerp.viral.classify.blocks import block_rows
+from genointerp.viral.classify.calling import CallingRule, rule_of
+from genointerp.viral.classify.batch_work import BatchEvidence, EvidenceWork
+from genointerp.viral.evidence.seeds import KmerIndex, index_files
+from genointerp.viral.classify.model_process import ModelProcess
+from genointerp.viral.evidence.prebuilt import load_indexes
+from genointerp.viral.evidence.protein import ProteinIndex
+from genointerp.viral.report.host_depth import MappedBases, mapped_host_bases, sum_mapped
+from genointerp.viral.report.sample_report import check_sample_name, report_from_typing, sample_name
+from genointerp.viral.report.sample_tally import SampleTally
+from genointerp.viral.report.typing_data import sample_spec
+from genointerp.viral.classify.scatter import chunk_fields, chunk_range, count_records
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
@@ -98,7 +98,7 @@ class ClassifyRequest:
     multiqc_types: str | None = None  # the report's MultiQC table of types (custom content, *_mqc.tsv)
     sample: str | None = None  # the report's sample name; None: from the first input's file name
     host_genome_size: float = 3.1e9  # the report's copies per genome: GRCh38's size by default
-    host_bases: int | None = None  # the host's bases; None: counted (genointerp.viral.host_depth)
+    host_bases: int | None = None  # the host's bases; None: counted (genointerp.viral.report.host_depth)
     viral_out: str | None = None  # the reads called viral
     unmapped_only: bool = False
     reference: str | None = None  # FASTA for CRAM decoding
@@ -228,7 +228,7 @@ def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.n
 @dataclass
 class Windows:
     """The model's windows of reads `which` (int (m,)) of a batch: tokens uint16 (R, n_tokens), R a
-    multiple of PASS, laid out in passes by genointerp.viral.blocks; where int (W,), the row of each
+    multiple of PASS, laid out in passes by genointerp.viral.classify.blocks; where int (W,), the row of each
     window; read int (W,), the position in `which` of each window's read; status object (m,) of
     reads no window scores (too_short, ambiguous)."""
 
@@ -243,7 +243,7 @@ def model_windows(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, L: 
                   which: np.ndarray | None = None) -> Windows:
     """The windows of the reads `which` (int (m,), ascending; None: all n) of a batch given as codes
     joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined). The batch must
-    start on a block boundary of the input stream (genointerp.viral.blocks): a read's forward pass
+    start on a block boundary of the input stream (genointerp.viral.classify.blocks): a read's forward pass
     holds only the chosen reads of its own block."""
     which = np.arange(len(lengths)) if which is None else which
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
@@ -290,7 +290,7 @@ class Classifier:
 def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classifier:
     """The request's model folder (or the built-in one), with its threshold, calling rule and
     evidence indexes (bits and kmer_hits are reported in every mode that has them; prebuilt
-    where the folder or the cache has them, genointerp.viral.prebuilt)."""
+    where the folder or the cache has them, genointerp.viral.evidence.prebuilt)."""
     path = req.model_folder()
     where = f"{path}/config.json"
     config = read_model_config(path, expect="xvir")
@@ -312,7 +312,7 @@ def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classif
 def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Classify every read into the calls TSV, and write whichever of the reads called viral, the
     summary JSON and the per-sample report files the request names; returns the summary (with the
-    per-sample viral report, genointerp.viral.sample_report, when a report file is asked for)."""
+    per-sample viral report, genointerp.viral.report.sample_report, when a report file is asked for)."""
     files = req.report_files()
     with outputs.streams(req.output, req.summary, req.viral_out, *(path for _, _, path in files),
                          plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
@@ -419,7 +419,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
 
 
 def report_spec(req: ClassifyRequest, log) -> dict:
-    """The per-sample report's settings (genointerp.viral.sample_tally.sample_spec): with
+    """The per-sample report's settings (genointerp.viral.report.sample_tally.sample_spec): with
     --unmapped-only and no --host-bases, the bases of the mapped host reads left out, from the
     inputs' indexes. Refused where they cannot be known and a report is asked for; a chunk job
     records them as unknown (merge-calls then refuses its report)."""
@@ -474,7 +474,7 @@ class PendingCalls:
 
 def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, BatchEvidence | None], PendingCalls]:
     """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
-    the input stream, and its evidence (None without an index; genointerp.viral.batch_work), to
+    the input stream, and its evidence (None without an index; genointerp.viral.classify.batch_work), to
     its PendingCalls: the windows the model must score are handed to the model process at once."""
     L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
     has_unknown = clf.config["model"]["vocab_size"] > 4**k
