@@ -279,7 +279,7 @@ class _StubPanel:
 
 
 def _split(name, pos, ref, vpos=100):
-    from genointerp.integrations.job import _Evidence
+    from genointerp.integrations.pieces import _Evidence
     from genointerp.viral.typing.placement import Placement
 
     place = Placement(ref, 1, vpos, vpos + 50, 0, 50, 50, 50, 10)
@@ -292,7 +292,8 @@ def test_one_call_per_junction_when_its_reads_land_on_two_lineages():
     are one junction of one type, reported once (the call with more reads). A call of another type
     at the same base (another virus: clustering keeps viruses apart), one of the same type 12 bp on,
     and one on the other strand stay."""
-    from genointerp.integrations.job import IntegrationRequest, _cluster, _junction_calls
+    from genointerp.integrations.clusters import _cluster, _junction_calls
+    from genointerp.integrations.request import IntegrationRequest
 
     panel = _StubPanel("HPV16", "HPV16_v2", "HBV_2")
     req = IntegrationRequest(host="host.fa", bam="x.bam", min_support=3)

@@ -12,6 +12,8 @@ import pytest
 
 from contract_cases import check_case
 
+from genointerp.integrations.job import run as find_integrations
+from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.calls_table import HEADER
 from genointerp.job import execute
 from genointerp.reads.kmerize import KmerizeRequest
@@ -22,8 +24,6 @@ from genointerp.versions import VersionsRequest
 from genointerp.versions import run as versions
 from genointerp.viral.classify.job import ClassifyRequest
 from genointerp.viral.classify.job import run as classify_reads
-from genointerp.integrations.job import IntegrationRequest
-from genointerp.integrations.job import run as find_integrations
 from genointerp.viral.classify.merge_calls import MergeCallsRequest
 from genointerp.viral.classify.merge_calls import run as merge_calls
 from genointerp.viral.training.job import TrainXvirRequest
