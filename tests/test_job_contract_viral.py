@@ -22,8 +22,8 @@ from genointerp.reads.simulate import SimulateReadsRequest
 from genointerp.reads.simulate import run as simulate_reads
 from genointerp.versions import VersionsRequest
 from genointerp.versions import run as versions
-from genointerp.viral.classify.job import ClassifyRequest
 from genointerp.viral.classify.job import run as classify_reads
+from genointerp.viral.classify.request import ClassifyRequest
 from genointerp.viral.classify.merge_calls import MergeCallsRequest
 from genointerp.viral.classify.merge_calls import run as merge_calls
 from genointerp.viral.training.job import TrainXvirRequest

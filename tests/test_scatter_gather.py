@@ -198,7 +198,7 @@ def _scores(reads, precision, batch):
     from genointerp.model_folder import load_model_dir
     from genointerp.seq.joined import encode_joined
     from genointerp.resources import builtin_model_dir
-    from genointerp.viral.classify.job import model_windows, window_scores
+    from genointerp.viral.classify.windows import model_windows, window_scores
     from genointerp.viral.classify.model_process import scorer
 
     model, config = load_model_dir(builtin_model_dir(), expect="xvir")

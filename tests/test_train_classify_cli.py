@@ -326,7 +326,7 @@ def test_default_threshold_comes_from_the_models_calibration(model, dataset, cli
 def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_path, monkeypatch):
     import shutil
 
-    import genointerp.viral.classify.job
+    import genointerp.viral.classify.request
     from genointerp.resources import builtin_model_dir
 
     damaged = tmp_path / "model"
@@ -337,7 +337,7 @@ def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_
     (tmp_path / "r.fq").write_text("@r\n" + "ACGT" * 40 + "\n+\n" + "I" * 160 + "\n")
     args = ["-m", damaged] if which == "user" else []
     if which == "built-in":
-        monkeypatch.setattr(genointerp.viral.classify.job, "builtin_model_dir", lambda *a: damaged)
+        monkeypatch.setattr(genointerp.viral.classify.request, "builtin_model_dir", lambda *a: damaged)
     res = cli("classify-reads", tmp_path / "r.fq", *args, "-o", tmp_path / "o.tsv")
     assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
     assert_one_error_line(res, f"{damaged}/config.json: ")

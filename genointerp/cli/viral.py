@@ -179,7 +179,8 @@ def classify_reads(
     shorter ones, whose evidence then decides (status model_abstained).
     """
     from genointerp.job import execute
-    from genointerp.viral.classify.job import ClassifyRequest, run
+    from genointerp.viral.classify.job import run
+    from genointerp.viral.classify.request import ClassifyRequest
 
     req = ClassifyRequest(inputs, output=output, model=model_dir, threshold=threshold,
                           evidence=evidence and evidence.value, min_bits=min_bits, model_all=model_all, summary=summary,

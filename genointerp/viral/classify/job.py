@@ -37,130 +37,36 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from itertools import chain, islice
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 
-from genointerp.chunks import chunk_option
-from genointerp.errors import InputError, UsageError
+from genointerp.errors import InputError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
-from genointerp.io.viral_report import report_files, write_sample_report
-from genointerp.job import one_stdout, stdin_once
-from genointerp.model_folder import CONFIG, WEIGHTS, check_calling, read_model_config
+from genointerp.io.viral_report import write_sample_report
+from genointerp.model_folder import CONFIG, WEIGHTS
 from genointerp.pools import OrderedPool, in_order
-from genointerp.seq.joined import encode_joined, join
+from genointerp.seq.joined import join
 from genointerp.report import Reporter
-from genointerp.resources import builtin_model_dir
-from genointerp.runtime import check_settings, usable_threads
-from genointerp.seq.alphabet import INVALID, N_CODE
-from genointerp.seq.kmers import tokenize
-from genointerp.viral.classify.blocks import block_rows
-from genointerp.viral.classify.calling import CallingRule, rule_of
-from genointerp.viral.classify.batch_work import BatchEvidence, EvidenceWork
-from genointerp.viral.evidence.seeds import KmerIndex, index_files
-from genointerp.viral.classify.model_process import ModelProcess
-from genointerp.viral.evidence.prebuilt import load_indexes
-from genointerp.viral.evidence.protein import ProteinIndex
+from genointerp.runtime import usable_threads
+from genointerp.viral.classify.batch_work import EvidenceWork
+from genointerp.viral.classify.classifier import MIN_LENGTH, BatchCalls, Classifier, batch_classifier, load_classifier
+from genointerp.viral.classify.request import ClassifyRequest
+from genointerp.viral.classify.scatter import chunk_fields, chunk_range, count_records
+from genointerp.viral.evidence.seeds import index_files
 from genointerp.viral.report.host_depth import MappedBases, mapped_host_bases, sum_mapped
-from genointerp.viral.report.sample_report import check_sample_name, report_from_typing, sample_name
+from genointerp.viral.report.sample_report import report_from_typing, sample_name
 from genointerp.viral.report.sample_tally import SampleTally
 from genointerp.viral.report.typing_data import sample_spec
-from genointerp.viral.classify.scatter import chunk_fields, chunk_range, count_records
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
-EVIDENCE_MODES = ("both", "model", "kmer")
-MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
 STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
 EVIDENCE_LABELS = ("kmer", "both", "model", "none")
-
-
-@dataclass
-class ClassifyRequest:
-    """classify-reads: the fields are its options (files as paths, `-` for stdin/stdout)."""
-
-    reads: list[str]  # READS...
-    output: str = "-"  # per-read calls TSV
-    model: str | None = None  # model folder; None: the built-in model; recorded in the summary with a digest of its files
-    threshold: float | None = None  # None: the model's calibrated threshold (default_threshold)
-    evidence: str | None = None  # both, model or kmer; None: both when the model has a k-mer index, else model
-    min_bits: float | None = None  # None: the model folder's calling rule's
-    model_all: bool = False  # run the model on every read, not only where it can change a call
-    summary: str | None = None  # run summary JSON
-    report: str | None = None  # per-sample viral report TSV (the reads typed by EM)
-    kraken_report: str | None = None  # the report in kraken2's format
-    multiqc: str | None = None  # the report's MultiQC general-statistics row (custom content, *_mqc.tsv)
-    multiqc_types: str | None = None  # the report's MultiQC table of types (custom content, *_mqc.tsv)
-    sample: str | None = None  # the report's sample name; None: from the first input's file name
-    host_genome_size: float = 3.1e9  # the report's copies per genome: GRCh38's size by default
-    host_bases: int | None = None  # the host's bases; None: counted (genointerp.viral.report.host_depth)
-    viral_out: str | None = None  # the reads called viral
-    unmapped_only: bool = False
-    reference: str | None = None  # FASTA for CRAM decoding
-    chunk: str | None = None  # "I/N": only chunk I of N of the read stream
-    device: str = "cpu"  # a torch device (the CLI resolves --device auto)
-    precision: str = "32"
-    threads: int = 1
-
-    def check(self) -> None:
-        stdin_once("READS...", self.reads, "it cannot be read twice")
-        one_stdout(("--output", self.output), ("--summary", self.summary), ("--viral-out", self.viral_out),
-                   *self.reports())
-        if self.evidence is not None and self.evidence not in EVIDENCE_MODES:
-            raise UsageError(f"--evidence: must be one of {', '.join(EVIDENCE_MODES)}, not {self.evidence!r}")
-        if self.min_bits is not None and not self.min_bits > 0:
-            raise UsageError(f"--min-bits: must be above 0, not {self.min_bits}")
-        if self.threshold is not None and not 0 <= self.threshold <= 1:
-            raise UsageError(f"--threshold: must be from 0 to 1, not {self.threshold}")
-        if not self.host_genome_size > 0:
-            raise UsageError(f"--host-genome-size: must be above 0, not {self.host_genome_size}")
-        if self.host_bases is not None and not self.host_bases > 0:
-            raise UsageError(f"--host-bases: must be above 0, not {self.host_bases}")
-        check_sample_name(self.sample)
-        check_settings(self.threads, self.precision)
-        if self.chunk is not None:
-            self.chunk_of()
-            reports = self.reports()
-            if reports:
-                raise UsageError(f"{reports[0][0]}: the per-sample report needs every read of the sample: give the "
-                                 "chunks' --summary files to merge-calls with this option (a chunk's summary holds "
-                                 "its share of the typing)")
-            streams = [p for p in self.reads if is_stream(p)]
-            if streams:
-                what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
-                raise UsageError(f"--chunk: {what} cannot be chunked: every job must count the whole input, "
-                                 "so it is read twice; give a file")
-
-    def chunk_of(self) -> tuple[int, int] | None:
-        """--chunk as (I, N), None without it."""
-        return chunk_option(self.chunk)
-
-    def reports(self) -> list[tuple[str, str]]:
-        """(option, path) of the per-sample report files asked for."""
-        return [(option, path) for option, _, path in self.report_files()]
-
-    def report_files(self) -> list[tuple[str, str, str]]:
-        """(option, format, path) of the per-sample report files asked for
-        (genointerp.io.viral_report.report_files)."""
-        return report_files(self.report, self.kraken_report, self.multiqc, self.multiqc_types)
-
-    def model_folder(self) -> str:
-        return self.model or str(builtin_model_dir())
-
-    def inputs(self) -> list[str | None]:
-        return [*self.reads, self.model_folder(), self.reference]
-
-
-def default_threshold(config: dict, where: str = "model config.json") -> float:
-    """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5.
-    A damaged one (not a number from 0 to 1) is an InputError naming `where`."""
-    threshold = check_calling(config, where)
-    return 0.5 if threshold is None else threshold
 
 
 def model_sha256(folder: str, config: dict) -> str:
@@ -214,99 +120,6 @@ def _check_one_read_format(files: list[str]) -> None:
 def _mixed_formats(fastq: str, fasta: str) -> str:
     return (f"{fastq} has base qualities (FASTQ) and {fasta} has none (FASTA): --viral-out writes one format; "
             "classify them in separate runs")
-
-
-def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start offsets (into the joined codes) of every window, and the read each belongs to."""
-    per = np.where(lengths >= L, -(-lengths // L), 0)  # ceil(len / L) windows, the last one end-aligned
-    read = np.repeat(np.arange(lengths.size), per)
-    j = np.arange(read.size) - np.repeat(np.cumsum(per) - per, per)
-    offset = np.minimum(j * L, lengths[read] - L)
-    return starts[read] + offset, read
-
-
-@dataclass
-class Windows:
-    """The model's windows of reads `which` (int (m,)) of a batch: tokens uint16 (R, n_tokens), R a
-    multiple of PASS, laid out in passes by genointerp.viral.classify.blocks; where int (W,), the row of each
-    window; read int (W,), the position in `which` of each window's read; status object (m,) of
-    reads no window scores (too_short, ambiguous)."""
-
-    which: np.ndarray
-    tokens: np.ndarray
-    where: np.ndarray
-    read: np.ndarray
-    status: np.ndarray
-
-
-def model_windows(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, L: int, k: int, has_unknown: bool,
-                  which: np.ndarray | None = None) -> Windows:
-    """The windows of the reads `which` (int (m,), ascending; None: all n) of a batch given as codes
-    joined by N (flat uint8 (M,); starts, lengths int64 (n,); see encode_joined). The batch must
-    start on a block boundary of the input stream (genointerp.viral.classify.blocks): a read's forward pass
-    holds only the chosen reads of its own block."""
-    which = np.arange(len(lengths)) if which is None else which
-    flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
-    wstart, wsub = window_starts(starts[which], lengths[which], L)
-    status = np.where(lengths[which] < L, "too_short", "ambiguous").astype(object)
-    tokens, where = np.zeros((0, L - k + 1), np.uint16), np.zeros(0, np.int64)
-    if wstart.size:
-        mat = np.lib.stride_tricks.sliding_window_view(flat, L)[wstart]
-        if not has_unknown:
-            clean = ~(mat == N_CODE).any(axis=1)
-            mat, wsub = mat[clean], wsub[clean]
-        if wsub.size:
-            rows, where = block_rows(which[wsub])  # blocks by the reads' places in the batch
-            tokens = tokenize(mat[rows], k)
-    return Windows(which, tokens, where, wsub if wstart.size else np.zeros(0, np.int64), status)
-
-
-def window_scores(windows: Windows, p_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """p_viral float64 (m,) with NaN for unscored reads, and statuses object (m,), of the reads of
-    `windows`, given P(viral) float64 (R,) of its token rows: a read's best window."""
-    m = len(windows.which)
-    p, status = np.full(m, np.nan), windows.status.copy()
-    if windows.where.size:
-        best = np.full(m, -1.0)
-        np.maximum.at(best, windows.read, p_rows[windows.where])
-        scored = best >= 0
-        p[scored] = best[scored]
-        status[scored] = "scored"
-    return p, status
-
-
-@dataclass
-class Classifier:
-    path: str  # the model folder
-    model: ModelProcess  # the XVir module, in a process of its own started when first needed
-    config: dict
-    threshold: float  # the model alone calls on p_viral >= this
-    index: KmerIndex | None  # the folder's seed index, None without one
-    protein: ProteinIndex | None  # the folder's protein index, None without one
-    rule: CallingRule  # how evidence and model make one call
-    evidence: str  # both, model or kmer
-
-
-def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classifier:
-    """The request's model folder (or the built-in one), with its threshold, calling rule and
-    evidence indexes (bits and kmer_hits are reported in every mode that has them; prebuilt
-    where the folder or the cache has them, genointerp.viral.evidence.prebuilt)."""
-    path = req.model_folder()
-    where = f"{path}/config.json"
-    config = read_model_config(path, expect="xvir")
-    threshold = req.threshold if req.threshold is not None else default_threshold(config, where)
-    index, protein = load_indexes(path, config, log)
-    rule = rule_of(config, where)
-    if req.min_bits is not None:
-        rule = replace(rule, min_bits=req.min_bits)
-    evidence = req.evidence or ("both" if index is not None else "model")
-    if index is None and evidence != "model":
-        raise InputError(f"{path}: this model has no viral index (config.json 'kmer_index'), so only --evidence model "
-                         "works; train-xvir --viral REF builds one")
-    if index is None and req.min_bits is not None:
-        raise InputError(f"{path}: --min-bits needs a model with a viral index")
-    return Classifier(path, ModelProcess(path, req.device, req.precision, req.threads), config, threshold, index,
-                      protein, rule, evidence)
 
 
 def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
@@ -442,92 +255,6 @@ def report_spec(req: ClassifyRequest, log) -> dict:
     return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped)
 
 
-@dataclass
-class BatchCalls:
-    """classify-reads' answer for a batch of n reads, (n,) each: p_viral (NaN: not scored by the
-    model), status, seed hits and evidence bits (None without an index), call, evidence label;
-    and how many reads the model scored."""
-
-    p: np.ndarray
-    status: np.ndarray
-    hits: np.ndarray | None
-    bits: np.ndarray | None
-    call: np.ndarray
-    evidence: np.ndarray
-    model_reads: int
-    typed: dict = field(default_factory=dict)  # the typing of reads done by the batch's worker (batch_work)
-
-
-class PendingCalls:
-    """A batch's BatchCalls once its model scores (if any) are in, as a future: `done()` says
-    whether they are, `result()` waits for them."""
-
-    def __init__(self, finish: Callable[[np.ndarray | None], BatchCalls], scores=None) -> None:
-        self.finish, self.scores = finish, scores  # scores: the model process's pending answer, or None
-
-    def done(self) -> bool:
-        return self.scores is None or self.scores.done()
-
-    def result(self) -> BatchCalls:
-        return self.finish(self.scores.result() if self.scores is not None else None)
-
-
-def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, BatchEvidence | None], PendingCalls]:
-    """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
-    the input stream, and its evidence (None without an index; genointerp.viral.classify.batch_work), to
-    its PendingCalls: the windows the model must score are handed to the model process at once."""
-    L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
-    has_unknown = clf.config["model"]["vocab_size"] > 4**k
-    runs_model = clf.evidence != "kmer"
-
-    def scored(batch: list, which: np.ndarray | None, then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
-        """The model's p_viral and statuses of reads `which` (None: all) handed to `then`."""
-        windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, has_unknown, which)
-        if not windows.where.size:
-            return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
-        return PendingCalls(lambda rows: then(*window_scores(windows, rows)), clf.model.submit(windows.tokens))
-
-    def model_alone(batch: list, hits, bits, typed: dict) -> PendingCalls:
-        def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:
-            with np.errstate(invalid="ignore"):
-                viral = p >= clf.threshold
-            call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
-            return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
-                              int((status == "scored").sum()), typed)
-
-        return scored(batch, None, then)
-
-    def classify(batch: list, seeds: BatchEvidence | None) -> PendingCalls:
-        if seeds is None:
-            return model_alone(batch, None, None, {})
-        bits = seeds.bits
-        if clf.evidence == "model":
-            return model_alone(batch, seeds.hits, bits, seeds.typed)
-        lengths = np.fromiter(map(len, (r[1] for r in batch)), np.int64, len(batch))
-        status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
-        callable_ = status == "scored"  # before any turns model_abstained: those are called too
-        undecided = callable_ & clf.rule.undecided(bits)
-        which = np.flatnonzero(callable_ if req.model_all else undecided) if runs_model else np.zeros(0, np.int64)
-
-        def then(p_which: np.ndarray | None, model_status: np.ndarray | None) -> BatchCalls:
-            p = np.full(len(batch), np.nan)
-            model_reads = 0
-            if which.size:
-                p[which] = p_which
-                model_reads = int((model_status == "scored").sum())
-                status[which[(model_status != "scored") & undecided[which]]] = "model_abstained"
-            viral = callable_ & (clf.rule.score(bits, p) >= clf.rule.min_bits)
-            call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
-            evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
-            return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads, seeds.typed)
-
-        if not which.size:
-            return PendingCalls(lambda _: then(None, None))
-        return scored(batch, which, then)
-
-    return classify
-
-
 def _rows(batch: list, got: BatchCalls, types: list[str]) -> str:
     """The calls TSV's rows of a batch (HEADER's columns), built column by column."""
     n = len(batch)
@@ -544,4 +271,3 @@ def _rows(batch: list, got: BatchCalls, types: list[str]) -> str:
 def _record_text(rec) -> str:
     name, seq, qual = rec
     return f"@{name}\n{seq}\n+\n{qual}\n" if qual is not None else f">{name}\n{seq}\n"
-
