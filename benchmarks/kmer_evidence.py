@@ -35,7 +35,8 @@ from common import out_dir, table  # noqa: E402
 
 from genointerp.seq.joined import encode_joined  # noqa: E402
 from genointerp.report import SILENT  # noqa: E402
-from genointerp.viral.evidence.seeds import CONFIG_KEY, KmerSettings, build_index, load_index  # noqa: E402
+from genointerp.viral.evidence.seeds import KmerSettings, build_index, load_index  # noqa: E402
+from genointerp.viral.model_files import KMER_KEY  # noqa: E402
 
 NEGATIVES = ["human_train.fa", "bacteria_train.fa", "bacteria_wide_train.fa", "fungal_train.fa", "protist_train.fa"]
 MIN_HITS = (1, 2, 3, 5)
@@ -71,7 +72,7 @@ def main() -> None:
         settings = KmerSettings(seed_pattern(name), 1, args.min_entropy)
         with tempfile.TemporaryDirectory() as tmp:
             entry = build_index(tmp, [str(work / "hpv_train.fa")], negatives, settings, True, SILENT)
-            index = load_index(tmp, {CONFIG_KEY: entry})
+            index = load_index(tmp, {KMER_KEY: entry})
         hits, _ = index.hits(*joined)
         row = {"seed": settings.seed, "weight": settings.weight, "index seeds": f"{entry['n_kmers']:,}",
                "excluded": f"{entry['n_excluded']:,}"}

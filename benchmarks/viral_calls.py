@@ -70,8 +70,9 @@ def bench_model(out: Path, work: Path) -> Path:
     """The built-in model with indexes of the genomes it was trained on only (made once)."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
-    from genointerp.viral.evidence.seeds import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
-    from genointerp.viral.evidence.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
+    from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
+    from genointerp.viral.evidence.seeds import KmerSettings, build_index
+    from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE
 
     folder = out / "bench_model"
     if (folder / "done").exists():
@@ -84,7 +85,7 @@ def bench_model(out: Path, work: Path) -> Path:
     protein = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), negatives, ProteinSettings(), True,
                                   REPORTER)
     config = json.loads((folder / "config.json").read_text())
-    config[CONFIG_KEY], config[PROTEIN_KEY] = entry, protein
+    config[KMER_KEY], config[PROTEIN_KEY] = entry, protein
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (folder / "done").write_text("ok\n")
     return folder

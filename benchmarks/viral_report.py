@@ -77,6 +77,7 @@ from viral_reads import LAMBDA, PHIX_ID, _univec, art, synthetic, write_fasta  #
 
 from genointerp.cli import app  # noqa: E402
 from genointerp.resources import builtin_model_dir  # noqa: E402
+from genointerp.viral.model_files import REFS_FILE  # noqa: E402
 from genointerp.viral.panel import name_reference  # noqa: E402
 from genointerp.viral.report.sample_report import LOW_READS, MIN_COVERED, MIN_READS, MIN_UNIQUE  # noqa: E402
 
@@ -415,7 +416,7 @@ def main() -> None:
 
     # negatives
     if args.negative:
-        ref_len = {n: len(s) for n, s in records(builtin_model_dir() / "kmer_refs.fa.gz")}
+        ref_len = {n: len(s) for n, s in records(builtin_model_dir() / REFS_FILE)}
         detected, low, most = 0, 0, {"reads": (0.0, ""), "unique": (0, ""), "covered": (0, "")}
         called, by_source = 0, {}
         for i in range(args.negative):

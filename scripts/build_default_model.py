@@ -169,12 +169,13 @@ def install_evidence(work: Path, model: Path) -> None:
     """The model folder's k-mer index (genointerp.viral.evidence.seeds's default seed and hits): the
     training HPV genomes (circular) minus the seeds of every training negative (FRESH_NEGATIVES)."""
     from genointerp.cli.common import REPORTER
-    from genointerp.viral.evidence.seeds import CONFIG_KEY, KmerSettings, build_index
+    from genointerp.viral.evidence.seeds import KmerSettings, build_index
+    from genointerp.viral.model_files import KMER_KEY
 
     entry = build_index(model, [str(work / "hpv_train.fa")], [str(work / ref) for _, ref in FRESH_NEGATIVES],
                         KmerSettings(), True, REPORTER)
     config = json.loads((model / "config.json").read_text())
-    config[CONFIG_KEY] = entry
+    config[KMER_KEY] = entry
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     describe_index_sources(model)
 
@@ -194,9 +195,10 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
     `leave_out`: types whose genomes (lineages included) a benchmark's copy must not know."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
-    from genointerp.viral.classify.calling import RULE_KEY, CallingRule
-    from genointerp.viral.evidence.seeds import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
-    from genointerp.viral.evidence.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
+    from genointerp.viral.classify.calling import CallingRule
+    from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
+    from genointerp.viral.evidence.seeds import KmerSettings, build_index
+    from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE, RULE_KEY
 
     viral = work / "viral_all.fa"
     records = [(r.name, r.sequence) for name in ("hpv_genomes.fa", "oncoviruses.fa")
@@ -207,8 +209,8 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
     protein = build_protein_index(model, read_reference(str(model / REFS_FILE)), negatives, ProteinSettings(), True,
                                   REPORTER)
     config = json.loads((model / "config.json").read_text())
-    config[CONFIG_KEY], config[PROTEIN_KEY] = entry, protein
-    config["kmer_index"]["sources"] = {
+    config[KMER_KEY], config[PROTEIN_KEY] = entry, protein
+    config[KMER_KEY]["sources"] = {
         "viral": [f"every genome of ../shared/data/viral/hpv_genomes.fa ({sum(n.startswith('HPV') for n, _ in records)} "
                   "HPV genomes) and ../shared/data/viral/oncoviruses.fa (HBV, HCV, EBV, KSHV, HTLV-1, MCPyV)"],
         "negative": ["GRCh37 chr20 (all of it)", "E. coli 536; K. pneumoniae Kp1084, NTUH-K2044, MGH 78578, HS11286",
@@ -224,7 +226,7 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
 def ship_descriptions(shared: Path, model: Path) -> None:
     """The oncovirus genomes' descriptions (accession, genotype) beside kmer_refs.fa.gz, whose
     headers carry names only: reports name HBV_4 "HBV genotype C" (genointerp.viral.panel)."""
-    from genointerp.viral.typing.placement import DESCRIPTIONS_FILE
+    from genointerp.viral.model_files import DESCRIPTIONS_FILE
 
     rows = []
     for line in (shared / "viral" / "oncoviruses.fa").read_text().splitlines():
@@ -244,7 +246,7 @@ def ship_taxids(model: Path, names_dmp: Path = TAXONOMY) -> None:
     kraken-style report, from the taxonomy's names (scientific names first, then synonyms)."""
     import re
 
-    from genointerp.viral.report.sample_report import TAXIDS_FILE
+    from genointerp.viral.model_files import TAXIDS_FILE
 
     found: dict[str, tuple[int, int, str]] = {}
     pattern = re.compile(r"Human papillomavirus (?:type )?(\d+)")
@@ -270,12 +272,14 @@ def without_machine_paths(model: Path, shared: Path, work: Path) -> None:
 
 def describe_index_sources(model: Path) -> None:
     """The index's sources named by what they are, not by paths on the machine that built it."""
+    from genointerp.viral.model_files import KMER_KEY
+
     config = json.loads((model / "config.json").read_text())
     negative = [f"human_train.fa: GRCh37 20:1-{HUMAN_SPLIT:,}",
                 "bacteria_train.fa: E. coli 536, K. pneumoniae Kp1084 and NTUH-K2044",
                 "bacteria_wide_train.fa: S. aureus JH1 and N315, H. pylori F32",
                 "fungal_train.fa: Ustilago maydis", "protist_train.fa: Dictyostelium discoideum AX4, Plasmodium knowlesi"]
-    config["kmer_index"]["sources"] = {
+    config[KMER_KEY]["sources"] = {
         "viral": ["hpv_train.fa: every HPV genome of ../shared/data/viral/hpv_genomes.fa but the held-out types"],
         "negative": negative}
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -307,12 +307,12 @@ def test_every_builtin_model_file_is_package_data():
     import tomllib
 
     from conftest import DATA
-    from genointerp.viral.evidence.prebuilt import DIR
+    from genointerp.viral.model_files import INDEX_DIR
 
     patterns = tomllib.loads((DATA.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genointerp.resources"]
     models = builtin_model_dir(BUILTIN_XVIR).parent
     files = [p.relative_to(models.parent).as_posix() for p in models.rglob("*") if p.is_file() and p.name != "__init__.py"
-             and p.relative_to(models).parts[1] != DIR]
+             and p.relative_to(models).parts[1] != INDEX_DIR]
     assert files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
 
 

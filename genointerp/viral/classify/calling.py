@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from genointerp.errors import InputError
+from genointerp.viral.model_files import RULE_KEY
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,6 @@ class CallingRule:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-RULE_KEY = "score_rule"  # in config.json "calling"
 
 
 def rule_of(config: dict, where: str) -> CallingRule:

@@ -48,7 +48,6 @@ from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_reads, sniff_format
 from genointerp.io.viral_report import write_sample_report
-from genointerp.model_folder import CONFIG, WEIGHTS
 from genointerp.pools import OrderedPool, in_order
 from genointerp.seq.joined import join
 from genointerp.report import Reporter
@@ -58,6 +57,7 @@ from genointerp.viral.classify.classifier import MIN_LENGTH, BatchCalls, Classif
 from genointerp.viral.classify.request import ClassifyRequest
 from genointerp.viral.classify.scatter import chunk_fields, chunk_range, count_records
 from genointerp.viral.evidence.seeds import index_files
+from genointerp.viral.model_files import CONFIG, WEIGHTS
 from genointerp.viral.report.host_depth import MappedBases, mapped_host_bases, sum_mapped
 from genointerp.viral.report.sample_report import report_from_typing, sample_name
 from genointerp.viral.report.sample_tally import SampleTally

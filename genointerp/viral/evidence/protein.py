@@ -51,8 +51,8 @@ from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_le
 from genointerp.viral.evidence.extension import EDGE, ReferenceProteins
 from genointerp.viral.evidence.seeds import (IndexSource, labelled_ids, read_fixed_lines, reference_codes,
                                              require_files, virus_counts)
+from genointerp.viral.model_files import KMER_KEY, PROTEIN_EXCLUDED_FILE, PROTEIN_KEY
 
-CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
 AA_FLOOR = 0.05  # a residue's chance probability in exact-match bits is at least 1/20 (genointerp.viral.evidence.chance)
 TWO_LOOKS = math.log10(2)  # a read's protein bits are the stronger of two measures: the cost of choosing
 _NEGATIVE_BLOCK = 6_000_000  # bases of a negative reference translated at once
@@ -329,11 +329,11 @@ def build_protein_index(folder: str | Path, records: list[tuple[str, str]], nega
         excluded = np.union1d(excluded, _negative_kmers(index, path, report))
     report.log(f"protein index: {excluded.size:,} of them also occur in the negative references and are excluded")
     text = b"".join(_aa_text(excluded, settings))
-    with open(Path(folder) / EXCLUDED_FILE, "wb") as raw, \
+    with open(Path(folder) / PROTEIN_EXCLUDED_FILE, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as fh:
         fh.write(text)
-    return {**settings.as_dict(), "circular": circular, "excluded": EXCLUDED_FILE, "n_excluded": int(excluded.size),
-            "n_kmers": int(index.ids.size - excluded.size)}
+    return {**settings.as_dict(), "circular": circular, "excluded": PROTEIN_EXCLUDED_FILE,
+            "n_excluded": int(excluded.size), "n_kmers": int(index.ids.size - excluded.size)}
 
 
 def _negative_kmers(index: ProteinIndex, path: str, report: Reporter) -> np.ndarray:
@@ -386,13 +386,13 @@ def _read_aa_kmers(path: Path, settings: ProteinSettings) -> np.ndarray:
 def protein_source(folder: str | Path, config: dict) -> IndexSource | None:
     """The folder's "protein_index" entry, checked (None without one). A damaged entry or a missing
     file is an InputError."""
-    entry = config.get(CONFIG_KEY)
+    entry = config.get(PROTEIN_KEY)
     if entry is None:
         return None
     folder, where = Path(folder), f"{folder}/config.json"
     try:
         source = IndexSource(ProteinSettings.from_dict(entry), bool(entry["circular"]), int(entry["n_kmers"]),
-                               folder / str(config["kmer_index"]["references"]), folder / str(entry["excluded"]))
+                               folder / str(config[KMER_KEY]["references"]), folder / str(entry["excluded"]))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{where}: damaged 'protein_index' entry ({exc})") from None
     source.settings.check()

@@ -48,9 +48,9 @@ from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_co
 from genointerp.seq.scan import seed_hits
 from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
                                               stretches)
+from genointerp.viral.model_files import KMER_EXCLUDED_FILE, KMER_KEY, REFS_FILE
 from genointerp.viral.panel import name_reference
 
-REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
 # Chosen on held-out genomes (benchmarks/README.md "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
 # over 26 bases, every third base skipped, entropy >= 1.5 and three hits.
 CODON_SEED = "11" + "011" * 8
@@ -301,9 +301,9 @@ def build_index(folder: str | Path, viral: list[str], negatives: list[str], sett
     report.log(f"k-mer index: {excluded.size:,} of them also occur in the negative references and are excluded")
     refs_text = "".join(f">{name}\n{seq}\n" for name, seq in records).encode()
     _write_gzip(folder / REFS_FILE, refs_text)
-    _write_gzip(folder / EXCLUDED_FILE, b"".join(kmer_text(excluded, settings.seed)))
+    _write_gzip(folder / KMER_EXCLUDED_FILE, b"".join(kmer_text(excluded, settings.seed)))
     return {"k": settings.k, "seed": settings.seed, "min_hits": settings.min_hits, "min_entropy": settings.min_entropy, "circular": circular,
-            "references": REFS_FILE, "excluded": EXCLUDED_FILE, "n_contigs": len(records),
+            "references": REFS_FILE, "excluded": KMER_EXCLUDED_FILE, "n_contigs": len(records),
             "n_excluded": int(excluded.size), "n_kmers": int(index.ids.size - excluded.size),
             "sources": {"viral": [str(p) for p in viral], "negative": [str(p) for p in negatives]}}
 
@@ -336,7 +336,7 @@ class IndexSource:
 def index_source(folder: str | Path, config: dict, min_hits: int | None = None) -> IndexSource | None:
     """The folder's "kmer_index" entry, checked (None without one), with `min_hits` in place of the
     recorded one when given. A damaged entry or a missing file is an InputError."""
-    entry = config.get(CONFIG_KEY)
+    entry = config.get(KMER_KEY)
     if entry is None:
         return None
     folder, where = Path(folder), f"{folder}/config.json"
@@ -412,7 +412,7 @@ def _read_kmers(path: Path, seed: str) -> np.ndarray:
 
 def index_files(folder: str | Path, config: dict) -> list[Path]:
     """The k-mer index files of a model folder (part of its digest), none without an index."""
-    entry = config.get(CONFIG_KEY)
+    entry = config.get(KMER_KEY)
     if not isinstance(entry, dict):
         return []
     return [Path(folder) / str(entry.get(key, "")) for key in ("references", "excluded")]

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from genointerp.errors import InputError, UsageError
+from genointerp.viral.model_files import TAXIDS_FILE
 from genointerp.viral.typing.naming import virus_label
 from genointerp.viral.typing.typer import EM_ITERATIONS, ERROR_RATE, MARGIN, TypeRow, run_em, type_rows
 from genointerp.viral.report.typing_data import placed_reads, references
@@ -56,7 +57,6 @@ ASSUMPTION = ("copies per human haploid genome = viral mean depth / host depth; 
               "size; assumes whole-genome sequencing")
 STATUSES = ("detected", "low_evidence", "not_detected")
 # kraken-style report: each virus's NCBI taxon; HPV types' taxids from the model folder's TAXIDS_FILE
-TAXIDS_FILE = "taxids.tsv"
 VIRUS_TAXA = {"HPV": (10566, "Human papillomavirus"), "HBV": (10407, "Hepatitis B virus"),
               "HCV": (11103, "Hepatitis C virus"), "EBV": (10376, "Human gammaherpesvirus 4"),
               "KSHV": (37296, "Human gammaherpesvirus 8"), "HTLV-1": (11908, "Human T-lymphotropic virus 1"),
