@@ -241,14 +241,15 @@ def main() -> None:
     ecoli = str(Path(__file__).resolve().parent.parent / "test-data" / "ecoli_slice.fa")
     prepare(shared, out)
 
+    from genointerp.viral.model_files import REFS_FILE
     from genointerp.viral.panel import name_reference
-    from genointerp.viral.placement import read_described
+    from genointerp.viral.typing.placement import read_described
 
     def virus_of(name):
         return name_reference(name, describe.get(name, "")).virus
 
     model = Path(args.model).resolve() if args.model else model_without(UNSEEN_TYPE, shared, Path(args.work), out)
-    known = {name for name, _, _ in read_described(str(model / "kmer_refs.fa.gz"))}
+    known = {name for name, _, _ in read_described(str(model / REFS_FILE))}
     unseen = [name for _, name in VIRAL if name not in known and name_reference(name).type not in
               {name_reference(k).type for k in known}]
     print(f"model {model}: {len(known)} references; inserted genomes it lacks (type and all): {', '.join(unseen) or 'none'}")
@@ -257,7 +258,7 @@ def main() -> None:
     with open(out / "combined.fa.new", "w") as fh:
         fh.write((out / "host.fa").read_text())
         seen = set()
-        for path in (shared / "viral" / "oncoviruses.fa", model / "kmer_refs.fa.gz"):
+        for path in (shared / "viral" / "oncoviruses.fa", model / REFS_FILE):
             for name, desc, seq in read_described(str(path)):
                 if name not in seen:
                     seen.add(name)

@@ -1,7 +1,7 @@
 """Which exact-match seed, hits and filter for the k-mer evidence beside XVir (issue 16)?
 
 For each seed pattern (plain k-mers, and seeds that skip every third base), the index is built
-exactly as train-xvir builds it (genointerp.viral.evidence.build_index): the canonical seeds of
+exactly as train-xvir builds it (genointerp.viral.evidence.seeds.build_index): the canonical seeds of
 the built-in model's 463 training HPV genomes (circular), minus every seed that occurs in its
 training negatives (human chr20:1-50 Mb, the bacterial, fungal and protist training genomes),
 minus low-complexity windows (entropy < 1.5 bits). It is matched against ART reads
@@ -35,7 +35,8 @@ from common import out_dir, table  # noqa: E402
 
 from genointerp.seq.joined import encode_joined  # noqa: E402
 from genointerp.report import SILENT  # noqa: E402
-from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index, load_index  # noqa: E402
+from genointerp.viral.evidence.seeds import KmerSettings, build_index, load_index  # noqa: E402
+from genointerp.viral.model_files import KMER_KEY  # noqa: E402
 
 NEGATIVES = ["human_train.fa", "bacteria_train.fa", "bacteria_wide_train.fa", "fungal_train.fa", "protist_train.fa"]
 MIN_HITS = (1, 2, 3, 5)
@@ -71,7 +72,7 @@ def main() -> None:
         settings = KmerSettings(seed_pattern(name), 1, args.min_entropy)
         with tempfile.TemporaryDirectory() as tmp:
             entry = build_index(tmp, [str(work / "hpv_train.fa")], negatives, settings, True, SILENT)
-            index = load_index(tmp, {CONFIG_KEY: entry})
+            index = load_index(tmp, {KMER_KEY: entry})
         hits, _ = index.hits(*joined)
         row = {"seed": settings.seed, "weight": settings.weight, "index seeds": f"{entry['n_kmers']:,}",
                "excluded": f"{entry['n_excluded']:,}"}

@@ -16,7 +16,7 @@ Rows: the default call (evidence bits and the model's vote where it can change t
 evidence alone (--evidence kmer), the model alone (--evidence model, p_viral >= its threshold; not
 run on the human sets, 100,000s of reads at the model's pace), kraken2. Cells: share of the set called viral (recall for HPV sets, the false-positive rate with
 its 95 % Clopper-Pearson interval for the others). The calling rule's settings were chosen on the
-validation types and human_val reads (genointerp.viral.calling); test sets took no part.
+validation types and human_val reads (genointerp.viral.classify.calling); test sets took no part.
 
     python benchmarks/viral_calls.py [--shared ../shared/data] [--work build/default-model] [--out bench-output/viral_calls]
 
@@ -70,8 +70,9 @@ def bench_model(out: Path, work: Path) -> Path:
     """The built-in model with indexes of the genomes it was trained on only (made once)."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
-    from genointerp.viral.evidence import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
-    from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
+    from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
+    from genointerp.viral.evidence.seeds import KmerSettings, build_index
+    from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE
 
     folder = out / "bench_model"
     if (folder / "done").exists():
@@ -84,7 +85,7 @@ def bench_model(out: Path, work: Path) -> Path:
     protein = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), negatives, ProteinSettings(), True,
                                   REPORTER)
     config = json.loads((folder / "config.json").read_text())
-    config[CONFIG_KEY], config[PROTEIN_KEY] = entry, protein
+    config[KMER_KEY], config[PROTEIN_KEY] = entry, protein
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (folder / "done").write_text("ok\n")
     return folder
@@ -141,7 +142,7 @@ def nearest_identity(out: Path) -> dict[str, float]:
     estimate 1 + ln(2j / (1 + j)) / 16 from the Jaccard index j of canonical 16-mer sets (0 when
     they share none; below about 75 % the estimate is coarse)."""
     from genointerp.io.sequences import read_reference
-    from genointerp.viral.evidence import KmerSettings, reference_kmers
+    from genointerp.viral.evidence.seeds import KmerSettings, reference_kmers
 
     settings = KmerSettings.contiguous(16, 1, 0)
     known = [reference_kmers([(n, s)], settings, True) for n, s in read_reference(str(out / "refs/known.fa"))]

@@ -48,7 +48,7 @@ named at the virus level 4,143 of 4,143; held-out HBV genotypes A and D 385 of 3
 named HBV (7 unplaced), held-out HCV Tr-Kj and JK049 196 of 353 (157 unplaced: the reads are called
 viral by their seeds but lie at about 70-84 % identity to the nearest HCV the copy keeps, below
 what placement aligns; none named a wrong virus). Since unplaced reads are named by their seeds'
-virus labels (genointerp.viral.naming; `--one 0 --two 0 --art-one 0 --art-two 0 --negative 0
+virus labels (genointerp.viral.typing.naming; `--one 0 --two 0 --art-one 0 --art-two 0 --negative 0
 --speed 0`, the model copy rebuilt with the current protein seed): hold-out 765 of 765 called
 reads named (HBV 392 of 392, HCV 373 of 373; 583 of 765, 76.2 %, on the same copy without the
 naming), none a wrong virus; oncoviruses 4,142 of 4,142; --report keeps 100-106 % of the reads/s at 5
@@ -77,8 +77,9 @@ from viral_reads import LAMBDA, PHIX_ID, _univec, art, synthetic, write_fasta  #
 
 from genointerp.cli import app  # noqa: E402
 from genointerp.resources import builtin_model_dir  # noqa: E402
+from genointerp.viral.model_files import REFS_FILE  # noqa: E402
 from genointerp.viral.panel import name_reference  # noqa: E402
-from genointerp.viral.sample_report import LOW_READS, MIN_COVERED, MIN_READS, MIN_UNIQUE  # noqa: E402
+from genointerp.viral.report.sample_report import LOW_READS, MIN_COVERED, MIN_READS, MIN_UNIQUE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -415,7 +416,7 @@ def main() -> None:
 
     # negatives
     if args.negative:
-        ref_len = {n: len(s) for n, s in records(builtin_model_dir() / "kmer_refs.fa.gz")}
+        ref_len = {n: len(s) for n, s in records(builtin_model_dir() / REFS_FILE)}
         detected, low, most = 0, 0, {"reads": (0.0, ""), "unique": (0, ""), "covered": (0, "")}
         called, by_source = 0, {}
         for i in range(args.negative):

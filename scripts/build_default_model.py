@@ -12,7 +12,7 @@ genomes mutated with 5 % substitutions, as XVir augments), 30 % human, 20 % bact
 fine-tuning stages (FINETUNE) on fresh reads with a larger human share at lower learning rates:
 the first model still called too many human reads viral. Last, the model folder gets its k-mer
 index (codon seeds of the training HPV genomes minus those of every training negative;
-genointerp.viral.evidence), and the model's threshold is set so that the combined caller
+genointerp.viral.evidence.seeds), and the model's threshold is set so that the combined caller
 (k-mer evidence or the model) calls at most CALIBRATION_FPR of fresh reads of each non-viral
 kind viral (calibrate()).
 
@@ -166,15 +166,16 @@ def simulate_mix(work: Path, counts: dict[str, int], seed: int, out: Path) -> No
 
 
 def install_evidence(work: Path, model: Path) -> None:
-    """The model folder's k-mer index (genointerp.viral.evidence's default seed and hits): the
+    """The model folder's k-mer index (genointerp.viral.evidence.seeds's default seed and hits): the
     training HPV genomes (circular) minus the seeds of every training negative (FRESH_NEGATIVES)."""
     from genointerp.cli.common import REPORTER
-    from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index
+    from genointerp.viral.evidence.seeds import KmerSettings, build_index
+    from genointerp.viral.model_files import KMER_KEY
 
     entry = build_index(model, [str(work / "hpv_train.fa")], [str(work / ref) for _, ref in FRESH_NEGATIVES],
                         KmerSettings(), True, REPORTER)
     config = json.loads((model / "config.json").read_text())
-    config[CONFIG_KEY] = entry
+    config[KMER_KEY] = entry
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     describe_index_sources(model)
 
@@ -189,14 +190,15 @@ ALL_NEGATIVES = ["human_train.fa", "human_heldout.fa", "bacteria_train.fa", "bac
 def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, ...] = ()) -> None:
     """The model folder's viral indexes as users get them: seeds and proteins of every genome of
     ../shared/data/viral (all HPV genomes, the other oncoviruses), minus what every negative
-    reference shares with them, and the calling rule (genointerp.viral.calling's defaults, chosen on
+    reference shares with them, and the calling rule (genointerp.viral.classify.calling's defaults, chosen on
     benchmarks/viral_calls.py's validation split). The XVir model itself is not retrained.
     `leave_out`: types whose genomes (lineages included) a benchmark's copy must not know."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
-    from genointerp.viral.calling import RULE_KEY, CallingRule
-    from genointerp.viral.evidence import CONFIG_KEY, REFS_FILE, KmerSettings, build_index
-    from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
+    from genointerp.viral.classify.calling import CallingRule
+    from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
+    from genointerp.viral.evidence.seeds import KmerSettings, build_index
+    from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE, RULE_KEY
 
     viral = work / "viral_all.fa"
     records = [(r.name, r.sequence) for name in ("hpv_genomes.fa", "oncoviruses.fa")
@@ -207,15 +209,15 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
     protein = build_protein_index(model, read_reference(str(model / REFS_FILE)), negatives, ProteinSettings(), True,
                                   REPORTER)
     config = json.loads((model / "config.json").read_text())
-    config[CONFIG_KEY], config[PROTEIN_KEY] = entry, protein
-    config["kmer_index"]["sources"] = {
+    config[KMER_KEY], config[PROTEIN_KEY] = entry, protein
+    config[KMER_KEY]["sources"] = {
         "viral": [f"every genome of ../shared/data/viral/hpv_genomes.fa ({sum(n.startswith('HPV') for n, _ in records)} "
                   "HPV genomes) and ../shared/data/viral/oncoviruses.fa (HBV, HCV, EBV, KSHV, HTLV-1, MCPyV)"],
         "negative": ["GRCh37 chr20 (all of it)", "E. coli 536; K. pneumoniae Kp1084, NTUH-K2044, MGH 78578, HS11286",
                      "S. aureus JH1, N315, TW20, MSSA476; H. pylori F32, Gambia94/24; Streptococcus suis P1/7",
                      "Ustilago maydis; S. cerevisiae chrI-II", "Dictyostelium discoideum AX4; Plasmodium knowlesi, P. falciparum 3D7"]}
     config["calling"][RULE_KEY] = CallingRule().as_dict()
-    config["calling"]["rule"] = "evidence bits + the model's vote >= min_bits (genointerp.viral.calling); " \
+    config["calling"]["rule"] = "evidence bits + the model's vote >= min_bits (genointerp.viral.classify.calling); " \
                                 "p_viral >= threshold with --evidence model"
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     ship_descriptions(shared, model)
@@ -224,7 +226,7 @@ def ship_evidence(shared: Path, work: Path, model: Path, leave_out: tuple[str, .
 def ship_descriptions(shared: Path, model: Path) -> None:
     """The oncovirus genomes' descriptions (accession, genotype) beside kmer_refs.fa.gz, whose
     headers carry names only: reports name HBV_4 "HBV genotype C" (genointerp.viral.panel)."""
-    from genointerp.viral.placement import DESCRIPTIONS_FILE
+    from genointerp.viral.model_files import DESCRIPTIONS_FILE
 
     rows = []
     for line in (shared / "viral" / "oncoviruses.fa").read_text().splitlines():
@@ -244,7 +246,7 @@ def ship_taxids(model: Path, names_dmp: Path = TAXONOMY) -> None:
     kraken-style report, from the taxonomy's names (scientific names first, then synonyms)."""
     import re
 
-    from genointerp.viral.sample_report import TAXIDS_FILE
+    from genointerp.viral.model_files import TAXIDS_FILE
 
     found: dict[str, tuple[int, int, str]] = {}
     pattern = re.compile(r"Human papillomavirus (?:type )?(\d+)")
@@ -270,12 +272,14 @@ def without_machine_paths(model: Path, shared: Path, work: Path) -> None:
 
 def describe_index_sources(model: Path) -> None:
     """The index's sources named by what they are, not by paths on the machine that built it."""
+    from genointerp.viral.model_files import KMER_KEY
+
     config = json.loads((model / "config.json").read_text())
     negative = [f"human_train.fa: GRCh37 20:1-{HUMAN_SPLIT:,}",
                 "bacteria_train.fa: E. coli 536, K. pneumoniae Kp1084 and NTUH-K2044",
                 "bacteria_wide_train.fa: S. aureus JH1 and N315, H. pylori F32",
                 "fungal_train.fa: Ustilago maydis", "protist_train.fa: Dictyostelium discoideum AX4, Plasmodium knowlesi"]
-    config["kmer_index"]["sources"] = {
+    config[KMER_KEY]["sources"] = {
         "viral": ["hpv_train.fa: every HPV genome of ../shared/data/viral/hpv_genomes.fa but the held-out types"],
         "negative": negative}
     (model / "config.json").write_text(json.dumps(config, indent=2) + "\n")
@@ -291,9 +295,9 @@ def calibrate(work: Path, model: Path, threads: int) -> dict:
     from genointerp.model_folder import load_model_dir
     from genointerp.cli.common import REPORTER
     from genointerp.runtime import use_threads
-    from genointerp.viral.evidence import load_index
-    from genointerp.viral.fresh import FreshReads, ReadSimulator
-    from genointerp.viral.train import calibrate_on_fresh_reads
+    from genointerp.viral.evidence.seeds import load_index
+    from genointerp.viral.training.fresh import FreshReads, ReadSimulator
+    from genointerp.viral.training.job import calibrate_on_fresh_reads
 
     use_threads(threads)
     net, config = load_model_dir(model, expect="xvir")

@@ -9,13 +9,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import torch  # noqa: F401 - classify-reads then runs its model in the test process (genointerp.viral.model_process)
+import torch  # noqa: F401 - classify-reads then runs its model in the test process (genointerp.viral.classify.model_process)
 from typer.testing import CliRunner
 
 from genointerp.cli import app
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
-# Viral indexes a run builds are cached (genointerp.viral.prebuilt): for the tests, in a folder of
+# Viral indexes a run builds are cached (genointerp.viral.evidence.prebuilt): for the tests, in a folder of
 # the session's own, not the user's ~/.cache; commands the tests start as processes inherit it.
 _CACHE = tempfile.mkdtemp(prefix="genointerp-test-cache-")
 os.environ["GENOINTERP_CACHE"] = _CACHE

@@ -26,7 +26,7 @@ from genointerp.resources import BUILTIN_TRACKS, BUILTIN_XVIR, builtin_model_dir
 #
 # XVir (genointerp/resources/models/xvir_hpv), `genointerp classify-reads test-data/tumor_small.fq.gz
 # --model-all` (the README's `make run`, with every p_viral written): evidence bits and the model's
-# vote (genointerp.viral.calling) call 40 reads viral, all 40 HPV reads and none of the 1,960 others
+# vote (genointerp.viral.classify.calling) call 40 reads viral, all 40 HPV reads and none of the 1,960 others
 # (read names start with the truth: viral|, human|, bacterial|), every one on its evidence alone.
 XVIR_THRESHOLD = 0.9969
 XVIR_CALLED = {"viral": 40, "other": 0}
@@ -131,7 +131,7 @@ def sigmoid(z: float) -> float:
 def xvir_call_misses(tsv: str, summary: dict) -> list[str]:
     """What in a classify-reads --model-all run on tumor_small.fq.gz differs from the pins (empty:
     all match)."""
-    from genointerp.viral.calling import CallingRule
+    from genointerp.viral.classify.calling import CallingRule
 
     rule = CallingRule()
     rows = {r[0]: r for r in (line.split("\t") for line in tsv.splitlines()[1:])}
@@ -307,12 +307,12 @@ def test_every_builtin_model_file_is_package_data():
     import tomllib
 
     from conftest import DATA
-    from genointerp.viral.prebuilt import DIR
+    from genointerp.viral.model_files import INDEX_DIR
 
     patterns = tomllib.loads((DATA.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["genointerp.resources"]
     models = builtin_model_dir(BUILTIN_XVIR).parent
     files = [p.relative_to(models.parent).as_posix() for p in models.rglob("*") if p.is_file() and p.name != "__init__.py"
-             and p.relative_to(models).parts[1] != DIR]
+             and p.relative_to(models).parts[1] != INDEX_DIR]
     assert files and [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
 
 

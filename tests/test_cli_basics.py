@@ -98,12 +98,12 @@ def test_help_texts_carry_no_unescaped_rich_markup():
 def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path):
     """The built-in model's evidence decides a read with no viral match (bits 0, far below the
     band the model can move): no process of the run imports torch. --model-all needs the model:
-    its process imports torch, the job's own still does not (genointerp.viral.model_process)."""
+    its process imports torch, the job's own still does not (genointerp.viral.classify.model_process)."""
     fq = tmp_path / "one.fq"
     fq.write_text("@one\n" + "ACGTTGCAAC" * 15 + "\n+\n" + "I" * 150 + "\n")
     probe = (
         "import sys\nfrom genointerp.cli import app\n"
-        "import genointerp.viral.model_process as mp\n"
+        "import genointerp.viral.classify.model_process as mp\n"
         "started = []\n"
         "real = mp.ModelProcess.start\n"
         "mp.ModelProcess.start = lambda self: (started.append(1), real(self))\n"

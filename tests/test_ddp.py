@@ -23,7 +23,7 @@ import torch
 from genointerp.models.xvir import XVir, XVirConfig
 from genointerp.report import SILENT
 from genointerp.runtime import use_threads
-from genointerp.viral.task import ReadClassificationTask
+from genointerp.viral.training.task import ReadClassificationTask
 from genointerp.train.loop import Distributed, TrainSettings, fit, init_distributed
 
 CONFIG = XVirConfig(k=4, read_length=50, d_model=16, n_heads=2, d_ff=64, dropout=0.0, vocab_size=256)

@@ -7,8 +7,8 @@ import pytest
 
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
-from genointerp.viral.evidence import complex_enough
-from genointerp.viral.placement import entropy_ok
+from genointerp.viral.evidence.seeds import complex_enough
+from genointerp.viral.typing.placement import entropy_ok
 
 
 def test_window_entropy_of_known_compositions():

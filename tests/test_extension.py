@@ -1,5 +1,5 @@
-"""Ungapped alignment of protein seed matches and its chance (genointerp.viral.extension), through
-the protein index's evidence (genointerp.viral.protein)."""
+"""Ungapped alignment of protein seed matches and its chance (genointerp.viral.evidence.extension), through
+the protein index's evidence (genointerp.viral.evidence.protein)."""
 
 import math
 
@@ -10,8 +10,8 @@ from coding import CODON, protein
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
-from genointerp.viral.extension import EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins, low_complexity
-from genointerp.viral.protein import ProteinIndex, ProteinSettings
+from genointerp.viral.evidence.extension import EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins, low_complexity
+from genointerp.viral.evidence.protein import ProteinIndex, ProteinSettings
 
 def residues(text):
     return np.array([AMINO_ACIDS.index(a) for a in text], np.uint8)

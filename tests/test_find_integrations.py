@@ -260,7 +260,7 @@ def test_viral_refs_help_names_the_viruses_of_the_built_in_references():
 
     from genointerp.cli import app
     from genointerp.resources import builtin_model_dir
-    from genointerp.viral.placement import read_described
+    from genointerp.viral.typing.placement import read_described
 
     viruses = {name_reference(n).virus for n, _, _ in read_described(str(builtin_model_dir() / "kmer_refs.fa.gz"))}
     assert {"HPV", "HBV", "EBV"} <= viruses
@@ -273,14 +273,14 @@ class _StubPanel:
     """What clustering and the viral ends read of a ViralPanel: each reference's length and naming."""
 
     def __init__(self, *names):
-        from genointerp.viral.placement import ViralRef
+        from genointerp.viral.typing.placement import ViralRef
 
         self.refs = {n: ViralRef(n, 7906, name_reference(n), "test") for n in names}
 
 
 def _split(name, pos, ref, vpos=100):
-    from genointerp.viral.integrations import _Evidence
-    from genointerp.viral.placement import Placement
+    from genointerp.integrations.pieces import _Evidence
+    from genointerp.viral.typing.placement import Placement
 
     place = Placement(ref, 1, vpos, vpos + 50, 0, 50, 50, 50, 10)
     return _Evidence("split", "20", "+", pos, name, place, "-", vpos)
@@ -292,7 +292,8 @@ def test_one_call_per_junction_when_its_reads_land_on_two_lineages():
     are one junction of one type, reported once (the call with more reads). A call of another type
     at the same base (another virus: clustering keeps viruses apart), one of the same type 12 bp on,
     and one on the other strand stay."""
-    from genointerp.viral.integrations import IntegrationRequest, _cluster, _junction_calls
+    from genointerp.integrations.clusters import _cluster, _junction_calls
+    from genointerp.integrations.request import IntegrationRequest
 
     panel = _StubPanel("HPV16", "HPV16_v2", "HBV_2")
     req = IntegrationRequest(host="host.fa", bam="x.bam", min_support=3)

@@ -1,4 +1,4 @@
-"""train-xvir on fresh reads simulated from references every epoch (genointerp.viral.fresh)."""
+"""train-xvir on fresh reads simulated from references every epoch (genointerp.viral.training.fresh)."""
 
 import json
 
@@ -8,7 +8,7 @@ import pytest
 from conftest import DATA, assert_one_error_line, interrupt_at_call, metrics_without_timing
 from genointerp.errors import InputError
 from genointerp.report import SILENT
-from genointerp.viral.fresh import FreshReads, ReadSimulator
+from genointerp.viral.training.fresh import FreshReads, ReadSimulator
 
 HPV, HUMAN, ECOLI = str(DATA / "hpv4.fa"), str(DATA / "chr20_slice.fa.gz"), str(DATA / "ecoli_slice.fa")
 REFS = ["--viral", HPV, "--circular", "--negative", f"human={HUMAN}", "--negative", f"bacterial={ECOLI}"]

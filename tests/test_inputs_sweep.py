@@ -219,7 +219,7 @@ def test_classify_reads_stdin_twice_is_a_usage_error_and_an_empty_stdin_writes_n
 
 
 def _calls_tsv(path, names):
-    from genointerp.viral.classify import HEADER
+    from genointerp.viral.classify.job import HEADER
 
     path.write_text(HEADER + "".join(f"{n}\t150\t0.1\tnot_viral\tscored\t0\tnone\n" for n in names))
     return path

@@ -12,6 +12,8 @@ import pytest
 
 from contract_cases import check_case
 
+from genointerp.integrations.job import run as find_integrations
+from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.calls_table import HEADER
 from genointerp.job import execute
 from genointerp.reads.kmerize import KmerizeRequest
@@ -20,14 +22,12 @@ from genointerp.reads.simulate import SimulateReadsRequest
 from genointerp.reads.simulate import run as simulate_reads
 from genointerp.versions import VersionsRequest
 from genointerp.versions import run as versions
-from genointerp.viral.classify import ClassifyRequest
-from genointerp.viral.classify import run as classify_reads
-from genointerp.viral.integrations import IntegrationRequest
-from genointerp.viral.integrations import run as find_integrations
-from genointerp.viral.merge_calls import MergeCallsRequest
-from genointerp.viral.merge_calls import run as merge_calls
-from genointerp.viral.train import TrainXvirRequest
-from genointerp.viral.train import run as train_xvir
+from genointerp.viral.classify.job import run as classify_reads
+from genointerp.viral.classify.request import ClassifyRequest
+from genointerp.viral.classify.merge_calls import MergeCallsRequest
+from genointerp.viral.classify.merge_calls import run as merge_calls
+from genointerp.viral.training.job import TrainXvirRequest
+from genointerp.viral.training.job import run as train_xvir
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
 HPV = str(DATA / "hpv4.fa")

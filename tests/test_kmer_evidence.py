@@ -1,4 +1,4 @@
-"""The viral k-mer index (genointerp.viral.evidence): ids, low-complexity filter, build and load."""
+"""The viral k-mer index (genointerp.viral.evidence.seeds): ids, low-complexity filter, build and load."""
 
 import gzip
 import json
@@ -13,8 +13,9 @@ from genointerp.errors import InputError
 from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
-from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, KmerIndex, KmerSettings, build_index, canonical_ids,
-                                       complex_enough, kmer_text, load_index, reference_kmers)
+from genointerp.viral.evidence.seeds import (CODON_SEED, KmerIndex, KmerSettings, build_index, canonical_ids,
+                                             complex_enough, kmer_text, load_index, reference_kmers)
+from genointerp.viral.model_files import KMER_KEY
 
 def kmer_id(s):
     return int(s.translate(str.maketrans("ACGT", "0123")), 4)
@@ -75,7 +76,7 @@ def indexed(tmp_path_factory):
 
 def test_build_and_load_give_the_same_index_without_negative_kmers(indexed):
     folder, entry = indexed
-    index = load_index(folder, {CONFIG_KEY: entry})
+    index = load_index(folder, {KMER_KEY: entry})
     assert index.ids.size == entry["n_kmers"] > 4 * 7000  # four papillomavirus genomes of ~8 kb, both strands in one
     assert np.all(index.ids[1:] > index.ids[:-1])
     ecoli = "".join(line.strip() for line in open(DATA / "ecoli_slice.fa") if not line.startswith(">"))
@@ -97,12 +98,12 @@ def test_a_damaged_index_is_one_error(indexed, tmp_path):
     (tmp_path / entry["references"]).write_bytes(gzip.compress((folder / entry["references"]).read_bytes()[:0] + b">v\nACGT\n"))
     (tmp_path / entry["excluded"]).write_bytes((folder / entry["excluded"]).read_bytes())
     with pytest.raises(InputError, match="damaged"):
-        load_index(tmp_path, {CONFIG_KEY: entry})
+        load_index(tmp_path, {KMER_KEY: entry})
     with pytest.raises(InputError, match="damaged 'kmer_index'"):
-        load_index(tmp_path, {CONFIG_KEY: {"k": 21}})
+        load_index(tmp_path, {KMER_KEY: {"k": 21}})
     (tmp_path / entry["excluded"]).unlink()
     with pytest.raises(InputError, match="missing"):
-        load_index(tmp_path, {CONFIG_KEY: entry})
+        load_index(tmp_path, {KMER_KEY: entry})
     for bad, why in (("1" * 7, "at least 11"), ("1" * 32, "at most 31"), ("1101101101101", "backwards"),
                      ("0111111111110", "start with 1"), ("11211111111111211", "pattern of 1")):
         with pytest.raises(InputError, match=why):
@@ -119,7 +120,7 @@ def test_builtin_model_index_is_small():
     config = json.loads((folder / CONFIG).read_text())
     index = load_index(folder, config)
     assert index is not None and index.settings == KmerSettings(CODON_SEED, 3, 1.5)
-    assert index.ids.size == config[CONFIG_KEY]["n_kmers"] and index.ids.nbytes < 100e6
+    assert index.ids.size == config[KMER_KEY]["n_kmers"] and index.ids.nbytes < 100e6
     assert sum(p.stat().st_size for p in folder.iterdir()) < 10e6
 
 
@@ -169,6 +170,6 @@ def test_excluded_seeds_are_written_with_n_where_skipped_and_read_back(tmp_path)
     lines = kmer_text(ids, settings.seed)
     assert all(line[2:3] == b"N" and line[5:6] == b"N" and line.count(b"N") == 4 for line in lines)
     (tmp_path / "x.txt.gz").write_bytes(gzip.compress(b"".join(lines)))
-    from genointerp.viral.evidence import _read_kmers
+    from genointerp.viral.evidence.seeds import _read_kmers
 
     assert np.array_equal(_read_kmers(tmp_path / "x.txt.gz", settings.seed), ids)

@@ -142,7 +142,7 @@ def test_a_folder_made_at_the_target_during_the_run_is_kept(cli, tmp_path, monke
 def test_two_runs_into_one_file_one_fails(cli, tmp_path, monkeypatch):
     """The other run's result, renamed into place while this one ran, is not silently replaced."""
     calls = tmp_path / "c.tsv"
-    _after_the_job(monkeypatch, "genointerp.viral.classify", lambda: calls.write_text("the other run's calls\n"))
+    _after_the_job(monkeypatch, "genointerp.viral.classify.job", lambda: calls.write_text("the other run's calls\n"))
     res = cli("classify-reads", READS, "-o", calls)
     assert res.exit_code == 1
     assert_one_error_line(res, f"{calls}: ")
@@ -153,7 +153,7 @@ def test_two_runs_into_one_file_one_fails(cli, tmp_path, monkeypatch):
 def test_a_set_of_outputs_is_all_or_nothing_at_rename_time(cli, tmp_path, monkeypatch, force):
     pc = tmp_path / "pc"
     pc.mkdir()
-    _after_the_job(monkeypatch, "genointerp.viral.classify", lambda: (pc / "s.json").mkdir())
+    _after_the_job(monkeypatch, "genointerp.viral.classify.job", lambda: (pc / "s.json").mkdir())
     res = cli("classify-reads", READS, "-o", pc / "calls.tsv", "--summary", pc / "s.json", *(["--force"] if force else []))
     assert res.exit_code == 1
     assert_one_error_line(res, f"{pc / 's.json'}: ")

@@ -1,4 +1,4 @@
-"""Prebuilt viral indexes (genointerp.viral.prebuilt, `genointerp index-model`): the memory-mapped
+"""Prebuilt viral indexes (genointerp.viral.evidence.prebuilt, `genointerp index-model`): the memory-mapped
 arrays are the built indexes, found in the folder, then the cache; stale or damaged ones are
 never used; runs give the same bytes with and without them."""
 
@@ -11,9 +11,10 @@ import pytest
 from conftest import DATA
 from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
-from genointerp.viral.evidence import CONFIG_KEY, KmerSettings, build_index, load_index
-from genointerp.viral.prebuilt import CACHE_ENV, DIR, MANIFEST, current, load_indexes, write_folder_index
-from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index, load_protein_index
+from genointerp.viral.evidence.seeds import KmerSettings, build_index, load_index
+from genointerp.viral.evidence.prebuilt import CACHE_ENV, current, load_indexes, write_folder_index
+from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index, load_protein_index
+from genointerp.viral.model_files import INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
 from genointerp.io.sequences import read_reference
 
 
@@ -24,7 +25,7 @@ def folder(tmp_path_factory):
     kmer = build_index(out, [str(DATA / "hpv4.fa")], [str(DATA / "ecoli_slice.fa")], KmerSettings(), True, SILENT)
     protein = build_protein_index(out, read_reference(str(out / kmer["references"])), [str(DATA / "ecoli_slice.fa")],
                                   ProteinSettings(), True, SILENT)
-    config = json.loads(json.dumps({CONFIG_KEY: kmer, PROTEIN_KEY: protein}))
+    config = json.loads(json.dumps({KMER_KEY: kmer, PROTEIN_KEY: protein}))
     (out / "config.json").write_text(json.dumps(config))
     return out, config
 
@@ -69,7 +70,7 @@ def test_the_prebuilt_index_is_the_built_one_memory_mapped(folder, tmp_path, mon
     again = load_indexes(m, config, lines.append)  # from the cache, silently
     assert len(lines) == 1 and isinstance(again[0].ids.base, np.memmap) and isinstance(again[1].proteins.places.base, np.memmap)
     _same(built, again)
-    assert write_folder_index(m, config) == m / DIR and current(m, config)
+    assert write_folder_index(m, config) == m / INDEX_DIR and current(m, config)
     shutil.rmtree(tmp_path / "cache")
     own = load_indexes(m, config, lines.append)  # from the folder, no cache needed
     assert len(lines) == 1 and not (tmp_path / "cache").exists()
@@ -92,7 +93,7 @@ def test_an_unwritable_cache_is_a_note_not_an_error(folder, tmp_path, monkeypatc
     m, config = _copy(folder, tmp_path)
     lines = []
     kmer, _ = load_indexes(m, config, lines.append)
-    assert kmer.ids.size == config[CONFIG_KEY]["n_kmers"] and "cannot be written" in lines[0]
+    assert kmer.ids.size == config[KMER_KEY]["n_kmers"] and "cannot be written" in lines[0]
 
 
 def test_a_stale_or_damaged_index_is_never_used(folder, tmp_path, monkeypatch):
@@ -101,16 +102,16 @@ def test_a_stale_or_damaged_index_is_never_used(folder, tmp_path, monkeypatch):
     built = (load_index(m, config), load_protein_index(m, config))
     write_folder_index(m, config)
     changed = json.loads(json.dumps(config))
-    changed[CONFIG_KEY]["min_entropy"] = 1.6  # other settings than the index was built with: stale
+    changed[KMER_KEY]["min_entropy"] = 1.6  # other settings than the index was built with: stale
     assert current(m, changed) is False
-    manifest = json.loads((m / DIR / MANIFEST).read_text())
-    (m / DIR / "kmer_ids.npy").write_bytes((m / DIR / "kmer_ids.npy").read_bytes()[:1000])  # cut short
+    manifest = json.loads((m / INDEX_DIR / MANIFEST).read_text())
+    (m / INDEX_DIR / "kmer_ids.npy").write_bytes((m / INDEX_DIR / "kmer_ids.npy").read_bytes()[:1000])  # cut short
     lines = []
     found = load_indexes(m, config, lines.append)
     assert "not used, damaged" in lines[0] and f"genointerp index-model {m}" in lines[0]
     _same(built, found)
     write_folder_index(m, config)  # replaces the damaged one
-    assert current(m, config) and json.loads((m / DIR / MANIFEST).read_text()) == manifest
+    assert current(m, config) and json.loads((m / INDEX_DIR / MANIFEST).read_text()) == manifest
     assert sorted(p.name for p in m.iterdir() if p.name.startswith(".")) == []  # no temporaries left
 
 
@@ -121,12 +122,12 @@ def test_index_model_writes_checks_and_refuses_a_folder_without_an_index(folder,
     config["model"] = json.loads((DATA.parent / "genointerp/resources/models/xvir_hpv/config.json").read_text())["model"]
     (m / "config.json").write_text(json.dumps(config))
     res = cli("index-model", m, "--check")
-    assert res.exit_code == 1 and res.stdout == f"{m / DIR}\tmissing\n"
+    assert res.exit_code == 1 and res.stdout == f"{m / INDEX_DIR}\tmissing\n"
     res = cli("index-model", m)
-    assert res.exit_code == 0 and (m / DIR / MANIFEST).is_file()
+    assert res.exit_code == 0 and (m / INDEX_DIR / MANIFEST).is_file()
     res = cli("index-model", m, "--check")
-    assert res.exit_code == 0 and res.stdout == f"{m / DIR}\tcurrent\n"
-    del config[CONFIG_KEY], config[PROTEIN_KEY]
+    assert res.exit_code == 0 and res.stdout == f"{m / INDEX_DIR}\tcurrent\n"
+    del config[KMER_KEY], config[PROTEIN_KEY]
     (m / "config.json").write_text(json.dumps(config))
     res = cli("index-model", m)
     assert res.exit_code == 1 and "has no viral index" in res.stderr

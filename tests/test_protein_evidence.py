@@ -1,5 +1,5 @@
-"""Translation, chance evidence and the protein index (genointerp.seq.translate, genointerp.viral.chance,
-genointerp.viral.protein), and the seeds' evidence bits (genointerp.viral.evidence)."""
+"""Translation, chance evidence and the protein index (genointerp.seq.translate, genointerp.viral.evidence.chance,
+genointerp.viral.evidence.protein), and the seeds' evidence bits (genointerp.viral.evidence.seeds)."""
 
 import math
 
@@ -12,11 +12,12 @@ from genointerp.seq.joined import encode_joined
 from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON, STOP, aa_kmer_ids, codons, distinct_residues
-from genointerp.viral.chance import chance_bits, composition
-from genointerp.viral.evidence import KmerIndex, KmerSettings, reference_kmers
-from genointerp.viral.extension import K, LAMBDA, SCORES
-from genointerp.viral.protein import (CONFIG_KEY, EXCLUDED_FILE, ProteinIndex, ProteinSettings, build_protein_index,
-                                      load_protein_index, orf_kmers)
+from genointerp.viral.evidence.chance import chance_bits, composition
+from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings, reference_kmers
+from genointerp.viral.evidence.extension import K, LAMBDA, SCORES
+from genointerp.viral.evidence.protein import (ProteinIndex, ProteinSettings, build_protein_index, load_protein_index,
+                                               orf_kmers)
+from genointerp.viral.model_files import PROTEIN_EXCLUDED_FILE, PROTEIN_KEY
 
 # the synonymous alternatives to coding.CODON the tests swap in
 SYNONYM = {"A": "GCC", "D": "GAC", "E": "GAG", "F": "TTC", "G": "GGC", "H": "CAC", "I": "ATC", "K": "AAG", "L": "CTC",
@@ -136,13 +137,13 @@ def test_build_and_load_a_protein_index_subtracting_negatives(tmp_path):
     negative.write_text(">neg\n" + "ACGT" * 10 + shared + "TTGCA" * 10 + "\n")
     entry = build_protein_index(tmp_path, [("v", gene)], [str(negative)], ProteinSettings(), False, SILENT)
     (tmp_path / "refs.fa").write_text(f">v\n{gene}\n")
-    config = {CONFIG_KEY: entry, "kmer_index": {"references": "refs.fa"}}
+    config = {PROTEIN_KEY: entry, "kmer_index": {"references": "refs.fa"}}
     index = load_protein_index(tmp_path, config)
     assert entry["n_excluded"] > 30 and index.ids.size == entry["n_kmers"]
     ev = index.evidence(*encode_joined([shared, gene[600:750]]))
     assert ev.hits[0] == 0 and ev.hits[1] > 0
     assert load_protein_index(tmp_path, {"kmer_index": {}}) is None
-    (tmp_path / EXCLUDED_FILE).write_bytes(b"junk")
+    (tmp_path / PROTEIN_EXCLUDED_FILE).write_bytes(b"junk")
     with pytest.raises(InputError, match="damaged"):
         load_protein_index(tmp_path, config)
 

@@ -13,8 +13,8 @@ from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
 from genointerp.seq.scan import aa_hits, seed_hits
 from genointerp.seq.translate import aa_kmer_ids, codons
-from genointerp.viral.evidence import canonical_ids, seed_mask
-from genointerp.viral.protein import ProteinSettings, seed_ids
+from genointerp.viral.evidence.seeds import canonical_ids, seed_mask
+from genointerp.viral.evidence.protein import ProteinSettings, seed_ids
 
 
 def _reads(seed: int, n: int = 300) -> list[str]:

@@ -2,7 +2,7 @@
 
 Every test here runs under hostile arithmetic (tests/hostile.py): each model output moves with
 its forward pass's row count and its row's place, so the byte-identity holds because chunked and
-whole runs score every read in the same pass at the same row (genointerp.viral.blocks), not
+whole runs score every read in the same pass at the same row (genointerp.viral.classify.blocks), not
 because this CPU's kernels happen to give one row the same bits in any batch.
 """
 
@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from conftest import DATA, assert_one_error_line, read_fastq, write_bam
 from genointerp.cli import app
-from genointerp.viral.classify import HEADER
-from genointerp.viral.blocks import BLOCK, PASS
+from genointerp.viral.classify.job import HEADER
+from genointerp.viral.classify.blocks import BLOCK, PASS
 from genointerp.chunks import parse_chunk
-from genointerp.viral.scatter import chunk_range
+from genointerp.viral.classify.scatter import chunk_range
 
 pytestmark = pytest.mark.usefixtures("hostile_module")
 
@@ -198,8 +198,8 @@ def _scores(reads, precision, batch):
     from genointerp.model_folder import load_model_dir
     from genointerp.seq.joined import encode_joined
     from genointerp.resources import builtin_model_dir
-    from genointerp.viral.classify import model_windows, window_scores
-    from genointerp.viral.model_process import scorer
+    from genointerp.viral.classify.windows import model_windows, window_scores
+    from genointerp.viral.classify.model_process import scorer
 
     model, config = load_model_dir(builtin_model_dir(), expect="xvir")
     L, k = config["model"]["read_length"], config["model"]["k"]
@@ -233,8 +233,8 @@ def test_the_hostile_arithmetic_changes_a_score_with_its_place(reads):
 def test_block_rows_never_mix_blocks_in_a_pass():
     import numpy as np
 
-    from genointerp.viral.blocks import block_rows
-    from genointerp.viral.classify import BATCH
+    from genointerp.viral.classify.blocks import block_rows
+    from genointerp.viral.classify.job import BATCH
     from genointerp.models.xvir_inference import MICRO
 
     assert BATCH % BLOCK == 0 and MICRO == PASS  # batches start on blocks; passes are the folded form's
@@ -267,8 +267,8 @@ def test_worker_processes_and_the_model_process_give_the_unchunked_bytes(threads
     """Batches of 32 reads (two scoring blocks), so that 102 reads make four batches spread over
     the worker processes; the model in a spawned process of its own (hostile there too: the
     hostile fixture puts tests/hostile_site on its PYTHONPATH). Same bytes as one in-process run."""
-    from genointerp.viral import classify as job
-    from genointerp.viral.model_process import ModelProcess
+    from genointerp.viral.classify import job
+    from genointerp.viral.classify.model_process import ModelProcess
 
     monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
     monkeypatch.setattr(ModelProcess, "HERE", False)
@@ -297,8 +297,8 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(reads, tmp_path, monkeypa
     with one line and no output, instead of leaving it waiting for that batch for ever."""
     import os
 
-    from genointerp.viral import classify as job
-    from genointerp.viral.batch_work import EvidenceWork
+    from genointerp.viral.classify import job
+    from genointerp.viral.classify.batch_work import EvidenceWork
 
     parent, real = os.getpid(), EvidenceWork.__call__
 

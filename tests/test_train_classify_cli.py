@@ -326,7 +326,7 @@ def test_default_threshold_comes_from_the_models_calibration(model, dataset, cli
 def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_path, monkeypatch):
     import shutil
 
-    import genointerp.viral.classify
+    import genointerp.viral.classify.request
     from genointerp.resources import builtin_model_dir
 
     damaged = tmp_path / "model"
@@ -337,7 +337,7 @@ def test_a_damaged_calling_threshold_is_one_error_line(calling, which, cli, tmp_
     (tmp_path / "r.fq").write_text("@r\n" + "ACGT" * 40 + "\n+\n" + "I" * 160 + "\n")
     args = ["-m", damaged] if which == "user" else []
     if which == "built-in":
-        monkeypatch.setattr(genointerp.viral.classify, "builtin_model_dir", lambda *a: damaged)
+        monkeypatch.setattr(genointerp.viral.classify.request, "builtin_model_dir", lambda *a: damaged)
     res = cli("classify-reads", tmp_path / "r.fq", *args, "-o", tmp_path / "o.tsv")
     assert res.exit_code == 1 and not (tmp_path / "o.tsv").exists()
     assert_one_error_line(res, f"{damaged}/config.json: ")
@@ -470,7 +470,7 @@ def test_train_xvir_with_viral_references_ships_a_kmer_index(indexed_model):
 
 
 def _score(bits, p):
-    """The default calling rule (genointerp.viral.calling), written out: bits moved by 2 bits per
+    """The default calling rule (genointerp.viral.classify.calling), written out: bits moved by 2 bits per
     log10 of the model's odds, clipped at +-3."""
     if p == "NA":
         return float(bits)
@@ -533,8 +533,8 @@ def test_a_bad_viral_reference_fails_before_training(dataset, cli, tmp_path):
 
 
 def test_a_model_that_fails_to_load_in_its_own_process_is_one_error_line(model, dataset, tmp_path, cli, monkeypatch):
-    """The spawned model process (genointerp.viral.model_process) hands its loading error to the job."""
-    from genointerp.viral.model_process import ModelProcess
+    """The spawned model process (genointerp.viral.classify.model_process) hands its loading error to the job."""
+    from genointerp.viral.classify.model_process import ModelProcess
 
     monkeypatch.setattr(ModelProcess, "HERE", False)
     mismatched, _ = _mismatched(model, tmp_path)

@@ -171,7 +171,7 @@ def test_training_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_path
 
 
 def test_inference_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_path, denormals_kept):
-    import genointerp.viral.model_process as model_process
+    import genointerp.viral.classify.model_process as model_process
 
     made = model_process.scorer  # the model's scoring function, probed at each of its calls
 

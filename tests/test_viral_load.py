@@ -77,7 +77,7 @@ def test_a_shallow_host_flags_the_load(cli, tmp_path):
 
 def test_mapped_host_bases_estimated_from_a_sample_of_records(monkeypatch):
     """Past SAMPLE mapped records the bases are records x bases per record read; exact below."""
-    from genointerp.viral import host_depth
+    from genointerp.viral.report import host_depth
 
     exact = host_depth.mapped_host_bases(str(LOAD / "sample.bam"))
     assert (exact.bases, exact.records, exact.sampled, exact.exact) == (300_000, 2000, 2000, True)

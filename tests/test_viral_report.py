@@ -119,8 +119,8 @@ def test_chunked_calls_keep_the_reference_column(mix_run, cli, tmp_path):
 
 
 def test_a_type_whose_reads_all_match_a_detected_type_is_no_second_infection():
-    from genointerp.viral.sample_report import build_rows
-    from genointerp.viral.typing import TypeRow
+    from genointerp.viral.report.sample_report import build_rows
+    from genointerp.viral.typing.typer import TypeRow
 
     major = TypeRow("HPV", "HPV16", 400.0, 380, 7000, 7906, 7.0, "HPV16", 400, {"HPV35": 20})
     shadow = TypeRow("HPV", "HPV35", 20.0, 0, 900, 7879, 0.3, "HPV35", 20, {"HPV16": 20})

@@ -1,4 +1,4 @@
-"""Naming the virus of a read called viral that no reference places (genointerp.viral.naming):
+"""Naming the virus of a read called viral that no reference places (genointerp.viral.typing.naming):
 per-seed virus labels of both indexes, the vote, and classify-reads' reference column and report
 for reads recoded with synonymous codons, so that no reference's bases align to them (minimap2's
 11-mer seeds find no match where every codon differs) while their proteins, hence the protein
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from genointerp.seq.joined import encode_joined
-from genointerp.viral.evidence import AMBIGUOUS, KmerIndex, KmerSettings, labelled_ids, reference_kmers
-from genointerp.viral.naming import MIN_VOTES, name_viruses, vote
-from genointerp.viral.protein import ProteinIndex, ProteinSettings, orf_kmers
+from genointerp.viral.evidence.seeds import AMBIGUOUS, KmerIndex, KmerSettings, labelled_ids, reference_kmers
+from genointerp.viral.typing.naming import MIN_VOTES, name_viruses, vote
+from genointerp.viral.evidence.protein import ProteinIndex, ProteinSettings, orf_kmers
 
 BASES = "TCAG"
 CODE = dict(zip(("".join(c) for c in product(BASES, repeat=3)),

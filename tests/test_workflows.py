@@ -493,7 +493,7 @@ def test_nextflow_module(module):
 def test_nextflow_stubs_write_the_calls_header_classify_reads_writes():
     """`nextflow -stub` runs stand in for classify-reads and merge-calls: their empty TSV must have
     the real header, or a pipeline tested with stubs breaks on real outputs."""
-    from genointerp.viral.classify import HEADER
+    from genointerp.viral.classify.job import HEADER
 
     for module in ("classifyreads", "mergecalls"):
         text = (ROOT / "workflows" / "nextflow" / "modules" / "genointerp" / module / "main.nf").read_text()
@@ -522,7 +522,7 @@ def test_nextflow_stubs_write_every_output(module):
 
 
 def test_nextflow_stub_writes_the_header_find_integrations_writes():
-    from genointerp.viral.integrations import TSV_COLUMNS
+    from genointerp.integrations.job import TSV_COLUMNS
 
     text = (NF / "findintegrations" / "main.nf").read_text()
     printed = re.search(r"printf '([^']*)'", text.split("stub:")[1]).group(1)

@@ -75,7 +75,7 @@ def test_a_windows_logit_does_not_depend_on_its_companions(hostile):
 
 @pytest.mark.parametrize("change", [{"position": "rope"}, {"position": "relative"}, {"norm_first": True}])
 def test_other_variants_are_not_folded(change, hostile):
-    from genointerp.viral.model_process import scorer
+    from genointerp.viral.classify.model_process import scorer
 
     cfg = XVirConfig(k=3, read_length=20, d_model=16, n_heads=2, d_ff=32, vocab_size=64, **change)
     model = trained_like(cfg)

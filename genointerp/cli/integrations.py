@@ -57,7 +57,8 @@ def find_integrations(
     """
     from genointerp.job import execute
     from genointerp.runtime import usable_threads
-    from genointerp.viral.integrations import IntegrationRequest, run
+    from genointerp.integrations.job import run
+    from genointerp.integrations.request import IntegrationRequest
 
     req = IntegrationRequest(host=host, bam=bam, reads1=reads1, reads2=reads2, output=output, vcf=vcf, index_vcf=index_vcf, bedpe=bedpe,
                              summary=summary, multiqc=multiqc, sample=sample, genes=genes, viral_refs=list(viral_refs), model=model, min_mapq=min_mapq,

@@ -94,7 +94,7 @@ def train_xvir(
     a read twice.
     """
     from genointerp.job import execute
-    from genointerp.viral.train import TrainXvirRequest, run
+    from genointerp.viral.training.job import TrainXvirRequest, run
 
     mix_weights = {label: number(value, float, "--mix", min_value=0, name=f"{label} weight")
                    for label, value in parse_pairs(mix, "--mix", "LABEL=WEIGHT")}
@@ -179,7 +179,8 @@ def classify_reads(
     shorter ones, whose evidence then decides (status model_abstained).
     """
     from genointerp.job import execute
-    from genointerp.viral.classify import ClassifyRequest, run
+    from genointerp.viral.classify.job import run
+    from genointerp.viral.classify.request import ClassifyRequest
 
     req = ClassifyRequest(inputs, output=output, model=model_dir, threshold=threshold,
                           evidence=evidence and evidence.value, min_bits=min_bits, model_all=model_all, summary=summary,
@@ -234,7 +235,7 @@ def merge_calls(
     summary holds, with the chunks' --sample, --host-genome-size and --host-bases.
     """
     from genointerp.job import execute
-    from genointerp.viral.merge_calls import MergeCallsRequest, run
+    from genointerp.viral.classify.merge_calls import MergeCallsRequest, run
 
     req = MergeCallsRequest(chunks, output=output, summary=summary, viral_out=viral_out, report=report,
                             kraken_report=kraken_report, multiqc=multiqc, multiqc_types=multiqc_types)
@@ -271,7 +272,7 @@ def index_model(
     every model; an index left from other references or an older genointerp is replaced.
     """
     from genointerp.job import execute
-    from genointerp.viral.index_model import IndexModelRequest, run
+    from genointerp.viral.evidence.index_model import IndexModelRequest, run
 
     result = execute(run, IndexModelRequest(model, check_only=check), False, REPORTER)
     if check:

@@ -28,7 +28,7 @@ def _num(x: float | None, digits: int) -> str:
 
 
 def write_report_tsv(out: BinaryIO, rows) -> None:
-    """One row per virus type (genointerp.viral.sample_report.ReportRow), most reads first."""
+    """One row per virus type (genointerp.viral.report.sample_report.ReportRow), most reads first."""
     lines = [REPORT_HEADER]
     for r in rows:
         lines.append(f"{r.sample}\t{r.virus}\t{r.type}\t{r.reads:.2f}\t{r.unique_reads}\t{_num(r.genome_fraction, 4)}\t"

@@ -2,7 +2,7 @@
 
 Two look-ups, each the compiled form of a numpy one that stays the definition (and builds the
 indexes from references): tests/test_scan.py checks they agree window for window.
-  - seed_hits: every clean k-base window of every read, as genointerp.viral.evidence.canonical_ids
+  - seed_hits: every clean k-base window of every read, as genointerp.viral.evidence.seeds.canonical_ids
     and IdSet.contains would find it;
   - aa_hits: every amino-acid seed of one strand's codons, as genointerp.seq.translate.aa_kmer_ids
     (step 3) and IdSet.contains would find it.
@@ -42,7 +42,7 @@ def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reve
     `pattern` ('1' compared, '0' skipped; residues 3 apart) whose residues are all amino acids has
     its id plus `offset` in `index`, ascending; ids uint64 (h,) those ids). Every seed tested adds
     one to its read's count in tested int64 (n,): the read of its first forward base, as
-    genointerp.viral.chance.owner_of gives it (on the reverse strand, position i covers
+    genointerp.viral.evidence.chance.owner_of gives it (on the reverse strand, position i covers
     forward bases from m - i - 3 * span)."""
     aa = _c(aa, np.uint8)
     if tested.dtype != np.int64 or not tested.flags.c_contiguous or tested.size != lengths.size:

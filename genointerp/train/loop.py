@@ -51,7 +51,7 @@ class Task(Protocol):
     def n_train(self) -> int: ...
 
     # Optional: begin_epoch(self, epoch: int) -> None, called first in every epoch (fresh training
-    # examples for the epoch, e.g. genointerp.viral.fresh).
+    # examples for the epoch, e.g. genointerp.viral.training.fresh).
 
     def augmentation(self, gen: np.random.Generator) -> object:
         """Per-epoch augmentation draws for every training example, from the epoch generator."""

@@ -29,12 +29,12 @@ from typing import Callable
 import numpy as np
 
 from genointerp.pools import WorkerDied, end_now, start_processes
-from genointerp.viral.blocks import PASS
+from genointerp.viral.classify.blocks import PASS
 
 
 def scorer(model, device: str, precision: str) -> Callable[[np.ndarray], np.ndarray]:
     """A function from token windows (R, n_tokens), R a multiple of PASS, to P(viral) float64 (R,),
-    computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.blocks
+    computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.classify.blocks
     lays windows out so that those passes are the same in every run.
 
     In float32 on CPU, an XVir of the paper's family runs in its folded inference form

@@ -13,8 +13,8 @@ Chance is the Karlin-Altschul expectation of an ungapped alignment scoring at le
 query of m residues and a database of n: E = K m n exp(-lambda S), with BLOSUM62's published
 ungapped parameters for standard residue frequencies, lambda 0.3176 and K 0.134. A read's
 alignment evidence is -log10 E of its best alignment (at least 0), in the same units as the
-seeds' bits (genointerp.viral.chance); m counts the read's residues in all six frames (about two
-per base), and n every residue of the references' six frames. genointerp.viral.protein weighs it
+seeds' bits (genointerp.viral.evidence.chance); m counts the read's residues in all six frames (about two
+per base), and n every residue of the references' six frames. genointerp.viral.evidence.protein weighs it
 against the read's exact matches.
 
 The statistic holds for sequences of ordinary composition. Low-complexity stretches break it: on
@@ -110,7 +110,7 @@ class ReferenceProteins:
     Built from residues uint8 (R,), the frames one after another, each followed by EDGE, and
     seed_ids uint64 (S,) and places int64 (S,): a seed id and the residue its window starts at,
     for every place an indexed seed occurs (a seed of several places appears several times).
-    Held as a compressed sparse table, the form genointerp.viral.prebuilt stores: keys uint64 (n,),
+    Held as a compressed sparse table, the form genointerp.viral.evidence.prebuilt stores: keys uint64 (n,),
     the sorted distinct seeds; start int64 (n + 1,); places int32 (S,), key i's places being
     places[start[i]:start[i + 1]] in the order they were given."""
 

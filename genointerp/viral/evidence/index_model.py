@@ -2,7 +2,7 @@
 
 classify-reads and find-integrations then memory-map them and start at once, instead of building
 them (about five seconds for the built-in model) or reading them from the user's cache
-(genointerp.viral.prebuilt). train-xvir writes them with every folder it makes; this is for older
+(genointerp.viral.evidence.prebuilt). train-xvir writes them with every folder it makes; this is for older
 folders and the built-in model (`make install` and the Docker image run it).
 """
 
@@ -17,7 +17,8 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.model_folder import read_model_config
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
-from genointerp.viral.prebuilt import DIR, current, write_folder_index
+from genointerp.viral.evidence.prebuilt import current, write_folder_index
+from genointerp.viral.model_files import INDEX_DIR
 
 
 @dataclass
@@ -40,14 +41,14 @@ class IndexModelRequest:
 def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Write (or with check_only, check) the folder's prebuilt index; returns {"folder", "index":
     its path, "state": "current" | "written" | "stale" | "missing"}. The index is written beside
-    and renamed into place (genointerp.viral.prebuilt.save), so no AtomicOutputs is needed."""
+    and renamed into place (genointerp.viral.evidence.prebuilt.save), so no AtomicOutputs is needed."""
     folder = Path(req.model_folder())
     config = read_model_config(folder, expect="xvir")
     state = current(folder, config)
     if state is None:
         raise InputError(f"{folder}: this model has no viral index (config.json 'kmer_index'); nothing to prebuild")
-    result = {"folder": str(folder), "index": str(folder / DIR), "state": "current" if state else
-              ("stale" if (folder / DIR).exists() else "missing")}
+    result = {"folder": str(folder), "index": str(folder / INDEX_DIR), "state": "current" if state else
+              ("stale" if (folder / INDEX_DIR).exists() else "missing")}
     if state or req.check_only:
         return result
     began = time.perf_counter()
@@ -56,5 +57,5 @@ def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dic
     except PermissionError as exc:
         raise InputError(f"{folder}: cannot write its prebuilt index there ({exc.strerror}); runs still work, "
                          "building the index or reading it from the user's cache") from None
-    report.log(f"{folder / DIR}: written in {time.perf_counter() - began:.1f} s")
+    report.log(f"{folder / INDEX_DIR}: written in {time.perf_counter() - began:.1f} s")
     return {**result, "state": "written"}

@@ -25,14 +25,14 @@ from genointerp.train.run_folder import checkpoint_dir, is_main_rank, model_fold
 from genointerp.train.fingerprint import fingerprint
 from genointerp.train.loop import TrainSettings
 from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr, threshold_at_fpr
-from genointerp.viral.calling import RULE_KEY, CallingRule
-from genointerp.viral.evidence import (CODON_SEED, CONFIG_KEY, REFS_FILE, KmerIndex, KmerSettings, build_index,
-                                       load_index)
-from genointerp.viral.prebuilt import write_folder_index
-from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinSettings, build_protein_index
-from genointerp.viral.fresh import FreshReads, FreshReadTask, ReadSimulator
-from genointerp.viral.task import (ReadClassificationTask, binary_targets, check_compatible, reverse_complement_table,
-                                   split_indices)
+from genointerp.viral.classify.calling import CallingRule
+from genointerp.viral.evidence.seeds import CODON_SEED, KmerIndex, KmerSettings, build_index, load_index
+from genointerp.viral.evidence.prebuilt import write_folder_index
+from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
+from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE, RULE_KEY
+from genointerp.viral.training.fresh import FreshReads, FreshReadTask, ReadSimulator
+from genointerp.viral.training.task import (ReadClassificationTask, binary_targets, check_compatible,
+                                            reverse_complement_table, split_indices)
 
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_accuracy", "valid_auroc", "valid_tpr", "valid_tnr",
                   "valid_ppv", "seconds"]
@@ -294,7 +294,7 @@ class XVirTraining(TrainingJob):
                          "best_epoch": int(best_row["epoch"])},
             "test_metrics": test_metrics,
             **({"calling": self.calling} if self.calling else {}),
-            **({CONFIG_KEY: self.index_entry} if self.index_entry else {}),
+            **({KMER_KEY: self.index_entry} if self.index_entry else {}),
             **({PROTEIN_KEY: self.protein_entry} if self.protein_entry else {}),
         }
 
@@ -303,7 +303,7 @@ class XVirTraining(TrainingJob):
 
 
 class FreshXVirTraining(XVirTraining):
-    """train-xvir on references: training reads simulated anew every epoch (genointerp.viral.fresh);
+    """train-xvir on references: training reads simulated anew every epoch (genointerp.viral.training.fresh);
     validation, test and calibration reads are fresh draws of their own."""
 
     def load(self, dist, cache, report) -> None:
@@ -340,7 +340,7 @@ def calibrate_on_fresh_reads(model, sim: ReadSimulator, index: KmerIndex | None,
     """The model's threshold at `target` for every negative kind (fresh calibration reads of each
     negative label of `sim`; the highest of their thresholds), for --evidence model. With a viral
     index, classify-reads' default rule weighs the evidence and the model in one score
-    (genointerp.viral.calling); its settings are recorded beside the threshold."""
+    (genointerp.viral.classify.calling); its settings are recorded beside the threshold."""
     labels = sim.labels()
     per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
     _, tokens, label = sim.draw(per_label * len(labels), "calibration", shares={lab: 1.0 for lab in labels})
@@ -384,10 +384,10 @@ def train(plan: TrainPlan, settings: TrainSettings, folder: Path, output: str, r
     if plan.index is not None:
         ix = plan.index
         job.index_entry = build_index(folder, ix.viral, ix.negatives, ix.settings, ix.circular, report)
-        job.index = load_index(folder, {CONFIG_KEY: job.index_entry})
+        job.index = load_index(folder, {KMER_KEY: job.index_entry})
         job.protein_entry = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), ix.negatives,
                                                 ProteinSettings(), ix.circular, report)
-        # prebuilt for the folder's users (genointerp.viral.prebuilt), from the entries as config.json will hold them
-        entries = json.loads(json.dumps({CONFIG_KEY: job.index_entry, PROTEIN_KEY: job.protein_entry}))
+        # prebuilt for the folder's users (genointerp.viral.evidence.prebuilt), from the entries as config.json will hold them
+        entries = json.loads(json.dumps({KMER_KEY: job.index_entry, PROTEIN_KEY: job.protein_entry}))
         write_folder_index(folder, entries)
     return run_training(job, settings, folder, output, resume, report)

@@ -8,7 +8,7 @@ wrapped, minus the excluded ones, minus low-complexity windows (Shannon entropy 
 composition below `min_entropy` bits: AT-rich stretches and short repeats, which other genomes
 share by chance). Shipping references rather than the index keeps a model small (the built-in
 model's genomes are 1.0 MB gzipped against 23 MB of ids) and readable; runs load the index
-prebuilt from the folder or the user's cache (genointerp.viral.prebuilt), and look reads up in
+prebuilt from the folder or the user's cache (genointerp.viral.evidence.prebuilt), and look reads up in
 it in one compiled pass (genointerp.seq.scan), the numpy code here being the definition.
 
 A seed is a pattern over a window of k bases: '1' positions must match, '0' positions may differ
@@ -26,7 +26,7 @@ of them are evidence that the read is viral.
 Each seed also keeps the virus of the reference contigs it comes from (`labels`, a code into
 `viruses`, as genointerp.viral.panel names them; AMBIGUOUS when contigs of two viruses hold it),
 so that a read called viral that no reference places can still be named at the virus level
-(genointerp.viral.naming).
+(genointerp.viral.typing.naming).
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.seq.scan import seed_hits
-from genointerp.viral.chance import chance_bits, composition, fixed_letters, owned_positions, owner_of, stretches
+from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
+                                              stretches)
+from genointerp.viral.model_files import KMER_EXCLUDED_FILE, KMER_KEY, REFS_FILE
 from genointerp.viral.panel import name_reference
 
-REFS_FILE, EXCLUDED_FILE, CONFIG_KEY = "kmer_refs.fa.gz", "kmer_excluded.txt.gz", "kmer_index"
 # Chosen on held-out genomes (benchmarks/README.md "Exact-match evidence", benchmarks/kmer_evidence.py): weight 18
 # over 26 bases, every third base skipped, entropy >= 1.5 and three hits.
 CODON_SEED = "11" + "011" * 8
@@ -207,7 +208,7 @@ class KmerIndex:
     settings: KmerSettings
     labels: np.ndarray | None = None  # uint8 (n,): each seed's virus, a code into `viruses` (or AMBIGUOUS)
     viruses: tuple[str, ...] = ()
-    table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.prebuilt)
+    table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.evidence.prebuilt)
 
     def __post_init__(self) -> None:
         self._set = IdSet(self.ids, self.table)
@@ -269,7 +270,7 @@ class SeedEvidence:
     hits: window positions whose seed is in the index (one ~30 bp match counts up to k - weight + 1
     times over); clean: window positions free of N; clusters: stretches of matched windows, each
     within k of the previous; bits: float64, how unlikely the stretches are by chance, -log10
-    summed over stretches (genointerp.viral.chance).
+    summed over stretches (genointerp.viral.evidence.chance).
     """
 
     hits: np.ndarray
@@ -300,9 +301,9 @@ def build_index(folder: str | Path, viral: list[str], negatives: list[str], sett
     report.log(f"k-mer index: {excluded.size:,} of them also occur in the negative references and are excluded")
     refs_text = "".join(f">{name}\n{seq}\n" for name, seq in records).encode()
     _write_gzip(folder / REFS_FILE, refs_text)
-    _write_gzip(folder / EXCLUDED_FILE, b"".join(kmer_text(excluded, settings.seed)))
+    _write_gzip(folder / KMER_EXCLUDED_FILE, b"".join(kmer_text(excluded, settings.seed)))
     return {"k": settings.k, "seed": settings.seed, "min_hits": settings.min_hits, "min_entropy": settings.min_entropy, "circular": circular,
-            "references": REFS_FILE, "excluded": EXCLUDED_FILE, "n_contigs": len(records),
+            "references": REFS_FILE, "excluded": KMER_EXCLUDED_FILE, "n_contigs": len(records),
             "n_excluded": int(excluded.size), "n_kmers": int(index.ids.size - excluded.size),
             "sources": {"viral": [str(p) for p in viral], "negative": [str(p) for p in negatives]}}
 
@@ -325,7 +326,7 @@ class IndexSource:
     """What a model folder's config.json says one of its indexes is built from: the seed index or
     the protein index."""
 
-    settings: object  # KmerSettings, or genointerp.viral.protein.ProteinSettings
+    settings: object  # KmerSettings, or genointerp.viral.evidence.protein.ProteinSettings
     circular: bool
     expected: int  # seeds the index must hold (config.json's n_kmers)
     references: Path
@@ -335,7 +336,7 @@ class IndexSource:
 def index_source(folder: str | Path, config: dict, min_hits: int | None = None) -> IndexSource | None:
     """The folder's "kmer_index" entry, checked (None without one), with `min_hits` in place of the
     recorded one when given. A damaged entry or a missing file is an InputError."""
-    entry = config.get(CONFIG_KEY)
+    entry = config.get(KMER_KEY)
     if entry is None:
         return None
     folder, where = Path(folder), f"{folder}/config.json"
@@ -354,7 +355,7 @@ def index_source(folder: str | Path, config: dict, min_hits: int | None = None) 
 def load_index(folder: str | Path, config: dict, min_hits: int | None = None) -> KmerIndex | None:
     """The model folder's k-mer index built from its references (None when its config.json has no
     "kmer_index"), with `min_hits` in place of the recorded one when given. A damaged entry or file
-    is an InputError. genointerp.viral.prebuilt loads the same index from its stored arrays."""
+    is an InputError. genointerp.viral.evidence.prebuilt loads the same index from its stored arrays."""
     source = index_source(folder, config, min_hits)
     return None if source is None else build_from(source)
 
@@ -411,7 +412,7 @@ def _read_kmers(path: Path, seed: str) -> np.ndarray:
 
 def index_files(folder: str | Path, config: dict) -> list[Path]:
     """The k-mer index files of a model folder (part of its digest), none without an index."""
-    entry = config.get(CONFIG_KEY)
+    entry = config.get(KMER_KEY)
     if not isinstance(entry, dict):
         return []
     return [Path(folder) / str(entry.get(key, "")) for key in ("references", "excluded")]

@@ -2,7 +2,7 @@
 
 Scatter (`classify-reads --chunk i/n`). Chunk i of n takes a contiguous range of records of the
 input stream: with N records in that stream, in B = ceil(N / 16) blocks of 16 (the scoring blocks
-of genointerp.viral.blocks), chunk i holds blocks [floor((i-1)*B/n), floor(i*B/n)). Contiguous
+of genointerp.viral.classify.blocks), chunk i holds blocks [floor((i-1)*B/n), floor(i*B/n)). Contiguous
 ranges are what make `cat chunk1.tsv chunk2.tsv ...` (header once) equal the unchunked TSV byte
 for byte; round-robin blocks would need a re-interleaving gather, and byte offsets only work for
 seekable, uncompressed or BGZF input, not the plain-gzip FASTQ that sequencers write.
@@ -22,7 +22,7 @@ So every job first counts N, with no index and no side files:
   need all of it).
 
 Gather (`merge-calls`): concatenate the chunk TSVs (one header), the chunk viral-read files,
-join the chunks' typings into the per-sample report (genointerp.viral.sample_tally.merge_typing),
+join the chunks' typings into the per-sample report (genointerp.viral.report.sample_tally.merge_typing),
 and sum the chunk summaries, refusing chunk sets that are incomplete, duplicated, or come from
 other inputs, models or thresholds. A chunk summary records a digest of its reads' names
 (`read_ids_sha256`), so that each TSV is matched to its own summary even where two chunks hold as
@@ -45,7 +45,7 @@ from genointerp.errors import InputError
 from genointerp.io.calls_table import HEADER
 from genointerp.io.inputs import is_stream, open_binary
 from genointerp.io.jsonfile import json_object
-from genointerp.viral.blocks import BLOCK
+from genointerp.viral.classify.blocks import BLOCK
 
 # Summary fields that describe one chunk only; the merged summary drops them.
 CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256", "typing")
@@ -57,7 +57,7 @@ _BLOCK = 1 << 20
 
 def chunk_range(i: int, n: int, total: int) -> tuple[int, int]:
     """Records [start, stop) of chunk i (1-based) of n over `total` records: whole scoring blocks
-    (genointerp.viral.blocks.BLOCK records; the stream's last block may be short), so that a read
+    (genointerp.viral.classify.blocks.BLOCK records; the stream's last block may be short), so that a read
     is scored beside the same reads as in the unchunked run (genointerp.chunks.block_range)."""
     return block_range(i, n, total, BLOCK)
 

@@ -2,7 +2,7 @@
 
 Types of one virus family differ most at the third codon position, where a change rarely changes
 the amino acid, so a read of a type no index has seen still matches the known types' proteins
-where its bases no longer match theirs. The codon seeds (genointerp.viral.evidence) tolerate
+where its bases no longer match theirs. The codon seeds (genointerp.viral.evidence.seeds) tolerate
 third-position changes in one frame; amino-acid k-mers tolerate every synonymous change.
 
 The index: every amino-acid seed of the references' open reading frames (stretches of at least
@@ -13,11 +13,11 @@ Seeds whose compared residues hold fewer than `min_distinct` different residues 
 of the negative references (listed in `protein_excluded.txt.gz`). A read is translated in all six
 frames at every position; its matched seeds form stretches (matched seeds of one frame each within
 one span of the previous), weighed two ways, -log10 of how often chance would give them:
-  - exactly, as the nucleotide seeds (genointerp.viral.chance): W seeds tested against I index
+  - exactly, as the nucleotide seeds (genointerp.viral.evidence.chance): W seeds tested against I index
     entries yield a stretch fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ...
     f(rm) times; summed over stretches;
   - aligned: the first seed of each stretch grown into an ungapped alignment with the references'
-    proteins (genointerp.viral.extension); the best alignment counts.
+    proteins (genointerp.viral.evidence.extension); the best alignment counts.
 A read's protein bits are the stronger of the two less log10(2), the price of choosing. Exact
 stretches weigh more on short reads (an alignment of 25 residues is weak evidence next to an exact
 stretch of them), alignments on reads of divergent types, whose scattered substitutions break
@@ -26,8 +26,8 @@ every further exact seed.
 The index and the references' reading frames are built from the model folder's references (the
 seeds' `kmer_refs.fa.gz`) and its excluded list, settings in config.json's "protein_index";
 building takes about four seconds for the built-in references, so runs load them prebuilt
-(genointerp.viral.prebuilt). Each seed keeps the virus of the
-contigs it comes from, as the nucleotide seeds do (genointerp.viral.evidence.labelled_ids).
+(genointerp.viral.evidence.prebuilt). Each seed keeps the virus of the
+contigs it comes from, as the nucleotide seeds do (genointerp.viral.evidence.seeds.labelled_ids).
 """
 
 from __future__ import annotations
@@ -46,13 +46,14 @@ from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.scan import aa_hits
 from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
-from genointerp.viral.chance import chance_bits, composition, fixed_letters, owned_positions, owner_of, stretches
-from genointerp.viral.extension import EDGE, ReferenceProteins
-from genointerp.viral.evidence import (IndexSource, labelled_ids, read_fixed_lines, reference_codes, require_files,
-                                      virus_counts)
+from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
+                                              stretches)
+from genointerp.viral.evidence.extension import EDGE, ReferenceProteins
+from genointerp.viral.evidence.seeds import (IndexSource, labelled_ids, read_fixed_lines, reference_codes,
+                                             require_files, virus_counts)
+from genointerp.viral.model_files import KMER_KEY, PROTEIN_EXCLUDED_FILE, PROTEIN_KEY
 
-CONFIG_KEY, EXCLUDED_FILE = "protein_index", "protein_excluded.txt.gz"
-AA_FLOOR = 0.05  # a residue's chance probability in exact-match bits is at least 1/20 (genointerp.viral.chance)
+AA_FLOOR = 0.05  # a residue's chance probability in exact-match bits is at least 1/20 (genointerp.viral.evidence.chance)
 TWO_LOOKS = math.log10(2)  # a read's protein bits are the stronger of two measures: the cost of choosing
 _NEGATIVE_BLOCK = 6_000_000  # bases of a negative reference translated at once
 # Seven compared residues over nine, chosen on the validation types of benchmarks/viral_calls.py
@@ -117,7 +118,7 @@ class ProteinSettings:
 class ProteinEvidence:
     """A batch of reads' amino-acid matches, (n,) each: hits int64 (matched seeds, all frames);
     exact float64 (-log10 chance of the stretches of exact matches, summed over stretches) and
-    aligned float64 (-log10 chance of the best alignment, genointerp.viral.extension)."""
+    aligned float64 (-log10 chance of the best alignment, genointerp.viral.evidence.extension)."""
 
     hits: np.ndarray
     exact: np.ndarray
@@ -182,7 +183,7 @@ def _in_orf(protein: np.ndarray, min_orf: int, k: int) -> np.ndarray:
 class ProteinIndex:
     """Amino-acid seeds of the references' proteins, asked read by read in six frames; built by `of`,
     it holds the references' proteins too (`proteins`), to which its evidence aligns each match
-    (genointerp.viral.extension)."""
+    (genointerp.viral.evidence.extension)."""
 
     def __init__(self, ids: np.ndarray, settings: ProteinSettings, labels: np.ndarray | None = None,
                  viruses: tuple[str, ...] = (), proteins: ReferenceProteins | None = None,
@@ -190,7 +191,7 @@ class ProteinIndex:
         self.ids, self.settings = ids, settings
         self.labels, self.viruses = labels, viruses  # uint8 (n,) codes into viruses, as KmerIndex's
         self.proteins = proteins  # set by `of`, from the places of the ids kept (or prebuilt)
-        self._set = IdSet(ids, table)  # table: the filter where it is prebuilt (genointerp.viral.prebuilt)
+        self._set = IdSet(ids, table)  # table: the filter where it is prebuilt (genointerp.viral.evidence.prebuilt)
 
     @classmethod
     def of(cls, records: list[tuple[str, str]], settings: ProteinSettings, circular: bool,
@@ -224,7 +225,7 @@ class ProteinIndex:
 
     @property
     def table(self) -> np.ndarray:
-        """The membership filter (genointerp.seq.idset), as genointerp.viral.prebuilt stores it."""
+        """The membership filter (genointerp.seq.idset), as genointerp.viral.evidence.prebuilt stores it."""
         return self._set.table
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
@@ -328,11 +329,11 @@ def build_protein_index(folder: str | Path, records: list[tuple[str, str]], nega
         excluded = np.union1d(excluded, _negative_kmers(index, path, report))
     report.log(f"protein index: {excluded.size:,} of them also occur in the negative references and are excluded")
     text = b"".join(_aa_text(excluded, settings))
-    with open(Path(folder) / EXCLUDED_FILE, "wb") as raw, \
+    with open(Path(folder) / PROTEIN_EXCLUDED_FILE, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as fh:
         fh.write(text)
-    return {**settings.as_dict(), "circular": circular, "excluded": EXCLUDED_FILE, "n_excluded": int(excluded.size),
-            "n_kmers": int(index.ids.size - excluded.size)}
+    return {**settings.as_dict(), "circular": circular, "excluded": PROTEIN_EXCLUDED_FILE,
+            "n_excluded": int(excluded.size), "n_kmers": int(index.ids.size - excluded.size)}
 
 
 def _negative_kmers(index: ProteinIndex, path: str, report: Reporter) -> np.ndarray:
@@ -385,13 +386,13 @@ def _read_aa_kmers(path: Path, settings: ProteinSettings) -> np.ndarray:
 def protein_source(folder: str | Path, config: dict) -> IndexSource | None:
     """The folder's "protein_index" entry, checked (None without one). A damaged entry or a missing
     file is an InputError."""
-    entry = config.get(CONFIG_KEY)
+    entry = config.get(PROTEIN_KEY)
     if entry is None:
         return None
     folder, where = Path(folder), f"{folder}/config.json"
     try:
         source = IndexSource(ProteinSettings.from_dict(entry), bool(entry["circular"]), int(entry["n_kmers"]),
-                               folder / str(config["kmer_index"]["references"]), folder / str(entry["excluded"]))
+                               folder / str(config[KMER_KEY]["references"]), folder / str(entry["excluded"]))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{where}: damaged 'protein_index' entry ({exc})") from None
     source.settings.check()
@@ -401,7 +402,7 @@ def protein_source(folder: str | Path, config: dict) -> IndexSource | None:
 
 def load_protein_index(folder: str | Path, config: dict) -> ProteinIndex | None:
     """The model folder's protein index built from its references (None without a "protein_index"
-    entry). A damaged entry or file is an InputError. genointerp.viral.prebuilt loads the same
+    entry). A damaged entry or file is an InputError. genointerp.viral.evidence.prebuilt loads the same
     index from its stored arrays."""
     source = protein_source(folder, config)
     return None if source is None else build_protein_from(source)

@@ -1,5 +1,5 @@
 """A sample's typing as data: what the per-sample viral report is built from
-(genointerp.viral.sample_report.report_from_typing), in JSON.
+(genointerp.viral.report.sample_report.report_from_typing), in JSON.
 
 It holds every placed read's matches in input order, the reads no reference places, the bases of
 the reads not called viral, how to get the host's other bases, and the names, lengths and taxids of
@@ -17,8 +17,8 @@ nested JSON list would.
 from __future__ import annotations
 
 from genointerp.errors import InputError
-from genointerp.viral.host_depth import MappedBases
-from genointerp.viral.typing import Hit, TypeHits
+from genointerp.viral.report.host_depth import MappedBases
+from genointerp.viral.typing.typer import Hit, TypeHits
 
 
 def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, mapped: MappedBases | None) -> dict:

@@ -4,7 +4,7 @@ genome and a status (classify-reads --report, and `viral_report` in its summary)
 Copies per human haploid genome = the type's mean depth / the host's depth, where the host's
 depth is the host's bases over the host genome size (default GRCh38's 3.1e9). The host's bases are
 those of the reads not called viral, plus, with --unmapped-only, those of the mapped reads it
-leaves out (from the BAM index: genointerp.viral.host_depth), or as given by --host-bases. That
+leaves out (from the BAM index: genointerp.viral.report.host_depth), or as given by --host-bases. That
 assumes whole-genome sequencing: the host's reads cover its genome evenly. With targeted or RNA
 sequencing, or a host sample of one chromosome, the copies are not copies per genome (give
 --host-genome-size the size of what was sequenced).
@@ -26,7 +26,7 @@ Status, per type (thresholds set on HPV-negative samples, benchmarks/viral_repor
 Types with under half a read are left out.
 
 Reads called viral that no reference places but whose seeds name one virus
-(genointerp.viral.naming) are counted per virus: one row per such virus, after the types, typed
+(genointerp.viral.typing.naming) are counted per virus: one row per such virus, after the types, typed
 VIRUS (unplaced) with those reads (all unique), no coverage, depth or copies (NA: nothing places
 them on a genome), and status low_evidence from LOW_READS reads, never detected (which needs
 covered bases); summary.json's `viral_reads_unplaced_by_virus` holds the same counts, and the
@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from genointerp.errors import InputError, UsageError
-from genointerp.viral.naming import virus_label
-from genointerp.viral.typing import EM_ITERATIONS, ERROR_RATE, MARGIN, TypeRow, run_em, type_rows
-from genointerp.viral.typing_data import placed_reads, references
+from genointerp.viral.model_files import TAXIDS_FILE
+from genointerp.viral.typing.naming import virus_label
+from genointerp.viral.typing.typer import EM_ITERATIONS, ERROR_RATE, MARGIN, TypeRow, run_em, type_rows
+from genointerp.viral.report.typing_data import placed_reads, references
 
 GRCH38_SIZE = 3.1e9
 MIN_READS = 10
@@ -56,7 +57,6 @@ ASSUMPTION = ("copies per human haploid genome = viral mean depth / host depth; 
               "size; assumes whole-genome sequencing")
 STATUSES = ("detected", "low_evidence", "not_detected")
 # kraken-style report: each virus's NCBI taxon; HPV types' taxids from the model folder's TAXIDS_FILE
-TAXIDS_FILE = "taxids.tsv"
 VIRUS_TAXA = {"HPV": (10566, "Human papillomavirus"), "HBV": (10407, "Hepatitis B virus"),
               "HCV": (11103, "Hepatitis C virus"), "EBV": (10376, "Human gammaherpesvirus 4"),
               "KSHV": (37296, "Human gammaherpesvirus 8"), "HTLV-1": (11908, "Human T-lymphotropic virus 1"),
@@ -152,7 +152,7 @@ def thresholds() -> dict:
 
 
 def host_bases_of(typing: dict) -> int:
-    """The host's bases of a sample's typing (genointerp.viral.sample_tally.typing_part)."""
+    """The host's bases of a sample's typing (genointerp.viral.report.sample_tally.typing_part)."""
     host = typing["host_bases"]
     if host["given"] is not None:
         return host["given"]
@@ -193,7 +193,7 @@ class _Name(NamedTuple):
 
 
 def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
-    """The report of a sample's typing (genointerp.viral.sample_tally.typing_part): its summary
+    """The report of a sample's typing (genointerp.viral.report.sample_tally.typing_part): its summary
     (the summary JSON's `viral_report`) and its rows, types by EM reads then the viruses of unplaced
     reads."""
     placed = placed_reads(typing)

@@ -2,9 +2,9 @@
 reads it calls viral.
 
 Per batch of reads (their sequences), in a worker process (genointerp.pools) or in the job's own:
-- the evidence: seed matches and protein matches (genointerp.viral.evidence, .protein), as bits;
+- the evidence: seed matches and protein matches (genointerp.viral.evidence.seeds, .protein), as bits;
 - the typing (placement on the model folder's references, else the virus the seeds name:
-  genointerp.viral.sample_tally.type_reads) of every read the evidence calls viral whatever the
+  genointerp.viral.report.sample_tally.type_reads) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
   model decides are typed by the job's own process once it has (SampleTally.add), so a worker
   builds its aligner (minimap2's index, about half a second) only where a batch holds viral reads.
@@ -21,16 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from genointerp.seq.joined import encode_text
-from genointerp.viral.calling import CallingRule
-from genointerp.viral.evidence import KmerIndex
-from genointerp.viral.protein import ProteinIndex
-from genointerp.viral.sample_tally import ReadType, type_reads
-from genointerp.viral.typing import Typer
+from genointerp.viral.classify.calling import CallingRule
+from genointerp.viral.evidence.seeds import KmerIndex
+from genointerp.viral.evidence.protein import ProteinIndex
+from genointerp.viral.report.sample_tally import ReadType, type_reads
+from genointerp.viral.typing.typer import Typer
 
 
 @dataclass
 class BatchEvidence:
-    """n reads' evidence, (n,) each: hits and clean int64 (genointerp.viral.evidence.SeedEvidence),
+    """n reads' evidence, (n,) each: hits and clean int64 (genointerp.viral.evidence.seeds.SeedEvidence),
     bits float64 (seed bits plus protein bits); and `typed`, the typing of the reads it calls
     viral whatever the model says, by their index in the batch."""
 

@@ -1,11 +1,11 @@
 """The virus of a read called viral that no reference places, from its seeds.
 
-Typing (genointerp.viral.typing) names a read by aligning it to the model folder's references; a
+Typing (genointerp.viral.typing.typer) names a read by aligning it to the model folder's references; a
 read of a genotype the folder lacks can lie too far from every reference for that (HCV genotypes
 at 70-84 % identity to the nearest kept genome: the alignment covers too little of the read, at
 too low an identity) although its codon seeds and protein seeds called it viral. Those seeds come
 from references of one virus or several: the indexes keep, per seed, the virus whose contigs hold
-it, or AMBIGUOUS (genointerp.viral.evidence.labelled_ids). The read's virus is the one that at
+it, or AMBIGUOUS (genointerp.viral.evidence.seeds.labelled_ids). The read's virus is the one that at
 least MIN_SHARE of its labelled matches (codon-seed windows and protein seeds together, all
 frames) name, given at least MIN_VOTES of them: the seed index's own `min_hits` (three matched
 windows), so that a virus is named on no less than a read is called on. Two thirds leaves a read

@@ -38,13 +38,12 @@ from typing import Callable
 import numpy as np
 
 from genointerp.interrupts import on_abandon
-from genointerp.viral.evidence import CONFIG_KEY as KMER_KEY, IndexSource, KmerIndex, build_from, index_source
-from genointerp.viral.extension import ReferenceProteins
-from genointerp.viral.protein import CONFIG_KEY as PROTEIN_KEY, ProteinIndex, build_protein_from, protein_source
+from genointerp.viral.evidence.seeds import IndexSource, KmerIndex, build_from, index_source
+from genointerp.viral.evidence.extension import ReferenceProteins
+from genointerp.viral.evidence.protein import ProteinIndex, build_protein_from, protein_source
+from genointerp.viral.model_files import INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
 
 FORMAT = 2  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller filters)
-DIR = "index"  # the prebuilt index inside a model folder
-MANIFEST = "manifest.json"
 CACHE_ENV = "GENOINTERP_CACHE"
 _KMER = ("kmer_ids", "kmer_labels", "kmer_filter")
 _PROTEIN = ("protein_ids", "protein_labels", "protein_filter", "protein_residues", "protein_start", "protein_places")
@@ -94,7 +93,7 @@ def load_indexes(folder: str | Path, config: dict, log: Callable[[str], None],
     if sources is None:
         return None, None
     source, protein, digest = sources
-    own = folder / DIR
+    own = folder / INDEX_DIR
     if (own / MANIFEST).is_file():
         found = _open(own, digest, source, protein)
         if not isinstance(found, str):
@@ -130,7 +129,7 @@ def current(folder: str | Path, config: dict) -> bool | None:
     if sources is None:
         return None
     source, protein, digest = sources
-    own = folder / DIR
+    own = folder / INDEX_DIR
     return (own / MANIFEST).is_file() and not isinstance(_open(own, digest, source, protein), str)
 
 
@@ -142,7 +141,7 @@ def write_folder_index(folder: str | Path, config: dict) -> Path | None:
     if sources is None:
         return None
     source, protein, digest = sources
-    target = folder / DIR
+    target = folder / INDEX_DIR
     save(target, digest, build_from(source), build_protein_from(protein) if protein is not None else None,
          replace=True)
     return target

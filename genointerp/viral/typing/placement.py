@@ -31,21 +31,17 @@ from genointerp.errors import InputError
 from genointerp.io.inputs import is_stream, open_text
 from genointerp.io.jsonfile import read_json_object
 from genointerp.io.sequences import read_reference
-from genointerp.model_folder import CONFIG
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
-from genointerp.viral.evidence import REFS_FILE
+from genointerp.viral.model_files import CONFIG, DESCRIPTIONS_FILE, REFS_FILE
 from genointerp.viral.panel import ViralName, name_reference
-from genointerp.viral.prebuilt import load_indexes
+from genointerp.viral.evidence.prebuilt import load_indexes
 
 WRAP = 500
 MIN_ALIGNED = 20  # a placement covers at least this many bases of the piece
 MIN_IDENTITY = 0.75  # matching bases over the alignment's length
 MIN_EXTRA_IDENTITY = 0.9  # on added references (no seed index to vouch for the piece)
-# The model folder's descriptions of its references where the FASTA headers carry none (the
-# genotype of HBV_3 ...): name <TAB> description, one a line
-DESCRIPTIONS_FILE = "ref_descriptions.tsv"
 # sensitive placement on the seed-vetted panel: 11-mer minimizers in windows of 3
 _SENSITIVE = dict(preset="sr", k=11, w=3, min_chain_score=15, min_dp_score=20, best_n=5)
 _PLAIN = dict(preset="sr", best_n=5)

@@ -1,15 +1,15 @@
 """classify-reads' side of the per-sample viral report: each viral read's type (the calls TSV's
-`reference` column) and the sample's typing (genointerp.viral.typing_data), the data the report is
-built from (genointerp.viral.sample_report.report_from_typing)."""
+`reference` column) and the sample's typing (genointerp.viral.report.typing_data), the data the report is
+built from (genointerp.viral.report.sample_report.report_from_typing)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genointerp.viral.naming import name_viruses, virus_label
-from genointerp.viral.sample_report import type_taxids
-from genointerp.viral.typing import Typer, TypeHits
-from genointerp.viral.typing_data import typing_part
+from genointerp.viral.typing.naming import name_viruses, virus_label
+from genointerp.viral.report.sample_report import type_taxids
+from genointerp.viral.typing.typer import Typer, TypeHits
+from genointerp.viral.report.typing_data import typing_part
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ReadType:
 
 def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
     """The typing of each read of `seqs`, by its placement on the typer's references, else by
-    its seeds (genointerp.viral.naming): each read on its own, so any batch gives the same."""
+    its seeds (genointerp.viral.typing.naming): each read on its own, so any batch gives the same."""
     placements = [typer.place(seq) for seq in seqs]
     unplaced = [i for i, p in enumerate(placements) if p is None]
     names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))

@@ -23,7 +23,7 @@ from genointerp.report import SILENT, Reporter
 from genointerp.seq.error_profile import builtin_profile
 from genointerp.seq.kmers import pad_token, tokenize, unknown_token
 from genointerp.seq.simulate import ErrorModel, Layout, allocate, simulate
-from genointerp.viral.task import ReadClassificationTask
+from genointerp.viral.training.task import ReadClassificationTask
 
 POSITIVE = "viral"
 _PURPOSE = {"train": 1, "valid": 2, "test": 3, "calibration": 4}

@@ -1,8 +1,8 @@
 """The merge-calls job: classify-reads --chunk outputs in, the unchunked run's outputs out (the
 per-sample report included, from the typing each chunk summary holds).
 
-The inputs are told apart by content (genointerp.viral.scatter.open_chunk_files); how they are
-checked and joined is genointerp.viral.scatter's gather.
+The inputs are told apart by content (genointerp.viral.classify.scatter.open_chunk_files); how they are
+checked and joined is genointerp.viral.classify.scatter's gather.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from genointerp.io.calls_table import summary_json
 from genointerp.job import one_stdout, stdin_once
 from genointerp.io.viral_report import report_files, write_sample_report
 from genointerp.report import Reporter
-from genointerp.viral.sample_report import report_from_typing
-from genointerp.viral.typing_data import merge_typing
-from genointerp.viral.scatter import ChunkFile, merge_calls, open_chunk_files
+from genointerp.viral.report.sample_report import report_from_typing
+from genointerp.viral.report.typing_data import merge_typing
+from genointerp.viral.classify.scatter import ChunkFile, merge_calls, open_chunk_files
 
 
 @dataclass

@@ -8,7 +8,7 @@ change which windows those are. So the batches are fixed by the reads' positions
 not by how a run happens to read them:
 
 - Reads are grouped into blocks of BLOCK by their index in the input stream (reads 0-15, 16-31,
-  ...). Chunk boundaries fall on block boundaries (genointerp.viral.scatter.chunk_range), and
+  ...). Chunk boundaries fall on block boundaries (genointerp.viral.classify.scatter.chunk_range), and
   every batch a run reads starts on one, so a block is the same reads in every run.
 - A block's model windows, in read order, are padded to a whole number of forward passes of
   PASS rows, and no pass holds windows of two blocks. A window is therefore scored in the same

@@ -1,7 +1,7 @@
 """Which viral type each read comes from, and how much of each type a sample holds.
 
 Placement: every read called viral is aligned with minimap2 (mappy, through
-genointerp.viral.placement's panel of the model folder's references) to all references; each
+genointerp.viral.typing.placement's panel of the model folder's references) to all references; each
 reference keeps its best alignment, and the read keeps the references within MARGIN edits of its
 best (edits = the alignment's edit distance plus the read's unaligned bases). A placement must
 cover at least half of the read at 75 % identity or more. The read's `reference` is the type
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from genointerp.viral.placement import ViralPanel
+from genointerp.viral.typing.placement import ViralPanel
 
 MARGIN = 6  # edits behind a read's best alignment that still count as a match
 ERROR_RATE = 0.02  # per-base mismatch rate of the likelihood (sequencing errors + strain variation)

@@ -1,0 +1,151 @@
+"""classify-reads' classifier: a model folder loaded with its threshold, calling rule, indexes and
+model process; and the calls of a batch of reads, from its evidence and, where the model can change
+a call, the model's scores of the reads' windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.model_folder import check_calling, read_model_config
+from genointerp.seq.joined import encode_joined
+from genointerp.viral.classify.batch_work import BatchEvidence
+from genointerp.viral.classify.calling import CallingRule, rule_of
+from genointerp.viral.classify.model_process import ModelProcess
+from genointerp.viral.classify.request import ClassifyRequest
+from genointerp.viral.classify.windows import model_windows, window_scores
+from genointerp.viral.evidence.prebuilt import load_indexes
+from genointerp.viral.evidence.protein import ProteinIndex
+from genointerp.viral.evidence.seeds import KmerIndex
+
+MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
+
+
+def default_threshold(config: dict, where: str = "model config.json") -> float:
+    """The model's calibrated calling threshold (config.json "calling"), else the paper's 0.5.
+    A damaged one (not a number from 0 to 1) is an InputError naming `where`."""
+    threshold = check_calling(config, where)
+    return 0.5 if threshold is None else threshold
+
+
+@dataclass
+class Classifier:
+    path: str  # the model folder
+    model: ModelProcess  # the XVir module, in a process of its own started when first needed
+    config: dict
+    threshold: float  # the model alone calls on p_viral >= this
+    index: KmerIndex | None  # the folder's seed index, None without one
+    protein: ProteinIndex | None  # the folder's protein index, None without one
+    rule: CallingRule  # how evidence and model make one call
+    evidence: str  # both, model or kmer
+
+
+def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classifier:
+    """The request's model folder (or the built-in one), with its threshold, calling rule and
+    evidence indexes (bits and kmer_hits are reported in every mode that has them; prebuilt
+    where the folder or the cache has them, genointerp.viral.evidence.prebuilt)."""
+    path = req.model_folder()
+    where = f"{path}/config.json"
+    config = read_model_config(path, expect="xvir")
+    threshold = req.threshold if req.threshold is not None else default_threshold(config, where)
+    index, protein = load_indexes(path, config, log)
+    rule = rule_of(config, where)
+    if req.min_bits is not None:
+        rule = replace(rule, min_bits=req.min_bits)
+    evidence = req.evidence or ("both" if index is not None else "model")
+    if index is None and evidence != "model":
+        raise InputError(f"{path}: this model has no viral index (config.json 'kmer_index'), so only --evidence model "
+                         "works; train-xvir --viral REF builds one")
+    if index is None and req.min_bits is not None:
+        raise InputError(f"{path}: --min-bits needs a model with a viral index")
+    return Classifier(path, ModelProcess(path, req.device, req.precision, req.threads), config, threshold, index,
+                      protein, rule, evidence)
+
+
+@dataclass
+class BatchCalls:
+    """classify-reads' answer for a batch of n reads, (n,) each: p_viral (NaN: not scored by the
+    model), status, seed hits and evidence bits (None without an index), call, evidence label;
+    and how many reads the model scored."""
+
+    p: np.ndarray
+    status: np.ndarray
+    hits: np.ndarray | None
+    bits: np.ndarray | None
+    call: np.ndarray
+    evidence: np.ndarray
+    model_reads: int
+    typed: dict = field(default_factory=dict)  # the typing of reads done by the batch's worker (batch_work)
+
+
+class PendingCalls:
+    """A batch's BatchCalls once its model scores (if any) are in, as a future: `done()` says
+    whether they are, `result()` waits for them."""
+
+    def __init__(self, finish: Callable[[np.ndarray | None], BatchCalls], scores=None) -> None:
+        self.finish, self.scores = finish, scores  # scores: the model process's pending answer, or None
+
+    def done(self) -> bool:
+        return self.scores is None or self.scores.done()
+
+    def result(self) -> BatchCalls:
+        return self.finish(self.scores.result() if self.scores is not None else None)
+
+
+def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, BatchEvidence | None], PendingCalls]:
+    """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
+    the input stream, and its evidence (None without an index; genointerp.viral.classify.batch_work), to
+    its PendingCalls: the windows the model must score are handed to the model process at once."""
+    L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
+    has_unknown = clf.config["model"]["vocab_size"] > 4**k
+    runs_model = clf.evidence != "kmer"
+
+    def scored(batch: list, which: np.ndarray | None, then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
+        """The model's p_viral and statuses of reads `which` (None: all) handed to `then`."""
+        windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, has_unknown, which)
+        if not windows.where.size:
+            return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
+        return PendingCalls(lambda rows: then(*window_scores(windows, rows)), clf.model.submit(windows.tokens))
+
+    def model_alone(batch: list, hits, bits, typed: dict) -> PendingCalls:
+        def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:
+            with np.errstate(invalid="ignore"):
+                viral = p >= clf.threshold
+            call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
+            return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
+                              int((status == "scored").sum()), typed)
+
+        return scored(batch, None, then)
+
+    def classify(batch: list, seeds: BatchEvidence | None) -> PendingCalls:
+        if seeds is None:
+            return model_alone(batch, None, None, {})
+        bits = seeds.bits
+        if clf.evidence == "model":
+            return model_alone(batch, seeds.hits, bits, seeds.typed)
+        lengths = np.fromiter(map(len, (r[1] for r in batch)), np.int64, len(batch))
+        status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
+        callable_ = status == "scored"  # before any turns model_abstained: those are called too
+        undecided = callable_ & clf.rule.undecided(bits)
+        which = np.flatnonzero(callable_ if req.model_all else undecided) if runs_model else np.zeros(0, np.int64)
+
+        def then(p_which: np.ndarray | None, model_status: np.ndarray | None) -> BatchCalls:
+            p = np.full(len(batch), np.nan)
+            model_reads = 0
+            if which.size:
+                p[which] = p_which
+                model_reads = int((model_status == "scored").sum())
+                status[which[(model_status != "scored") & undecided[which]]] = "model_abstained"
+            viral = callable_ & (clf.rule.score(bits, p) >= clf.rule.min_bits)
+            call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
+            evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
+            return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads, seeds.typed)
+
+        if not which.size:
+            return PendingCalls(lambda _: then(None, None))
+        return scored(batch, which, then)
+
+    return classify

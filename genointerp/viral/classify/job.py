@@ -1,0 +1,273 @@
+"""The classify-reads job: reads in (FASTQ/FASTA/BAM/CRAM), per-read calls TSV out, streamed.
+
+Evidence (a model folder with a viral index, as the built-in one). Every read of at least
+MIN_LENGTH bases gets its evidence bits: how unlikely by chance its matches to the viral
+references' seeds (genointerp.viral.evidence.seeds) and its alignments to their proteins
+(genointerp.viral.evidence.protein, genointerp.viral.evidence.extension) are. The
+calling rule (genointerp.viral.classify.calling) adds the model's vote where it can change the call:
+reads whose bits are far from the line are called on their evidence alone, and the model
+scores only the others (every read with `model_all`). Statuses: scored; model_abstained (the
+model could have changed the call but cannot score the read: shorter than its windows, or every
+window holding N; the evidence alone decided); too_short (under MIN_LENGTH: no call); ambiguous
+(no seed window free of N: no call). The `evidence` column says what the call rests on: kmer
+(the evidence alone reaches the line), both (the model lifted the evidence over it), none.
+
+The model alone (evidence mode `model`, or a folder without an index): each read is cut into
+windows of the model's read length (at 0, L, 2L, ... and one ending at the read's end, so every
+base is covered); a read's p_viral is the highest of its windows, viral at p_viral >= threshold.
+Windows with N or IUPAC letters are skipped when the model has no UNKNOWN token. Statuses:
+scored, too_short (shorter than the model's read length), ambiguous (no window free of N).
+Evidence mode `kmer` calls on the evidence alone and never runs the model.
+
+With `chunk=(i, n)` the job classifies only chunk i of n of the read stream (see
+genointerp.viral.classify.scatter): the chunks' outputs, concatenated, are the unchunked run's byte for byte.
+That needs a read to be scored in the same forward pass, beside the same windows, in every run:
+genointerp.viral.classify.blocks fixes the passes by the reads' positions in the input. Evidence bits are
+per-read arithmetic (no sum runs across reads), so they need nothing of the kind.
+
+Where the work runs: this process reads the input and writes the outputs; batches of BATCH reads
+go to `--threads` worker processes (genointerp.pools) for their evidence and the typing of the
+reads it may call viral (genointerp.viral.classify.batch_work); the model runs in a process of its own,
+started when a batch first needs it (genointerp.viral.classify.model_process), so torch is imported only
+then, and meanwhile up to LOOKAHEAD batches are read on. Every piece is per read or per fixed
+block, so the outputs are the same bytes for any --threads, --chunk and batch size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from itertools import chain, islice
+from typing import Iterator
+
+import numpy as np
+
+from genointerp.errors import InputError
+from genointerp.io.atomic import AtomicOutputs
+from genointerp.io.calls_table import HEADER, summary_json
+from genointerp.io.inputs import is_stream
+from genointerp.io.sequences import iter_reads, sniff_format
+from genointerp.io.viral_report import write_sample_report
+from genointerp.pools import OrderedPool, in_order
+from genointerp.seq.joined import join
+from genointerp.report import Reporter
+from genointerp.runtime import usable_threads
+from genointerp.viral.classify.batch_work import EvidenceWork
+from genointerp.viral.classify.classifier import MIN_LENGTH, BatchCalls, Classifier, batch_classifier, load_classifier
+from genointerp.viral.classify.request import ClassifyRequest
+from genointerp.viral.classify.scatter import chunk_fields, chunk_range, count_records
+from genointerp.viral.evidence.seeds import index_files
+from genointerp.viral.model_files import CONFIG, WEIGHTS
+from genointerp.viral.report.host_depth import MappedBases, mapped_host_bases, sum_mapped
+from genointerp.viral.report.sample_report import report_from_typing, sample_name
+from genointerp.viral.report.sample_tally import SampleTally
+from genointerp.viral.report.typing_data import sample_spec
+
+BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
+LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
+STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
+EVIDENCE_LABELS = ("kmer", "both", "model", "none")
+
+
+def model_sha256(folder: str, config: dict) -> str:
+    """SHA-256 over the model's config.json, weights and k-mer index files: tells summaries of
+    different models apart even when the same model sits at different paths (host and container)."""
+    digest = hashlib.sha256()
+    for path in [f"{folder}/{CONFIG}", f"{folder}/{WEIGHTS}", *index_files(folder, config)]:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def records(req: ClassifyRequest, one_format: bool = False) -> Iterator[tuple[str, str, str | None]]:
+    """The reads of every input in order. The first is read at once, so that an empty or unreadable
+    first input (an empty stdin) fails before the caller writes anything, such as the TSV header.
+
+    With `one_format` (for --viral-out, one FASTQ or FASTA file) every input must give reads of one
+    kind, with qualities or without: regular files are sniffed before anything is read, and the
+    first read of each input is checked (streams, BAM/CRAM).
+    """
+    if one_format:
+        _check_one_read_format([p for p in req.reads if not is_stream(p)])
+    it = _records(req, one_format)
+    first = next(it, None)
+    return it if first is None else chain([first], it)
+
+
+def _records(req: ClassifyRequest, one_format: bool) -> Iterator[tuple[str, str, str | None]]:
+    kinds: dict[bool, str] = {}  # has qualities -> the first input that showed it
+    for path in req.reads:
+        reads = iter_reads(path, req.unmapped_only, req.reference)
+        for read in reads:
+            if one_format:
+                kinds.setdefault(read[2] is not None, path)
+                if len(kinds) > 1:
+                    raise InputError(_mixed_formats(kinds[True], kinds[False]))
+            yield read
+            yield from reads
+            break
+
+
+def _check_one_read_format(files: list[str]) -> None:
+    formats = {}
+    for path in files:
+        formats.setdefault(sniff_format(path), path)
+    if "fastq" in formats and "fasta" in formats:
+        raise InputError(_mixed_formats(formats["fastq"], formats["fasta"]))
+
+
+def _mixed_formats(fastq: str, fasta: str) -> str:
+    return (f"{fastq} has base qualities (FASTQ) and {fasta} has none (FASTA): --viral-out writes one format; "
+            "classify them in separate runs")
+
+
+def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
+    """Classify every read into the calls TSV, and write whichever of the reads called viral, the
+    summary JSON and the per-sample report files the request names; returns the summary (with the
+    per-sample viral report, genointerp.viral.report.sample_report, when a report file is asked for)."""
+    files = req.report_files()
+    with outputs.streams(req.output, req.summary, req.viral_out, *(path for _, _, path in files),
+                         plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
+        summary = _classify(req, out[req.output], out.get(req.viral_out), report,
+                            {fmt: out[path] for _, fmt, path in files})
+        if req.summary:
+            out[req.summary].write(summary_json(summary).encode())
+    return summary
+
+
+def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out: dict) -> dict:
+    """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
+    binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
+    see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
+    clf = load_classifier(req, report.log)
+    work = EvidenceWork(clf.index, clf.protein, clf.rule, clf.path, MIN_LENGTH, report.log) if clf.index else None
+    # The workers are forked here: after the indexes load (they share their pages), before any
+    # input is opened (a worker would hold a copy of a stream's feeding pipe, whose reader would
+    # then never see its end) and before any model loads (torch's threads do not survive a fork).
+    # --threads counts this process (reading, the calling rule, writing): N - 1 workers beside it
+    with OrderedPool(work or (lambda batch: None), usable_threads(req.threads) - 1 if work else 0) as pool, clf.model:
+        return _classify_reads(req, clf, pool, out, viral_out, report, sample_out)
+
+
+def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, out, viral_out, report: Reporter,
+                    sample_out: dict) -> dict:
+    """_classify with the classifier loaded and its worker processes started."""
+    tally = SampleTally(clf.path, clf.index, report.log, clf.protein)
+    chunk = req.chunk_of()
+    # the report's settings, the host's mapped bases included, before any read: a report that
+    # cannot know the host depth is refused at once
+    spec = report_spec(req, report.log) if req.reports() or (chunk and clf.index is not None) else None
+    counts: Counter = Counter()
+    evidence_counts: Counter = Counter()
+    total = called = model_reads = 0
+    classify = batch_classifier(clf, req)
+    it = records(req, one_format=viral_out is not None)
+    ids = hashlib.sha256() if chunk else None  # the chunk's read names, for merge-calls to pair files
+    if chunk:
+        part, parts = chunk
+        with report.progress(f"counting reads for chunk {part}/{parts}", None) as advance:
+            n_input = count_records(records(req), advance)
+        start, stop = chunk_range(part, parts, n_input)
+        report.log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
+        it = islice(it, start, stop)
+    out.write(HEADER.encode())
+    batches = iter(lambda: list(islice(it, BATCH)), [])
+    with report.progress("classifying reads", None) as advance:
+        # the model's own process starts at the first batch that needs it, at once where every read does
+        if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
+            clf.model.start()
+        # batches wait here for the model's process while it loads, up to LOOKAHEAD of them
+        for batch, got in in_order(((batch, classify(batch, found)) for batch, found in
+                                    pool.map((batch, join([r[1] for r in batch])) for batch in batches)), LOOKAHEAD):
+            status, call, evidence = got.status, got.call, got.evidence
+            types = tally.add(batch, call == "viral", got.typed)
+            out.write(_rows(batch, got, types).encode())
+            if ids is not None:
+                ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
+            viral = np.flatnonzero(call == "viral")
+            if viral_out is not None and viral.size:
+                viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
+            counts.update(status.tolist())
+            evidence_counts.update(evidence.tolist())
+            model_reads += got.model_reads
+            total += len(batch)
+            called += int(viral.size)
+            advance(len(batch))
+    if chunk and total != stop - start:
+        raise InputError(f"{', '.join(req.reads)}: {start + total:,} reads on the second pass, {n_input:,} when "
+                         "counted: did the input change while it was read?")
+    scored = counts.get("scored", 0) + counts.get("model_abstained", 0)
+    summary = {
+        "reads_total": total,
+        "reads_scored": scored,
+        "reads_called_viral": called,
+        "reads_model_scored": model_reads,
+        "fraction_viral_of_scored": called / scored if scored else 0.0,
+        "status_counts": {s: counts.get(s, 0) for s in STATUSES},
+        "evidence_counts": {e: evidence_counts.get(e, 0) for e in EVIDENCE_LABELS},
+        "evidence": clf.evidence,
+        "threshold": clf.threshold,
+        "rule": None if clf.index is None else clf.rule.as_dict(),
+        "kmer_index": None if clf.index is None else {
+            "k": clf.index.settings.k, "seed": clf.index.settings.seed,
+            "min_entropy": clf.index.settings.min_entropy, "n_kmers": int(clf.index.ids.size)},
+        "protein_index": None if clf.protein is None else {"k": clf.protein.settings.weight,
+                                                          "seed": clf.protein.settings.seed,
+                                                          "n_kmers": int(clf.protein.ids.size)},
+        "inputs": list(req.reads),
+        "model": clf.path,
+        "model_sha256": model_sha256(clf.path, clf.config),
+    }
+    typing = tally.typing(spec) if spec is not None else None
+    tally.close()
+    if chunk:
+        summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
+        if typing is not None:
+            summary["typing"] = typing  # merge-calls builds the report from the chunks' typings
+    if req.reports():
+        summary["viral_report"], report_rows = report_from_typing(typing)
+        write_sample_report(sample_out, summary["viral_report"], report_rows, total, called)
+    return summary
+
+
+def report_spec(req: ClassifyRequest, log) -> dict:
+    """The per-sample report's settings (genointerp.viral.report.sample_tally.sample_spec): with
+    --unmapped-only and no --host-bases, the bases of the mapped host reads left out, from the
+    inputs' indexes. Refused where they cannot be known and a report is asked for; a chunk job
+    records them as unknown (merge-calls then refuses its report)."""
+    mapped: MappedBases | None = None
+    if req.host_bases is None:
+        try:
+            mapped = sum_mapped([mapped_host_bases(p, req.reference) if req.unmapped_only else MappedBases(0, 0, 0, {})
+                                 for p in req.reads])
+        except InputError as exc:
+            if req.reports():
+                raise
+            log(f"the host's bases are unknown, so merge-calls will refuse this chunk's report: {exc}")
+        if mapped is not None and mapped.records:
+            log(f"host bases of the mapped reads --unmapped-only leaves out: {mapped.bases:,} "
+                f"({'counted' if mapped.exact else f'estimated from {mapped.sampled:,} of'} {mapped.records:,} "
+                "mapped records in the index)")
+        if mapped is not None and mapped.viral_records:
+            log("mapped to viral contigs, neither classified (--unmapped-only) nor host: "
+                + ", ".join(f"{n:,} records on {c}" for c, n in mapped.viral_records.items()))
+    return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped)
+
+
+def _rows(batch: list, got: BatchCalls, types: list[str]) -> str:
+    """The calls TSV's rows of a batch (HEADER's columns), built column by column."""
+    n = len(batch)
+    p_text = ["NA"] * n
+    for i, q in zip(np.flatnonzero(~np.isnan(got.p)).tolist(), got.p[~np.isnan(got.p)].tolist()):
+        p_text[i] = f"{q:.6f}"
+    hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * n
+    bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * n
+    columns = ([r[0] for r in batch], [str(len(r[1])) for r in batch], p_text, got.call.tolist(), got.status.tolist(),
+               hit_text, got.evidence.tolist(), bits_text, types)
+    return "".join(f"{row}\n" for row in map("\t".join, zip(*columns)))
+
+
+def _record_text(rec) -> str:
+    name, seq, qual = rec
+    return f"@{name}\n{seq}\n+\n{qual}\n" if qual is not None else f">{name}\n{seq}\n"
