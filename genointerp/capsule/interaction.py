@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genointerp.capsule.pair_screen import SCREEN_RIDGE
+from genointerp.capsule.pair_screen import pair_design, ridge_fit
 
 INTERACTION_COLUMNS = ("gene_a", "axis_a", "gene_b", "axis_b", "samples", "cases", "case_rate")
 
@@ -24,10 +24,8 @@ def interacting_axes(xa: np.ndarray, xb: np.ndarray, y: np.ndarray) -> tuple[np.
     """Positions of every sample on each gene's interacting axis, float64 (n,) twice, from the
     standardised PCs xa (n, K_a), xb (n, K_b) and 0/1 labels y (n,). Each axis is oriented so that
     its largest loading is positive (a fixed sign: the same data give the same table)."""
-    n = len(y)
-    design = np.hstack([np.ones((n, 1)), xa, xb, (xa[:, :, None] * xb[:, None, :]).reshape(n, -1)])
-    w = np.linalg.solve(design.T @ design + SCREEN_RIDGE * np.eye(design.shape[1]), design.T @ (2.0 * y - 1))
-    products = w[1 + xa.shape[1] + xb.shape[1]:].reshape(xa.shape[1], xb.shape[1])
+    design, n_main = pair_design(xa, xb)
+    products = ridge_fit(design, 2.0 * y - 1)[n_main:].reshape(xa.shape[1], xb.shape[1])
     u, _, vt = np.linalg.svd(products)
     axes = []
     for vector, x in ((u[:, 0], xa), (vt[0], xb)):

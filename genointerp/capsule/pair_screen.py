@@ -28,6 +28,20 @@ def chance_threshold(y: np.ndarray, gate: float) -> tuple[float, float]:
     return chance, chance + gate * float(np.sqrt(chance * (1 - chance) / len(y)))
 
 
+def pair_design(xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, int]:
+    """The screen's design for genes a and b: [1, PCs of a, PCs of b, every product PC_a x PC_b],
+    float64 (n, 1 + K_a + K_b + K_a K_b) from xa (n, K_a), xb (n, K_b); and how many of its
+    columns come before the products (the additive model's design)."""
+    n = len(xa)
+    main = np.hstack([np.ones((n, 1)), xa, xb])
+    return np.hstack([main, (xa[:, :, None] * xb[:, None, :]).reshape(n, -1)]), main.shape[1]
+
+
+def ridge_fit(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Ridge least-squares weights (ridge SCREEN_RIDGE) of target (n,) on design (n, p): (p,)."""
+    return np.linalg.solve(design.T @ design + SCREEN_RIDGE * np.eye(design.shape[1]), design.T @ target)
+
+
 def screen_gene_pairs(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], split: Split, folds: int,
                       gate: float) -> list[tuple[Subset, float, float, float]]:
     """Every gene pair (a, b) of x (n, F) float64, y (n,) int64, `genes` the column indices of each
@@ -48,12 +62,9 @@ def screen_gene_pairs(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], spl
         for a in range(n_genes):
             xa = xs[:, genes[a]]
             for b in range(a + 1, n_genes):
-                xb = xs[:, genes[b]]
-                main = np.hstack([np.ones((len(y), 1)), xa, xb])
-                full = np.hstack([main, (xa[:, :, None] * xb[:, None, :]).reshape(len(y), -1)])
-                for m, design in enumerate((full, main)):
-                    d = design[tr]
-                    w = np.linalg.solve(d.T @ d + SCREEN_RIDGE * np.eye(d.shape[1]), d.T @ hit_tr)
+                full, n_main = pair_design(xa, xs[:, genes[b]])
+                for m, design in enumerate((full, full[:, :n_main])):
+                    w = ridge_fit(design[tr], hit_tr)
                     correct[m, a, b] += np.sum((design[ev] @ w > 0) == hit_ev)
     _, threshold = chance_threshold(y, gate)
     out = []

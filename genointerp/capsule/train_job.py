@@ -163,8 +163,8 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     s = req.settings(device_for(req.device, Precision.fp32, report.warn), threads)
     r = train(x, y, pheno.classes, config, s, report, dosages.take(features.rows(samples)) if dosages is not None else None)
 
-    chosen, genes, pair_line = write_model_dir(folder, r, x, y, samples, features, req.features, pheno, req.phenotypes,
-                                    config, s, req.primary_capsule)
+    chosen, genes, pair_line = write_model_dir(folder, r, x, y, samples, features, req.features, pheno,
+                                               req.phenotypes, config, s, req.primary_capsule)
     decisive = [g["gene"] for g in genes if g["decisive"]]
     if req.gene_sets is not None:
         enriched = ce.enrichment(sets, symbols, decisive, req.min_set_size, req.max_set_size)
