@@ -279,11 +279,11 @@ class _StubPanel:
 
 
 def _split(name, pos, ref, vpos=100):
-    from genointerp.integrations.pieces import _Evidence
+    from genointerp.integrations.pieces import JunctionEvidence
     from genointerp.viral.typing.placement import Placement
 
     place = Placement(ref, 1, vpos, vpos + 50, 0, 50, 50, 50, 10)
-    return _Evidence("split", "20", "+", pos, name, place, "-", vpos)
+    return JunctionEvidence("split", "20", "+", pos, name, place, "-", vpos)
 
 
 def test_one_call_per_junction_when_its_reads_land_on_two_lineages():
@@ -292,7 +292,7 @@ def test_one_call_per_junction_when_its_reads_land_on_two_lineages():
     are one junction of one type, reported once (the call with more reads). A call of another type
     at the same base (another virus: clustering keeps viruses apart), one of the same type 12 bp on,
     and one on the other strand stay."""
-    from genointerp.integrations.clusters import _cluster, _junction_calls
+    from genointerp.integrations.clusters import _cluster, junction_calls
     from genointerp.integrations.request import IntegrationRequest
 
     panel = _StubPanel("HPV16", "HPV16_v2", "HBV_2")
@@ -301,18 +301,18 @@ def test_one_call_per_junction_when_its_reads_land_on_two_lineages():
                 _split("d", 1010, "HPV16"),  # cluster of 1000..1010, at 1010
                 _split("e", 1011, "HPV16_v2"), _split("f", 1011, "HPV16_v2"), _split("g", 1012, "HPV16_v2")]
     assert [(c.pos, len(c.splits)) for c in _cluster(evidence, panel, req)] == [(1010, 4), (1011, 3)]
-    calls = _junction_calls(evidence, panel, req)
+    calls = junction_calls(evidence, panel, req)
     assert [(c.pos, e.ref, e.type) for c, e in calls] == [(1010, "HPV16", "HPV16")]
     # the tie goes to the first reference name, whichever call comes first
     tie = [_split(n, 1011, "HPV16_v2") for n in "efgh"] + evidence[:4]
-    assert [(c.pos, e.ref) for c, e in _junction_calls(tie, panel, req)] == [(1010, "HPV16")]
+    assert [(c.pos, e.ref) for c, e in junction_calls(tie, panel, req)] == [(1010, "HPV16")]
     tie = evidence[:4] + [_split(n, 1011, "HPV16_v2") for n in "efgh"]
-    assert [(c.pos, e.ref) for c, e in _junction_calls(tie, panel, req)] == [(1010, "HPV16")]
+    assert [(c.pos, e.ref) for c, e in junction_calls(tie, panel, req)] == [(1010, "HPV16")]
     # another type at the same base, the same type 12 bp on or on the other strand: other junctions
     other = [_split(n, 1011, "HBV_2") for n in "xyz"]
     far = [_split(n, 1022, "HPV16_v2") for n in "uvw"]
     minus = [dataclasses.replace(_split(n, 1011, "HPV16_v2"), side="-") for n in "rst"]
-    calls = _junction_calls(evidence + other + far + minus, panel, req)
+    calls = junction_calls(evidence + other + far + minus, panel, req)
     assert sorted((c.side, c.pos, e.type) for c, e in calls) == [
         ("+", 1010, "HPV16"), ("+", 1011, "HBV"), ("+", 1022, "HPV16"), ("-", 1011, "HPV16")]
 

@@ -8,7 +8,7 @@ import re
 import pysam
 
 from genointerp.errors import InputError
-from genointerp.integrations.pieces import _Collector, _add_splits, _pair_piece
+from genointerp.integrations.pieces import PieceCollector, add_splits, pair_piece
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.inputs import check_readable
 from genointerp.report import Reporter
@@ -90,7 +90,7 @@ def _clipped_host_alignment(rec, on_host: bool, host_tids: set[int], min_mapq: i
     return f[0], start, start + ref_len, reverse, left, right, oriented
 
 
-def _scan_bam(req: IntegrationRequest, col: _Collector, host, report: Reporter) -> None:
+def scan_bam(req: IntegrationRequest, col: PieceCollector, host, report: Reporter) -> None:
     check_readable(req.bam)
     try:
         fh = pysam.AlignmentFile(req.bam, "r", reference_filename=req.host, threads=req.threads)
@@ -125,7 +125,7 @@ def _scan_bam(req: IntegrationRequest, col: _Collector, host, report: Reporter) 
                     host_mapped += on_host
                     aln = _clipped_host_alignment(rec, on_host, host_tids, req.min_mapq, req.min_clip)
                     if aln is not None:
-                        _add_splits(col, aln, rec.query_name, req.min_clip)
+                        add_splits(col, aln, rec.query_name, req.min_clip)
                     if not rec.is_paired:
                         continue
                     name = rec.query_name
@@ -173,8 +173,8 @@ def _mate_fields(rec) -> tuple:
     return rec.next_reference_name, start, end, rec.mate_is_reverse, mapq
 
 
-def _pair(col: _Collector, anchor: tuple, mate: tuple, name: str, req: IntegrationRequest) -> None:
+def _pair(col: PieceCollector, anchor: tuple, mate: tuple, name: str, req: IntegrationRequest) -> None:
     chrom, start, end, reverse, mapq = anchor
     if mapq < req.min_mapq or not mate[0]:
         return
-    col.add(_pair_piece((chrom, start, end, reverse), mate[0], name))
+    col.add(pair_piece((chrom, start, end, reverse), mate[0], name))

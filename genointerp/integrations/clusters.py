@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from genointerp.integrations.pieces import _Evidence, type_name
+from genointerp.integrations.pieces import JunctionEvidence, type_name
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.viral.typing.placement import ViralPanel
 
@@ -20,14 +20,14 @@ class _Call:
     side: str
     pos: int
     precise: bool
-    splits: list[_Evidence] = field(default_factory=list)
-    pairs: list[_Evidence] = field(default_factory=list)
+    splits: list[JunctionEvidence] = field(default_factory=list)
+    pairs: list[JunctionEvidence] = field(default_factory=list)
     lo: int = 0
     hi: int = 0
 
 
-def _cluster(evidence: list[_Evidence], panel: ViralPanel, req: IntegrationRequest) -> list[_Call]:
-    groups: dict[tuple, list[_Evidence]] = defaultdict(list)
+def _cluster(evidence: list[JunctionEvidence], panel: ViralPanel, req: IntegrationRequest) -> list[_Call]:
+    groups: dict[tuple, list[JunctionEvidence]] = defaultdict(list)
     for e in evidence:
         groups[(e.chrom, e.side, panel.refs[e.place.ref].naming.virus)].append(e)
     calls = []
@@ -43,7 +43,7 @@ def _cluster(evidence: list[_Evidence], panel: ViralPanel, req: IntegrationReque
         for c in precise:
             c.pos = min(Counter(e.pos for e in c.splits).most_common(), key=lambda kv: (-kv[1], kv[0]))[0]
             c.lo, c.hi = c.pos, c.pos + 1
-        loose: list[_Evidence] = []
+        loose: list[JunctionEvidence] = []
         for e in pairs:
             best = None
             for c in precise:
@@ -139,7 +139,7 @@ def _one_per_junction(calls: list[tuple[_Call, _ViralEnd]]) -> list[tuple[_Call,
     return [c for i, c in enumerate(calls) if i in keep]
 
 
-def _junction_calls(evidence: list[_Evidence], panel: ViralPanel, req: IntegrationRequest
+def junction_calls(evidence: list[JunctionEvidence], panel: ViralPanel, req: IntegrationRequest
                     ) -> list[tuple[_Call, _ViralEnd]]:
     """The junctions of the evidence: calls (`_cluster`) with their viral ends, one per junction
     (`_one_per_junction`), in no particular order."""

@@ -8,7 +8,7 @@ from itertools import islice
 import mappy
 
 from genointerp.errors import InputError
-from genointerp.integrations.pieces import BATCH, _Collector, _add_splits, _pair_piece
+from genointerp.integrations.pieces import BATCH, PieceCollector, add_splits, pair_piece
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.sequences import iter_records
 from genointerp.report import Reporter
@@ -23,7 +23,7 @@ def _pair_names(n1: str, n2: str) -> tuple[str, str]:
     return a, b
 
 
-def _scan_fastq(req: IntegrationRequest, col: _Collector, host, report: Reporter) -> None:
+def scan_fastq(req: IntegrationRequest, col: PieceCollector, host, report: Reporter) -> None:
     stats = col.stats
     stats.mode = "fastq"
     aligner = None
@@ -59,7 +59,7 @@ def _scan_fastq(req: IntegrationRequest, col: _Collector, host, report: Reporter
             advance(len(b1))
 
 
-def _fastq_pair(col: _Collector, aligner, s1: str, s2: str, name: str, req: IntegrationRequest) -> None:
+def _fastq_pair(col: PieceCollector, aligner, s1: str, s2: str, name: str, req: IntegrationRequest) -> None:
     alns = []
     for seq in (s1, s2):
         best = None
@@ -76,11 +76,11 @@ def _fastq_pair(col: _Collector, aligner, s1: str, s2: str, name: str, req: Inte
         alns.append((best.ctg, best.r_st, best.r_en, reverse, left, right, oriented))
     for i, aln in enumerate(alns):
         if isinstance(aln, tuple):
-            _add_splits(col, aln, f"{name}/{i + 1}", req.min_clip)
+            add_splits(col, aln, f"{name}/{i + 1}", req.min_clip)
     for i in (0, 1):
         anchor, other = alns[i], alns[1 - i]
         if isinstance(anchor, tuple) and other is None:
-            col.add(_pair_piece(anchor[:4], (s2, s1)[i], name))
+            col.add(pair_piece(anchor[:4], (s2, s1)[i], name))
     if alns[0] is None and alns[1] is None:
         col.add_unanchored(s1)
         col.add_unanchored(s2)

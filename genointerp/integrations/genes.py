@@ -8,7 +8,7 @@ from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import read_genes
 
 
-class _NearestGenes:
+class NearestGenes:
     def __init__(self, path: str, host, warn) -> None:
         self.by_chrom: dict[str, list] = defaultdict(list)
         warned = set()

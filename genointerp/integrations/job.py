@@ -36,11 +36,11 @@ import json
 from collections import Counter
 
 from genointerp import __version__
-from genointerp.integrations.bam import _scan_bam
-from genointerp.integrations.clusters import _junction_calls
-from genointerp.integrations.fastq import _scan_fastq
-from genointerp.integrations.genes import _NearestGenes
-from genointerp.integrations.pieces import Stats, _Collector
+from genointerp.integrations.bam import scan_bam
+from genointerp.integrations.clusters import junction_calls
+from genointerp.integrations.fastq import scan_fastq
+from genointerp.integrations.genes import NearestGenes
+from genointerp.integrations.pieces import Stats, PieceCollector
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.junctions import Junction, tabix_vcf, vcf_text, write_bedpe, write_vcf
@@ -76,17 +76,17 @@ def run(req: IntegrationRequest, outputs: AtomicOutputs, report: Reporter) -> di
     paths = outputs.files(tsv, vcf, bedpe, summary, req.multiqc)  # refused outputs cost nothing: before the scan
     tbi = str(outputs.file(f"{vcf}.tbi")) if req.index_vcf else None
     with Reference(req.host, report.warn) as host:
-        genes = _NearestGenes(req.genes, host, report.warn) if req.genes else None
+        genes = NearestGenes(req.genes, host, report.warn) if req.genes else None
         panel = ViralPanel(model_dir, req.viral_refs, report.log, keep_sequences=vcf is not None)
         try:
             stats = Stats()
-            col = _Collector(panel, req, host, stats)
+            col = PieceCollector(panel, req, host, stats)
             if req.bam is not None:
-                _scan_bam(req, col, host, report)
+                scan_bam(req, col, host, report)
             else:
-                _scan_fastq(req, col, host, report)
+                scan_fastq(req, col, host, report)
             col.flush()
-            calls = _junction_calls(col.evidence, panel, req)
+            calls = junction_calls(col.evidence, panel, req)
         finally:
             panel.close()
         order = {name: i for i, name in enumerate(host.names)}

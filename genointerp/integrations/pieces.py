@@ -35,7 +35,10 @@ class _Piece:
 
 
 @dataclass
-class _Evidence:
+class JunctionEvidence:
+    """A piece placed on the viral panel: one read's (split) or pair's evidence of a junction, its
+    host side and position, and the viral side and position it was placed at."""
+
     kind: str
     chrom: str
     side: str
@@ -57,14 +60,14 @@ class Stats:
     mode: str = ""
 
 
-class _Collector:
+class PieceCollector:
     """Pieces queued for placement in batches; placed ones become evidence."""
 
     def __init__(self, panel: ViralPanel, req: IntegrationRequest, host, stats: Stats) -> None:
         self.panel, self.req, self.host, self.stats = panel, req, host, stats
         self.queue: list[_Piece] = []
         self.unanchored: list[str] = []
-        self.evidence: list[_Evidence] = []
+        self.evidence: list[JunctionEvidence] = []
 
     def add(self, piece: _Piece) -> None:
         self.queue.append(piece)
@@ -86,17 +89,17 @@ class _Collector:
             length = self.panel.refs[p.ref].length
             if piece.kind == "split":
                 vside, vpos = junction_side(piece.side, p, length, extend=_flank_len(piece.side, p, piece.seq))
-                self.evidence.append(_Evidence("split", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos))
+                self.evidence.append(JunctionEvidence("split", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos))
                 continue
             vside, vpos = junction_side(piece.side, p, length)
-            self.evidence.append(_Evidence("pair", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos,
+            self.evidence.append(JunctionEvidence("pair", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos,
                                            piece.anchor))
             flank = unaligned_flank(piece.side, p, piece.seq)
             if len(flank) >= self.req.min_clip:
                 at = self._rescue(piece, flank)
                 if at is not None:
                     self.stats.rescued += 1
-                    self.evidence.append(_Evidence("split", piece.chrom, piece.side, at, piece.name + "/rescued", p, vside, vpos))
+                    self.evidence.append(JunctionEvidence("split", piece.chrom, piece.side, at, piece.name + "/rescued", p, vside, vpos))
         seqs, self.unanchored = self.unanchored, []
         for p in self.panel.place(seqs):
             if p is not None:
@@ -128,7 +131,7 @@ def _flank_len(side: str, p: Placement, seq: str) -> int:
     return p.q_st if side == "+" else len(seq) - p.q_en
 
 
-def _add_splits(col: _Collector, aln, name: str, min_clip: int) -> None:
+def add_splits(col: PieceCollector, aln, name: str, min_clip: int) -> None:
     chrom, start, end, _, left, right, seq = aln
     if right >= min_clip:
         col.add(_Piece("split", chrom, "+", end - 1, name, seq[len(seq) - right:]))
@@ -136,7 +139,7 @@ def _add_splits(col: _Collector, aln, name: str, min_clip: int) -> None:
         col.add(_Piece("split", chrom, "-", start, name, seq[:left]))
 
 
-def _pair_piece(anchor, mate_seq_original: str, name: str) -> _Piece:
+def pair_piece(anchor, mate_seq_original: str, name: str) -> _Piece:
     """The pair evidence of an anchor (chrom, start, end, reverse) and its mate's read as sequenced."""
     chrom, start, end, reverse = anchor
     if reverse:  # the fragment's host-forward strand is the mate's own
