@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from capsule import SCENARIOS, decisive_genes, lr_gene_ranking, planted_cohort  # noqa: E402
+from capsule import SCENARIOS, decisive_genes, lr_gene_ranking, planted_cohort, way_to_limit  # noqa: E402
 from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
 from genointerp.capsule.baselines import baseline_models  # noqa: E402
@@ -130,7 +130,9 @@ def main() -> None:
             bayes, _ = cohorts[seed].limits(kind, train_idx)  # on the rows the CV folds score
             per_seed.append({
                 "seed": seed, "scenario": kind, "Bayes": f"{bayes:.3f}",
-                "conv": mean_sd(acc[(kind, "conv")][-1]), "gene": mean_sd(acc[(kind, "gene")][-1]), "lr": mean_sd(lr),
+                # each with its share of the way from chance to the Bayes limit
+                **{m: f"{mean_sd(acc[(kind, m)][-1])} ({way_to_limit(np.mean(acc[(kind, m)][-1]), bayes):.0%})"
+                   for m in ("conv", "gene", "lr")},
                 "causal_in_decisive conv/gene/lr": f"{found['conv'][0]}/{n} {found['gene'][0]}/{n} "
                                                    f"{len(causal_names & lr_top)}/{n}",
                 "causal_ranks conv | gene": f"{found['conv'][1]} | {found['gene'][1]}",
