@@ -659,6 +659,7 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
     interaction = json.loads((tmp_path / "m" / "config.json").read_text())["interaction"]
     assert interaction["genes"] == ["chr1:G0", "chr1:G2"] and interaction["interacting"] is True
     assert interaction["pairs"] == 6 and interaction["gain"] > interaction["chance_gain"]
+    assert "interacting pair: chr1:G0 x chr1:G2" in res.stderr.splitlines()[-1]  # the closing "wrote" line
     assert cli(*base, "--no-pair-screen", "-o", tmp_path / "n").exit_code == 0
     assert "screened_pair" not in json.loads((tmp_path / "n" / "config.json").read_text())["training"]
     assert not (tmp_path / "n" / "pair.tsv").exists()

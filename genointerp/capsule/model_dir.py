@@ -6,6 +6,7 @@ pair)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,14 +22,20 @@ from genointerp.model_folder import save_model_dir
 from genointerp.models.capsule import CapsuleConfig
 
 
+class ReadOuts(NamedTuple):
+    """What write_model_dir read out of the trained model, for the log and the job's summary."""
+
+    primary_capsule: int | None  # the conv capsule the gene scores read; None for gene primary capsules
+    genes: list[dict]  # ranked gene rows (genes.tsv)
+    interaction: dict | None  # config.json's interaction: the spared pair's evidence; None where none was spared
+    pair_line: str | None  # the log line saying whether that pair interacts
+
+
 def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, samples: list[str],
                     features: Features, features_path: str, pheno: Phenotypes, phenotypes_path: str,
-                    config: CapsuleConfig, s: CapsuleSettings,
-                    primary_capsule: int | None) -> tuple[int | None, list[dict], str | None]:
+                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> ReadOuts:
     """Fill a capsule-train model directory: weights + config.json, the result tables, the test
-    predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes.
-    Returns (primary capsule used for the gene scores, None for gene primary capsules; ranked gene
-    rows; the interacting pair's log line, None where no pair was spared)."""
+    predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes."""
     # interpretation on the samples the final model was trained on, standardised as it saw them
     xs = r.scaler(x[r.split.train])
     coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
@@ -85,4 +92,4 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
     interp.plot_coupling(coupling, pheno.classes, 1 if by_gene else config.primary_channels, folder / "coupling.png",
                          ("gene", "") if by_gene else ("position", "capsule channel"))
     (folder / "genes.tsv").write_text(interp.genes_table(genes))
-    return chosen, genes, pair_line
+    return ReadOuts(chosen, genes, pair, pair_line)

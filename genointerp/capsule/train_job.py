@@ -140,8 +140,9 @@ class CapsuleTrainRequest:
 
 def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     """Train and write the model directory (and enrichment.tsv with gene_sets); return the summary:
-    samples, spared genes (None without the pair screen), primary capsule read (None: gene
-    capsules), decisive genes."""
+    samples, spared genes (None without the pair screen), the interacting pair (None where the
+    spared pair is within chance or none was spared), primary capsule read (None: gene capsules),
+    decisive genes."""
     log = report.log
     folder = outputs.folder(req.output)
     features = read_features(req.features)
@@ -163,9 +164,9 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     s = req.settings(device_for(req.device, Precision.fp32, report.warn), threads)
     r = train(x, y, pheno.classes, config, s, report, dosages.take(features.rows(samples)) if dosages is not None else None)
 
-    chosen, genes, pair_line = write_model_dir(folder, r, x, y, samples, features, req.features, pheno,
-                                               req.phenotypes, config, s, req.primary_capsule)
-    decisive = [g["gene"] for g in genes if g["decisive"]]
+    read = write_model_dir(folder, r, x, y, samples, features, req.features, pheno, req.phenotypes, config, s,
+                           req.primary_capsule)
+    decisive = [g["gene"] for g in read.genes if g["decisive"]]
     if req.gene_sets is not None:
         enriched = ce.enrichment(sets, symbols, decisive, req.min_set_size, req.max_set_size)
         (folder / "enrichment.tsv").write_text(ce.enrichment_table(enriched))
@@ -177,9 +178,11 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
         log(f"pair screen: the final model spared {' and '.join(spared)} from the group penalty" if spared else
             "pair screen: no gene pair's products beat both the additive fit and the chance gate; "
             "every gene was penalised")
-    if pair_line:
-        log(pair_line)
+    if read.pair_line:
+        log(read.pair_line)
     for line in results_table(r).splitlines():
         log(line)
-    return {"samples": len(samples), "features": int(x.shape[1]), "spared_genes": spared, "primary_capsule": chosen,
-            "decisive_genes": decisive, "test_accuracy": (r.test_scores.get("capsule") or {}).get("accuracy")}
+    interacting = read.interaction["genes"] if read.interaction and read.interaction["interacting"] else None
+    return {"samples": len(samples), "features": int(x.shape[1]), "spared_genes": spared,
+            "interacting_pair": interacting, "primary_capsule": read.primary_capsule, "decisive_genes": decisive,
+            "test_accuracy": (r.test_scores.get("capsule") or {}).get("accuracy")}

@@ -99,8 +99,9 @@ def capsule_train(
     decisive = summary["decisive_genes"]
     chosen = summary["primary_capsule"]
     read_out = "gene capsules' coupling" if chosen is None else f"primary capsule {chosen}"
+    pair = summary["interacting_pair"]
     log(f"wrote {output}: {read_out}; decisive genes: {', '.join(decisive[:10])}"
-        + (" ..." if len(decisive) > 10 else ""))
+        + (" ..." if len(decisive) > 10 else "") + (f"; interacting pair: {' x '.join(pair)}" if pair else ""))
 
 
 @app.command(
