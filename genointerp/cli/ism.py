@@ -10,7 +10,7 @@ import typer
 
 from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log
-from genointerp.cli.options import device_option, force_option, threads_option
+from genointerp.cli.options import device_option, fasta_option, force_option, threads_option, track_model_option
 from genointerp.cli.tracks import PANEL
 from genointerp.job import execute
 from genointerp.runtime import Precision
@@ -26,13 +26,12 @@ from genointerp.runtime import Precision
     ),
 )
 def ism(
-    fasta: str = typer.Option(..., "--fasta", help="Reference FASTA (plain or bgzip) with a .fai index (and .gzi)."),
+    fasta: str = fasta_option(),
     regions: str = typer.Option(..., "--regions", help="BED of regions to mutate, at most 5,000 bp each "
                                 "(overlapping ones are merged)."),
     output: str = typer.Option(..., "-o", "--output", help="Output folder: <track id>.ism.bw per track, ism.tsv, "
                                "ism.bases.tsv, summary.json."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-tracks (default: the "
-                                        "built-in chr20 TF ChIP-seq model)."),
+    model: Optional[str] = track_model_option(),
     tracks: Optional[str] = typer.Option(None, "--tracks", help="Comma-separated track ids to score (default: all "
                                          "of the model's)."),
     figure: bool = typer.Option(False, "--figure", help="Also draw <track id>.ism.png: the reference bases of the "

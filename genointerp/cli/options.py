@@ -32,6 +32,18 @@ def number(text: str, kind: type, option: str, min_value=None, max_value=None, n
     return value
 
 
+def fasta_option(required: bool = True, more: str = ""):
+    """--fasta, the reference genome the track commands read; `more` is said after its format."""
+    return typer.Option(... if required else None, "--fasta", help="Reference FASTA (plain or bgzip) with a .fai "
+                        f"index (and .gzi){'; ' + more if more else ''}.")
+
+
+def track_model_option():
+    """-m/--model of the commands that run a track model (default: the built-in one)."""
+    return typer.Option(None, "-m", "--model", help="Model directory from train-tracks (default: the built-in chr20 "
+                        "TF ChIP-seq model).")
+
+
 def device_option():
     """--device (default auto)."""
     return typer.Option("auto", "--device", help="auto (a GPU when there is one), cpu, cuda or cuda:N.")

@@ -15,7 +15,7 @@ import typer
 
 from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log
-from genointerp.cli.options import device_option, force_option, seed_option, threads_option
+from genointerp.cli.options import device_option, fasta_option, force_option, seed_option, threads_option, track_model_option
 from genointerp.job import execute
 from genointerp.runtime import Precision
 
@@ -77,7 +77,7 @@ def _chroms(value: Optional[str]) -> list[str]:
 )
 def train_tracks(
     output: str = typer.Option(..., "-o", "--output", help="Model directory to write (model.safetensors, config.json, metrics)."),
-    fasta: Optional[str] = typer.Option(None, "--fasta", help="Reference FASTA (plain or bgzip) with a .fai index (and .gzi)."),
+    fasta: Optional[str] = fasta_option(required=False),
     targets: Optional[str] = typer.Option(None, "--targets", help="Tracks TSV: id, path (bigWig, bedGraph, narrowPeak/BED), group, description, name."),
     regions: Optional[str] = typer.Option(None, "--regions", help="BED of regions to train on (default: whole chromosomes, see --chroms)."),
     chroms: Optional[str] = typer.Option(None, "--chroms", help="Comma-separated chromosomes to use (default: all in the FASTA)."),
@@ -183,9 +183,9 @@ def train_tracks(
     ),
 )
 def predict_tracks(
-    fasta: str = typer.Option(..., "--fasta", help="Reference FASTA (plain or bgzip) with a .fai index (and .gzi)."),
+    fasta: str = fasta_option(),
     output: str = typer.Option(..., "-o", "--output", help="Output folder: <track id>.bw and <track id>.peaks.bed per track."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-tracks (default: the built-in chr20 TF ChIP-seq model)."),
+    model: Optional[str] = track_model_option(),
     regions: Optional[str] = typer.Option(None, "--regions", help="BED of regions to predict (merged where they touch)."),
     chroms: Optional[str] = typer.Option(None, "--chroms", help="Comma-separated whole chromosomes to predict (instead of --regions)."),
     overlap: Optional[int] = typer.Option(None, "--overlap-bins", min=0, help="Bins shared by neighbouring windows (default: a quarter of the model's)."),

@@ -12,7 +12,7 @@ import typer
 
 from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER
-from genointerp.cli.options import device_option, force_option, threads_option
+from genointerp.cli.options import device_option, fasta_option, force_option, threads_option, track_model_option
 from genointerp.cli.tracks import PANEL
 from genointerp.io.variants import MAX_INDEL
 from genointerp.job import execute
@@ -42,12 +42,11 @@ from genointerp.runtime import Precision
 )
 def score_variants(
     vcf: str = typer.Argument(..., metavar="VCF", help="Variants: VCF (plain, gzip or bgzip) or BCF; - for stdin."),
-    fasta: str = typer.Option(..., "--fasta", help="Reference FASTA (plain or bgzip) with a .fai index (and .gzi); "
-                              "chr20 and 20 are matched with a warning."),
+    fasta: str = fasta_option(more="chr20 and 20 are matched with a warning"),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="TSV: a row per variant allele and track "
                                          "(chrom pos id ref alt track ref_sum alt_sum sad center_diff log2fc; pos "
                                          "1-based as in the VCF), or with --wide a row per allele; - for stdout."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model directory from train-tracks (default: the built-in chr20 TF ChIP-seq model)."),
+    model: Optional[str] = track_model_option(),
     vcf_out: Optional[str] = typer.Option(None, "--vcf-out", help="The input VCF with INFO per ALT: GI_SAD (the SAD of "
                                           "largest magnitude over the tracks, signed), GI_TRACK (its track), GI_LOG2FC "
                                           "(its log2 fold change); skipped alleles get '.'. bgzipped when the name ends in .gz."),
