@@ -269,19 +269,18 @@ def xvir_flops_per_read(L: int = 150, k: int = 6, d: int = 128, ff: int = 512) -
 
 
 def forward_rates(windows: int = 4096) -> dict[str, float]:
-    """Windows/s of the model's forward pass alone (no I/O), module vs folded inference form."""
+    """Windows/s of the model's forward pass alone (no I/O) on 2 threads, module vs folded inference form."""
     import torch
 
     from genointerp.model_folder import load_model_dir
-    from genointerp.models.xvir_inference import XVirInference
+    from genointerp.models.xvir_fold import fold
     from genointerp.runtime import predict_proba
 
     torch.set_num_threads(2)
     model, _ = load_model_dir(builtin_model_dir(), expect="xvir")
     tokens = np.random.default_rng(0).integers(0, 4**model.config.k, (windows, model.config.n_tokens))
-    engine = XVirInference(model)
-    runs = {"module": lambda: predict_proba(model, tokens, "cpu", "32", 256),
-            "folded": lambda: engine(torch.from_numpy(tokens))}
+    engine = fold(model, threads=2)
+    runs = {"module": lambda: predict_proba(model, tokens, "cpu", "32", 256), "folded": lambda: engine(tokens)}
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(3):  # interleaved, best of three: the host's speed drifts
         for name, fn in runs.items():

@@ -18,6 +18,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 static const uint64_t HASH = 0x9E3779B97F4A7C15ULL; /* genointerp.seq.idset._HASH */
 
@@ -262,12 +265,29 @@ done:
     return result;
 }
 
+/* Denormal floats flushed to zero (FTZ) and read as zero (DAZ) in the calling thread, as
+ * torch.set_flush_denormal(True) does for torch: the folded XVir (genointerp.models.xvir_folded)
+ * runs numpy in threads torch never touches, and a CPU that handles denormals in microcode slows
+ * down many times where a softmax underflows. Returns whether the CPU has the flags (x86 SSE). */
+static PyObject *flush_denormals(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+#if defined(__SSE__)
+    _mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) | DAZ (bit 6) */
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
+    {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Viral index look-ups over reads.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Viral index look-ups over reads; denormals flushed.",
+                                     -1, methods};
 
 PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

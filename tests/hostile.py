@@ -7,10 +7,12 @@ differently). A test that passes on the CPU at hand proves nothing about the nex
 
 `hostile_arithmetic()` (in this process) and `subprocess_env()` (for commands run as processes, through
 tests/hostile_site/sitecustomize.py) make that dependence large and certain on every machine: while it is on,
-the output of every torch module (and of the folded XVir inference form, which is not a module,
-and of torch.sigmoid, which turns logits into the probabilities written) gets added an amount set by its row count R (the product of all but the last axis for a
-module's 2-D+ output, the leading axis otherwise) and each row's index r among them, about
-1e-4 of the value: enough to change the 6th decimal of most written numbers. A byte-identity test
+the output of every torch module (and of the folded numpy XVir's micro-batches, and of
+torch.sigmoid, which turns logits into the probabilities written) gets added an amount set by its
+row count R (the product of all but the last axis for a module's 2-D+ output, the leading axis
+otherwise) and each row's index r among them, about 1e-4 of the value: enough to change the 6th
+decimal of most written numbers. torch is imported only to hook torch: a process that runs the
+folded numpy model alone stays without it. A byte-identity test
 that still passes under it holds because the runs it compares score every row in the same
 shape at the same place, by design, not because this CPU's kernels happen to be kind.
 """
@@ -20,33 +22,42 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-import torch
+import numpy as np
 
 SCALE = 1e-4
 
 
-def _shift(rows: int) -> torch.Tensor:
+def _shift(rows: int) -> np.ndarray:
     """float32 (rows,) in [0, 1): a value per row index, different for every row count."""
-    r = torch.arange(rows, dtype=torch.int64)
-    return ((rows * 7919 + r * 104729 + 13) % 997).float() / 997
+    r = np.arange(rows, dtype=np.int64)
+    return (((rows * 7919 + r * 104729 + 13) % 997) / 997).astype(np.float32)
+
+
+def perturb_array(out: np.ndarray) -> np.ndarray:
+    """A 1-D float numpy array with each element moved by SCALE * shift(R)[r] * (1 + |value|)."""
+    return (out + SCALE * _shift(len(out)) * (1 + np.abs(out))).astype(out.dtype)
 
 
 def perturb(out):
     """`out` with each row moved by SCALE * shift(R)[r] * (1 + |value|); rows are the leading axis
     of a 1-D or 2-D tensor, and every axis but the last of a higher one. Non-float values, and
     tuples/lists of them, pass through element by element."""
+    import torch
+
     if isinstance(out, (tuple, list)):
         return type(out)(perturb(o) for o in out)
     if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.dim() == 0 or out.numel() == 0:
         return out
     flat = out.reshape(out.shape[0], -1) if out.dim() <= 2 else out.reshape(-1, out.shape[-1])
-    shift = _shift(flat.shape[0]).to(out.device)[:, None]
+    shift = torch.from_numpy(_shift(flat.shape[0])).to(out.device)[:, None]
     moved = flat + (SCALE * shift * (1 + flat.abs().float())).to(out.dtype)
     return moved.reshape(out.shape)
 
 
 def hook_modules():
     """Perturb every torch module's output and torch.sigmoid's; returns a function that undoes it."""
+    import torch
+
     handle = torch.nn.modules.module.register_module_forward_hook(lambda module, args, out: perturb(out))
     sigmoid = torch.sigmoid
     torch.sigmoid = lambda x, *a, **k: perturb(sigmoid(x, *a, **k))
@@ -60,11 +71,11 @@ def hook_modules():
 
 def patch_folded_xvir():
     """Perturb the folded XVir form's logits per micro-batch; returns a function that undoes it."""
-    from genointerp.models.xvir_inference import XVirInference
+    from genointerp.models.xvir_folded import FoldedXVir
 
-    micro = XVirInference._micro
-    XVirInference._micro = lambda self, tokens: perturb(micro(self, tokens))
-    return lambda: setattr(XVirInference, "_micro", micro)
+    micro = FoldedXVir._micro
+    FoldedXVir._micro = lambda self, tokens: perturb_array(micro(self, tokens))
+    return lambda: setattr(FoldedXVir, "_micro", micro)
 
 
 @contextmanager

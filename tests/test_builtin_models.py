@@ -217,12 +217,12 @@ def pinned_logits(folder, form: str) -> np.ndarray:
     """Logits float64 (len(XVIR_LOGITS),) of the pinned reads, by the folded form (what
     classify-reads runs in fp32 on CPU) or the PyTorch module (bf16, CUDA, other variants)."""
     from genointerp.model_folder import load_model_dir
-    from genointerp.models.xvir_inference import XVirInference
+    from genointerp.models.xvir_fold import fold
 
     model, _ = load_model_dir(folder, expect="xvir")
     tokens = tumor_small_tokens(list(XVIR_LOGITS))
     if form == "folded":
-        return XVirInference(model)(tokens).double().numpy()
+        return fold(model)(tokens.numpy()).astype(np.float64)
     with torch.inference_mode():
         return model(tokens).double().numpy()
 

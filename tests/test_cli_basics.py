@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -98,7 +99,8 @@ def test_help_texts_carry_no_unescaped_rich_markup():
 def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path):
     """The built-in model's evidence decides a read with no viral match (bits 0, far below the
     band the model can move): no process of the run imports torch. --model-all needs the model:
-    its process imports torch, the job's own still does not (genointerp.viral.classify.model_process)."""
+    its process starts, and runs the folded tables the install stored without importing torch
+    either (genointerp.viral.classify.model_process); the job's own imports it in no case."""
     fq = tmp_path / "one.fq"
     fq.write_text("@one\n" + "ACGTTGCAAC" * 15 + "\n+\n" + "I" * 150 + "\n")
     probe = (
@@ -110,9 +112,16 @@ def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path)
         f"try:\n    app(sys.argv[1:], prog_name='genointerp')\nexcept SystemExit:\n    pass\n"
         "print('TORCH', 'torch' in sys.modules, 'MODEL', bool(started))\n"
     )
-    run = lambda *extra: subprocess.run([sys.executable, "-c", probe, "-q", "classify-reads", str(fq), "-o",  # noqa: E731
-                                         str(tmp_path / f"c{len(extra)}.tsv"), *extra],
-                                        capture_output=True, text=True, check=True).stdout.strip()
-    assert run() == "TORCH False MODEL False"
-    assert run("--model-all") == "TORCH False MODEL True"
+    # Python reports every module each process imports (the spawned model process inherits this)
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+
+    def run(*extra: str) -> tuple[str, bool]:
+        res = subprocess.run([sys.executable, "-c", probe, "-q", "classify-reads", str(fq), "-o",
+                              str(tmp_path / f"c{len(extra)}.tsv"), *extra], capture_output=True, text=True, check=True, env=env)
+        imported = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
+        assert "genointerp.cli" in imported  # the report is there to read
+        return res.stdout.strip(), "torch" in imported
+
+    assert run() == ("TORCH False MODEL False", False)
+    assert run("--model-all") == ("TORCH False MODEL True", False)
     assert (tmp_path / "c1.tsv").read_text().splitlines()[1].split("\t")[2] != "NA"  # the model scored it

@@ -14,7 +14,7 @@ from genointerp.report import SILENT
 from genointerp.viral.evidence.seeds import KmerSettings, build_index, load_index
 from genointerp.viral.evidence.prebuilt import CACHE_ENV, current, load_indexes, write_folder_index
 from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index, load_protein_index
-from genointerp.viral.model_files import INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
+from genointerp.viral.model_files import FOLDED_FILE, INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
 from genointerp.io.sequences import read_reference
 
 
@@ -124,12 +124,19 @@ def test_index_model_writes_checks_and_refuses_a_folder_without_an_index(folder,
     res = cli("index-model", m, "--check")
     assert res.exit_code == 1 and res.stdout == f"{m / INDEX_DIR}\tmissing\n"
     res = cli("index-model", m)
-    assert res.exit_code == 0 and (m / INDEX_DIR / MANIFEST).is_file()
+    assert res.exit_code == 0 and (m / INDEX_DIR / MANIFEST).is_file() and (m / FOLDED_FILE).is_file()
     res = cli("index-model", m, "--check")
     assert res.exit_code == 0 and res.stdout == f"{m / INDEX_DIR}\tcurrent\n"
+    (m / FOLDED_FILE).unlink()  # the folded model tables are checked too
+    res = cli("index-model", m, "--check")
+    assert res.exit_code == 1 and res.stdout == f"{m / INDEX_DIR}\tmissing\n"
     del config[KMER_KEY], config[PROTEIN_KEY]
     (m / "config.json").write_text(json.dumps(config))
+    res = cli("index-model", m)  # no index to build, but the model still folds
+    assert res.exit_code == 0 and (m / FOLDED_FILE).is_file()
+    config["model"]["position"] = "rope"
+    (m / "config.json").write_text(json.dumps(config))
     res = cli("index-model", m)
-    assert res.exit_code == 1 and "has no viral index" in res.stderr
+    assert res.exit_code == 1 and "has no viral index" in res.stderr and "nothing to prebuild" in res.stderr
     res = cli("index-model", tmp_path / "nowhere")
     assert res.exit_code == 1 and "not found" in res.stderr

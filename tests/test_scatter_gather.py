@@ -235,7 +235,7 @@ def test_block_rows_never_mix_blocks_in_a_pass():
 
     from genointerp.viral.classify.blocks import block_rows
     from genointerp.viral.classify.job import BATCH
-    from genointerp.models.xvir_inference import MICRO
+    from genointerp.models.xvir_folded import MICRO
 
     assert BATCH % BLOCK == 0 and MICRO == PASS  # batches start on blocks; passes are the folded form's
     # reads 0..2 of block 0 (read 1 tiled into 3 windows), none of block 1, 17 windows of block 2

@@ -171,20 +171,26 @@ def test_training_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_path
 
 
 def test_inference_runs_with_denormals_flushed(inputs, cli, monkeypatch, tmp_path, denormals_kept):
+    """The folded numpy model (what classify-reads runs on CPU) flushes denormals itself, in the
+    job's thread and in its pool's threads: numpy, unlike torch, leaves the CPU's flags alone."""
+    import numpy as np
+
     import genointerp.viral.classify.model_process as model_process
+    from genointerp.models.xvir_folded import FoldedXVir
 
-    made = model_process.scorer  # the model's scoring function, probed at each of its calls
+    seen, micro = [], FoldedXVir._micro
 
-    def probed_scorer(*a, **k):
-        holder = type("Holder", (), {"score": staticmethod(made(*a, **k))})
-        probed_scorer.seen = _denormal_probe(monkeypatch, holder, "score")
-        return holder.score
+    def probing(self, tokens):
+        seen.append(float(np.array([1e-39], np.float32)[0] * np.float32(1.0)))
+        return micro(self, tokens)
 
-    monkeypatch.setattr(model_process, "scorer", probed_scorer)
+    monkeypatch.setattr(FoldedXVir, "_micro", probing)
     monkeypatch.setattr(model_process.ModelProcess, "HERE", True)  # in this process, where the probe is
-    res = cli("-q", "classify-reads", inputs / "a.fq", "--model-all", "-o", tmp_path / "c.tsv")  # the built-in model, on every read
-    assert res.exit_code == 0, res.output
-    assert probed_scorer.seen and set(probed_scorer.seen) == {0.0}
+    for threads in ("1", "2"):
+        res = cli("-q", "classify-reads", inputs / "a.fq", "--model-all", "-t", threads, "-o", tmp_path / f"c{threads}.tsv",
+                  "--force")  # the built-in model, on every read
+        assert res.exit_code == 0, res.output
+    assert seen and set(seen) == {0.0}
 
 
 # --- 5. tracebacks -------------------------------------------------------------------------------

@@ -261,15 +261,17 @@ def merge_calls(
 )
 def index_model(
     model: Optional[str] = typer.Argument(None, metavar="[MODEL]", help="Model folder from train-xvir (default: the built-in model)."),
-    check: bool = typer.Option(False, "--check", help="Only say whether the folder's prebuilt index is current (exit 1 if not); write nothing."),
+    check: bool = typer.Option(False, "--check", help="Only say whether the folder's prebuilt index and folded model are current (exit 1 if not); write nothing."),
 ) -> None:
     """Store a model folder's viral indexes prebuilt, so classify-reads starts in a second.
 
     The seed and protein indexes are built from the folder's references and written to
     MODEL/index/ as arrays that later runs memory-map (about 76 MB for the built-in model).
     Without them a run builds the indexes itself (about five seconds) and keeps them in the
-    user's cache (GENOINTERP_CACHE, default ~/.cache/genointerp). train-xvir writes them with
-    every model; an index left from other references or an older genointerp is replaced.
+    user's cache (GENOINTERP_CACHE, default ~/.cache/genointerp). The model's folded inference
+    tables go beside its weights (xvir_folded.safetensors, 14 MB), so that the model runs on CPU
+    without importing torch (2-3 s). train-xvir writes both with every model; what was left
+    from other references, other weights or an older genointerp is replaced.
     """
     from genointerp.job import execute
     from genointerp.viral.evidence.index_model import IndexModelRequest, run

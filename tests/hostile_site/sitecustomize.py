@@ -2,7 +2,7 @@
 
 A test that compares the outputs of separate processes (a Snakemake workflow's chunk jobs against
 one direct run) cannot monkeypatch them; Python imports this module at start-up instead. It
-imports nothing heavy itself: it waits for genointerp.models.xvir_inference, or torch, to be
+imports nothing heavy itself: it waits for genointerp.models.xvir_folded, or torch, to be
 imported by the command, and turns the arithmetic hostile right after, so commands that never
 load torch (`--help`, merge-calls) start as fast as ever.
 """
@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 
-_WATCHED = {"torch", "genointerp.models.xvir_inference"}
+_WATCHED = {"torch", "genointerp.models.xvir_folded"}
 _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK = 16  # reads per scoring block: chunks, and every batch a run reads, start on a multiple
-PASS = 16  # windows per forward pass; the folded CPU model's micro-batch (xvir_inference.MICRO)
+PASS = 16  # windows per forward pass; the folded CPU model's micro-batch (genointerp.models.xvir_folded.MICRO)
 
 
 def block_rows(window_read: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ from genointerp.viral.classify.windows import model_windows, window_scores
 from genointerp.viral.evidence.prebuilt import load_indexes
 from genointerp.viral.evidence.protein import ProteinIndex
 from genointerp.viral.evidence.seeds import KmerIndex
+from genointerp.viral.folded_model import folded_problem
 
 MIN_LENGTH = 50  # shorter reads get no call: too few seeds and codons to be evidence
 
@@ -61,8 +62,23 @@ def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classif
                          "works; train-xvir --viral REF builds one")
     if index is None and req.min_bits is not None:
         raise InputError(f"{path}: --min-bits needs a model with a viral index")
+    note = folded_note(path, config, req)
+    if note:
+        log(note)
     return Classifier(path, ModelProcess(path, req.device, req.precision, req.threads), config, threshold, index,
                       protein, rule, evidence)
+
+
+def folded_note(path: str, config: dict, req: ClassifyRequest) -> str | None:
+    """A line for a folder whose model would run from stored folded tables but has none current
+    (genointerp.viral.classify.model_process): the model's process then imports torch."""
+    if req.device != "cpu" or req.precision != "32":
+        return None
+    problem = folded_problem(path, config)
+    if problem is None:
+        return None
+    return (f"{path}: folded model tables {problem}, so the model (where a read needs it) loads through torch, "
+            f"2-3 s more; `genointerp index-model {path}` stores them")
 
 
 @dataclass

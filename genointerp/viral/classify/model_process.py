@@ -1,12 +1,18 @@
 """classify-reads' XVir model, in a process of its own.
 
-Importing torch takes about three seconds on a 2-core machine (most of classify-reads' start-up
-when the model runs), and most reads never need the model: the evidence decides them. So the job
-never imports torch itself (unless it is there already: then the model runs in the job's
-process, see ModelProcess). The first batch holding a read the model can change starts this
-process; it imports torch and loads the model while the job goes on reading, looking up and
-writing the batches before it, and the batches then queue for it (classify-reads keeps a bounded
-number of batches waiting). `--model-all` and `--evidence model` start it at once.
+Most reads never need the model: the evidence decides them. So the job never loads it itself
+(unless torch is imported there already: then the model runs in the job's process, see
+ModelProcess). The first batch holding a read the model can change starts this process; it loads
+the model while the job goes on reading, looking up and writing the batches before it, and the
+batches then queue for it (classify-reads keeps a bounded number of batches waiting).
+`--model-all` and `--evidence model` start it at once.
+
+On CPU in float32 the model is the folded numpy form (genointerp.models.xvir_folded), read from
+the tables `genointerp index-model` and train-xvir store in the model folder: loading takes
+milliseconds and torch is never imported. Without current stored tables (an older folder), or for
+another device, precision or a model that does not fold, the process imports torch (2-3 s of CPU
+on a 2-core machine) and loads the weights; the classify job says so in one line
+(genointerp.viral.classify.classifier.folded_note).
 
 The process is spawned (a fresh interpreter), not forked: a fork would copy whatever torch or CUDA
 state the starting process holds (a library caller's, or a test runner's), and neither a torch
@@ -28,35 +34,41 @@ from typing import Callable
 
 import numpy as np
 
+from genointerp.models.xvir_folded import MICRO, FoldedXVir
 from genointerp.pools import WorkerDied, end_now, start_processes
+from genointerp.runtime import usable_threads
 from genointerp.viral.classify.blocks import PASS
+from genointerp.viral.folded_model import stored_folded
 
 
-def scorer(model, device: str, precision: str) -> Callable[[np.ndarray], np.ndarray]:
+def folded_scorer(engine: FoldedXVir) -> Callable[[np.ndarray], np.ndarray]:
+    """The folded form's scorer: windows (R, n_tokens), R a multiple of PASS, -> P(viral) float64 (R,)."""
+    assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
+
+    def score(tokens: np.ndarray) -> np.ndarray:
+        logits = engine(tokens).astype(np.float64).reshape(-1, PASS)
+        # The sigmoid pass by pass: a vectorised loop computes the elements past its last whole
+        # vector by another path, so over the whole array a logit's place would count.
+        with np.errstate(over="ignore"):  # exp(-logit) = inf for logit < -709: P = 0, as it should be
+            return np.concatenate([1 / (1 + np.exp(-row)) for row in logits]) if len(logits) else np.empty(0)
+
+    return score
+
+
+def scorer(model, device: str, precision: str, threads: int = 1) -> Callable[[np.ndarray], np.ndarray]:
     """A function from token windows (R, n_tokens), R a multiple of PASS, to P(viral) float64 (R,),
     computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.classify.blocks
     lays windows out so that those passes are the same in every run.
 
-    In float32 on CPU, an XVir of the paper's family runs in its folded inference form
-    (genointerp.models.xvir_inference: a fifth less arithmetic, cache-sized micro-batches of
-    PASS windows); otherwise the module runs in passes of PASS.
+    In float32 on CPU, an XVir of the paper's family runs in its folded form (numpy, micro-batches of
+    PASS windows on `threads` threads: genointerp.models.xvir_folded); otherwise the module runs in
+    passes of PASS.
     """
-    import torch
-
-    from genointerp.models.xvir_inference import MICRO, XVirInference, supports
+    from genointerp.models.xvir_fold import fold, supports
     from genointerp.runtime import predict_proba
 
     if device == "cpu" and precision == "32" and supports(model):
-        assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
-        engine = XVirInference(model)
-
-        def folded(tokens: np.ndarray) -> np.ndarray:
-            logits = engine(torch.from_numpy(tokens.astype(np.int64)))
-            # The sigmoid pass by pass too: a vectorised loop computes the elements past its last
-            # whole vector by another path, so over the whole array a logit's place would count.
-            return torch.cat([torch.sigmoid(part) for part in logits.split(PASS)]).double().numpy()
-
-        return folded
+        return folded_scorer(fold(model, threads))
     return lambda tokens: predict_proba(model, tokens, device, precision, PASS)
 
 
@@ -64,13 +76,18 @@ _SCORER: Callable | BaseException | None = None  # the model process's, or what 
 
 
 def _scorer_here(path: str, device: str, precision: str, threads: int) -> Callable[[np.ndarray], np.ndarray]:
-    """The model folder's scorer, loaded in this process with torch's threads set."""
+    """The model folder's scorer, loaded in this process: on CPU in float32 from the folder's stored
+    folded tables where they are current (torch is not imported), else from its weights."""
+    if device == "cpu" and precision == "32":
+        engine = stored_folded(path, usable_threads(threads))
+        if not isinstance(engine, str):
+            return folded_scorer(engine)
     from genointerp.model_folder import load_model_dir
     from genointerp.runtime import use_threads
 
-    use_threads(threads)
+    threads = use_threads(threads)
     model, _ = load_model_dir(path, expect="xvir")
-    return scorer(model.to(device), device, precision)
+    return scorer(model.to(device), device, precision, threads)
 
 
 def _load(path: str, device: str, precision: str, threads: int) -> None:

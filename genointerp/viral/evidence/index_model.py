@@ -1,9 +1,11 @@
-"""The index-model job: a model folder's viral indexes stored prebuilt in `<folder>/index/`.
+"""The index-model job: a model folder's viral indexes stored prebuilt in `<folder>/index/`, and its
+folded model tables beside its weights.
 
-classify-reads and find-integrations then memory-map them and start at once, instead of building
-them (about five seconds for the built-in model) or reading them from the user's cache
-(genointerp.viral.evidence.prebuilt). train-xvir writes them with every folder it makes; this is for older
-folders and the built-in model (`make install` and the Docker image run it).
+classify-reads and find-integrations then memory-map the indexes and start at once, instead of
+building them (about five seconds for the built-in model) or reading them from the user's cache
+(genointerp.viral.evidence.prebuilt), and classify-reads runs the model on CPU without importing
+torch (genointerp.viral.folded_model). train-xvir writes both with every folder it makes; this is
+for older folders and the built-in model (`make install` and the Docker image run it).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.model_folder import read_model_config
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
+from genointerp.models.xvir_folded import foldable
 from genointerp.viral.evidence.prebuilt import current, write_folder_index
+from genointerp.viral.folded_model import folded_problem, write_folded
 from genointerp.viral.model_files import INDEX_DIR
 
 
@@ -38,24 +42,39 @@ class IndexModelRequest:
         return [self.model_folder()]
 
 
+def _state(problem: str | None) -> str:
+    return "current" if problem is None else "missing" if problem == "missing" else "stale"
+
+
 def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
-    """Write (or with check_only, check) the folder's prebuilt index; returns {"folder", "index":
-    its path, "state": "current" | "written" | "stale" | "missing"}. The index is written beside
-    and renamed into place (genointerp.viral.evidence.prebuilt.save), so no AtomicOutputs is needed."""
+    """Write (or with check_only, check) the folder's prebuilt index and folded model tables;
+    returns {"folder", "index": the index's path, "state": "current" | "written" | "stale" |
+    "missing"} (stale or missing: the index or the tables, whichever is not current). Both are
+    written beside and renamed into place, so no AtomicOutputs is needed."""
     folder = Path(req.model_folder())
     config = read_model_config(folder, expect="xvir")
-    state = current(folder, config)
-    if state is None:
-        raise InputError(f"{folder}: this model has no viral index (config.json 'kmer_index'); nothing to prebuild")
-    result = {"folder": str(folder), "index": str(folder / INDEX_DIR), "state": "current" if state else
-              ("stale" if (folder / INDEX_DIR).exists() else "missing")}
-    if state or req.check_only:
+    index = current(folder, config)
+    folded = folded_problem(folder, config)
+    if index is None and not foldable(config.get("model", {})):
+        raise InputError(f"{folder}: this model has no viral index (config.json 'kmer_index') and does not fold; "
+                         "nothing to prebuild")
+    states = [_state(folded)]
+    if index is not None:
+        states.append("current" if index else "stale" if (folder / INDEX_DIR).exists() else "missing")
+    state = "current" if set(states) == {"current"} else "stale" if "stale" in states else "missing"
+    result = {"folder": str(folder), "index": str(folder / INDEX_DIR), "state": state}
+    if state == "current" or req.check_only:
         return result
-    began = time.perf_counter()
     try:
-        write_folder_index(folder, config)
+        if index is False:
+            began = time.perf_counter()
+            write_folder_index(folder, config)
+            report.log(f"{folder / INDEX_DIR}: written in {time.perf_counter() - began:.1f} s")
+        if folded is not None:
+            began = time.perf_counter()
+            written = write_folded(folder)
+            report.log(f"{written}: written in {time.perf_counter() - began:.1f} s")
     except PermissionError as exc:
         raise InputError(f"{folder}: cannot write its prebuilt index there ({exc.strerror}); runs still work, "
                          "building the index or reading it from the user's cache") from None
-    report.log(f"{folder / INDEX_DIR}: written in {time.perf_counter() - began:.1f} s")
     return {**result, "state": "written"}

@@ -28,6 +28,7 @@ from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr, th
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import CODON_SEED, KmerIndex, KmerSettings, build_index, load_index
 from genointerp.viral.evidence.prebuilt import write_folder_index
+from genointerp.viral.folded_model import write_folded
 from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
 from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE, RULE_KEY
 from genointerp.viral.training.fresh import FreshReads, FreshReadTask, ReadSimulator
@@ -300,6 +301,7 @@ class XVirTraining(TrainingJob):
 
     def write_extra(self, folder: Path) -> None:
         plot_roc(self.test_set[1], self.p, folder / "roc.png", f"XVir test reads (n={len(self.p):,})")
+        write_folded(folder)  # classify-reads then runs the model without importing torch
 
 
 class FreshXVirTraining(XVirTraining):

@@ -1,0 +1,217 @@
+"""XVir's folded inference form in numpy: the CPU model of classify-reads, without torch.
+
+The first encoder layer's input is LayerNorm(embed[t] + pos[p]) for k-mer t at position p, and its
+Q, K, V projection is linear in that, so both depend on (t, p) alone:
+
+    x0  = γ ⊙ (e_t + p_p − μ_tp) · r_tp + β          (μ, r: mean and 1/std of e_t + p_p)
+    qkv = W x0 + b = (W γe_t + W γp_p − μ_tp W γ) · r_tp + (W β + b)
+
+so with tables A = [γe | Wγe] per k-mer (V, 4d), P = [γp | Wγp] per position (n, 4d) and
+μ, r per (k-mer, position) (V·n, 2), x0 and qkv together are one gather, one add and one
+multiply-add per element instead of a (n, d) x (d, 3d) GEMM: 14.3 of the built-in model's
+67.8 MFLOP per read. genointerp.models.xvir_fold builds the tables from a trained module (in
+float64, so the logits match the module's to float32 rounding, about 1e-6); a viral model folder
+stores them beside its weights (genointerp.viral.folded_model).
+
+Why numpy, not torch: importing torch takes 2-3 s of CPU on a 2-core machine, more than
+classify-reads needs for most inputs; the tables load in milliseconds, and numpy's float32
+GEMMs (OpenBLAS) run this model as fast as torch's on one core (about 300 windows/s here).
+
+Windows go through in micro-batches of MICRO so that a pass's activations (a head's scores
+(MICRO, n, n), the feed-forward's (MICRO·n, 4d)) stay in cache. Every micro-batch has that shape
+(the last one is padded) and is computed by one thread with single-threaded BLAS, so a window's
+logit depends on neither the windows beside it (given its place among them) nor the number of
+threads: with `threads` > 1, micro-batches run side by side in a thread pool (numpy releases the
+GIL in its array loops and GEMMs). Denormals are flushed to zero in every thread that computes, as
+torch does for its models (genointerp.runtime.use_threads).
+
+Only what the built-in model family needs is folded: absolute (sinusoidal or learned) positions,
+post-LayerNorm layers, no attention masks (`foldable`); other models run through the module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from genointerp._scan import flush_denormals
+
+MICRO = 16  # windows per micro-batch: 16 x 145 tokens keeps a pass's activations within L2/L3
+FORMAT = 1  # of the stored tables; raise when their layout or meaning changes (older files become stale)
+
+
+def foldable(model_config: dict) -> bool:
+    """Whether config.json's "model" entry describes an XVir the folded form can run."""
+    return (model_config.get("architecture") == "xvir" and model_config.get("position", "sinusoidal")
+            in ("sinusoidal", "learned") and not model_config.get("norm_first", False))
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """torch.nn.functional.layer_norm over the last axis (biased variance), float32."""
+    x = x - x.mean(-1, keepdims=True)
+    x *= 1 / np.sqrt((x * x).mean(-1, keepdims=True) + np.float32(eps))
+    x *= weight
+    x += bias
+    return x
+
+
+class FoldedXVir:
+    """logits float32 (B,) for tokens int (B, n_tokens), from the folded tables.
+
+    tables (float32): stats (V·n, 2), kmer (V, 4d), pos (n, 4d), centre (4d,), offset (4d,),
+    head_w (n·d,), head_b (1,), and per layer i: `i.wo` (d, d), `i.w1` (d, f), `i.b1` (f,),
+    `i.w2` (f, d), `i.b2` (d,), `i.norm1.weight`/`.bias`, `i.norm2.weight`/`.bias` (d,), and for
+    i > 0 `i.bo` (d,), `i.wqkv` (d, 3d), `i.bqkv` (3d,) (Q's columns scaled by 1/sqrt(d_head)).
+    shape: n_tokens, d_model, n_heads, n_layers, and eps (the LayerNorms' eps, per layer [norm1,
+    norm2])."""
+
+    def __init__(self, tables: dict[str, np.ndarray], shape: dict, threads: int = 1) -> None:
+        self.tables = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tables.items()}
+        self.shape = dict(shape)
+        self.n, self.d, self.h = shape["n_tokens"], shape["d_model"], shape["n_heads"]
+        self.n_layers, self.eps = shape["n_layers"], shape["eps"]
+        self.d_head = self.d // self.h
+        self.positions = np.arange(self.n)
+        self.threads = max(1, int(threads))
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __call__(self, tokens: np.ndarray) -> np.ndarray:
+        """tokens int (B, n_tokens) -> logits float32 (B,)."""
+        from threadpoolctl import threadpool_limits
+
+        b = len(tokens)
+        if b == 0:
+            return np.empty(0, np.float32)
+        tokens = np.asarray(tokens, dtype=np.int64)
+        pad = -b % MICRO
+        if pad:
+            tokens = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)])
+        out = np.empty(len(tokens), np.float32)
+
+        def one(start: int) -> None:
+            out[start : start + MICRO] = self._micro(tokens[start : start + MICRO])
+
+        starts = range(0, len(tokens), MICRO)
+        # One BLAS thread per micro-batch: parallel work is over micro-batches, which keeps each
+        # window's arithmetic the same for any --threads.
+        with threadpool_limits(1, user_api="blas"):
+            if self.threads == 1 or len(starts) == 1:
+                flush_denormals()
+                for start in starts:
+                    one(start)
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="xvir", initializer=flush_denormals)
+                list(self._pool.map(one, starts))
+        return out[:b]
+
+    def _micro(self, tokens: np.ndarray) -> np.ndarray:
+        """tokens int64 (m, n) -> logits float32 (m,)."""
+        t, m, n, d = self.tables, tokens.shape[0], self.n, self.d
+        stats = t["stats"][(tokens * n + self.positions).reshape(-1)].reshape(m, n, 2)
+        y = t["kmer"][tokens.reshape(-1)].reshape(m, n, 4 * d)
+        y += t["pos"]
+        y -= stats[..., :1] * t["centre"]
+        y *= stats[..., 1:]
+        y += t["offset"]  # (m, n, 4d): the embedding LayerNorm's output (+ out_proj bias) | Q, K, V
+        x = y[..., :d].reshape(m * n, d)
+        qkv = y[..., d:]
+        for i in range(self.n_layers):
+            if i:
+                qkv = (x @ t[f"{i}.wqkv"] + t[f"{i}.bqkv"]).reshape(m, n, 3 * d)
+            x = self._layer(i, x, qkv, m)
+        return x.reshape(m, n * d) @ t["head_w"] + t["head_b"]
+
+    def _layer(self, i: int, x: np.ndarray, qkv: np.ndarray, m: int) -> np.ndarray:
+        """Post-LN encoder layer i: x (m·n, d), qkv (m, n, 3d) -> (m·n, d)."""
+        t, n, d, dh = self.tables, self.n, self.d, self.d_head
+        attn = np.empty((m, n, d), np.float32)
+        for j in range(self.h):
+            q, k, v = (qkv[..., s * d + j * dh : s * d + (j + 1) * dh] for s in range(3))  # (m, n, dh) each
+            scores = q @ k.transpose(0, 2, 1)  # (m, n, n), Q already scaled
+            scores -= scores.max(-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(-1, keepdims=True)
+            attn[..., j * dh : (j + 1) * dh] = scores @ v
+        x = x + attn.reshape(m * n, d) @ t[f"{i}.wo"]
+        if i:
+            x += t[f"{i}.bo"]
+        x = _layer_norm(x, t[f"{i}.norm1.weight"], t[f"{i}.norm1.bias"], self.eps[i][0])
+        hidden = x @ t[f"{i}.w1"]
+        hidden += t[f"{i}.b1"]
+        np.maximum(hidden, 0, out=hidden)
+        x = x + hidden @ t[f"{i}.w2"]
+        x += t[f"{i}.b2"]
+        return _layer_norm(x, t[f"{i}.norm2.weight"], t[f"{i}.norm2.bias"], self.eps[i][1])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def weights_digest(weights: Path) -> str:
+    """SHA-256 (hex) of a weights file: stored tables are used only beside the weights they came from."""
+    h = hashlib.sha256()
+    with open(weights, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save_folded(engine: FoldedXVir, path: Path, weights: Path) -> None:
+    """Store `engine`'s tables at `path` (written beside it and renamed: readers see all or none),
+    recording the format and the digest of the `weights` file they were folded from."""
+    from safetensors.numpy import save_file
+
+    meta = {"format": str(FORMAT), "weights_sha256": weights_digest(weights), "shape": json.dumps(engine.shape)}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        save_file(engine.tables, tmp, metadata=meta)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def stale_folded(path: Path, weights: Path) -> str | None:
+    """Why the stored tables at `path` cannot be used beside `weights` (missing, another format,
+    folded from other weights, damaged), None when they can; reads only the file's header."""
+    from safetensors import SafetensorError, safe_open
+
+    if not path.is_file():
+        return "missing"
+    try:
+        with safe_open(str(path), framework="np") as fh:
+            meta = fh.metadata() or {}
+    except (OSError, ValueError, SafetensorError) as exc:
+        return f"damaged ({exc})"
+    if meta.get("format") != str(FORMAT):
+        return "stale (an older genointerp's format)"
+    if meta.get("weights_sha256") != weights_digest(weights):
+        return "stale (folded from other weights)"
+    return None
+
+
+def load_folded(path: Path, weights: Path, threads: int = 1) -> FoldedXVir | str:
+    """The stored tables at `path` as a FoldedXVir, or a str saying why they cannot be used."""
+    from safetensors import SafetensorError, safe_open
+
+    problem = stale_folded(path, weights)
+    if problem is not None:
+        return problem
+    try:
+        with safe_open(str(path), framework="np") as fh:
+            tables = {name: fh.get_tensor(name) for name in fh.keys()}
+            shape = json.loads((fh.metadata() or {})["shape"])
+        return FoldedXVir(tables, shape, threads)
+    except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
+        return f"damaged ({exc})"
