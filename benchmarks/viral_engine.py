@@ -13,13 +13,26 @@ Measured (wall-clock, end to end: start-up, parsing, scoring, output):
     the model and torch never load) and with --model-all (the model's process imports torch);
     kraken2 on the same read (its database load);
   - pace: reads/s of genointerp (default evidence) and kraken2 at 1 and 2 threads, and at 1
-    thread pinned to one core (taskset), best of two, and the ratio; peak resident memory (/usr/bin/time -v: the largest process of the run; the
-    job's process, its workers and the model's process are separate, the workers sharing the
-    memory-mapped index pages);
+    thread pinned to one core (taskset), best of two, and the ratio; peak resident memory (the
+    run's wait4 rusage, as /usr/bin/time -v: the largest process of the run; the job's process,
+    its workers and the model's process are separate, the workers sharing the memory-mapped
+    index pages);
   - same answers: the calls TSV and summary of -t 1, -t 2, --chunk 1/2 + 2/2 merged and stdin,
     compared byte for byte (the benchmark stops if any differs).
 
+Scaling mode (--scaling), for a machine with many cores and a GPU: classify-reads on one gzipped
+FASTQ (--fastq, else the tumour-like ART reads) at each of --threads-list (default evidence, on the
+CPU), with --model-all at the largest, and where --devices names cuda and torch sees a GPU,
+--device cuda at the default and with --model-all at the largest; kraken2 at each thread count
+beside it unless --no-kraken. Reported: reads/s, wall seconds, peak MB, the speed-up over the first
+run (the CPU's -t 1), and whether the calls TSVs are the same bytes: every default CPU run's as -t
+1's (the benchmark exits 1 if any differs, after the table), the --model-all runs' as each other's
+and the GPU's default as -t 1's (reported only: the GPU's arithmetic may move p_viral). Each run's
+row is printed as it ends.
+
     python benchmarks/viral_engine.py [--shared ../shared/data] [--reads 320000] [--out bench-output/engine]
+    python benchmarks/viral_engine.py --scaling --fastq reads.fq.gz --threads-list 1,2,4,8,16
+        --devices cpu,cuda [--no-kraken] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -27,16 +40,17 @@ from __future__ import annotations
 import argparse
 import gzip
 import random
-import re
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from classify_reads import art_reads, kraken_db  # noqa: E402
-from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
+from common import GENOINTERP, out_dir, read_calls, require, table, timed  # noqa: E402
 
 HUMAN_REGION = "20:52000001-62000000"  # the built-in model's human training sequence is chr20 1-50 Mb
 VIRAL_SHARE = 0.01
@@ -79,20 +93,30 @@ def make_reads(shared: Path, out: Path, n: int) -> dict[str, Path]:
 
 
 def measured(cmd: list[str], stdin=None) -> tuple[float, float]:
-    """Wall seconds and the peak resident memory (MB) of the largest process of `cmd`."""
-    t0 = time.perf_counter()
-    res = subprocess.run(["/usr/bin/time", "-v", *cmd], stdin=stdin, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    secs = time.perf_counter() - t0
-    if res.returncode:
-        sys.exit(f"failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-2000:]}")
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", res.stderr)
-    return secs, int(rss.group(1)) / 1024 if rss else float("nan")
+    """Wall seconds and the peak resident memory (MB) of the largest process of `cmd` (its wait4
+    rusage, which takes in the processes it waited for: what /usr/bin/time -v reports, without
+    needing it)."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        secs = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            err.seek(0)
+            sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{err.read().decode(errors='replace')[-2000:]}")
+    return secs, usage.ru_maxrss / 1024
 
 
 def best(cmd: list[str], repeats: int) -> tuple[float, float]:
     runs = [measured(cmd) for _ in range(repeats)]
     return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def classify_cmd(fq: Path, tsv: Path, threads: int, *extra: str) -> list[str]:
+    """classify-reads on `fq` with `threads`, the calls to `tsv` and the summary beside it (.json)."""
+    return GENOINTERP + ["-q", "classify-reads", str(fq), "-t", str(threads), "-o", str(tsv), "--summary",
+                         str(tsv.with_suffix(".json")), "--force", *extra]
 
 
 def start_up(out: Path, db: Path) -> list[dict]:
@@ -116,9 +140,7 @@ def pace(files: dict[str, Path], out: Path, db: Path, n: int, repeats: int) -> l
             if pin and shutil.which("taskset") is None:
                 continue
             prefix = ["taskset", "-c", "0"] if pin else []
-            g_secs, g_rss = best(prefix + GENOINTERP + ["-q", "classify-reads", str(fq), "-t", str(threads), "-o",
-                                                        str(out / f"{kind}_t{threads}.tsv"), "--summary",
-                                                        str(out / f"{kind}_t{threads}.json"), "--force"], repeats)
+            g_secs, g_rss = best(prefix + classify_cmd(fq, out / f"{kind}_t{threads}.tsv", threads), repeats)
             k_secs, k_rss = best(prefix + ["kraken2", "--db", str(db), "--threads", str(threads), "--gzip-compressed", str(fq)],
                                  repeats)
             rows.append({"reads": f"{kind} ({n:,})", "threads": f"{threads}{' (one core)' if pin else ''}",
@@ -135,8 +157,7 @@ def same_answers(fq: Path, out: Path) -> list[str]:
     t2 = [(out / "tumour_t2.tsv").read_bytes(), (out / "tumour_t2.json").read_bytes()]
     checks.append(("-t 2 (calls and summary)", t2 == base))
     for i in (1, 2):
-        timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-t", "2", "--chunk", f"{i}/2", "-o", str(out / f"c{i}.tsv"),
-                            "--summary", str(out / f"c{i}.json"), "--force"])
+        timed(classify_cmd(fq, out / f"c{i}.tsv", 2, "--chunk", f"{i}/2"))
     timed(GENOINTERP + ["-q", "merge-calls", str(out / "c1.tsv"), str(out / "c2.tsv"), str(out / "c1.json"),
                         str(out / "c2.json"), "-o", str(out / "merged.tsv"), "--summary", str(out / "merged.json"), "--force"])
     checks.append(("--chunk 1/2 + 2/2, merged (calls and summary)",
@@ -150,21 +171,142 @@ def same_answers(fq: Path, out: Path) -> list[str]:
     return [name for name, _ in checks]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shared", default="../shared/data")
-    ap.add_argument("--reads", type=int, default=320_000)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--out", default="bench-output/engine")
-    args = ap.parse_args()
-    require("art_illumina", "kraken2", "kraken2-build", "samtools")
-    shared, out = Path(args.shared), out_dir(args.out)
+def kraken_database(shared: Path, out: Path) -> Path:
+    """kraken2's database of the genomes the built-in model was built from (built once per --out)."""
     work = out_dir(str(out / "kraken_genomes"))
     if not (work / "hpv_train.fa").exists():
         (work / "hpv_train.fa").write_text((shared / "viral/hpv_genomes.fa").read_text() + (shared / "viral/oncoviruses.fa").read_text())
         with open(work / "human_train.fa", "w") as fh:
             subprocess.run(["samtools", "faidx", str(shared / "human/GRCh37.chr20.fa.gz"), "20:1-50000000"], stdout=fh, check=True)
     db, _ = kraken_db(work, out)
+    return db
+
+
+def gpu_available() -> bool:
+    """Whether torch is importable here and sees a CUDA GPU."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def scaling_runs(threads: list[int], devices: list[str]) -> list[tuple[str, int, bool]]:
+    """(device, threads, --model-all) of each scaling run: the CPU at every thread count and with
+    --model-all at the largest; the GPU at the largest, at the default and with --model-all."""
+    top = max(threads)
+    runs = ([("cpu", t, False) for t in threads] + [("cpu", top, True)]) if "cpu" in devices else []
+    if "cuda" in devices:
+        if gpu_available():
+            runs += [("cuda", top, False), ("cuda", top, True)]
+        else:
+            print("cuda: torch sees no GPU here (or is not installed); its runs are skipped", flush=True)
+    return runs
+
+
+def run_label(device: str, threads: int, model_all: bool) -> str:
+    return f"{device} -t {threads}{' --model-all' if model_all else ''}"
+
+
+def calls_compared(a: Path, b: Path) -> str:
+    """'identical', or how many reads' calls differ and the largest p_viral difference."""
+    if a.read_bytes() == b.read_bytes():
+        return "identical"
+    ids_a, p_a = read_calls(a)
+    ids_b, p_b = read_calls(b)
+    if ids_a != ids_b:
+        return "differ (not the same reads in the same order)"
+    calls = [[line.split("\t")[3] for line in path.read_text().splitlines()[1:]] for path in (a, b)]
+    n_calls = sum(x != y for x, y in zip(*calls))
+    return f"differ: {n_calls} of {len(ids_a):,} calls, max |p_viral difference| {abs(p_a - p_b).max():.2g}"
+
+
+def scaling_checks(tsvs: dict[tuple[str, int, bool], Path]) -> tuple[list[str], list[str]]:
+    """Lines saying which calls TSVs are the same bytes, and the default CPU runs that differ
+    from the CPU's smallest thread count."""
+    default_cpu = sorted(k for k in tsvs if k[0] == "cpu" and not k[2])
+    lines, differ = [], []
+    if default_cpu:
+        base = tsvs[default_cpu[0]]
+        differ = [run_label(*k) for k in default_cpu[1:] if tsvs[k].read_bytes() != base.read_bytes()]
+        lines.append(f"default, cpu, every -t the same bytes as -t {default_cpu[0][1]}: "
+                     + ("yes" if not differ else f"NO, these differ: {', '.join(differ)}"))
+        lines += [f"{run_label(*k)} vs {run_label(*default_cpu[0])}: {calls_compared(tsvs[k], base)}"
+                  for k in tsvs if k[0] != "cpu" and not k[2]]
+    model_all = [k for k in tsvs if k[2]]
+    lines += [f"{run_label(*k)} vs {run_label(*model_all[0])}: {calls_compared(tsvs[k], tsvs[model_all[0]])}"
+              for k in model_all[1:]]
+    return lines, differ
+
+
+def kraken_row(fq: Path, db: Path, threads: int, n: int, repeats: int) -> dict:
+    """kraken2's reads/s and peak MB on `fq` (`n` reads) with `threads`."""
+    secs, rss = best(["kraken2", "--db", str(db), "--threads", str(threads), "--gzip-compressed", str(fq)], repeats)
+    return {"kraken2 reads/s": f"{n / secs:,.0f}", "kraken2 peak MB": f"{rss:.0f}"}
+
+
+def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], db: Path | None, repeats: int) -> None:
+    """classify-reads (and kraken2 unless `db` is None) on `fq` at each run of `scaling_runs`; a
+    row printed as each ends (a run that fails is reported and skipped), then the table and the
+    byte checks; exits 1 if the default CPU runs' calls differ."""
+    with gzip.open(fq, "rb") as fh:
+        n = sum(1 for _ in fh) // 4
+    print(f"scaling on {fq} ({n:,} reads), best of {repeats}", flush=True)
+    rows, tsvs, base_secs = [], {}, None
+    for device, t, model_all in scaling_runs(threads, devices):
+        tsv = out / f"scale_{device}_t{t}{'_all' if model_all else ''}.tsv"
+        try:
+            secs, rss = best(classify_cmd(fq, tsv, t, "--device", device, *(["--model-all"] if model_all else [])), repeats)
+        except SystemExit as failed:  # one failed run (a GPU's, say) does not lose the others
+            print(f"{run_label(device, t, model_all)}: {failed}", flush=True)
+            continue
+        tsvs[(device, t, model_all)] = tsv
+        base_secs = base_secs or secs
+        row = {"run": run_label(device, t, model_all), "reads/s": f"{n / secs:,.0f}", "seconds": f"{secs:.1f}",
+               "peak MB": f"{rss:.0f}", "speed-up": f"{base_secs / secs:.2f}x"}
+        if db is not None:
+            kraken = (device, model_all) == ("cpu", False)
+            row |= kraken_row(fq, db, t, n, repeats) if kraken else {"kraken2 reads/s": "-", "kraken2 peak MB": "-"}
+        print("  ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
+        rows.append(row)
+    if not rows:
+        sys.exit("no runs: none ran (--devices names neither cpu nor a cuda that torch sees, or all failed)")
+    print(f"\nspeed-up: over the first run ({rows[0]['run']})\n{table(rows, list(rows[0]))}\n")
+    lines, differ = scaling_checks(tsvs)
+    print("the calls TSVs:\n  " + "\n  ".join(lines), flush=True)
+    if differ:
+        sys.exit(f"default cpu outputs differ from -t {min(threads)}: {', '.join(differ)}")
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", default="../shared/data")
+    ap.add_argument("--reads", type=int, default=320_000)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--out", default="bench-output/engine")
+    ap.add_argument("--scaling", action="store_true", help="the scaling mode (module docstring)")
+    ap.add_argument("--fastq", help="--scaling: this gzipped FASTQ instead of the tumour-like ART reads")
+    ap.add_argument("--threads-list", default="1,2,4,8,16", help="--scaling: the thread counts, comma-separated")
+    ap.add_argument("--devices", default="cpu,cuda", help="--scaling: cpu and/or cuda, comma-separated")
+    ap.add_argument("--no-kraken", action="store_true", help="--scaling: without kraken2")
+    return ap.parse_args()
+
+
+def scaling_main(args: argparse.Namespace, shared: Path, out: Path) -> None:
+    require(*(["kraken2", "kraken2-build", "samtools"] if not args.no_kraken else []),
+            *(["art_illumina", "samtools"] if not args.fastq else []))
+    fq = Path(args.fastq) if args.fastq else make_reads(shared, out, args.reads)["tumour"]
+    db = None if args.no_kraken else kraken_database(shared, out)
+    scaling(fq, out, sorted({int(t) for t in args.threads_list.split(",")}), args.devices.split(","), db, args.repeats)
+
+
+def main() -> None:
+    args = parse_args()
+    shared, out = Path(args.shared), out_dir(args.out)
+    if args.scaling:
+        return scaling_main(args, shared, out)
+    require("art_illumina", "kraken2", "kraken2-build", "samtools")
+    db = kraken_database(shared, out)
     files = make_reads(shared, out, args.reads)
     print(f"start-up, one read, best of 3:\n{table(start_up(out, db), ['run', 'seconds', 'peak MB'])}\n")
     rows = pace(files, out, db, args.reads, args.repeats)
