@@ -124,8 +124,10 @@ def test_ctrl_c_while_modules_load_ends_with_one_line(tmp_path, module):
 
 
 def test_a_signal_a_library_turns_into_its_own_error_is_reported_as_the_interruption(cli, tmp_path, monkeypatch):
-    """A signal while weights load: the library stops on it and raises its own error ("damaged").
-    The user must read that the run was interrupted (143), not that the model is damaged."""
+    """A signal while weights load (the folded model tables, or the weights through torch): the
+    library stops on it and raises its own error ("damaged"). The user must read that the run was
+    interrupted (143), not that the model is damaged."""
+    import safetensors.numpy
     import safetensors.torch
     from safetensors import SafetensorError
 
@@ -139,6 +141,7 @@ def test_a_signal_a_library_turns_into_its_own_error_is_reported_as_the_interrup
         raise SafetensorError("Error while deserializing header: read interrupted")
 
     monkeypatch.setattr(safetensors.torch, "load_file", interrupted_load)
+    monkeypatch.setattr(safetensors.numpy, "load_file", interrupted_load)  # the folded tables' (where no torch)
     res = cli("classify-reads", DATA / "tumor_small.fq.gz", "--evidence", "model", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 143, res.output
     assert "damaged" not in res.stderr
@@ -153,6 +156,7 @@ def _only_the_interrupt_line(stderr: str) -> None:
 
 def test_an_error_without_a_signal_is_still_the_error(cli, tmp_path, monkeypatch):
     """The other side: with no signal, a damaged model file is reported as damaged (exit 1)."""
+    import safetensors.numpy
     import safetensors.torch
     from safetensors import SafetensorError
 
@@ -160,6 +164,7 @@ def test_an_error_without_a_signal_is_still_the_error(cli, tmp_path, monkeypatch
         raise SafetensorError("Error while deserializing header: HeaderTooLarge")
 
     monkeypatch.setattr(safetensors.torch, "load_file", damaged)
+    monkeypatch.setattr(safetensors.numpy, "load_file", damaged)
     res = cli("classify-reads", DATA / "tumor_small.fq.gz", "--evidence", "model", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1
     assert_one_error_line(res, "damaged or not a safetensors file")

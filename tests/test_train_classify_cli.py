@@ -43,7 +43,8 @@ def model(dataset):
 
 
 def test_train_writes_a_complete_model_directory(model):
-    assert sorted(p.name for p in model.iterdir()) == [".genointerp", "config.json", "metrics.tsv", "model.safetensors", "roc.png", "test_metrics.json"]
+    assert sorted(p.name for p in model.iterdir()) == [".genointerp", "config.json", "metrics.tsv", "model.safetensors", "roc.png",
+                                                       "test_metrics.json", "xvir_folded.safetensors"]
     cfg = json.loads((model / "config.json").read_text())
     assert cfg["model"]["architecture"] == "xvir" and cfg["model"]["k"] == 4 and cfg["model"]["read_length"] == 50
     assert cfg["positive_label"] == "viral" and cfg["negative_labels"] == ["human"]

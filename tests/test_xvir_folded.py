@@ -1,6 +1,8 @@
 """The folded numpy inference form of XVir (genointerp.models.xvir_fold, .xvir_folded) against the
 module, and its tables stored in a model folder (genointerp.viral.folded_model)."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -79,9 +81,10 @@ def test_a_windows_logit_depends_on_neither_its_companions_nor_the_threads(hosti
     assert fold(model, threads=3)(tokens).tobytes() == together.tobytes()
 
 
-def test_stored_tables_are_used_only_beside_their_weights(tmp_path):
+def test_stored_tables_are_used_only_beside_their_weights_and_settings(tmp_path, monkeypatch):
     from safetensors.torch import save_file
 
+    from genointerp.errors import InputError
     from genointerp.model_folder import save_model_dir
     from genointerp.viral.folded_model import folded_problem, stored_folded, write_folded
     from genointerp.viral.model_files import FOLDED_FILE, WEIGHTS
@@ -90,18 +93,32 @@ def test_stored_tables_are_used_only_beside_their_weights(tmp_path):
     folder = tmp_path / "m"
     folder.mkdir()
     save_model_dir(folder, model, {})
-    config = {"model": model.config.to_dict()}
+    config = json.loads((folder / "config.json").read_text())
     assert folded_problem(folder, config) == "missing" and stored_folded(folder) == "missing"
     assert write_folded(folder) == folder / FOLDED_FILE and folded_problem(folder, config) is None
+    first = (folder / FOLDED_FILE).read_bytes()
+    write_folded(folder)
+    assert (folder / FOLDED_FILE).read_bytes() == first  # the same bytes every time (one metadata entry)
     tokens = np.random.default_rng(2).integers(0, 64, (MICRO, 18))
     assert stored_folded(folder)(tokens).tobytes() == fold(model)(tokens).tobytes()
     kept = (folder / WEIGHTS).read_bytes()
-    state = {k: v + 1 for k, v in model.state_dict().items()}  # other weights under the same name
-    save_file(state, str(folder / WEIGHTS))
+    save_file({k: v + 1 for k, v in model.state_dict().items()}, str(folder / WEIGHTS))  # other weights, same name
     assert "other weights" in folded_problem(folder, config) and "other weights" in stored_folded(folder)
     (folder / WEIGHTS).write_bytes(kept)
-    (folder / FOLDED_FILE).write_bytes((folder / FOLDED_FILE).read_bytes()[:100])  # cut short
-    assert folded_problem(folder, config).startswith("damaged")
+    changed = {**config, "model": {**config["model"], "d_ff": 16}}  # config.json no longer the model folded
+    assert "other weights or settings" in folded_problem(folder, changed)
+    for cut in (100, len(first) - 100):  # cut short: the header does not read, or its offsets run past the end
+        (folder / FOLDED_FILE).write_bytes(first[:cut])
+        assert folded_problem(folder, config).startswith("damaged") and stored_folded(folder).startswith("damaged")
+    (folder / FOLDED_FILE).write_bytes(first)
+    import safetensors.numpy
+
+    def unreadable(path, *a, **k):
+        raise OSError("Input/output error")
+
+    monkeypatch.setattr(safetensors.numpy, "load_file", unreadable)  # the header reads as current, the tables do not
+    with pytest.raises(InputError, match="damaged or not a safetensors file"):
+        stored_folded(folder)
     assert sorted(p.name for p in folder.iterdir()) == sorted([WEIGHTS, "config.json", FOLDED_FILE])  # no temporaries
 
 

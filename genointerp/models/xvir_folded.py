@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from genointerp._scan import flush_denormals
+from genointerp.errors import InputError
 
 MICRO = 16  # windows per micro-batch: 16 x 145 tokens keeps a pass's activations within L2/L3
 FORMAT = 1  # of the stored tables; raise when their layout or meaning changes (older files become stale)
@@ -156,25 +157,29 @@ class FoldedXVir:
             self._pool = None
 
 
-def weights_digest(weights: Path) -> str:
-    """SHA-256 (hex) of a weights file: stored tables are used only beside the weights they came from."""
-    h = hashlib.sha256()
+META = "genointerp_folded"  # the one metadata entry (a JSON object): several would be written in any order
+
+
+def source_digest(weights: Path, model_config: dict) -> str:
+    """SHA-256 (hex) of what tables are folded from: the weights file's bytes and the model's
+    config.json entry. Stored tables are used only beside those."""
+    h = hashlib.sha256(json.dumps(model_config, sort_keys=True).encode())
     with open(weights, "rb") as fh:
         while block := fh.read(1 << 20):
             h.update(block)
     return h.hexdigest()
 
 
-def save_folded(engine: FoldedXVir, path: Path, weights: Path) -> None:
+def save_folded(engine: FoldedXVir, path: Path, weights: Path, model_config: dict) -> None:
     """Store `engine`'s tables at `path` (written beside it and renamed: readers see all or none),
-    recording the format and the digest of the `weights` file they were folded from."""
+    recording the format and the digest of the weights and model config they were folded from."""
     from safetensors.numpy import save_file
 
-    meta = {"format": str(FORMAT), "weights_sha256": weights_digest(weights), "shape": json.dumps(engine.shape)}
+    meta = {"format": FORMAT, "digest": source_digest(weights, model_config), "shape": engine.shape}
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        save_file(engine.tables, tmp, metadata=meta)
+        save_file(engine.tables, tmp, metadata={META: json.dumps(meta, sort_keys=True)})
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
@@ -182,36 +187,46 @@ def save_folded(engine: FoldedXVir, path: Path, weights: Path) -> None:
             os.unlink(tmp)
 
 
-def stale_folded(path: Path, weights: Path) -> str | None:
-    """Why the stored tables at `path` cannot be used beside `weights` (missing, another format,
-    folded from other weights, damaged), None when they can; reads only the file's header."""
+def _metadata(path: Path) -> dict | str:
+    """The stored tables' metadata, or a str saying why it cannot be read."""
     from safetensors import SafetensorError, safe_open
 
-    if not path.is_file():
-        return "missing"
     try:
         with safe_open(str(path), framework="np") as fh:
-            meta = fh.metadata() or {}
+            meta = json.loads((fh.metadata() or {}).get(META, "null"))
     except (OSError, ValueError, SafetensorError) as exc:
         return f"damaged ({exc})"
-    if meta.get("format") != str(FORMAT):
+    return meta if isinstance(meta, dict) else "damaged (no genointerp metadata)"
+
+
+def stale_folded(path: Path, weights: Path, model_config: dict) -> str | None:
+    """Why the stored tables at `path` cannot be used beside `weights` and `model_config` (missing,
+    another format, folded from other weights or settings, damaged), None when they can; reads
+    only the file's header (and hashes the weights)."""
+    if not path.is_file():
+        return "missing"
+    meta = _metadata(path)
+    if isinstance(meta, str):
+        return meta
+    if meta.get("format") != FORMAT:
         return "stale (an older genointerp's format)"
-    if meta.get("weights_sha256") != weights_digest(weights):
-        return "stale (folded from other weights)"
+    if meta.get("digest") != source_digest(weights, model_config):
+        return "stale (folded from other weights or settings)"
     return None
 
 
-def load_folded(path: Path, weights: Path, threads: int = 1) -> FoldedXVir | str:
-    """The stored tables at `path` as a FoldedXVir, or a str saying why they cannot be used."""
-    from safetensors import SafetensorError, safe_open
+def load_folded(path: Path, weights: Path, model_config: dict, threads: int = 1) -> FoldedXVir | str:
+    """The stored tables at `path` as a FoldedXVir, or a str saying why they are not to be used
+    (stale_folded). Tables whose header is current but whose data does not read are an InputError:
+    a damaged file, not an old one (nor a silent detour through torch)."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
 
-    problem = stale_folded(path, weights)
+    problem = stale_folded(path, weights, model_config)
     if problem is not None:
         return problem
     try:
-        with safe_open(str(path), framework="np") as fh:
-            tables = {name: fh.get_tensor(name) for name in fh.keys()}
-            shape = json.loads((fh.metadata() or {})["shape"])
-        return FoldedXVir(tables, shape, threads)
+        tables = load_file(str(path))
+        return FoldedXVir(tables, _metadata(path)["shape"], threads)
     except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
-        return f"damaged ({exc})"
+        raise InputError(f"{path}: damaged or not a safetensors file ({exc})") from None

@@ -40,6 +40,8 @@ from genointerp.runtime import usable_threads
 from genointerp.viral.classify.blocks import PASS
 from genointerp.viral.folded_model import stored_folded
 
+GPU_PASSES = 64  # passes per CUDA call: 1,024 windows, about 70 GFLOP (a few ms on a current GPU)
+
 
 def folded_scorer(engine: FoldedXVir) -> Callable[[np.ndarray], np.ndarray]:
     """The folded form's scorer: windows (R, n_tokens), R a multiple of PASS, -> P(viral) float64 (R,)."""
@@ -69,7 +71,33 @@ def scorer(model, device: str, precision: str, threads: int = 1) -> Callable[[np
 
     if device == "cpu" and precision == "32" and supports(model):
         return folded_scorer(fold(model, threads))
+    if device.startswith("cuda"):
+        return gpu_scorer(model, device, precision)
     return lambda tokens: predict_proba(model, tokens, device, precision, PASS)
+
+
+def gpu_scorer(model, device: str, precision: str) -> Callable[[np.ndarray], np.ndarray]:
+    """scorer's CUDA form: passes go to the GPU GPU_PASSES at a time, in calls of one fixed shape.
+
+    One pass per call, as on CPU, left the GPU idle between launches (a 16-window pass is a few
+    microseconds of its arithmetic). Every call has GPU_PASSES x PASS windows (the last call
+    padded with copies of the first pass), so the kernels chosen for a shape are always the same;
+    each output row of those kernels (GEMM tiles over whole rows: 145 tokens x 1,024 windows fill
+    every tile; per-row softmax, LayerNorm and attention per window) is computed from its own
+    inputs by the same instructions wherever it sits, so a window's P(viral) does not depend on
+    which passes share its call. tests/test_gpu_scoring.py checks that on a GPU.
+    """
+    from genointerp.runtime import predict_proba
+
+    def score(tokens: np.ndarray) -> np.ndarray:
+        rows = len(tokens)
+        call = PASS * GPU_PASSES
+        pad = -rows % call
+        if pad:
+            tokens = np.concatenate([tokens, np.resize(tokens[:PASS], (pad, tokens.shape[1]))])
+        return predict_proba(model, tokens, device, precision, call)[:rows]
+
+    return score
 
 
 _SCORER: Callable | BaseException | None = None  # the model process's, or what stopped it loading
