@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from genointerp.models.xvir_folded import MICRO, FoldedXVir
-from genointerp.pools import WorkerDied, end_now, start_processes
+from genointerp.pools import Done, WorkerDied, end_now, start_processes
 from genointerp.runtime import usable_threads
 from genointerp.viral.classify.blocks import PASS
 from genointerp.viral.folded_model import stored_folded
@@ -136,19 +136,6 @@ def _score(tokens: np.ndarray) -> np.ndarray:
     return _SCORER(tokens)
 
 
-class _Done:
-    """An answer already computed, with a future's .done() and .result()."""
-
-    def __init__(self, value: np.ndarray) -> None:
-        self.value = value
-
-    def done(self) -> bool:
-        return True
-
-    def result(self) -> np.ndarray:
-        return self.value
-
-
 class _Pending:
     """The model process's answer to one submission (.done(), .result()); its process ending
     before answering (killed, out of memory) is one error line, not a job that waits for ever."""
@@ -196,7 +183,7 @@ class ModelProcess:
     def submit(self, tokens: np.ndarray):
         self.start()
         if self._here is not None:
-            return _Done(self._here(tokens))
+            return Done(self._here(tokens))
         return _Pending(self._pool.submit(_score, tokens))
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ so that a read called viral that no reference places can still be named at the v
 from __future__ import annotations
 
 import gzip
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +209,8 @@ class KmerIndex:
     labels: np.ndarray | None = None  # uint8 (n,): each seed's virus, a code into `viruses` (or AMBIGUOUS)
     viruses: tuple[str, ...] = ()
     table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.evidence.prebuilt)
+    # the prebuilt index's folder, which also holds minimap2's index of the references (PANEL_INDEX)
+    prebuilt: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         self._set = IdSet(self.ids, self.table)
