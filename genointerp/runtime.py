@@ -76,8 +76,8 @@ def resolve_device(requested: str) -> str:
     Under torchrun, plain `cuda` is this rank's GPU (LOCAL_RANK)."""
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", requested):
         raise UsageError(f"--device {requested}: expected auto, cpu, cuda or cuda:N")
-    if requested == "auto" and not _gpu_driver_present():
-        return "cpu"  # without importing torch (about a second): no driver, no CUDA device
+    if requested == "cpu" or (requested == "auto" and not _gpu_driver_present()):
+        return "cpu"  # without importing torch (2-3 s on a small machine): no driver, no CUDA device
     import torch
 
     if requested == "auto":

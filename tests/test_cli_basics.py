@@ -123,5 +123,6 @@ def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path)
         return res.stdout.strip(), "torch" in imported
 
     assert run() == ("TORCH False MODEL False", False)
+    assert run("--device", "cpu") == ("TORCH False MODEL False", False)  # as pipelines spell it out
     assert run("--model-all") == ("TORCH False MODEL True", False)
     assert (tmp_path / "c1.tsv").read_text().splitlines()[1].split("\t")[2] != "NA"  # the model scored it
