@@ -36,7 +36,7 @@ def fold(model: XVir, threads: int = 1) -> FoldedXVir:
 
 
 def _input_tables(model: XVir, q_scale: torch.Tensor) -> dict[str, torch.Tensor]:
-    """stats, kmer, pos, centre, offset (float64): the first layer's input and Q, K, V."""
+    """rstd, kmer, pos, offset (float64): the first layer's input and Q, K, V."""
     attn, norm = model.layers[0].attn, model.norm
     gamma, beta = norm.weight.double(), norm.bias.double()
     w = attn.in_proj.weight.double() * q_scale[:, None]  # (3d, d)
@@ -44,17 +44,19 @@ def _input_tables(model: XVir, q_scale: torch.Tensor) -> dict[str, torch.Tensor]
     emb = model.embed.weight.double()  # (V, d)
     pos = model.positions.table[: model.config.n_tokens].double()  # (n, d)
     wg = w * gamma  # (3d, d)
-    # Statistics of z = e_t + p_p for every (t, p) without forming z: mean is additive, and
-    # E[z^2] = (|e|^2 + 2 e.p + |p|^2) / d; float64 keeps the difference E[z^2] - mean^2 exact enough.
+    centre = torch.cat([gamma, wg.sum(1)])  # (4d,): what the mean of z multiplies
+    # z = e_t + p_p: its mean is additive, so each table takes its own part's; its variance has the
+    # cross term 2 e.p, so 1/std is per (t, p): E[z^2] = (|e|^2 + 2 e.p + |p|^2) / d, in float64
+    # so that the difference E[z^2] - mean^2 stays exact enough.
     d = emb.shape[1]
-    mean = (emb.sum(1)[:, None] + pos.sum(1)[None]) / d  # (V, n)
+    mean_e, mean_p = emb.sum(1) / d, pos.sum(1) / d  # (V,), (n,)
+    mean = mean_e[:, None] + mean_p[None]  # (V, n)
     square = ((emb * emb).sum(1)[:, None] + 2 * emb @ pos.T + (pos * pos).sum(1)[None]) / d
     var = square - mean * mean
     return {
-        "stats": torch.stack([mean, torch.rsqrt(var + norm.eps)], -1).reshape(-1, 2),  # row t*n + p: one gather
-        "kmer": torch.cat([emb * gamma, emb @ wg.T], 1),  # (V, 4d)
-        "pos": torch.cat([pos * gamma, pos @ wg.T], 1),  # (n, 4d)
-        "centre": torch.cat([gamma, wg.sum(1)]),  # (4d,): what the mean multiplies
+        "rstd": torch.rsqrt(var + norm.eps).reshape(-1),  # row t*n + p
+        "kmer": torch.cat([emb * gamma, emb @ wg.T], 1) - mean_e[:, None] * centre,  # (V, 4d)
+        "pos": torch.cat([pos * gamma, pos @ wg.T], 1) - mean_p[:, None] * centre,  # (n, 4d)
         # The first layer's attention output bias joins x0's offset: x0 only enters that layer's residual.
         "offset": torch.cat([beta + attn.out_proj.bias.double(), w @ beta + b]),  # (4d,)
     }

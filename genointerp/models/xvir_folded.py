@@ -6,10 +6,11 @@ Q, K, V projection is linear in that, so both depend on (t, p) alone:
     x0  = γ ⊙ (e_t + p_p − μ_tp) · r_tp + β          (μ, r: mean and 1/std of e_t + p_p)
     qkv = W x0 + b = (W γe_t + W γp_p − μ_tp W γ) · r_tp + (W β + b)
 
-so with tables A = [γe | Wγe] per k-mer (V, 4d), P = [γp | Wγp] per position (n, 4d) and
-μ, r per (k-mer, position) (V·n, 2), x0 and qkv together are one gather, one add and one
-multiply-add per element instead of a (n, d) x (d, 3d) GEMM: 14.3 of the built-in model's
-67.8 MFLOP per read. genointerp.models.xvir_fold builds the tables from a trained module (in
+and the mean is additive, μ_tp = μ_t + μ_p (each vector's own mean), so with tables
+A = [γ(e − μ_e) | Wγ(e − μ_e)] per k-mer (V, 4d), P = [γ(p − μ_p) | Wγ(p − μ_p)] per position
+(n, 4d) and r per (k-mer, position) (V·n,), x0 and qkv together are one gather, one add, one
+multiply and one add per element instead of a (n, d) x (d, 3d) GEMM: 14.3 of the built-in
+model's 67.8 MFLOP per read. genointerp.models.xvir_fold builds the tables from a trained module (in
 float64, so the logits match the module's to float32 rounding, about 1e-6); a viral model folder
 stores them beside its weights (genointerp.viral.folded_model).
 
@@ -35,6 +36,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -44,7 +46,7 @@ from genointerp._scan import flush_denormals
 from genointerp.errors import InputError
 
 MICRO = 16  # windows per micro-batch: 16 x 145 tokens keeps a pass's activations within L2/L3
-FORMAT = 1  # of the stored tables; raise when their layout or meaning changes (older files become stale)
+FORMAT = 2  # of the stored tables; raise when their layout or meaning changes (older files become stale)
 
 
 def foldable(model_config: dict) -> bool:
@@ -53,19 +55,41 @@ def foldable(model_config: dict) -> bool:
             in ("sinusoidal", "learned") and not model_config.get("norm_first", False))
 
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    """torch.nn.functional.layer_norm over the last axis (biased variance), float32."""
-    x = x - x.mean(-1, keepdims=True)
-    x *= 1 / np.sqrt((x * x).mean(-1, keepdims=True) + np.float32(eps))
-    x *= weight
-    x += bias
-    return x
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray,
+                col: np.ndarray) -> None:
+    """torch.nn.functional.layer_norm of x (r, d) over its last axis (biased variance) into out
+    (r, d), float32; x is overwritten, col (r, 1) is scratch."""
+    np.mean(x, axis=-1, keepdims=True, out=col)
+    np.subtract(x, col, out=out)
+    np.multiply(out, out, out=x)
+    np.mean(x, axis=-1, keepdims=True, out=col)
+    col += np.float32(eps)
+    np.sqrt(col, out=col)
+    np.divide(1, col, out=col)
+    out *= col
+    out *= weight
+    out += bias
+
+
+class _Workspace:
+    """One thread's buffers for a micro-batch of m windows. Made once: a fresh array per step
+    (several MB each) would be a fresh mapping of memory, faulted in page by page, and that took
+    longer than the arithmetic."""
+
+    def __init__(self, m: int, n: int, d: int, h: int, d_ff: int) -> None:
+        f32 = np.float32
+        self.y = np.empty((m, n, 4 * d), f32)
+        self.qkv = np.empty((m, n, 3 * d), f32)  # layers after the first
+        self.scores, self.row = np.empty((m, n, n), f32), np.empty((m, n, 1), f32)
+        self.head, self.attn = np.empty((m, n, d // h), f32), np.empty((m, n, d), f32)
+        self.x, self.sum, self.col = np.empty((m * n, d), f32), np.empty((m * n, d), f32), np.empty((m * n, 1), f32)
+        self.hidden = np.empty((m * n, d_ff), f32)
 
 
 class FoldedXVir:
     """logits float32 (B,) for tokens int (B, n_tokens), from the folded tables.
 
-    tables (float32): stats (V·n, 2), kmer (V, 4d), pos (n, 4d), centre (4d,), offset (4d,),
+    tables (float32): rstd (V·n,), kmer (V, 4d), pos (n, 4d), offset (4d,),
     head_w (n·d,), head_b (1,), and per layer i: `i.wo` (d, d), `i.w1` (d, f), `i.b1` (f,),
     `i.w2` (f, d), `i.b2` (d,), `i.norm1.weight`/`.bias`, `i.norm2.weight`/`.bias` (d,), and for
     i > 0 `i.bo` (d,), `i.wqkv` (d, 3d), `i.bqkv` (3d,) (Q's columns scaled by 1/sqrt(d_head)).
@@ -81,6 +105,7 @@ class FoldedXVir:
         self.positions = np.arange(self.n)
         self.threads = max(1, int(threads))
         self._pool: ThreadPoolExecutor | None = None
+        self._local = threading.local()
 
     def __call__(self, tokens: np.ndarray) -> np.ndarray:
         """tokens int (B, n_tokens) -> logits float32 (B,)."""
@@ -90,6 +115,8 @@ class FoldedXVir:
         if b == 0:
             return np.empty(0, np.float32)
         tokens = np.asarray(tokens, dtype=np.int64)
+        if tokens.shape[1] != self.n or tokens.min() < 0 or tokens.max() >= len(self.tables["kmer"]):
+            raise ValueError(f"tokens must be (B, {self.n}) k-mer ids below {len(self.tables['kmer'])}")
         pad = -b % MICRO
         if pad:
             tokens = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)])
@@ -112,44 +139,59 @@ class FoldedXVir:
                 list(self._pool.map(one, starts))
         return out[:b]
 
+    def _workspace(self) -> "_Workspace":
+        """This thread's buffers (made at its first micro-batch)."""
+        work = getattr(self._local, "work", None)
+        if work is None:
+            work = self._local.work = _Workspace(MICRO, self.n, self.d, self.h, self.tables["0.w1"].shape[1])
+        return work
+
     def _micro(self, tokens: np.ndarray) -> np.ndarray:
-        """tokens int64 (m, n) -> logits float32 (m,)."""
-        t, m, n, d = self.tables, tokens.shape[0], self.n, self.d
-        stats = t["stats"][(tokens * n + self.positions).reshape(-1)].reshape(m, n, 2)
-        y = t["kmer"][tokens.reshape(-1)].reshape(m, n, 4 * d)
+        """tokens int64 (MICRO, n) -> logits float32 (MICRO,)."""
+        t, w, m, n, d = self.tables, self._workspace(), tokens.shape[0], self.n, self.d
+        y = w.y  # (m, n, 4d): the embedding LayerNorm's output (+ out_proj bias) | Q, K, V
+        # mode="clip": __call__ checked the tokens, and "raise" would gather into a copy first
+        np.take(t["kmer"], tokens.reshape(-1), axis=0, out=y.reshape(m * n, 4 * d), mode="clip")
         y += t["pos"]
-        y -= stats[..., :1] * t["centre"]
-        y *= stats[..., 1:]
-        y += t["offset"]  # (m, n, 4d): the embedding LayerNorm's output (+ out_proj bias) | Q, K, V
-        x = y[..., :d].reshape(m * n, d)
+        y *= t["rstd"][(tokens * n + self.positions).reshape(-1)].reshape(m, n, 1)
+        y += t["offset"]
+        x = w.x
+        x.reshape(m, n, d)[...] = y[..., :d]
         qkv = y[..., d:]
         for i in range(self.n_layers):
             if i:
-                qkv = (x @ t[f"{i}.wqkv"] + t[f"{i}.bqkv"]).reshape(m, n, 3 * d)
-            x = self._layer(i, x, qkv, m)
+                np.matmul(x, t[f"{i}.wqkv"], out=w.qkv.reshape(m * n, 3 * d))
+                w.qkv += t[f"{i}.bqkv"]
+                qkv = w.qkv
+            self._layer(i, w, qkv)
         return x.reshape(m, n * d) @ t["head_w"] + t["head_b"]
 
-    def _layer(self, i: int, x: np.ndarray, qkv: np.ndarray, m: int) -> np.ndarray:
-        """Post-LN encoder layer i: x (m·n, d), qkv (m, n, 3d) -> (m·n, d)."""
-        t, n, d, dh = self.tables, self.n, self.d, self.d_head
-        attn = np.empty((m, n, d), np.float32)
+    def _layer(self, i: int, w: "_Workspace", qkv: np.ndarray) -> None:
+        """Post-LN encoder layer i on w.x (m·n, d), in place, given qkv (m, n, 3d)."""
+        t, d, dh = self.tables, self.d, self.d_head
+        scores, row = w.scores, w.row
         for j in range(self.h):
             q, k, v = (qkv[..., s * d + j * dh : s * d + (j + 1) * dh] for s in range(3))  # (m, n, dh) each
-            scores = q @ k.transpose(0, 2, 1)  # (m, n, n), Q already scaled
-            scores -= scores.max(-1, keepdims=True)
+            np.matmul(q, k.transpose(0, 2, 1), out=scores)  # (m, n, n), Q already scaled
+            np.max(scores, axis=-1, keepdims=True, out=row)
+            scores -= row
             np.exp(scores, out=scores)
-            scores /= scores.sum(-1, keepdims=True)
-            attn[..., j * dh : (j + 1) * dh] = scores @ v
-        x = x + attn.reshape(m * n, d) @ t[f"{i}.wo"]
+            np.sum(scores, axis=-1, keepdims=True, out=row)
+            # the softmax's division after the product with V: (m, n, dh) values to divide, not (m, n, n)
+            np.matmul(scores, v, out=w.head)
+            np.divide(w.head, row, out=w.attn[..., j * dh : (j + 1) * dh])
+        np.matmul(w.attn.reshape(-1, d), t[f"{i}.wo"], out=w.sum)
+        w.sum += w.x
         if i:
-            x += t[f"{i}.bo"]
-        x = _layer_norm(x, t[f"{i}.norm1.weight"], t[f"{i}.norm1.bias"], self.eps[i][0])
-        hidden = x @ t[f"{i}.w1"]
-        hidden += t[f"{i}.b1"]
-        np.maximum(hidden, 0, out=hidden)
-        x = x + hidden @ t[f"{i}.w2"]
-        x += t[f"{i}.b2"]
-        return _layer_norm(x, t[f"{i}.norm2.weight"], t[f"{i}.norm2.bias"], self.eps[i][1])
+            w.sum += t[f"{i}.bo"]
+        _layer_norm(w.sum, t[f"{i}.norm1.weight"], t[f"{i}.norm1.bias"], self.eps[i][0], w.x, w.col)
+        np.matmul(w.x, t[f"{i}.w1"], out=w.hidden)
+        w.hidden += t[f"{i}.b1"]
+        np.maximum(w.hidden, 0, out=w.hidden)
+        np.matmul(w.hidden, t[f"{i}.w2"], out=w.sum)
+        w.sum += w.x
+        w.sum += t[f"{i}.b2"]
+        _layer_norm(w.sum, t[f"{i}.norm2.weight"], t[f"{i}.norm2.bias"], self.eps[i][1], w.x, w.col)
 
     def close(self) -> None:
         if self._pool is not None:
