@@ -143,26 +143,22 @@ def test_index_model_writes_checks_and_refuses_a_folder_without_an_index(folder,
 
 
 def test_the_prebuilt_panel_index_places_reads_as_the_built_one(folder, tmp_path, monkeypatch):
-    """minimap2's index of the references, stored with the prebuilt indexes (PANEL_INDEX), is the one
-    the panel would build: the same placements, piece for piece; a manifest naming a missing one is damaged."""
-    from genointerp.viral.model_files import PANEL_INDEX
-    from genointerp.viral.typing.placement import ViralPanel
+    """minimap2's index of the references, stored in the prebuilt index folder (store_panel_index),
+    is the one the panel would build: the same placements, piece for piece."""
+    from genointerp.viral.typing.placement import PANEL_INDEX, ViralPanel, store_panel_index
 
     monkeypatch.setenv(CACHE_ENV, "off")
     m, config = _copy(folder, tmp_path)
     genomes = [seq for _, seq in read_reference(str(DATA / "hpv4.fa"))]
     pieces = [g[i : i + 150] for g in genomes for i in range(0, len(g) - 150, 997)]
     built_kmer = load_indexes(m, config, lambda message: None)[0]
-    assert built_kmer.prebuilt is None
+    assert built_kmer.prebuilt is None and store_panel_index(m, built_kmer) is None  # nowhere to store it
     built = ViralPanel(m, [], lambda message: None, best_n=64, index=built_kmer)
     write_folder_index(m, config)
-    assert (m / INDEX_DIR / PANEL_INDEX).is_file()
     kmer = load_indexes(m, config, lambda message: None)[0]
-    assert kmer.prebuilt == m / INDEX_DIR
+    assert kmer.prebuilt == m / INDEX_DIR and not (m / INDEX_DIR / PANEL_INDEX).exists()
+    assert store_panel_index(m, kmer) == m / INDEX_DIR / PANEL_INDEX
+    assert sorted(p.name for p in (m / INDEX_DIR).iterdir() if p.name.startswith(".")) == []
     loaded = ViralPanel(m, [], lambda message: None, best_n=64, index=kmer)
     assert loaded.place(pieces) == built.place(pieces) and sum(p is not None for p in built.place(pieces)) > 20
     assert [loaded.place_all(p, 50) for p in pieces] == [built.place_all(p, 50) for p in pieces]
-    (m / INDEX_DIR / PANEL_INDEX).unlink()
-    lines = []
-    assert load_indexes(m, config, lines.append)[0].prebuilt is None
-    assert f"damaged (no {PANEL_INDEX})" in lines[0]

@@ -233,7 +233,7 @@ def test_the_hostile_arithmetic_changes_a_score_with_its_place(reads):
 def test_block_rows_never_mix_blocks_in_a_pass():
     import numpy as np
 
-    from genointerp.viral.classify.blocks import block_rows
+    from genointerp.viral.classify.blocks import block_rows, pass_keys
     from genointerp.viral.classify.job import BATCH
     from genointerp.models.xvir_folded import MICRO
 
@@ -247,6 +247,8 @@ def test_block_rows_never_mix_blocks_in_a_pass():
         assert len(set(window_read[rows[p:p + PASS]] // BLOCK)) == 1
     assert where[0] == 0 and where[5] == PASS  # block 2's first window opens the second pass
     assert block_rows(np.empty(0, np.int64))[0].size == 0
+    # each pass's key: its block, plus its rank among the block's passes (the GPU's slot in a call)
+    assert pass_keys(window_read).tolist() == [0, 2, 3] and pass_keys(np.empty(0, np.int64)).size == 0
 
 
 def test_merge_refuses_chunks_split_another_way(four_chunks, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from contextlib import contextmanager
@@ -122,7 +123,8 @@ def _option_first(exc) -> str:
         return exc.format_message()
     hint = exc.param_hint
     if hint is None and exc.param is not None:
-        hint = exc.param.get_error_hint()
+        get_hint = exc.param.get_error_hint  # takes the context in click and in typer's releases but 0.29's
+        hint = get_hint(exc.ctx) if "ctx" in inspect.signature(get_hint).parameters else get_hint()
     if hint is None:
         return exc.format_message()
     if not isinstance(hint, str):

@@ -9,7 +9,7 @@ every kind of model) that may also carry its viral evidence:
 - DESCRIPTIONS_FILE (optional): descriptions of references whose FASTA headers carry names only;
 - TAXIDS_FILE (optional): the types' NCBI taxids, for the Kraken-style report;
 - INDEX_DIR: the indexes prebuilt, arrays beside their MANIFEST (genointerp.viral.evidence.prebuilt),
-  and minimap2's index of the references (PANEL_INDEX, genointerp.viral.typing.placement);
+  and minimap2's index of the references (genointerp.viral.typing.placement.panel_index_name);
 - FOLDED_FILE: the model's folded inference tables, so that it runs without torch
   (genointerp.viral.folded_model).
 config.json's KMER_KEY and PROTEIN_KEY entries say how the indexes are built, and the RULE_KEY entry of
@@ -19,7 +19,7 @@ its "calling" section holds the calling rule (genointerp.viral.classify.calling)
 from genointerp.model_folder import CONFIG, WEIGHTS
 
 __all__ = ["CONFIG", "WEIGHTS", "REFS_FILE", "KMER_EXCLUDED_FILE", "PROTEIN_EXCLUDED_FILE", "DESCRIPTIONS_FILE",
-           "TAXIDS_FILE", "INDEX_DIR", "FOLDED_FILE", "MANIFEST", "PANEL_INDEX", "KMER_KEY", "PROTEIN_KEY", "RULE_KEY"]
+           "TAXIDS_FILE", "INDEX_DIR", "FOLDED_FILE", "MANIFEST", "KMER_KEY", "PROTEIN_KEY", "RULE_KEY"]
 
 REFS_FILE = "kmer_refs.fa.gz"
 KMER_EXCLUDED_FILE = "kmer_excluded.txt.gz"
@@ -29,7 +29,6 @@ TAXIDS_FILE = "taxids.tsv"
 INDEX_DIR = "index"  # the prebuilt indexes
 FOLDED_FILE = "xvir_folded.safetensors"  # beside WEIGHTS, folded from them
 MANIFEST = "manifest.json"  # in INDEX_DIR (and in each cached index)
-PANEL_INDEX = "panel.mmi"  # beside it: minimap2's index of REFS_FILE, as typing places reads on them
 KMER_KEY = "kmer_index"
 PROTEIN_KEY = "protein_index"
 RULE_KEY = "score_rule"  # in config.json "calling"

@@ -49,3 +49,16 @@ def block_rows(window_read: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = np.repeat(first_window, padded)  # every row starts as its block's first window...
     rows[where] = np.arange(window_read.size)  # ...and the real windows take their places
     return rows, where
+
+
+def pass_keys(window_read: np.ndarray) -> np.ndarray:
+    """Each pass's key, int64 (R / PASS,) for block_rows' rows of the same window_read: its block's
+    index (within the batch) plus its rank among that block's passes. A pass's key, offset by the
+    batch's first block in the input, is the same in every run (genointerp.viral.classify.model_process
+    puts a pass in a fixed place of a GPU call by it)."""
+    if window_read.size == 0:
+        return np.empty(0, np.int64)
+    counts = np.bincount(window_read // BLOCK)
+    passes = -(-counts // PASS)  # (n_blocks,)
+    first = np.cumsum(passes) - passes
+    return np.repeat(np.arange(counts.size), passes) + np.arange(passes.sum()) - np.repeat(first, passes)

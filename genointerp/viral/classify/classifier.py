@@ -13,6 +13,7 @@ from genointerp.errors import InputError
 from genointerp.model_folder import check_calling, read_model_config
 from genointerp.seq.joined import encode_joined
 from genointerp.viral.classify.batch_work import BatchEvidence
+from genointerp.viral.classify.blocks import BLOCK
 from genointerp.viral.classify.calling import CallingRule, rule_of
 from genointerp.viral.classify.model_process import ModelProcess
 from genointerp.viral.classify.request import ClassifyRequest
@@ -111,20 +112,26 @@ class PendingCalls:
         return self.finish(self.scores.result() if self.scores is not None else None)
 
 
-def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, BatchEvidence | None], PendingCalls]:
+def batch_classifier(clf: Classifier, req: ClassifyRequest,
+                     first_read: int = 0) -> Callable[[list, BatchEvidence | None], PendingCalls]:
     """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
     the input stream, and its evidence (None without an index; genointerp.viral.classify.batch_work), to
-    its PendingCalls: the windows the model must score are handed to the model process at once."""
+    its PendingCalls: the windows the model must score are handed to the model process at once.
+    Batches come in input order, the first one at read `first_read` of the input (a chunk's start),
+    so that each pass's key (genointerp.viral.classify.blocks.pass_keys) counts blocks from the input's start."""
     L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
     has_unknown = clf.config["model"]["vocab_size"] > 4**k
     runs_model = clf.evidence != "kmer"
+    assert first_read % BLOCK == 0, "chunks start on a block boundary"
+    seen = [first_read]  # reads before the next batch
 
     def scored(batch: list, which: np.ndarray | None, then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
         """The model's p_viral and statuses of reads `which` (None: all) handed to `then`."""
         windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, has_unknown, which)
         if not windows.where.size:
             return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
-        return PendingCalls(lambda rows: then(*window_scores(windows, rows)), clf.model.submit(windows.tokens))
+        keys = windows.keys + (seen[0] - len(batch)) // BLOCK
+        return PendingCalls(lambda rows: then(*window_scores(windows, rows)), clf.model.submit(windows.tokens, keys))
 
     def model_alone(batch: list, hits, bits, typed: dict) -> PendingCalls:
         def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:
@@ -137,6 +144,7 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest) -> Callable[[list, B
         return scored(batch, None, then)
 
     def classify(batch: list, seeds: BatchEvidence | None) -> PendingCalls:
+        seen[0] += len(batch)
         if seeds is None:
             return model_alone(batch, None, None, {})
         bits = seeds.bits

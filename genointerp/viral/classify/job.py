@@ -161,7 +161,6 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
     counts: Counter = Counter()
     evidence_counts: Counter = Counter()
     total = called = model_reads = 0
-    classify = batch_classifier(clf, req)
     it = records(req, one_format=viral_out is not None)
     ids = hashlib.sha256() if chunk else None  # the chunk's read names, for merge-calls to pair files
     if chunk:
@@ -171,6 +170,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
         start, stop = chunk_range(part, parts, n_input)
         report.log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
         it = islice(it, start, stop)
+    classify = batch_classifier(clf, req, start if chunk else 0)
     out.write(HEADER.encode())
     batches = iter(lambda: list(islice(it, BATCH)), [])
     with report.progress("classifying reads", None) as advance:

@@ -43,11 +43,15 @@ from genointerp.viral.folded_model import stored_folded
 GPU_PASSES = 64  # passes per CUDA call: 1,024 windows, about 70 GFLOP (a few ms on a current GPU)
 
 
-def folded_scorer(engine: FoldedXVir) -> Callable[[np.ndarray], np.ndarray]:
-    """The folded form's scorer: windows (R, n_tokens), R a multiple of PASS, -> P(viral) float64 (R,)."""
+Scorer = Callable[..., np.ndarray]  # (tokens (R, n_tokens), keys (R / PASS,) or None) -> P(viral) float64 (R,)
+
+
+def folded_scorer(engine: FoldedXVir) -> Scorer:
+    """The folded form's scorer: windows (R, n_tokens), R a multiple of PASS, -> P(viral) float64
+    (R,); a micro-batch is a pass, so the passes' keys are not needed."""
     assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
 
-    def score(tokens: np.ndarray) -> np.ndarray:
+    def score(tokens: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
         logits = engine(tokens).astype(np.float64).reshape(-1, PASS)
         # The sigmoid pass by pass: a vectorised loop computes the elements past its last whole
         # vector by another path, so over the whole array a logit's place would count.
@@ -57,10 +61,11 @@ def folded_scorer(engine: FoldedXVir) -> Callable[[np.ndarray], np.ndarray]:
     return score
 
 
-def scorer(model, device: str, precision: str, threads: int = 1) -> Callable[[np.ndarray], np.ndarray]:
-    """A function from token windows (R, n_tokens), R a multiple of PASS, to P(viral) float64 (R,),
-    computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.classify.blocks
-    lays windows out so that those passes are the same in every run.
+def scorer(model, device: str, precision: str, threads: int = 1) -> Scorer:
+    """A function from token windows (R, n_tokens), R a multiple of PASS, and the passes' keys
+    (int (R / PASS,), genointerp.viral.classify.blocks.pass_keys; None: 0, 1, ...), to P(viral)
+    float64 (R,), computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...:
+    genointerp.viral.classify.blocks lays windows out so that those passes are the same in every run.
 
     In float32 on CPU, an XVir of the paper's family runs in its folded form (numpy, micro-batches of
     PASS windows on `threads` threads: genointerp.models.xvir_folded); otherwise the module runs in
@@ -73,29 +78,35 @@ def scorer(model, device: str, precision: str, threads: int = 1) -> Callable[[np
         return folded_scorer(fold(model, threads))
     if device.startswith("cuda"):
         return gpu_scorer(model, device, precision)
-    return lambda tokens: predict_proba(model, tokens, device, precision, PASS)
+    return lambda tokens, keys=None: predict_proba(model, tokens, device, precision, PASS)
 
 
-def gpu_scorer(model, device: str, precision: str) -> Callable[[np.ndarray], np.ndarray]:
-    """scorer's CUDA form: passes go to the GPU GPU_PASSES at a time, in calls of one fixed shape.
+def gpu_scorer(model, device: str, precision: str) -> Scorer:
+    """scorer's CUDA form: passes go to the GPU GPU_PASSES at a time, each in a fixed place.
 
     One pass per call, as on CPU, left the GPU idle between launches (a 16-window pass is a few
-    microseconds of its arithmetic). Every call has GPU_PASSES x PASS windows (the last call
-    padded with copies of the first pass), so the kernels chosen for a shape are always the same;
-    each output row of those kernels (GEMM tiles over whole rows: 145 tokens x 1,024 windows fill
-    every tile; per-row softmax, LayerNorm and attention per window) is computed from its own
-    inputs by the same instructions wherever it sits, so a window's P(viral) does not depend on
-    which passes share its call. tests/test_gpu_scoring.py checks that on a GPU.
+    microseconds of its arithmetic: 41,000 windows/s on an H200, 258,000 in calls of 64 passes).
+    Every call has GPU_PASSES slots of PASS windows, and a pass always takes slot key % GPU_PASSES
+    (its key, genointerp.viral.classify.blocks.pass_keys, is the same in every run); two passes
+    of one slot go to separate calls, and empty slots repeat the first pass. So a window is scored
+    in a call of one shape, at one row, in every run: the same bits by design, whatever the
+    kernels do with a row's place (tests/hostile.py) and whichever passes share its call.
     """
     from genointerp.runtime import predict_proba
 
-    def score(tokens: np.ndarray) -> np.ndarray:
-        rows = len(tokens)
-        call = PASS * GPU_PASSES
-        pad = -rows % call
-        if pad:
-            tokens = np.concatenate([tokens, np.resize(tokens[:PASS], (pad, tokens.shape[1]))])
-        return predict_proba(model, tokens, device, precision, call)[:rows]
+    def score(tokens: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
+        passes = len(tokens) // PASS
+        slots = (np.arange(passes) if keys is None else np.asarray(keys, np.int64)) % GPU_PASSES
+        # each pass's call: how many earlier passes took its slot
+        order = np.argsort(slots, kind="stable")
+        group = np.searchsorted(slots[order], slots[order])  # where each sorted slot's run starts
+        call = np.empty(passes, np.int64)
+        call[order] = np.arange(passes) - group
+        calls = int(call.max()) + 1 if passes else 0
+        grid = np.broadcast_to(tokens[:PASS], (calls, GPU_PASSES, PASS, tokens.shape[1])).copy()
+        grid[call, slots] = tokens.reshape(passes, PASS, -1)
+        p = predict_proba(model, grid.reshape(-1, tokens.shape[1]), device, precision, GPU_PASSES * PASS)
+        return p.reshape(calls, GPU_PASSES, PASS)[call, slots].reshape(-1)
 
     return score
 
@@ -103,7 +114,7 @@ def gpu_scorer(model, device: str, precision: str) -> Callable[[np.ndarray], np.
 _SCORER: Callable | BaseException | None = None  # the model process's, or what stopped it loading
 
 
-def _scorer_here(path: str, device: str, precision: str, threads: int) -> Callable[[np.ndarray], np.ndarray]:
+def _scorer_here(path: str, device: str, precision: str, threads: int) -> Scorer:
     """The model folder's scorer, loaded in this process: on CPU in float32 from the folder's stored
     folded tables where they are current (torch is not imported), else from its weights."""
     if device == "cpu" and precision == "32":
@@ -130,10 +141,10 @@ def _load(path: str, device: str, precision: str, threads: int) -> None:
         _SCORER = exc
 
 
-def _score(tokens: np.ndarray) -> np.ndarray:
+def _score(tokens: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
     if isinstance(_SCORER, BaseException):
         raise _SCORER
-    return _SCORER(tokens)
+    return _SCORER(tokens, keys)
 
 
 class _Pending:
@@ -168,7 +179,7 @@ class ModelProcess:
         self.args = (path, device, precision, threads)
         self.here = self.HERE if here is None else here
         self._pool = None
-        self._here: Callable | None = None
+        self._here: Scorer | None = None
 
     def start(self) -> None:
         if self._pool is not None or self._here is not None:
@@ -180,11 +191,12 @@ class ModelProcess:
                                              initargs=self.args)
             start_processes(self._pool)  # the process starts (and imports torch) now, not at the first batch
 
-    def submit(self, tokens: np.ndarray):
+    def submit(self, tokens: np.ndarray, keys: np.ndarray | None = None):
+        """P(viral) of token windows (R, n_tokens) laid out in passes with their keys (see scorer), pending."""
         self.start()
         if self._here is not None:
-            return Done(self._here(tokens))
-        return _Pending(self._pool.submit(_score, tokens))
+            return Done(self._here(tokens, keys))
+        return _Pending(self._pool.submit(_score, tokens, keys))
 
     def close(self) -> None:
         """End the process at once (nothing it holds needs finishing)."""

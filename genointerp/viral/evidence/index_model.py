@@ -20,9 +20,10 @@ from genointerp.model_folder import read_model_config
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.models.xvir_folded import foldable
-from genointerp.viral.evidence.prebuilt import current, write_folder_index
+from genointerp.viral.evidence.prebuilt import current, load_indexes, write_folder_index
 from genointerp.viral.folded_model import folded_problem, write_folded
 from genointerp.viral.model_files import INDEX_DIR
+from genointerp.viral.typing.placement import PANEL_INDEX, store_panel_index
 
 
 @dataclass
@@ -47,10 +48,10 @@ def _state(problem: str | None) -> str:
 
 
 def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
-    """Write (or with check_only, check) the folder's prebuilt index and folded model tables;
-    returns {"folder", "index": the index's path, "state": "current" | "written" | "stale" |
-    "missing"} (stale or missing: the index or the tables, whichever is not current). Both are
-    written beside and renamed into place, so no AtomicOutputs is needed."""
+    """Write (or with check_only, check) the folder's prebuilt index (with minimap2's index of the
+    references in it) and folded model tables; returns {"folder", "index": the index's path,
+    "state": "current" | "written" | "stale" | "missing"} (stale or missing: whichever part is
+    not current). Each is written beside and renamed into place, so no AtomicOutputs is needed."""
     folder = Path(req.model_folder())
     config = read_model_config(folder, expect="xvir")
     index = current(folder, config)
@@ -58,17 +59,20 @@ def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dic
     if index is None and not foldable(config.get("model", {})):
         raise InputError(f"{folder}: this model has no viral index (config.json 'kmer_index') and does not fold; "
                          "nothing to prebuild")
+    panel = index is not None and (folder / INDEX_DIR / PANEL_INDEX).is_file()
     states = [_state(folded)]
     if index is not None:
-        states.append("current" if index else "stale" if (folder / INDEX_DIR).exists() else "missing")
+        states.append("current" if index and panel else "stale" if (folder / INDEX_DIR).exists() else "missing")
     state = "current" if set(states) == {"current"} else "stale" if "stale" in states else "missing"
     result = {"folder": str(folder), "index": str(folder / INDEX_DIR), "state": state}
     if state == "current" or req.check_only:
         return result
     try:
-        if index is False:
+        if index is False or (index and not panel):
             began = time.perf_counter()
-            write_folder_index(folder, config)
+            if index is False:
+                write_folder_index(folder, config)
+            store_panel_index(folder, load_indexes(folder, config, report.log)[0])
             report.log(f"{folder / INDEX_DIR}: written in {time.perf_counter() - began:.1f} s")
         if folded is not None:
             began = time.perf_counter()

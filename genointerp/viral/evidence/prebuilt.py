@@ -5,9 +5,10 @@ built-in model (six-frame translation of every reference, sorting some five mill
 run on one read needs milliseconds. So the arrays are written once, as numpy `.npy` files that
 load by memory-mapping: a run reads only the pages it touches, from disk or the page cache, and
 the processes of one machine (classify-reads' workers, parallel pipeline jobs) share them.
-minimap2's index of the references, which typing places the reads called viral on, is stored
-beside them (PANEL_INDEX, genointerp.viral.typing.placement): each worker that types reads loads
-it in about 0.05 s instead of building it in about 0.45 s.
+A folder's own prebuilt index also holds minimap2's index of the references, which typing places
+the reads called viral on (genointerp.viral.typing.placement.store_panel_index, written after
+the arrays by index-model and train-xvir): each process that types reads loads it in about 0.05 s
+instead of building it in about 0.45 s.
 
 Where they are looked for, in order:
   1. `<model folder>/index/`: train-xvir writes it with the folder; `genointerp index-model
@@ -44,9 +45,9 @@ from genointerp.interrupts import on_abandon
 from genointerp.viral.evidence.seeds import IndexSource, KmerIndex, build_from, index_source
 from genointerp.viral.evidence.extension import ReferenceProteins
 from genointerp.viral.evidence.protein import ProteinIndex, build_protein_from, protein_source
-from genointerp.viral.model_files import DESCRIPTIONS_FILE, INDEX_DIR, KMER_KEY, MANIFEST, PANEL_INDEX, PROTEIN_KEY
+from genointerp.viral.model_files import DESCRIPTIONS_FILE, INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
 
-FORMAT = 3  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller filters; 3: PANEL_INDEX)
+FORMAT = 3  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller filters; 3: the digest covers the descriptions)
 CACHE_ENV = "GENOINTERP_CACHE"
 _KMER = ("kmer_ids", "kmer_labels", "kmer_filter")
 _PROTEIN = ("protein_ids", "protein_labels", "protein_filter", "protein_residues", "protein_start", "protein_places")
@@ -117,8 +118,7 @@ def load_indexes(folder: str | Path, config: dict, log: Callable[[str], None],
             f"`genointerp index-model {folder}` stores one in the folder so runs start at once")
     if cached is not None:
         try:
-            save(cached, digest, kmer, prot, panel=folder)
-            kmer.prebuilt = cached
+            save(cached, digest, kmer, prot)
             note = f"{folder}: no prebuilt index, built it in {time.perf_counter() - began:.1f} s and cached it in {cached}"
         except OSError as exc:
             note += f" (the cache {root} cannot be written: {exc.strerror or exc})"
@@ -148,31 +148,24 @@ def write_folder_index(folder: str | Path, config: dict) -> Path | None:
     source, protein, digest = sources
     target = folder / INDEX_DIR
     save(target, digest, build_from(source), build_protein_from(protein) if protein is not None else None,
-         replace=True, panel=folder)
+         replace=True)
     return target
 
 
-def save(target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool = False,
-         panel: Path | None = None) -> None:
+def save(target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool = False) -> None:
     """Write the indexes' arrays and manifest into a new folder beside `target`, then rename it to
-    `target`: readers see a whole index or none. With `panel` (the model folder), minimap2's
-    index of its references goes there too (PANEL_INDEX). Where another process got there first
-    (a shared cache), its index is kept; with `replace`, an existing `target` is replaced."""
+    `target`: readers see a whole index or none. Where another process got there first (a shared
+    cache), its index is kept; with `replace`, an existing `target` is replaced."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     # removed however the run ends: here, or by the signal watchdog if it must end the run itself
     with on_abandon(lambda: shutil.rmtree(tmp, ignore_errors=True)):
-        _write(tmp, target, digest, kmer, protein, replace, panel)
+        _write(tmp, target, digest, kmer, protein, replace)
 
 
-def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool,
-           panel: Path | None) -> None:
-    """save's work: the arrays, the panel's index and the manifest into `tmp`, then `tmp` renamed to `target`."""
+def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool) -> None:
+    """save's work: the arrays and manifest into `tmp`, then `tmp` renamed to `target`."""
     try:
-        if panel is not None:
-            from genointerp.viral.typing.placement import ViralPanel  # the typing stage imports this module
-
-            ViralPanel(panel, [], lambda message: None, index=kmer, index_out=tmp / PANEL_INDEX).close()
         arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table}
         if protein is not None:
             table = protein.proteins
@@ -182,8 +175,7 @@ def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: Prote
                           protein_residues=table.residues, protein_start=table.start, protein_places=table.places)
         for name, array in arrays.items():
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-        manifest = {"format": FORMAT, "digest": digest, "panel": PANEL_INDEX if panel is not None else None,
-                    "kmer_viruses": list(kmer.viruses),
+        manifest = {"format": FORMAT, "digest": digest, "kmer_viruses": list(kmer.viruses),
                     "protein_viruses": list(protein.viruses) if protein is not None else None,
                     "arrays": {name: [str(a.dtype), list(a.shape)] for name, a in arrays.items()}}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -225,11 +217,8 @@ def _open(where: Path, digest: str, source: IndexSource, protein: IndexSource | 
                 return f"damaged ({name}.npy is not what the manifest says)"
         if arrays["kmer_ids"].size != source.expected:
             return f"damaged (it holds {arrays['kmer_ids'].size:,} seeds, config.json says {source.expected:,})"
-        panel = manifest.get("panel")
-        if panel is not None and not (where / panel).is_file():
-            return f"damaged (no {panel})"
         kmer = KmerIndex(arrays["kmer_ids"], source.settings, arrays["kmer_labels"],
-                         tuple(manifest["kmer_viruses"]), arrays["kmer_filter"], where if panel else None)
+                         tuple(manifest["kmer_viruses"]), arrays["kmer_filter"], where)
         if protein is None:
             return kmer, None
         if arrays["protein_ids"].size != protein.expected:

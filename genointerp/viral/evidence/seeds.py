@@ -209,7 +209,7 @@ class KmerIndex:
     labels: np.ndarray | None = None  # uint8 (n,): each seed's virus, a code into `viruses` (or AMBIGUOUS)
     viruses: tuple[str, ...] = ()
     table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.evidence.prebuilt)
-    # the prebuilt index's folder, which also holds minimap2's index of the references (PANEL_INDEX)
+    # the prebuilt index's folder, where minimap2's index of the references may be (genointerp.viral.typing.placement)
     prebuilt: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

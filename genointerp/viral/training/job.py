@@ -27,8 +27,9 @@ from genointerp.train.loop import TrainSettings
 from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr, threshold_at_fpr
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import CODON_SEED, KmerIndex, KmerSettings, build_index, load_index
-from genointerp.viral.evidence.prebuilt import write_folder_index
+from genointerp.viral.evidence.prebuilt import load_indexes, write_folder_index
 from genointerp.viral.folded_model import write_folded
+from genointerp.viral.typing.placement import store_panel_index
 from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
 from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE, RULE_KEY
 from genointerp.viral.training.fresh import FreshReads, FreshReadTask, ReadSimulator
@@ -392,4 +393,5 @@ def train(plan: TrainPlan, settings: TrainSettings, folder: Path, output: str, r
         # prebuilt for the folder's users (genointerp.viral.evidence.prebuilt), from the entries as config.json will hold them
         entries = json.loads(json.dumps({KMER_KEY: job.index_entry, PROTEIN_KEY: job.protein_entry}))
         write_folder_index(folder, entries)
+        store_panel_index(folder, load_indexes(folder, entries, report.log)[0])
     return run_training(job, settings, folder, output, resume, report)

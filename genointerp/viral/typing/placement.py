@@ -34,7 +34,7 @@ from genointerp.io.sequences import read_reference
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
-from genointerp.viral.model_files import CONFIG, DESCRIPTIONS_FILE, PANEL_INDEX, REFS_FILE
+from genointerp.viral.model_files import CONFIG, DESCRIPTIONS_FILE, REFS_FILE
 from genointerp.viral.panel import ViralName, name_reference
 from genointerp.viral.evidence.prebuilt import load_indexes
 
@@ -45,6 +45,9 @@ MIN_EXTRA_IDENTITY = 0.9  # on added references (no seed index to vouch for the 
 # sensitive placement on the seed-vetted panel: 11-mer minimizers in windows of 3
 _SENSITIVE = dict(preset="sr", k=11, w=3, min_chain_score=15, min_dp_score=20, best_n=5)
 _PLAIN = dict(preset="sr", best_n=5)
+# minimap2's index of a model folder's references, in its prebuilt index folder: the name holds
+# what the index depends on beyond the references (which the prebuilt folder's digest covers)
+PANEL_INDEX = f"panel.k{_SENSITIVE['k']}.w{_SENSITIVE['w']}.wrap{WRAP}.mmi"
 
 
 @dataclass(frozen=True)
@@ -110,11 +113,13 @@ class ViralPanel:
         """The panel of the model folder's references (and `extra` FASTA files). minimap2's index
         of the folder's references is read from the prebuilt index folder where that has one
         (PANEL_INDEX: about 0.05 s, against about 0.45 s to build it for the built-in model),
-        else built; `index_out` stores the one built there (genointerp.viral.evidence.prebuilt)."""
+        else built; `index_out` stores the one built there (store_panel_index)."""
         model_dir = Path(model_dir)
-        config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
-                                  "a model configuration")
-        self.index = index if index is not None else load_indexes(model_dir, config, log)[0]
+        if index is None:  # (train-xvir stores the panel's index before the folder has its config.json)
+            config = read_json_object(model_dir / CONFIG, f"{model_dir}: no {CONFIG}; not a genointerp model directory",
+                                      "a model configuration")
+            index = load_indexes(model_dir, config, log)[0]
+        self.index = index
         if self.index is None:
             raise InputError(f"{model_dir}: the model has no viral references (config.json has no k-mer index); "
                              "find-integrations places reads on them (train-xvir --viral)")
@@ -270,3 +275,20 @@ def entropy_ok(seq: str, min_bits: float = 1.5) -> bool:
     codes = encode(seq)
     codes = codes[codes < 4]
     return codes.size > 0 and float(window_entropy(codes, codes.size, 4)[0]) >= min_bits
+
+
+def store_panel_index(model_dir: str | Path, index) -> Path | None:
+    """Store minimap2's index of the folder's references in its prebuilt index folder (`index`, the
+    folder's KmerIndex loaded from there), written beside and renamed: ViralPanel then loads it
+    instead of building it. Returns its path (None: `index` was not loaded from a prebuilt folder)."""
+    if index.prebuilt is None:
+        return None
+    target = Path(index.prebuilt) / PANEL_INDEX
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    try:
+        ViralPanel(model_dir, [], lambda message: None, index=index, index_out=tmp).close()
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return target
