@@ -191,14 +191,16 @@ def gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
-def scaling_runs(threads: list[int], devices: list[str]) -> list[tuple[str, int, bool]]:
-    """(device, threads, --model-all) of each scaling run: the CPU at every thread count and with
-    --model-all at the largest; the GPU at the largest, at the default and with --model-all."""
+def scaling_runs(threads: list[int], devices: list[str], model_all: list[str]) -> list[tuple[str, int, bool]]:
+    """(device, threads, --model-all) of each scaling run: the CPU at every thread count and the
+    GPU at the largest, at the default; and with --model-all at the largest, on the devices of
+    `model_all`."""
     top = max(threads)
-    runs = ([("cpu", t, False) for t in threads] + [("cpu", top, True)]) if "cpu" in devices else []
+    runs = ([("cpu", t, False) for t in threads] + ([("cpu", top, True)] if "cpu" in model_all else [])
+            if "cpu" in devices else [])
     if "cuda" in devices:
         if gpu_available():
-            runs += [("cuda", top, False), ("cuda", top, True)]
+            runs += [("cuda", top, False)] + ([("cuda", top, True)] if "cuda" in model_all else [])
         else:
             print("cuda: torch sees no GPU here (or is not installed); its runs are skipped", flush=True)
     return runs
@@ -245,7 +247,8 @@ def kraken_row(fq: Path, db: Path, threads: int, n: int, repeats: int) -> dict:
     return {"kraken2 reads/s": f"{n / secs:,.0f}", "kraken2 peak MB": f"{rss:.0f}"}
 
 
-def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], db: Path | None, repeats: int) -> None:
+def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_all: list[str], db: Path | None,
+            repeats: int) -> None:
     """classify-reads (and kraken2 unless `db` is None) on `fq` at each run of `scaling_runs`; a
     row printed as each ends (a run that fails is reported and skipped), then the table and the
     byte checks; exits 1 if the default CPU runs' calls differ."""
@@ -253,19 +256,19 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], db: Pat
         n = sum(1 for _ in fh) // 4
     print(f"scaling on {fq} ({n:,} reads), best of {repeats}", flush=True)
     rows, tsvs, base_secs = [], {}, None
-    for device, t, model_all in scaling_runs(threads, devices):
-        tsv = out / f"scale_{device}_t{t}{'_all' if model_all else ''}.tsv"
+    for device, t, all_reads in scaling_runs(threads, devices, model_all):
+        tsv = out / f"scale_{device}_t{t}{'_all' if all_reads else ''}.tsv"
         try:
-            secs, rss = best(classify_cmd(fq, tsv, t, "--device", device, *(["--model-all"] if model_all else [])), repeats)
+            secs, rss = best(classify_cmd(fq, tsv, t, "--device", device, *(["--model-all"] if all_reads else [])), repeats)
         except SystemExit as failed:  # one failed run (a GPU's, say) does not lose the others
-            print(f"{run_label(device, t, model_all)}: {failed}", flush=True)
+            print(f"{run_label(device, t, all_reads)}: {failed}", flush=True)
             continue
-        tsvs[(device, t, model_all)] = tsv
+        tsvs[(device, t, all_reads)] = tsv
         base_secs = base_secs or secs
-        row = {"run": run_label(device, t, model_all), "reads/s": f"{n / secs:,.0f}", "seconds": f"{secs:.1f}",
+        row = {"run": run_label(device, t, all_reads), "reads/s": f"{n / secs:,.0f}", "seconds": f"{secs:.1f}",
                "peak MB": f"{rss:.0f}", "speed-up": f"{base_secs / secs:.2f}x"}
         if db is not None:
-            kraken = (device, model_all) == ("cpu", False)
+            kraken = (device, all_reads) == ("cpu", False)
             row |= kraken_row(fq, db, t, n, repeats) if kraken else {"kraken2 reads/s": "-", "kraken2 peak MB": "-"}
         print("  ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
         rows.append(row)
@@ -288,6 +291,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--fastq", help="--scaling: this gzipped FASTQ instead of the tumour-like ART reads")
     ap.add_argument("--threads-list", default="1,2,4,8,16", help="--scaling: the thread counts, comma-separated")
     ap.add_argument("--devices", default="cpu,cuda", help="--scaling: cpu and/or cuda, comma-separated")
+    ap.add_argument("--model-all-on", default="cpu,cuda", help="--scaling: the devices that also run --model-all")
     ap.add_argument("--no-kraken", action="store_true", help="--scaling: without kraken2")
     return ap.parse_args()
 
@@ -297,7 +301,8 @@ def scaling_main(args: argparse.Namespace, shared: Path, out: Path) -> None:
             *(["art_illumina", "samtools"] if not args.fastq else []))
     fq = Path(args.fastq) if args.fastq else make_reads(shared, out, args.reads)["tumour"]
     db = None if args.no_kraken else kraken_database(shared, out)
-    scaling(fq, out, sorted({int(t) for t in args.threads_list.split(",")}), args.devices.split(","), db, args.repeats)
+    scaling(fq, out, sorted({int(t) for t in args.threads_list.split(",")}), args.devices.split(","),
+            args.model_all_on.split(","), db, args.repeats)
 
 
 def main() -> None:
