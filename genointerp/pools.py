@@ -6,7 +6,7 @@ above all, stay shared between the parent and every worker. A batch travels to a
 and its answer back. The parent keeps up to 2 N batches in flight and takes the answers in the
 order it submitted them, so a job writes its output as it is made and its memory stays flat in
 the number of batches; while the answer it needs next is not ready, the parent works on a batch
-no worker has started yet (OrderedPool.map). A worker that dies (the kernel's OOM killer, a crash in a library) ends
+it has read ahead and not handed out (OrderedPool.map). A worker that dies (the kernel's OOM killer, a crash in a library) ends
 the job with one error line, never a job that waits for ever (concurrent.futures' pool knows
 its workers died; multiprocessing.Pool would fork a new one and lose the batch).
 
@@ -47,7 +47,7 @@ def _run(batch):
 
 
 class Done:
-    """An answer already computed, with a future's .done(), .result() and .cancel()."""
+    """An answer already computed, with a future's .done() and .result()."""
 
     def __init__(self, value) -> None:
         self.value = value
@@ -58,8 +58,10 @@ class Done:
     def result(self):
         return self.value
 
-    def cancel(self) -> bool:
-        return False
+
+def _ready(item: list) -> bool:
+    """Whether a queued batch's answer is in."""
+    return item[2] is not None and item[2].done()
 
 
 def _nothing() -> None:
@@ -117,8 +119,9 @@ class OrderedPool:
         """(keep, work(payload)) for each (keep, payload) of items, in order: only the payload
         goes to a worker.
 
-        This process works too: while the answer it must hand on next is not ready, it takes the
-        last batch no worker has started (cancels its task) and works on it itself. Its own share
+        This process works too: batches are handed to the workers 2 N at a time (one running and
+        one waiting per worker), and a few more are read ahead; while the answer it must hand on
+        next is not ready, this process works on the last batch read ahead itself. Its own share
         of a job (reading, writing) is then no longer time the workers' cores wait for, nor time
         it waits for them: -t 2 on 2 cores keeps both busy. The answers are the same wherever a
         batch is worked on (callers' work depends on the payload alone)."""
@@ -127,11 +130,11 @@ class OrderedPool:
                 yield keep, self.work(payload)
             return
         try:
-            queue: deque = deque()
+            queue: deque = deque()  # [keep, payload, answer; None until handed out or worked on here]
             for keep, payload in items:
-                queue.append([keep, payload, self._pool.submit(_run, payload)])
-                # 2 N + 2 in flight: the workers' N running and N + 1 queued, beyond those some to take
-                while queue and (len(queue) > 2 * self.workers + 2 or queue[0][2].done()):
+                queue.append([keep, payload, None])
+                self._hand_out(queue)
+                while queue and (len(queue) > 2 * self.workers + 2 or _ready(queue[0])):
                     yield self._take(queue)
             while queue:
                 yield self._take(queue)
@@ -139,14 +142,26 @@ class OrderedPool:
             raise WorkerDied("a worker process ended before its batch was done (killed, out of memory?); "
                              "nothing was written") from None
 
+    def _hand_out(self, queue: deque) -> None:
+        """The oldest batches not yet handed out go to the workers while fewer than 2 N are there."""
+        busy = sum(1 for item in queue if item[2] is not None and not item[2].done())
+        for item in queue:
+            if busy >= 2 * self.workers:
+                return
+            if item[2] is None:
+                item[2] = self._pool.submit(_run, item[1])
+                busy += 1
+
     def _take(self, queue: deque) -> tuple[object, object]:
-        """The first batch's (keep, answer), working here on the last batches not yet started while it is not ready."""
-        while not queue[0][2].done():
-            stolen = next((item for item in reversed(queue) if item[2].cancel()), None)
-            if stolen is None:
+        """The first batch's (keep, answer); while it is not ready, this process works on the last
+        batch not handed out."""
+        while not _ready(queue[0]):
+            spare = next((item for item in reversed(queue) if item[2] is None), None)
+            if spare is None:
                 break
-            stolen[2] = Done(self.work(stolen[1]))
+            spare[2] = Done(self.work(spare[1]))
         keep, _, answer = queue.popleft()
+        self._hand_out(queue)
         return keep, answer.result()
 
     def close(self) -> None:
