@@ -3,12 +3,13 @@
 What a worker needs (indexes, settings, a model folder's path) is bound into the work function
 before the workers are forked, so it is inherited, not sent: read-only arrays, memory-mapped ones
 above all, stay shared between the parent and every worker. A batch travels to a worker pickled,
-and its answer back. The parent keeps up to 2 N batches in flight and takes the answers in the
-order it submitted them, so a job writes its output as it is made and its memory stays flat in
-the number of batches; while the answer it needs next is not ready, the parent works on a batch
-it has read ahead and not handed out (OrderedPool.map). A worker that dies (the kernel's OOM killer, a crash in a library) ends
-the job with one error line, never a job that waits for ever (concurrent.futures' pool knows
-its workers died; multiprocessing.Pool would fork a new one and lose the batch).
+and its answer back. The parent keeps up to 2 N batches with the workers and up to three more read
+ahead, and takes the answers in input order, so a job writes its output as it is made and its
+memory stays flat in the number of batches; while the answer it needs next is not ready, the
+parent works on a batch it has read ahead (OrderedPool.map). A worker that dies (the kernel's
+OOM killer, a crash in a library) ends the job with one error line, never a job that waits for
+ever (concurrent.futures' pool knows its workers died; multiprocessing.Pool would fork a new one
+and lose the batch).
 
 Workers are forked (Linux; macOS's default spawn would re-import and re-load everything), so
 they hold copies of every descriptor the parent has open: the pool forks them all when it is made,

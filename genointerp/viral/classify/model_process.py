@@ -96,13 +96,15 @@ def gpu_scorer(model, device: str, precision: str) -> Scorer:
 
     def score(tokens: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
         passes = len(tokens) // PASS
+        if not passes:
+            return np.empty(0)
         slots = (np.arange(passes) if keys is None else np.asarray(keys, np.int64)) % GPU_PASSES
         # each pass's call: how many earlier passes took its slot
         order = np.argsort(slots, kind="stable")
         group = np.searchsorted(slots[order], slots[order])  # where each sorted slot's run starts
         call = np.empty(passes, np.int64)
         call[order] = np.arange(passes) - group
-        calls = int(call.max()) + 1 if passes else 0
+        calls = int(call.max()) + 1
         grid = np.broadcast_to(tokens[:PASS], (calls, GPU_PASSES, PASS, tokens.shape[1])).copy()
         grid[call, slots] = tokens.reshape(passes, PASS, -1)
         p = predict_proba(model, grid.reshape(-1, tokens.shape[1]), device, precision, GPU_PASSES * PASS)
