@@ -7,7 +7,8 @@ copies of the same repeat families (every chromosome but the one seen) bring evi
 calling line. ART HS25 150 bp reads of a region the filter saw and of one it did not, classified
 with the model (default evidence, 2 threads): per region, the share of reads over 5 bits of
 evidence (half the calling line of 10: "near the line"), the share with any seed hit, and the
-share called viral, and the unseen region's rate over the seen one's.
+share called viral (with a 95 % Poisson bound), and the unseen region's rate over the seen one's
+with a 95 % interval (the reads are as many in both, so the rate ratio is the count ratio).
 
     python benchmarks/human_filter.py [--shared ../shared/data] [--seen 20:30000001-40000000]
         [--unseen 20:52000001-62000000] [--reads 320000] [--model DIR] [--out bench-output/filter]
@@ -46,6 +47,27 @@ def region_reads(shared: Path, region: str, out: Path, n: int, seed: int) -> Pat
     return fq
 
 
+def poisson_interval(k: int) -> tuple[float, float]:
+    """A 95 % interval for a Poisson mean from k events (Garwood's exact interval)."""
+    from scipy.stats import chi2
+
+    low = chi2.ppf(0.025, 2 * k) / 2 if k else 0.0
+    return low, chi2.ppf(0.975, 2 * k + 2) / 2
+
+
+def ratio_interval(k_a: int, k_b: int) -> tuple[float, float]:
+    """A 95 % interval for the ratio of two Poisson rates over equal read counts, from k_a and k_b
+    events (the binomial split of k_a + k_b, Clopper-Pearson)."""
+    from scipy.stats import beta
+
+    n = k_a + k_b
+    if n == 0:
+        return 0.0, float("inf")
+    lo = beta.ppf(0.025, k_a, k_b + 1) if k_a else 0.0
+    hi = beta.ppf(0.975, k_a + 1, k_b) if k_b else 1.0
+    return lo / (1 - lo), (hi / (1 - hi) if hi < 1 else float("inf"))
+
+
 def rates(calls: Path) -> dict[str, float]:
     """Reads, and the shares of them with a seed hit, over NEAR_LINE bits and called viral."""
     n = hit = near = viral = 0
@@ -58,7 +80,8 @@ def rates(calls: Path) -> dict[str, float]:
             hit += row[at["kmer_hits"]] not in ("0", "NA")
             near += row[at["bits"]] != "NA" and float(row[at["bits"]]) > NEAR_LINE
             viral += row[at["call"]] == "viral"
-    return {"reads": n, "hit": hit / n, "near": near / n, "viral": viral / n, "near_n": near, "viral_n": viral}
+    return {"reads": n, "hit": hit / n, "near": near / n, "viral": viral / n, "hit_n": hit, "near_n": near,
+            "viral_n": viral}
 
 
 def main() -> None:
@@ -79,13 +102,19 @@ def main() -> None:
         timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-t", "2", "-o", str(calls), "--force"]
               + (["-m", args.model] if args.model else []))
         results[kind] = rates(calls) | {"region": region}
-    rows = [{"human reads": f"{kind}: chr{r['region']}", "reads": f"{r['reads']:,}", "any seed hit": f"{100 * r['hit']:.3f} %",
+    rows = [{"human reads": f"{kind}: chr{r['region']}", "reads": f"{r['reads']:,}",
+             "any seed hit": f"{100 * r['hit']:.3f} % ({r['hit_n']})",
              f"over {NEAR_LINE:g} bits": f"{100 * r['near']:.4f} % ({r['near_n']})",
-             "called viral": f"{r['viral']:.1e} ({r['viral_n']})"} for kind, r in results.items()]
+             "called viral": f"{r['viral']:.1e} ({r['viral_n']}; 95 % up to {poisson_interval(r['viral_n'])[1] / r['reads']:.1e})"}
+            for kind, r in results.items()]
     print(table(rows, list(rows[0])))
     seen, unseen = results["seen"], results["unseen"]
-    ratio = unseen["near"] / seen["near"] if seen["near"] else float("inf")
-    print(f"\nnear-line rate, unseen over seen: {ratio:.1f}x (the filter generalises where this is within 2x)")
+    # equal read counts (--reads) make the rate ratio the event ratio
+    for label, key in (("near-line", "near_n"), ("any-seed-hit", "hit_n")):
+        lo, hi = ratio_interval(unseen[key], seen[key])
+        ratio = unseen[key] / seen[key] if seen[key] else float("inf")
+        print(f"{label} rate, unseen over seen: {ratio:.2f}x (95 % {lo:.2f}-{hi:.2f}x)")
+    print("the filter generalises where the near-line ratio is within 2x")
 
 
 if __name__ == "__main__":

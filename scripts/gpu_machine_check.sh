@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU machine check: on a lent machine with a CUDA GPU and many cores (no internet; its python3
+# holds torch), install what it lacks, then the GPU's tests, the model's passes per call, start-up,
+# classify-reads' scaling over threads and the GPU, and the whole suite in parallel. Results in $OUT.
+#
+# Prepare here, in the repository root (the machine's Python is 3.12; versions as in .venv):
+#   echo /.whl/ >> .git/info/exclude; echo /.gpucheck/ >> .git/info/exclude
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
+#       -d .whl pysam==0.24.1 pyBigWig==0.3.29 biopython==1.88
+#   and a cp312 wheel of mappy (it has no wheels on PyPI: build one with a Python 3.12 and Cython),
+#   and a gzipped FASTQ of tumour-like reads in .gpucheck/reads.fq.gz (benchmarks/viral_engine.py
+#   makes them; 200,000 reads are about 19 MB).
+# Then run it there, carrying .whl and .gpucheck:  BUDGET=500 bash scripts/gpu_machine_check.sh
+# Env: OUT (default /tmp/gpucheck), PY (default python3), BUDGET (seconds, default 500),
+# READS_FILE (default .gpucheck/reads.fq.gz), COPIES (the reads are scaled up this many renamed
+# times, default 5), SUITE_WORKERS (default 14).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/gpucheck}
+PY=${PY:-python3}
+BUDGET=${BUDGET:-500}
+READS_FILE=${READS_FILE:-.gpucheck/reads.fq.gz}
+COPIES=${COPIES:-5}
+SUITE_WORKERS=${SUITE_WORKERS:-14}
+mkdir -p "$OUT"
+LOG=$OUT/log.txt
+T0=$(date +%s)
+
+log() { echo "$*" | tee -a "$LOG"; }
+
+# cap WANT [RESERVE]: WANT seconds, or fewer so that RESERVE seconds of the budget stay left
+cap() {
+    local want=$1 left=$(( T0 + BUDGET - ${2:-0} - $(date +%s) ))
+    (( left < want )) && want=$left
+    (( want < 5 )) && want=5
+    echo "$want"
+}
+
+# step NAME SECONDS CMD...: CMD under a timeout, its output in the log, timed
+step() {
+    local name=$1 secs=$2 t rc
+    shift 2
+    t=$(date +%s)
+    log "=== $name (timeout ${secs}s, at +$(( t - T0 ))s)"
+    timeout -k 10 "$secs" "$@" 2>&1 | tee -a "$LOG"
+    rc=${PIPESTATUS[0]}
+    log "=== $name: rc=$rc, $(( $(date +%s) - t ))s"
+    return "$rc"
+}
+
+step "machine" 60 bash -c "nvidia-smi -L; nproc; $PY -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.cuda.is_available())'"
+export PYTHONPATH=/tmp/site:$PWD
+step "wheels" "$(cap 90)" "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+step "the C extension" "$(cap 120)" "$PY" setup.py -q build_ext --inplace
+step "index-model" "$(cap 120)" "$PY" -m genointerp -q index-model
+step "GPU tests" "$(cap 120 200)" "$PY" -m pytest -o addopts="" -q -p no:cacheprovider -rf \
+    tests/test_gpu_scoring.py tests/test_scatter_gather.py -n 8
+step "passes per call" "$(cap 90 200)" "$PY" benchmarks/xvir_gpu_passes.py
+for args in "--device cpu" "--device cpu --model-all" "--device cuda" "--device cuda --model-all"; do
+    step "one read, $args" 60 bash -c "time $PY -m genointerp -q classify-reads test-data/tumor_small.fq.gz \
+        --chunk 1/125 $args -o /tmp/one.tsv --force"
+done
+for k in $(seq 1 "$COPIES"); do
+    zcat "$READS_FILE" | awk -v k="$k" 'NR % 4 == 1 { sub(/^@/, "@c" k "_") } { print }'
+done | gzip -1 > /tmp/reads.fq.gz
+t=$(date +%s)
+log "=== scaling (at +$(( t - T0 ))s)"
+timeout -k 10 "$(cap 240 100)" "$PY" benchmarks/viral_engine.py --scaling --fastq /tmp/reads.fq.gz \
+    --threads-list 1,2,4,8,16 --devices cpu,cuda --model-all-on cuda --no-kraken --repeats 1 \
+    --out /tmp/bench 2>&1 | tee "$OUT/scaling.txt" | tee -a "$LOG"
+log "=== scaling: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
+t=$(date +%s)
+log "=== suite (at +$(( t - T0 ))s)"
+OMP_NUM_THREADS=1 timeout -k 10 "$(cap 330 10)" "$PY" -m pytest -o addopts="" -q -n "$SUITE_WORKERS" \
+    --timeout 240 -p no:cacheprovider -rf --durations 15 2>&1 | tee "$OUT/suite.txt" | tail -n 60 >> "$LOG"
+log "=== suite: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
+log "=== done in $(( $(date +%s) - T0 ))s"
