@@ -52,7 +52,9 @@ def test_folded_logits_equal_the_modules(cfg):
 def test_the_builtin_model_folds_to_within_float32_rounding():
     """docs/viral.md's "within 1e-5": each logit of test-data's 2,000 reads (-19.6 to 9.1) within 1e-5
     relative (1e-5 absolute near 0), from the tables stored in the folder (make install writes them).
-    Measured: at most 4.2e-6 relative (1.2e-5 absolute at a logit of -19)."""
+    Measured: at most 4.4e-6 relative (1.5e-5 absolute at a logit of -19) natively, under
+    ATEN_CPU_CAPABILITY=default, and with numpy's AVX2/AVX-512 paths off
+    (NPY_DISABLE_CPU_FEATURES) and OpenBLAS's Prescott or Sandybridge kernels (OPENBLAS_CORETYPE)."""
     from genointerp.model_folder import load_model_dir
     from genointerp.resources import builtin_model_dir
     from genointerp.viral.folded_model import stored_folded
