@@ -143,3 +143,22 @@ def test_other_variants_are_not_folded(change, hostile, tmp_path):
     # of PASS >= 7): the same bits on any CPU, also under `hostile` arithmetic
     expected = torch.sigmoid(torch.from_numpy(module_logits(model, tokens.astype(np.int64)))).double().numpy()
     np.testing.assert_array_equal(p, expected)
+
+
+def test_train_xvir_scores_its_calibration_reads_as_classify_reads_does(cli, tmp_path):
+    """train-xvir sets --target-fpr thresholds on score_windows' numbers: the p_viral classify-reads
+    writes, to the last printed digit (tumor_small's 2,000 reads are one window each, so its passes
+    are score_windows' passes). The module in batches of 1,024 moves some of them in the 6th decimal."""
+    from genointerp.model_folder import load_model_dir
+    from genointerp.resources import builtin_model_dir
+    from genointerp.viral.classify.model_process import score_windows
+    from test_builtin_models import tumor_small_tokens
+    from conftest import DATA
+
+    res = cli("-q", "classify-reads", DATA / "tumor_small.fq.gz", "--evidence", "model", "--device", "cpu",
+              "-o", tmp_path / "c.tsv")
+    assert res.exit_code == 0, res.output
+    written = [line.split("\t")[2] for line in (tmp_path / "c.tsv").read_text().splitlines()[1:]]
+    model, _ = load_model_dir(builtin_model_dir(), expect="xvir")
+    p = score_windows(model, tumor_small_tokens().numpy(), "cpu", "32")
+    assert [f"{q:.6f}" for q in p] == written

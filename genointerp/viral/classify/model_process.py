@@ -81,6 +81,21 @@ def scorer(model, device: str, precision: str, threads: int = 1) -> Scorer:
     return lambda tokens, keys=None: predict_proba(model, tokens, device, precision, PASS)
 
 
+def score_windows(model, tokens: np.ndarray, device: str, precision: str) -> np.ndarray:
+    """P(viral) float64 (N,) of token windows (N, n_tokens), as classify-reads scores them (scorer,
+    on torch's threads) in passes of PASS in input order, the last one padded: train-xvir sets its
+    calling threshold on the numbers classify-reads will compute."""
+    import torch
+
+    rows = len(tokens)
+    if not rows:
+        return np.empty(0)
+    pad = -rows % PASS
+    if pad:
+        tokens = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)])
+    return scorer(model, device, precision, torch.get_num_threads())(tokens)[:rows]
+
+
 def gpu_scorer(model, device: str, precision: str) -> Scorer:
     """scorer's CUDA form: passes go to the GPU GPU_PASSES at a time, each in a fixed place.
 

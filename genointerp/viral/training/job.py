@@ -19,13 +19,14 @@ from genointerp.model_folder import load_model_dir
 from genointerp.models.xvir import XVir, XVirConfig, count_parameters
 from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels, tokenize_into
 from genointerp.report import Reporter
-from genointerp.runtime import predict_proba, use_threads
+from genointerp.runtime import use_threads
 from genointerp.train.driver import TrainingJob, run_training
 from genointerp.train.run_folder import checkpoint_dir, is_main_rank, model_folder
 from genointerp.train.fingerprint import fingerprint
 from genointerp.train.loop import TrainSettings
 from genointerp.train.metrics import binary_metrics, plot_roc, recall_at_fpr, threshold_at_fpr
 from genointerp.viral.classify.calling import CallingRule
+from genointerp.viral.classify.model_process import score_windows
 from genointerp.viral.evidence.seeds import CODON_SEED, KmerIndex, KmerSettings, build_index, load_index
 from genointerp.viral.evidence.prebuilt import load_indexes, write_folder_index
 from genointerp.viral.folded_model import write_folded
@@ -271,14 +272,14 @@ class XVirTraining(TrainingJob):
 
     def test(self, model, settings) -> dict:
         y = self.test_set[1]
-        self.p = p = predict_proba(model, self.test_set[0], settings.device, settings.precision)
+        self.p = p = score_windows(model, self.test_set[0], settings.device, settings.precision)
         if self.req.target_fpr is not None:
             self.calling = self.calibrate(model, settings)
         return {**binary_metrics(y, p), "recall_at_1pct_fpr": recall_at_fpr(y, p), "n": int(len(p))}
 
     def calibrate(self, model, settings) -> dict:
         """The calling threshold at req.target_fpr, on the test split's negatives (its reads were
-        not trained on)."""
+        not trained on), scored in test() as classify-reads scores them."""
         y, p = self.test_set[1], self.p
         t = threshold_at_fpr(y, p, self.req.target_fpr)
         return {"threshold": t, "target_fpr": self.req.target_fpr, "fpr": float((p[y == 0] >= t).mean()),
@@ -341,13 +342,14 @@ class FreshXVirTraining(XVirTraining):
 def calibrate_on_fresh_reads(model, sim: ReadSimulator, index: KmerIndex | None, target: float, device: str,
                              precision: str) -> dict:
     """The model's threshold at `target` for every negative kind (fresh calibration reads of each
-    negative label of `sim`; the highest of their thresholds), for --evidence model. With a viral
+    negative label of `sim`, scored as classify-reads scores them; the highest of their
+    thresholds), for --evidence model. With a viral
     index, classify-reads' default rule weighs the evidence and the model in one score
     (genointerp.viral.classify.calling); its settings are recorded beside the threshold."""
     labels = sim.labels()
     per_label = min(max(int(np.ceil(50 / target)), 10_000), 200_000)  # ~50 false calls allowed per kind
     _, tokens, label = sim.draw(per_label * len(labels), "calibration", shares={lab: 1.0 for lab in labels})
-    p = predict_proba(model, tokens, device, precision)
+    p = score_windows(model, tokens, device, precision)
     t = max(threshold_at_fpr(np.zeros(int((label == i).sum())), p[label == i], target) for i in range(1, len(labels)))
     called = p >= t
     return {"threshold": t, "target_fpr": target,
