@@ -243,10 +243,10 @@ def _metadata(path: Path) -> dict | str:
     return meta if isinstance(meta, dict) else "damaged (no genointerp metadata)"
 
 
-def stale_folded(path: Path, weights: Path, model_config: dict) -> str | None:
-    """Why the stored tables at `path` cannot be used beside `weights` and `model_config` (missing,
-    another format, folded from other weights or settings, damaged), None when they can; reads
-    only the file's header (and hashes the weights)."""
+def _usable_metadata(path: Path, weights: Path, model_config: dict) -> dict | str:
+    """The stored tables' metadata where they can be used beside `weights` and `model_config`, else
+    a str saying why not (missing, another format, folded from other weights or settings, damaged);
+    reads only the file's header (and hashes the weights)."""
     if not path.is_file():
         return "missing"
     meta = _metadata(path)
@@ -256,7 +256,14 @@ def stale_folded(path: Path, weights: Path, model_config: dict) -> str | None:
         return "stale (an older genointerp's format)"
     if meta.get("digest") != source_digest(weights, model_config):
         return "stale (folded from other weights or settings)"
-    return None
+    return meta
+
+
+def stale_folded(path: Path, weights: Path, model_config: dict) -> str | None:
+    """Why the stored tables at `path` cannot be used beside `weights` and `model_config`, None
+    when they can (_usable_metadata)."""
+    meta = _usable_metadata(path, weights, model_config)
+    return meta if isinstance(meta, str) else None
 
 
 def load_folded(path: Path, weights: Path, model_config: dict, threads: int = 1) -> FoldedXVir | str:
@@ -266,11 +273,10 @@ def load_folded(path: Path, weights: Path, model_config: dict, threads: int = 1)
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
-    problem = stale_folded(path, weights, model_config)
-    if problem is not None:
-        return problem
+    meta = _usable_metadata(path, weights, model_config)
+    if isinstance(meta, str):
+        return meta
     try:
-        tables = load_file(str(path))
-        return FoldedXVir(tables, _metadata(path)["shape"], threads)
+        return FoldedXVir(load_file(str(path)), meta["shape"], threads)
     except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
         raise InputError(f"{path}: damaged or not a safetensors file ({exc})") from None
