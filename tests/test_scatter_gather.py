@@ -314,3 +314,24 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(reads, tmp_path, monkeypa
     res = run("classify-reads", reads, "-t", "2", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
     assert_one_error_line(res, "a worker process ended before its batch was done")
+
+
+def test_the_gpus_call_slots_give_chunks_the_unchunked_bytes(reads, tmp_path, monkeypatch):
+    """The GPU's scorer (genointerp.viral.classify.model_process.gpu_scorer: passes in fixed slots of
+    fixed-shape calls, by their block's place in the input) run on the CPU, in calls of 4 passes, with
+    batches of 48 reads (3 blocks): three chunks (starting at blocks 0, 2 and 4, so not where the
+    unchunked run's batches start) merged, and a run on 3 threads, give the unchunked bytes. Under
+    hostile arithmetic a pass scored in another slot gets other bits, so a chunk that counted its
+    blocks from its own start instead of the input's fails here (no GPU needed)."""
+    from genointerp.model_folder import load_model_dir
+    from genointerp.viral.classify import job, model_process
+
+    monkeypatch.setattr(job, "BATCH", 3 * BLOCK)
+    monkeypatch.setattr(model_process, "GPU_PASSES", 4)
+    monkeypatch.setattr(model_process.ModelProcess, "HERE", True)
+    monkeypatch.setattr(model_process, "_scorer_here", lambda path, device, precision, threads: model_process.gpu_scorer(
+        load_model_dir(path, expect="xvir")[0], "cpu", "32"))
+    gpu_whole = classify(reads, tmp_path / "whole")
+    _, merged = scatter_gather(reads, 3, tmp_path)
+    assert_same_outputs(merged, gpu_whole)
+    assert_same_outputs(classify(reads, tmp_path / "threads", "-t", "3"), gpu_whole)

@@ -123,17 +123,19 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest,
     has_unknown = clf.config["model"]["vocab_size"] > 4**k
     runs_model = clf.evidence != "kmer"
     assert first_read % BLOCK == 0, "chunks start on a block boundary"
-    seen = [first_read]  # reads before the next batch
+    next_read = first_read  # the input's index of the next batch's first read
 
-    def scored(batch: list, which: np.ndarray | None, then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
-        """The model's p_viral and statuses of reads `which` (None: all) handed to `then`."""
+    def scored(batch: list, first_block: int, which: np.ndarray | None,
+               then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
+        """The model's p_viral and statuses of reads `which` (None: all) of a batch starting at
+        block `first_block` of the input, handed to `then`."""
         windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, has_unknown, which)
         if not windows.where.size:
             return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
-        keys = windows.keys + (seen[0] - len(batch)) // BLOCK
-        return PendingCalls(lambda rows: then(*window_scores(windows, rows)), clf.model.submit(windows.tokens, keys))
+        return PendingCalls(lambda rows: then(*window_scores(windows, rows)),
+                            clf.model.submit(windows.tokens, windows.keys + first_block))
 
-    def model_alone(batch: list, hits, bits, typed: dict) -> PendingCalls:
+    def model_alone(batch: list, first_block: int, hits, bits, typed: dict) -> PendingCalls:
         def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:
             with np.errstate(invalid="ignore"):
                 viral = p >= clf.threshold
@@ -141,15 +143,17 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest,
             return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
                               int((status == "scored").sum()), typed)
 
-        return scored(batch, None, then)
+        return scored(batch, first_block, None, then)
 
     def classify(batch: list, seeds: BatchEvidence | None) -> PendingCalls:
-        seen[0] += len(batch)
+        nonlocal next_read
+        first_block = next_read // BLOCK
+        next_read += len(batch)
         if seeds is None:
-            return model_alone(batch, None, None, {})
+            return model_alone(batch, first_block, None, None, {})
         bits = seeds.bits
         if clf.evidence == "model":
-            return model_alone(batch, seeds.hits, bits, seeds.typed)
+            return model_alone(batch, first_block, seeds.hits, bits, seeds.typed)
         lengths = np.fromiter(map(len, (r[1] for r in batch)), np.int64, len(batch))
         status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
         callable_ = status == "scored"  # before any turns model_abstained: those are called too
@@ -170,6 +174,6 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest,
 
         if not which.size:
             return PendingCalls(lambda _: then(None, None))
-        return scored(batch, which, then)
+        return scored(batch, first_block, which, then)
 
     return classify
