@@ -17,14 +17,12 @@ with a 95 % interval (the reads are as many in both, so the rate ratio is the co
 from __future__ import annotations
 
 import argparse
-import gzip
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from classify_reads import art_reads  # noqa: E402
 from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
+from viral_engine import region_records, write_fastq  # noqa: E402
 
 NEAR_LINE = 5.0  # bits: half the built-in rule's calling line
 
@@ -33,17 +31,8 @@ def region_reads(shared: Path, region: str, out: Path, n: int, seed: int) -> Pat
     """A gzipped FASTQ of n ART reads of `region` of GRCh37 chr20 (made once per --out)."""
     name = region.replace(":", "_").replace("-", "_")
     fq = out / f"{name}_{n}.fq.gz"
-    if fq.exists():
-        return fq
-    fasta = out / f"{name}.fa"
-    with open(fasta, "w") as fh:
-        subprocess.run(["samtools", "faidx", str(shared / "human/GRCh37.chr20.fa.gz"), region], stdout=fh, check=True)
-    fastq = art_reads(fasta, out / f"art_{name}", int(n * 1.02), seed)  # -c: reads per sequence; some fall in gaps
-    with open(fastq) as src, gzip.open(fq, "wt", compresslevel=6) as dst:
-        for i, line in enumerate(src):
-            if i >= 4 * n:
-                break
-            dst.write(line)
+    if not fq.exists():
+        write_fastq(region_records(shared, region, out, name, n, seed), fq)
     return fq
 
 
@@ -112,6 +101,9 @@ def main() -> None:
     # equal read counts (--reads) make the rate ratio the event ratio
     for label, key in (("near-line", "near_n"), ("any-seed-hit", "hit_n")):
         lo, hi = ratio_interval(unseen[key], seen[key])
+        if not seen[key] and not unseen[key]:
+            print(f"{label} rate, unseen over seen: no reads in either; more reads (--reads) are needed")
+            continue
         ratio = unseen[key] / seen[key] if seen[key] else float("inf")
         print(f"{label} rate, unseen over seen: {ratio:.2f}x (95 % {lo:.2f}-{hi:.2f}x)")
     print("the filter generalises where the near-line ratio is within 2x")

@@ -46,7 +46,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import islice
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from classify_reads import art_reads, kraken_db  # noqa: E402
@@ -72,15 +74,21 @@ def write_fastq(records, path: Path) -> int:
     return n
 
 
+def region_records(shared: Path, region: str, out: Path, stem: str, n: int, seed: int) -> Iterator[tuple[str, str, str]]:
+    """n ART reads (name, sequence, qualities) of `region` of GRCh37 chr20 (its FASTA out/stem.fa,
+    ART's reads out/art_stem.fq; 2 % more are simulated, as some fall in gaps)."""
+    fasta = out / f"{stem}.fa"
+    with open(fasta, "w") as fh:
+        subprocess.run(["samtools", "faidx", str(shared / "human/GRCh37.chr20.fa.gz"), region], stdout=fh, check=True)
+    return islice(fastq_records(art_reads(fasta, out / f"art_{stem}", int(n * 1.02), seed)), n)
+
+
 def make_reads(shared: Path, out: Path, n: int) -> dict[str, Path]:
     """The human and tumour-like gzipped FASTQs (made once per --out and --reads)."""
     files = {"human": out / f"human_{n}.fq.gz", "tumour": out / f"tumour_{n}.fq.gz"}
     if all(p.exists() for p in files.values()):
         return files
-    region = out / "human_region.fa"
-    with open(region, "w") as fh:
-        subprocess.run(["samtools", "faidx", str(shared / "human/GRCh37.chr20.fa.gz"), HUMAN_REGION], stdout=fh, check=True)
-    human = list(fastq_records(art_reads(region, out / "art_human", int(n * 1.02), 11)))[:n]
+    human = list(region_records(shared, HUMAN_REGION, out, "human_region", n, 11))
     genomes = shared / "viral/hpv_genomes.fa"
     n_genomes = sum(1 for line in open(genomes) if line.startswith(">"))
     viral = list(fastq_records(art_reads(genomes, out / "art_hpv", -(-int(n * VIRAL_SHARE) // n_genomes) + 1, 12)))
