@@ -23,7 +23,8 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-# A C compiler for genointerp's one extension (genointerp/_scan.c, the viral index look-ups); only
+# A C compiler for genointerp's extensions (genointerp/_scan.c, the viral index look-ups; _fused.c,
+# the folded model's element-wise passes); only
 # this stage has it, the runtime image gets the compiled wheel. DL3008: as for procps below.
 # hadolint ignore=DL3008
 RUN apt-get update \

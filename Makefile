@@ -14,13 +14,13 @@ HADOLINT_VERSION ?= 2.15.1
 
 .PHONY: install test docs run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
-# The package compiles one C extension (genointerp/_scan.c: gcc or clang and the Python headers).
+# The package compiles two C extensions (genointerp/_scan.c, _fused.c: gcc or clang and the Python headers).
 # Then the built-in model's viral indexes are stored prebuilt (genointerp index-model: a few
 # seconds, and nothing when they are current), so classify-reads starts at once.
 install: $(STAMP)
 	$(BIN)/genointerp -q index-model
 
-$(STAMP): pyproject.toml setup.py genointerp/_scan.c
+$(STAMP): pyproject.toml setup.py genointerp/_scan.c genointerp/_fused.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet "torch==$(TORCH_VERSION)"
 	$(BIN)/pip install --quiet -e ".[dev]"

@@ -16,16 +16,17 @@ stores them beside its weights (genointerp.viral.folded_model).
 
 Why numpy, not torch: importing torch takes 2-3 s of CPU on a 2-core machine, more than
 classify-reads needs for most inputs; the tables load in milliseconds, and numpy's float32
-GEMMs (OpenBLAS) are as fast as torch's. The element-wise passes are not fused as torch's
-softmax is, so the forward pass runs at 0.85-0.95x the speed of the same folded arithmetic in
-torch (700-780 windows/s on one core of the 2-core AMD EPYC).
+GEMMs (OpenBLAS) are as fast as torch's. The element-wise steps between the GEMMs (the
+embedding, the softmax's numerators, the division by its sums, bias + ReLU, residual +
+LayerNorm) run in compiled kernels (genointerp._fused) that touch each row once: in numpy
+they took 45 % of the forward pass, a pass over memory per operation.
 
 Windows go through in micro-batches of MICRO so that a pass's activations (a head's scores
 (MICRO, n, n), the feed-forward's (MICRO·n, 4d)) stay in cache. Every micro-batch has that shape
 (the last one is padded) and is computed by one thread with single-threaded BLAS, so a window's
 logit depends on neither the windows beside it (given its place among them) nor the number of
-threads: with `threads` > 1, micro-batches run side by side in a thread pool (numpy releases the
-GIL in its array loops and GEMMs). Denormals are flushed to zero in every thread that computes, as
+threads: with `threads` > 1, micro-batches run side by side in a thread pool (numpy and the
+kernels release the GIL). Denormals are flushed to zero in every thread that computes, as
 torch does for its models (genointerp.runtime.use_threads).
 
 Only what the built-in model family needs is folded: absolute (sinusoidal or learned) positions,
@@ -44,10 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
+from genointerp import _fused
 from genointerp._scan import flush_denormals
 from genointerp.errors import InputError
 
 MICRO = 16  # windows per micro-batch: 16 x 145 tokens keeps a pass's activations within L2/L3
+_NONE = np.empty(0, np.float32)  # no bias (genointerp._fused.add_layer_norm)
 FORMAT = 2  # of the stored tables; raise when their layout or meaning changes (older files become stale)
 
 
@@ -57,22 +60,6 @@ def foldable(model_config: dict) -> bool:
             in ("sinusoidal", "learned") and not model_config.get("norm_first", False))
 
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray,
-                col: np.ndarray) -> None:
-    """torch.nn.functional.layer_norm of x (r, d) over its last axis (biased variance) into out
-    (r, d), float32; x is overwritten, col (r, 1) is scratch."""
-    np.mean(x, axis=-1, keepdims=True, out=col)
-    np.subtract(x, col, out=out)
-    np.multiply(out, out, out=x)
-    np.mean(x, axis=-1, keepdims=True, out=col)
-    col += np.float32(eps)
-    np.sqrt(col, out=col)
-    np.divide(1, col, out=col)
-    out *= col
-    out *= weight
-    out += bias
-
-
 class _Workspace:
     """One thread's buffers for a micro-batch of m windows. Made once: a fresh array per step
     (several MB each) would be a fresh mapping of memory, faulted in page by page, and that took
@@ -80,8 +67,7 @@ class _Workspace:
 
     def __init__(self, m: int, n: int, d: int, h: int, d_ff: int) -> None:
         f32 = np.float32
-        self.y = np.empty((m, n, 4 * d), f32)
-        self.qkv = np.empty((m, n, 3 * d), f32)  # layers after the first
+        self.qkv = np.empty((m, n, 3 * d), f32)
         self.scores, self.row = np.empty((m, n, n), f32), np.empty((m, n, 1), f32)
         self.head, self.attn = np.empty((m, n, d // h), f32), np.empty((m, n, d), f32)
         self.x, self.sum, self.col = np.empty((m * n, d), f32), np.empty((m * n, d), f32), np.empty((m * n, 1), f32)
@@ -116,7 +102,7 @@ class FoldedXVir:
         b = len(tokens)
         if b == 0:
             return np.empty(0, np.float32)
-        tokens = np.asarray(tokens, dtype=np.int64)
+        tokens = np.ascontiguousarray(tokens, dtype=np.int64)
         if tokens.shape[1] != self.n or tokens.min() < 0 or tokens.max() >= len(self.tables["kmer"]):
             raise ValueError(f"tokens must be (B, {self.n}) k-mer ids below {len(self.tables['kmer'])}")
         pad = -b % MICRO
@@ -151,49 +137,34 @@ class FoldedXVir:
     def _micro(self, tokens: np.ndarray) -> np.ndarray:
         """tokens int64 (MICRO, n) -> logits float32 (MICRO,)."""
         t, w, m, n, d = self.tables, self._workspace(), tokens.shape[0], self.n, self.d
-        y = w.y  # (m, n, 4d): the embedding LayerNorm's output (+ out_proj bias) | Q, K, V
-        # mode="clip": __call__ checked the tokens, and "raise" would gather into a copy first
-        np.take(t["kmer"], tokens.reshape(-1), axis=0, out=y.reshape(m * n, 4 * d), mode="clip")
-        y += t["pos"]
-        y *= t["rstd"][(tokens * n + self.positions).reshape(-1)].reshape(m, n, 1)
-        y += t["offset"]
-        x = w.x
-        x.reshape(m, n, d)[...] = y[..., :d]
-        qkv = y[..., d:]
+        # the embedding LayerNorm's output (+ out_proj bias) into x (m n, d), Q, K, V into qkv (m, n, 3d)
+        _fused.embed(t["kmer"], t["pos"], t["rstd"], t["offset"], tokens, w.x, w.qkv, n, d)
         for i in range(self.n_layers):
             if i:
-                np.matmul(x, t[f"{i}.wqkv"], out=w.qkv.reshape(m * n, 3 * d))
+                np.matmul(w.x, t[f"{i}.wqkv"], out=w.qkv.reshape(m * n, 3 * d))
                 w.qkv += t[f"{i}.bqkv"]
-                qkv = w.qkv
-            self._layer(i, w, qkv)
-        return x.reshape(m, n * d) @ t["head_w"] + t["head_b"]
+            self._layer(i, w)
+        return w.x.reshape(m, n * d) @ t["head_w"] + t["head_b"]
 
-    def _layer(self, i: int, w: "_Workspace", qkv: np.ndarray) -> None:
-        """Post-LN encoder layer i on w.x (m·n, d), in place, given qkv (m, n, 3d)."""
-        t, d, dh = self.tables, self.d, self.d_head
+    def _layer(self, i: int, w: "_Workspace") -> None:
+        """Post-LN encoder layer i on w.x (m·n, d), in place, given w.qkv (m, n, 3d)."""
+        t, d, dh, qkv = self.tables, self.d, self.d_head, w.qkv
         scores, row = w.scores, w.row
         for j in range(self.h):
             q, k, v = (qkv[..., s * d + j * dh : s * d + (j + 1) * dh] for s in range(3))  # (m, n, dh) each
             np.matmul(q, k.transpose(0, 2, 1), out=scores)  # (m, n, n), Q already scaled
-            np.max(scores, axis=-1, keepdims=True, out=row)
-            scores -= row
-            np.exp(scores, out=scores)
-            np.sum(scores, axis=-1, keepdims=True, out=row)
+            _fused.softmax_numerators(scores, row, self.n)
             # the softmax's division after the product with V: (m, n, dh) values to divide, not (m, n, n)
             np.matmul(scores, v, out=w.head)
-            np.divide(w.head, row, out=w.attn[..., j * dh : (j + 1) * dh])
+            _fused.divide_rows(w.head, row, w.attn, dh, d, j * dh)
         np.matmul(w.attn.reshape(-1, d), t[f"{i}.wo"], out=w.sum)
-        w.sum += w.x
-        if i:
-            w.sum += t[f"{i}.bo"]
-        _layer_norm(w.sum, t[f"{i}.norm1.weight"], t[f"{i}.norm1.bias"], self.eps[i][0], w.x, w.col)
+        _fused.add_layer_norm(w.x, w.sum, t[f"{i}.bo"] if i else _NONE, t[f"{i}.norm1.weight"],
+                              t[f"{i}.norm1.bias"], self.eps[i][0], d)
         np.matmul(w.x, t[f"{i}.w1"], out=w.hidden)
-        w.hidden += t[f"{i}.b1"]
-        np.maximum(w.hidden, 0, out=w.hidden)
+        _fused.bias_relu(w.hidden, t[f"{i}.b1"], w.hidden.shape[1])
         np.matmul(w.hidden, t[f"{i}.w2"], out=w.sum)
-        w.sum += w.x
-        w.sum += t[f"{i}.b2"]
-        _layer_norm(w.sum, t[f"{i}.norm2.weight"], t[f"{i}.norm2.bias"], self.eps[i][1], w.x, w.col)
+        _fused.add_layer_norm(w.x, w.sum, t[f"{i}.b2"], t[f"{i}.norm2.weight"], t[f"{i}.norm2.bias"],
+                              self.eps[i][1], d)
 
     def close(self) -> None:
         if self._pool is not None:
