@@ -17,7 +17,12 @@ Measured (wall-clock, end to end: start-up, parsing, scoring, output):
     (/usr/bin/time -v: the largest process of the run; the job's process, its workers and the
     model's process are separate, the workers sharing the memory-mapped index pages);
   - same answers: the calls TSV and summary of -t 1, -t 2, --chunk 1/2 + 2/2 merged and stdin,
-    compared byte for byte (the benchmark stops if any differs).
+    compared byte for byte (the benchmark stops if any differs);
+  - the model against the fp32 roofline: the fastest 2048^3 GEMM on 2 threads (before and after)
+    at XVir's 67.8 MFLOP per read is the roofline in reads/s; the forward pass alone (4,096
+    windows, the folded form classify-reads runs and the torch module, best of three) and
+    classify-reads --model-all -t 2 end to end (the first --model-all-reads tumour-like reads, best
+    of --repeats) as shares of it.
 
 Scaling mode (--scaling), for a machine with many cores and a GPU: classify-reads on one gzipped
 FASTQ (--fastq, else the tumour-like ART reads) at each of --threads-list (default evidence, on the
@@ -29,7 +34,8 @@ run (the CPU's -t 1), and whether the calls TSVs are the same bytes: every defau
 and the GPU's default as -t 1's (reported only: the GPU's arithmetic may move p_viral). Each run's
 row is printed as it ends.
 
-    python benchmarks/viral_engine.py [--shared ../shared/data] [--reads 320000] [--out bench-output/engine]
+    python benchmarks/viral_engine.py [--shared ../shared/data] [--reads 320000] [--model-all-reads 40000]
+        [--out bench-output/engine]
     python benchmarks/viral_engine.py --scaling --fastq reads.fq.gz --threads-list 1,2,4,8,16
         --devices cpu,cuda [--no-kraken] [--repeats 1]
 """
@@ -51,7 +57,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).parent))
-from classify_reads import art_reads, kraken_db  # noqa: E402
+from classify_reads import art_reads, forward_rates, gemm_gflops, head_fastq, kraken_db, xvir_flops_per_read  # noqa: E402
 from common import GENOINTERP, out_dir, read_calls, require, table, timed  # noqa: E402
 
 HUMAN_REGION = "20:52000001-62000000"  # the built-in model's human training sequence is chr20 1-50 Mb
@@ -158,6 +164,26 @@ def pace(files: dict[str, Path], out: Path, db: Path, n: int, repeats: int) -> l
                          "ratio": f"{k_secs / g_secs:.2f}x", "genointerp peak MB": f"{g_rss:.0f}",
                          "kraken2 peak MB": f"{k_rss:.0f}"})
     return rows
+
+
+def model_roofline(fq: Path, out: Path, n: int, repeats: int) -> list[dict]:
+    """The folded model's forward pass and classify-reads --model-all -t 2 on the first n reads of
+    `fq`, as shares of the fp32 roofline (the fastest GEMM measured before and after: the stricter
+    roofline on a host whose speed drifts)."""
+    head = out / f"model_all_{n}.fq.gz"
+    head_fastq(fq, head, n)
+    gflops = [gemm_gflops()]
+    forward = forward_rates()
+    gflops.append(gemm_gflops())
+    secs, rss = best(classify_cmd(head, out / "model_all.tsv", 2, "--model-all"), repeats)
+    gflops.append(gemm_gflops())
+    roof = max(gflops) * 1e9 / xvir_flops_per_read()
+    row = lambda run, rate: {"run": run, "reads/s": f"{rate:,.0f}", "of roofline": f"{100 * rate / roof:.0f} %"}  # noqa: E731
+    print(f"fp32 GEMM {' / '.join(f'{g:.0f}' for g in gflops)} GFLOP/s (2 threads); XVir {xvir_flops_per_read() / 1e6:.1f} "
+          f"MFLOP/read -> roofline {roof:,.0f} reads/s")
+    return [row("forward pass alone, folded form (classify-reads' CPU model)", forward["folded"]),
+            row("forward pass alone, torch module", forward["module"]),
+            row(f"classify-reads --model-all -t 2, {n:,} reads end to end (peak {rss:.0f} MB)", n / secs)]
 
 
 def same_answers(fq: Path, out: Path) -> list[str]:
@@ -296,6 +322,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--shared", default="../shared/data")
     ap.add_argument("--reads", type=int, default=320_000)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--model-all-reads", type=int, default=40_000, help="reads of the --model-all run against the roofline")
     ap.add_argument("--out", default="bench-output/engine")
     ap.add_argument("--scaling", action="store_true", help="the scaling mode (module docstring)")
     ap.add_argument("--fastq", help="--scaling: this gzipped FASTQ instead of the tumour-like ART reads")
@@ -327,7 +354,12 @@ def main() -> None:
     rows = pace(files, out, db, args.reads, args.repeats)
     print(f"pace, gzipped FASTQ, end to end, best of {args.repeats}:")
     print(table(rows, list(rows[0])))
+    for kind in files:
+        rate = {r["threads"]: float(r["genointerp reads/s"].replace(",", "")) for r in rows if r["reads"].startswith(kind)}
+        print(f"{kind}: -t 2 / -t 1 {rate['2'] / rate['1']:.2f}x")
     print(f"\nthe same bytes as -t 1 on the tumour reads: {'; '.join(same_answers(files['tumour'], out))}")
+    print(f"\nthe model against the fp32 roofline (best of {args.repeats}):")
+    print(table(model_roofline(files["tumour"], out, args.model_all_reads, args.repeats), ["run", "reads/s", "of roofline"]))
 
 
 if __name__ == "__main__":
