@@ -46,7 +46,7 @@ from genointerp.errors import InputError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
-from genointerp.io.sequences import iter_reads, sniff_format
+from genointerp.io.sequences import iter_read_batches, sniff_format
 from genointerp.io.viral_report import write_sample_report
 from genointerp.pools import OrderedPool, in_order
 from genointerp.seq.joined import join
@@ -90,22 +90,24 @@ def records(req: ClassifyRequest, one_format: bool = False) -> Iterator[tuple[st
     """
     if one_format:
         _check_one_read_format([p for p in req.reads if not is_stream(p)])
-    it = _records(req, one_format)
+    it = chain.from_iterable(_read_batches(req, one_format))
     first = next(it, None)
     return it if first is None else chain([first], it)
 
 
-def _records(req: ClassifyRequest, one_format: bool) -> Iterator[tuple[str, str, str | None]]:
+def _read_batches(req: ClassifyRequest, one_format: bool) -> Iterator[list[tuple[str, str, str | None]]]:
+    """The reads of every input in order, in the lists genointerp.io.sequences.iter_read_batches
+    gives (each input's first read alone), so that no Python code runs per read on the way."""
     kinds: dict[bool, str] = {}  # has qualities -> the first input that showed it
     for path in req.reads:
-        reads = iter_reads(path, req.unmapped_only, req.reference)
-        for read in reads:
+        batches = iter_read_batches(path, BATCH, req.unmapped_only, req.reference)
+        for batch in batches:
             if one_format:
-                kinds.setdefault(read[2] is not None, path)
+                kinds.setdefault(batch[0][2] is not None, path)
                 if len(kinds) > 1:
                     raise InputError(_mixed_formats(kinds[True], kinds[False]))
-            yield read
-            yield from reads
+            yield batch
+            yield from batches
             break
 
 
