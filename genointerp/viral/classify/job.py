@@ -175,13 +175,17 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
     classify = batch_classifier(clf, req, start if chunk else 0)
     out.write(HEADER.encode())
     batches = iter(lambda: list(islice(it, BATCH)), [])
+    # each batch with its reads joined and measured once (genointerp.seq.joined.join): the payload
+    # its worker gets, and the form the classifier and the rows below read
+    joined = ((batch, join([r[1] for r in batch])) for batch in batches)
     with report.progress("classifying reads", None) as advance:
         # the model's own process starts at the first batch that needs it, at once where every read does
         if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
             clf.model.start()
         # batches wait here for the model's process while it loads, up to LOOKAHEAD of them
-        for batch, got in in_order(((batch, classify(batch, found)) for batch, found in
-                                    pool.map((batch, join([r[1] for r in batch])) for batch in batches)), LOOKAHEAD):
+        calls = (((batch, reads[1]), classify(reads, found))
+                 for (batch, reads), found in pool.map(((batch, reads), reads) for batch, reads in joined))
+        for (batch, lengths), got in in_order(calls, LOOKAHEAD):
             status, call, evidence = got.status, got.call, got.evidence
             types = tally.add(batch, call == "viral", got.typed)
             out.write(_rows(batch, got, types).encode())
