@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from itertools import chain, islice
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -186,16 +186,17 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
         calls = (((batch, reads[1]), classify(reads, found))
                  for (batch, reads), found in pool.map(((batch, reads), reads) for batch, reads in joined))
         for (batch, lengths), got in in_order(calls, LOOKAHEAD):
-            status, call, evidence = got.status, got.call, got.evidence
-            types = tally.add(batch, call == "viral", got.typed)
-            out.write(_rows(batch, got, types).encode())
+            is_viral = got.call == "viral"
+            names = [r[0] for r in batch]
+            types = tally.add(batch, lengths, is_viral, got.typed)
+            out.write(_rows(names, lengths, got, types).encode())
             if ids is not None:
-                ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
-            viral = np.flatnonzero(call == "viral")
+                ids.update(("\n".join(names) + "\n").encode())
+            viral = np.flatnonzero(is_viral)
             if viral_out is not None and viral.size:
                 viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
-            counts.update(status.tolist())
-            evidence_counts.update(evidence.tolist())
+            counts.update(got.status.tolist())
+            evidence_counts.update(got.evidence.tolist())
             model_reads += got.model_reads
             total += len(batch)
             called += int(viral.size)
@@ -261,17 +262,29 @@ def report_spec(req: ClassifyRequest, log) -> dict:
     return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped)
 
 
-def _rows(batch: list, got: BatchCalls, types: list[str]) -> str:
-    """The calls TSV's rows of a batch (HEADER's columns), built column by column."""
-    n = len(batch)
-    p_text = ["NA"] * n
-    for i, q in zip(np.flatnonzero(~np.isnan(got.p)).tolist(), got.p[~np.isnan(got.p)].tolist()):
-        p_text[i] = f"{q:.6f}"
-    hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * n
-    bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * n
-    columns = ([r[0] for r in batch], [str(len(r[1])) for r in batch], p_text, got.call.tolist(), got.status.tolist(),
-               hit_text, got.evidence.tolist(), bits_text, types)
-    return "".join(f"{row}\n" for row in map("\t".join, zip(*columns)))
+def _rows(names: list[str], lengths: np.ndarray, got: BatchCalls, types: list[str]) -> str:
+    """The calls TSV's rows of a batch of n reads (HEADER's columns), built column by column from
+    their names and reference labels (lists (n,)), lengths (int64 (n,)) and calls."""
+    n = len(names)
+    p_text = _text(got.p, ~np.isnan(got.p), "NA", "{:.6f}".format)
+    hit_text = _text(got.hits, got.hits != 0, "0", str) if got.hits is not None else ["NA"] * n
+    # -0.0 is written "-0.00": only +0.0 shares the text "0.00"
+    bits_text = (_text(got.bits, (got.bits != 0) | np.signbit(got.bits), "0.00", "{:.2f}".format)
+                 if got.bits is not None else ["NA"] * n)
+    length_text = _text(lengths, lengths != lengths[0], str(int(lengths[0])), str)  # mostly the first read's
+    columns = (names, length_text, p_text, got.call.tolist(), got.status.tolist(), hit_text,
+               got.evidence.tolist(), bits_text, types)
+    return "\n".join(map("\t".join, zip(*columns))) + "\n"
+
+
+def _text(values: np.ndarray, own: np.ndarray, usual: str, fmt: Callable[[object], str]) -> list[str]:
+    """`values` (n,) as text: `fmt` of those where `own` (bool (n,)), `usual` for the others. Most
+    reads of a batch share one text (no p_viral, no seed hits, 0 bits): it is made once, not per read."""
+    text = [usual] * len(values)
+    where = np.flatnonzero(own)
+    for i, value in zip(where.tolist(), values[where].tolist()):
+        text[i] = fmt(value)
+    return text
 
 
 def _record_text(rec) -> str:
