@@ -166,18 +166,19 @@ def _fastx(path: str, source: str, fmt: str, size: int = 1) -> Iterator[list[tup
             records = map(_FIELDS, fx if probe is None else chain([probe], fx))
             while True:
                 batch: list = []
+                failed = None
                 try:
-                    batch.extend(islice(records, size if n else 1))
-                except (ValueError, OSError) as exc:  # the records before the one that failed come first
-                    _check_records(batch, path, n, fastq)
-                    n, name = n + len(batch), batch[-1][0] if batch else name
-                    if isinstance(exc, UnicodeDecodeError):
-                        _fields(probe, path, n + 1, name)
-                    raise
+                    batch.extend(islice(records, size if n else 1))  # kept up to a record that fails
+                except (ValueError, OSError) as exc:
+                    failed = exc
+                _check_records(batch, path, n, fastq)  # the records before one that failed come first
+                n, name = n + len(batch), batch[-1][0] if batch else name
+                if isinstance(failed, UnicodeDecodeError):
+                    _fields(probe, path, n + 1, name)
+                if failed is not None:
+                    raise failed
                 if not batch:
                     break
-                _check_records(batch, path, n, fastq)
-                n, name = n + len(batch), batch[-1][0]
                 yield batch
     except (ValueError, OSError) as exc:  # htslib parse errors, e.g. quality string shorter than sequence
         if source == path:
