@@ -22,6 +22,8 @@ import os
 import threading
 import warnings
 from contextlib import contextmanager
+from itertools import chain, islice
+from operator import attrgetter
 from typing import Iterator
 
 import pysam
@@ -144,32 +146,40 @@ def _opened(path: str) -> Iterator[tuple[str, str]]:
         raise feed.error
 
 
-def _fastx(path: str, source: str, fmt: str) -> Iterator[tuple[str, str, str | None]]:
-    """The validated records of a FASTA/FASTQ file that pysam opens as `source`."""
+# a record's fields in one call in C: the readers take a file's records a list at a time, without
+# Python code per record where every record is well formed
+_FIELDS = attrgetter("name", "sequence", "quality")
+
+
+def _fastx(path: str, source: str, fmt: str, size: int = 1) -> Iterator[list[tuple[str, str, str | None]]]:
+    """The validated records (name, sequence, quality or None) of a FASTA/FASTQ file that pysam
+    opens as `source`, in lists: the first record alone, then up to `size` at a time (1: as they
+    are read, for callers that act on each before the next is read)."""
     fastq = fmt == "fastq"
-    n = 0
-    name = None
+    n = 0  # records read and checked
+    name = None  # the last one's name
     try:
         with pysam.FastxFile(source, persist=False) as fx:
-            for rec in fx:
-                n += 1
+            # with persist=False every record pysam hands out shows the one it read last, so the
+            # first one shows a record whose fields fail to decode (_fields names the field)
+            probe = next(fx, None)
+            records = map(_FIELDS, fx if probe is None else chain([probe], fx))
+            while True:
+                batch: list = []
+                failed = None
                 try:
-                    name, seq, qual = rec.name, rec.sequence, rec.quality
-                except UnicodeDecodeError:  # _fields names the record and field
-                    name, seq, qual = _fields(rec, path, n, name)
-                if fastq:
-                    if qual is None:  # pysam's answer for no quality line, and for an empty one
-                        if seq:
-                            raise InputError(f"{path}: record {n} ({name}): truncated FASTQ record (no quality line)")
-                        qual = ""  # an empty record: a read of length 0
-                    elif len(qual) != len(seq):
-                        raise InputError(
-                            f"{path}: record {n} ({name}): sequence length {len(seq)} "
-                            f"but quality length {len(qual)}"
-                        )
-                elif qual is not None:
-                    raise InputError(f"{path}: record {n} ({name}): FASTQ record inside a FASTA file")
-                yield name, seq, qual
+                    batch.extend(islice(records, size if n else 1))  # kept up to a record that fails
+                except (ValueError, OSError) as exc:
+                    failed = exc
+                _check_records(batch, path, n, fastq)  # the records before one that failed come first
+                n, name = n + len(batch), batch[-1][0] if batch else name
+                if isinstance(failed, UnicodeDecodeError):
+                    _fields(probe, path, n + 1, name)
+                if failed is not None:
+                    raise failed
+                if not batch:
+                    break
+                yield batch
     except (ValueError, OSError) as exc:  # htslib parse errors, e.g. quality string shorter than sequence
         if source == path:
             check_gzip_intact(path)  # a cut-off gzip file is the cause, not a malformed record
@@ -180,6 +190,28 @@ def _fastx(path: str, source: str, fmt: str) -> Iterator[tuple[str, str, str | N
         raise InputError(f"{path}: cannot read ({msg})") from None
     if n == 0:
         raise InputError(f"{path}: no FASTA/FASTQ records found")
+
+
+def _check_records(batch: list, path: str, n: int, fastq: bool) -> None:
+    """Check records n + 1, n + 2, ... of a file, as pysam read them: a FASTQ record has a quality
+    as long as its sequence, a FASTA record none. An empty FASTQ record's missing quality becomes
+    "" (a read of length 0) in place. Per batch first, per record only where one fails."""
+    quals = [r[2] for r in batch]
+    if fastq:
+        if None not in quals and list(map(len, quals)) == [len(r[1]) for r in batch]:
+            return
+    elif quals.count(None) == len(quals):
+        return
+    for i, (name, seq, qual) in enumerate(batch, n + 1):
+        if fastq:
+            if qual is None:  # pysam's answer for no quality line, and for an empty one
+                if seq:
+                    raise InputError(f"{path}: record {i} ({name}): truncated FASTQ record (no quality line)")
+                batch[i - n - 1] = (name, seq, "")  # an empty record: a read of length 0
+            elif len(qual) != len(seq):
+                raise InputError(f"{path}: record {i} ({name}): sequence length {len(seq)} but quality length {len(qual)}")
+        elif qual is not None:
+            raise InputError(f"{path}: record {i} ({name}): FASTQ record inside a FASTA file")
 
 
 def _fields(rec, path: str, n: int, previous: str | None) -> tuple[str, str, str | None]:
@@ -240,12 +272,14 @@ def iter_records(path: str) -> Iterator[tuple[str, str, str | None]]:
             raise InputError(f"{path}: GenBank is accepted for references only; reads must be FASTA/FASTQ")
         if fmt in _ALIGNMENTS:
             raise InputError(f"{path}: this is {fmt.upper()}; give FASTA/FASTQ (classify-reads reads BAM/CRAM)")
-        yield from _fastx(path, source, fmt)
+        yield from chain.from_iterable(_fastx(path, source, fmt))
 
 
-def iter_reads(path: str, unmapped_only: bool = False, reference: str | None = None) -> Iterator[tuple[str, str, str | None]]:
-    """Yield (name, sequence, quality or None) of each read of a FASTA/FASTQ (as iter_records) or
-    BAM/CRAM file, told apart by content.
+def iter_read_batches(path: str, size: int, unmapped_only: bool = False,
+                      reference: str | None = None) -> Iterator[list[tuple[str, str, str | None]]]:
+    """The reads (name, sequence, quality or None) of a FASTA/FASTQ (as iter_records) or BAM/CRAM
+    file, told apart by content, in lists: the first read alone (a caller sees it before the rest
+    are read), then up to `size` at a time. Every read of a list is checked before it is handed on.
 
     From BAM/CRAM: primary records with a sequence, only the unmapped ones with `unmapped_only`.
     Mates get /1, /2 suffixes; a record without qualities gets Phred 1 (MISSING_QUALITY). Reads on
@@ -256,9 +290,13 @@ def iter_reads(path: str, unmapped_only: bool = False, reference: str | None = N
         if fmt == "genbank":
             raise InputError(f"{path}: GenBank is accepted for references only; reads must be FASTA/FASTQ/BAM/CRAM")
         if fmt in _ALIGNMENTS:
-            yield from _alignment_reads(path, source, fmt, unmapped_only, reference)
+            reads = _alignment_reads(path, source, fmt, unmapped_only, reference)
+            batch = list(islice(reads, 1))
+            while batch:
+                yield batch
+                batch = list(islice(reads, size))
         else:
-            yield from _fastx(path, source, fmt)
+            yield from _fastx(path, source, fmt, size)
 
 
 def read_reference(path: str) -> list[tuple[str, str]]:
@@ -275,7 +313,7 @@ def read_reference(path: str) -> list[tuple[str, str]]:
         if fmt == "genbank":
             records = _read_genbank(path, source)
         else:
-            records = [(name, seq) for name, seq, _ in _fastx(path, source, fmt)]
+            records = [(name, seq) for name, seq, _ in chain.from_iterable(_fastx(path, source, fmt))]
     for i, (name, seq) in enumerate(records, 1):
         if not seq:
             raise InputError(f"{path}: record {i} ({name}): empty sequence")

@@ -11,7 +11,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.model_folder import check_calling, read_model_config
-from genointerp.seq.joined import encode_joined
+from genointerp.seq.joined import encode_text
 from genointerp.viral.classify.batch_work import BatchEvidence
 from genointerp.viral.classify.blocks import BLOCK
 from genointerp.viral.classify.calling import CallingRule, rule_of
@@ -112,11 +112,18 @@ class PendingCalls:
         return self.finish(self.scores.result() if self.scores is not None else None)
 
 
+def labels(conditions: list[np.ndarray], names: list[str], default: str) -> np.ndarray:
+    """Object array (n,): the name of each read's first true condition (bool (n,) each), else
+    `default`. Every read shares the names' str objects, where np.where(...).astype(object) would
+    make one per read."""
+    return np.select(conditions, [np.array(x, dtype=object) for x in names], np.array(default, dtype=object))
+
+
 def batch_classifier(clf: Classifier, req: ClassifyRequest,
-                     first_read: int = 0) -> Callable[[list, BatchEvidence | None], PendingCalls]:
-    """A function from a batch of records [(name, seq, qual)] (n), starting on a block boundary of
-    the input stream, and its evidence (None without an index; genointerp.viral.classify.batch_work), to
-    its PendingCalls: the windows the model must score are handed to the model process at once.
+                     first_read: int = 0) -> Callable[[tuple[str, np.ndarray], BatchEvidence | None], PendingCalls]:
+    """A function from a batch of n reads as genointerp.seq.joined.join gives them (the reads joined
+    by N, their lengths int64 (n,)), starting on a block boundary of the input stream, and its
+    evidence (None without an index; genointerp.viral.classify.batch_work), to its PendingCalls: the windows the model must score are handed to the model process at once.
     Batches come in input order, the first one at read `first_read` of the input (a chunk's start),
     so that each pass's key (genointerp.viral.classify.blocks.pass_keys) counts blocks from the input's start."""
     L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
@@ -125,55 +132,56 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest,
     assert first_read % BLOCK == 0, "chunks start on a block boundary"
     next_read = first_read  # the input's index of the next batch's first read
 
-    def scored(batch: list, first_block: int, which: np.ndarray | None,
+    def scored(reads: tuple[str, np.ndarray], first_block: int, which: np.ndarray | None,
                then: Callable[[np.ndarray, np.ndarray], BatchCalls]) -> PendingCalls:
         """The model's p_viral and statuses of reads `which` (None: all) of a batch starting at
         block `first_block` of the input, handed to `then`."""
-        windows = model_windows(*encode_joined([r[1] for r in batch]), L, k, has_unknown, which)
+        windows = model_windows(*encode_text(*reads), L, k, has_unknown, which)
         if not windows.where.size:
             return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
         return PendingCalls(lambda rows: then(*window_scores(windows, rows)),
                             clf.model.submit(windows.tokens, windows.keys + first_block))
 
-    def model_alone(batch: list, first_block: int, hits, bits, typed: dict) -> PendingCalls:
+    def model_alone(reads: tuple[str, np.ndarray], first_block: int, hits, bits, typed: dict) -> PendingCalls:
         def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:
             with np.errstate(invalid="ignore"):
                 viral = p >= clf.threshold
-            call = np.where(viral, "viral", np.where(status == "scored", "not_viral", "NA")).astype(object)
-            return BatchCalls(p, status, hits, bits, call, np.where(viral, "model", "none").astype(object),
-                              int((status == "scored").sum()), typed)
+            scored_ = status == "scored"
+            call = labels([viral, scored_], ["viral", "not_viral"], "NA")
+            return BatchCalls(p, status, hits, bits, call, labels([viral], ["model"], "none"), int(scored_.sum()), typed)
 
-        return scored(batch, first_block, None, then)
+        return scored(reads, first_block, None, then)
 
-    def classify(batch: list, seeds: BatchEvidence | None) -> PendingCalls:
+    def classify(reads: tuple[str, np.ndarray], seeds: BatchEvidence | None) -> PendingCalls:
         nonlocal next_read
+        lengths = reads[1]
         first_block = next_read // BLOCK
-        next_read += len(batch)
+        next_read += lengths.size
         if seeds is None:
-            return model_alone(batch, first_block, None, None, {})
+            return model_alone(reads, first_block, None, None, {})
         bits = seeds.bits
         if clf.evidence == "model":
-            return model_alone(batch, first_block, seeds.hits, bits, seeds.typed)
-        lengths = np.fromiter(map(len, (r[1] for r in batch)), np.int64, len(batch))
-        status = np.where(lengths < MIN_LENGTH, "too_short", np.where(seeds.clean > 0, "scored", "ambiguous")).astype(object)
-        callable_ = status == "scored"  # before any turns model_abstained: those are called too
+            return model_alone(reads, first_block, seeds.hits, bits, seeds.typed)
+        long_enough = lengths >= MIN_LENGTH
+        callable_ = long_enough & (seeds.clean > 0)  # scored, before any turns model_abstained: those are called too
+        status = labels([~long_enough, callable_], ["too_short", "scored"], "ambiguous")
         undecided = callable_ & clf.rule.undecided(bits)
         which = np.flatnonzero(callable_ if req.model_all else undecided) if runs_model else np.zeros(0, np.int64)
 
         def then(p_which: np.ndarray | None, model_status: np.ndarray | None) -> BatchCalls:
-            p = np.full(len(batch), np.nan)
+            p = np.full(lengths.size, np.nan)
             model_reads = 0
             if which.size:
                 p[which] = p_which
                 model_reads = int((model_status == "scored").sum())
                 status[which[(model_status != "scored") & undecided[which]]] = "model_abstained"
             viral = callable_ & (clf.rule.score(bits, p) >= clf.rule.min_bits)
-            call = np.where(viral, "viral", np.where(callable_, "not_viral", "NA")).astype(object)
-            evidence = np.where(viral, np.where(bits >= clf.rule.min_bits, "kmer", "both"), "none").astype(object)
+            call = labels([viral, callable_], ["viral", "not_viral"], "NA")
+            evidence = labels([viral & (bits >= clf.rule.min_bits), viral], ["kmer", "both"], "none")
             return BatchCalls(p, status, seeds.hits, bits, call, evidence, model_reads, seeds.typed)
 
         if not which.size:
             return PendingCalls(lambda _: then(None, None))
-        return scored(batch, first_block, which, then)
+        return scored(reads, first_block, which, then)
 
     return classify

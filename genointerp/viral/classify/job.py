@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from itertools import chain, islice
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -46,7 +46,7 @@ from genointerp.errors import InputError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
-from genointerp.io.sequences import iter_reads, sniff_format
+from genointerp.io.sequences import iter_read_batches, sniff_format
 from genointerp.io.viral_report import write_sample_report
 from genointerp.pools import OrderedPool, in_order
 from genointerp.seq.joined import join
@@ -90,22 +90,24 @@ def records(req: ClassifyRequest, one_format: bool = False) -> Iterator[tuple[st
     """
     if one_format:
         _check_one_read_format([p for p in req.reads if not is_stream(p)])
-    it = _records(req, one_format)
+    it = chain.from_iterable(_read_batches(req, one_format))
     first = next(it, None)
     return it if first is None else chain([first], it)
 
 
-def _records(req: ClassifyRequest, one_format: bool) -> Iterator[tuple[str, str, str | None]]:
+def _read_batches(req: ClassifyRequest, one_format: bool) -> Iterator[list[tuple[str, str, str | None]]]:
+    """The reads of every input in order, in the lists genointerp.io.sequences.iter_read_batches
+    gives (each input's first read alone), so that no Python code runs per read on the way."""
     kinds: dict[bool, str] = {}  # has qualities -> the first input that showed it
     for path in req.reads:
-        reads = iter_reads(path, req.unmapped_only, req.reference)
-        for read in reads:
+        batches = iter_read_batches(path, BATCH, req.unmapped_only, req.reference)
+        for batch in batches:
             if one_format:
-                kinds.setdefault(read[2] is not None, path)
+                kinds.setdefault(batch[0][2] is not None, path)
                 if len(kinds) > 1:
                     raise InputError(_mixed_formats(kinds[True], kinds[False]))
-            yield read
-            yield from reads
+            yield batch
+            yield from batches
             break
 
 
@@ -173,23 +175,28 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
     classify = batch_classifier(clf, req, start if chunk else 0)
     out.write(HEADER.encode())
     batches = iter(lambda: list(islice(it, BATCH)), [])
+    # each batch with its reads joined and measured once (genointerp.seq.joined.join): the payload
+    # its worker gets, and the form the classifier and the rows below read
+    joined = ((batch, join([r[1] for r in batch])) for batch in batches)
     with report.progress("classifying reads", None) as advance:
         # the model's own process starts at the first batch that needs it, at once where every read does
         if clf.evidence == "model" or (req.model_all and clf.evidence == "both"):
             clf.model.start()
         # batches wait here for the model's process while it loads, up to LOOKAHEAD of them
-        for batch, got in in_order(((batch, classify(batch, found)) for batch, found in
-                                    pool.map((batch, join([r[1] for r in batch])) for batch in batches)), LOOKAHEAD):
-            status, call, evidence = got.status, got.call, got.evidence
-            types = tally.add(batch, call == "viral", got.typed)
-            out.write(_rows(batch, got, types).encode())
+        calls = (((batch, reads[1]), classify(reads, found))
+                 for (batch, reads), found in pool.map(((batch, reads), reads) for batch, reads in joined))
+        for (batch, lengths), got in in_order(calls, LOOKAHEAD):
+            is_viral = got.call == "viral"
+            names = [r[0] for r in batch]
+            types = tally.add(batch, lengths, is_viral, got.typed)
+            out.write(_rows(names, lengths, got, types).encode())
             if ids is not None:
-                ids.update(("\n".join([r[0] for r in batch]) + "\n").encode())
-            viral = np.flatnonzero(call == "viral")
+                ids.update(("\n".join(names) + "\n").encode())
+            viral = np.flatnonzero(is_viral)
             if viral_out is not None and viral.size:
                 viral_out.write("".join(_record_text(batch[i]) for i in viral).encode())
-            counts.update(status.tolist())
-            evidence_counts.update(evidence.tolist())
+            counts.update(got.status.tolist())
+            evidence_counts.update(got.evidence.tolist())
             model_reads += got.model_reads
             total += len(batch)
             called += int(viral.size)
@@ -255,17 +262,29 @@ def report_spec(req: ClassifyRequest, log) -> dict:
     return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped)
 
 
-def _rows(batch: list, got: BatchCalls, types: list[str]) -> str:
-    """The calls TSV's rows of a batch (HEADER's columns), built column by column."""
-    n = len(batch)
-    p_text = ["NA"] * n
-    for i, q in zip(np.flatnonzero(~np.isnan(got.p)).tolist(), got.p[~np.isnan(got.p)].tolist()):
-        p_text[i] = f"{q:.6f}"
-    hit_text = got.hits.astype(str).tolist() if got.hits is not None else ["NA"] * n
-    bits_text = [f"{b:.2f}" for b in got.bits.tolist()] if got.bits is not None else ["NA"] * n
-    columns = ([r[0] for r in batch], [str(len(r[1])) for r in batch], p_text, got.call.tolist(), got.status.tolist(),
-               hit_text, got.evidence.tolist(), bits_text, types)
-    return "".join(f"{row}\n" for row in map("\t".join, zip(*columns)))
+def _rows(names: list[str], lengths: np.ndarray, got: BatchCalls, types: list[str]) -> str:
+    """The calls TSV's rows of a batch of n reads (HEADER's columns), built column by column from
+    their names and reference labels (lists (n,)), lengths (int64 (n,)) and calls."""
+    n = len(names)
+    p_text = _text(got.p, ~np.isnan(got.p), "NA", "{:.6f}".format)
+    hit_text = _text(got.hits, got.hits != 0, "0", str) if got.hits is not None else ["NA"] * n
+    # -0.0 is written "-0.00": only +0.0 shares the text "0.00"
+    bits_text = (_text(got.bits, (got.bits != 0) | np.signbit(got.bits), "0.00", "{:.2f}".format)
+                 if got.bits is not None else ["NA"] * n)
+    length_text = _text(lengths, lengths != lengths[0], str(int(lengths[0])), str)  # mostly the first read's
+    columns = (names, length_text, p_text, got.call.tolist(), got.status.tolist(), hit_text,
+               got.evidence.tolist(), bits_text, types)
+    return "\n".join(map("\t".join, zip(*columns))) + "\n"
+
+
+def _text(values: np.ndarray, own: np.ndarray, usual: str, fmt: Callable[[object], str]) -> list[str]:
+    """`values` (n,) as text: `fmt` of those where `own` (bool (n,)), `usual` for the others. Most
+    reads of a batch share one text (no p_viral, no seed hits, 0 bits): it is made once, not per read."""
+    text = [usual] * len(values)
+    where = np.flatnonzero(own)
+    for i, value in zip(where.tolist(), values[where].tolist()):
+        text[i] = fmt(value)
+    return text
 
 
 def _record_text(rec) -> str:

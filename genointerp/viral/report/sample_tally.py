@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from genointerp.viral.typing.naming import name_viruses, virus_label
 from genointerp.viral.report.sample_report import type_taxids
 from genointerp.viral.typing.typer import Typer, TypeHits
@@ -48,19 +50,20 @@ class SampleTally:
         self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
         self.host_bases = 0
 
-    def add(self, batch: list, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
-        """The reference column of a batch of records, given its reads called viral (a bool
-        array) and the typing of some of its reads (by index in the batch) done beforehand."""
+    def add(self, batch: list, lengths, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
+        """The reference column of a batch of n records, given their lengths (int64 (n,)), its reads
+        called viral (bool (n,)) and the typing of some of its reads (by index in the batch) done
+        beforehand."""
 
         labels = ["NA"] * len(batch)
-        is_viral = viral.tolist()
-        self.host_bases += sum(len(rec[1]) for rec, v in zip(batch, is_viral) if not v)
+        self.host_bases += int(lengths[~viral].sum())
         if self.typer is None:
             return labels
         typed = dict(typed or {})
-        todo = [i for i, v in enumerate(is_viral) if v and i not in typed]
+        called = np.flatnonzero(viral).tolist()
+        todo = [i for i in called if i not in typed]
         typed.update(zip(todo, type_reads(self.typer, self.index, self.protein, [batch[i][1] for i in todo])))
-        for i in (i for i, v in enumerate(is_viral) if v):
+        for i in called:
             t = typed[i]
             labels[i] = t.label
             if t.placed is not None:
