@@ -70,7 +70,7 @@ class _Workspace:
         self.qkv = np.empty((m, n, 3 * d), f32)
         self.scores, self.row = np.empty((m, n, n), f32), np.empty((m, n, 1), f32)
         self.head, self.attn = np.empty((m, n, d // h), f32), np.empty((m, n, d), f32)
-        self.x, self.sum, self.col = np.empty((m * n, d), f32), np.empty((m * n, d), f32), np.empty((m * n, 1), f32)
+        self.x, self.sum = np.empty((m * n, d), f32), np.empty((m * n, d), f32)
         self.hidden = np.empty((m * n, d_ff), f32)
 
 

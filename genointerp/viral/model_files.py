@@ -9,7 +9,7 @@ every kind of model) that may also carry its viral evidence:
 - DESCRIPTIONS_FILE (optional): descriptions of references whose FASTA headers carry names only;
 - TAXIDS_FILE (optional): the types' NCBI taxids, for the Kraken-style report;
 - INDEX_DIR: the indexes prebuilt, arrays beside their MANIFEST (genointerp.viral.evidence.prebuilt),
-  and minimap2's index of the references (genointerp.viral.typing.placement.panel_index_name);
+  and minimap2's index of the references (genointerp.viral.typing.placement.PANEL_INDEX);
 - FOLDED_FILE: the model's folded inference tables, so that it runs without torch
   (genointerp.viral.folded_model).
 config.json's KMER_KEY and PROTEIN_KEY entries say how the indexes are built, and the RULE_KEY entry of

@@ -123,9 +123,10 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest,
                      first_read: int = 0) -> Callable[[tuple[str, np.ndarray], BatchEvidence | None], PendingCalls]:
     """A function from a batch of n reads as genointerp.seq.joined.join gives them (the reads joined
     by N, their lengths int64 (n,)), starting on a block boundary of the input stream, and its
-    evidence (None without an index; genointerp.viral.classify.batch_work), to its PendingCalls: the windows the model must score are handed to the model process at once.
-    Batches come in input order, the first one at read `first_read` of the input (a chunk's start),
-    so that each pass's key (genointerp.viral.classify.blocks.pass_keys) counts blocks from the input's start."""
+    evidence (None without an index; genointerp.viral.classify.batch_work), to its PendingCalls:
+    the windows the model must score are handed to the model process at once. Batches come in
+    input order, the first one at read `first_read` of the input (a chunk's start), so that each
+    pass's key (genointerp.viral.classify.blocks.pass_keys) counts blocks from the input's start."""
     L, k = clf.config["model"]["read_length"], clf.config["model"]["k"]
     has_unknown = clf.config["model"]["vocab_size"] > 4**k
     runs_model = clf.evidence != "kmer"

@@ -22,9 +22,10 @@ input, and a run does not change its inputs).
 
 A prebuilt index is used only where its manifest's digest is the folder's: SHA-256 over this
 module's FORMAT, config.json's index entries and the bytes of the files they name (references,
-excluded lists) and of the references' descriptions (they say which genomes are circular). Anything else (an older format, references changed since) is stale: a stale or
-damaged index is not used (a line says so, for a folder's own one naming `genointerp
-index-model`), and the run goes on as without one.
+excluded lists) and of the references' descriptions (they say which genomes are circular).
+Anything else (an older format, references changed since) is stale: a stale or damaged index
+is not used (a line says so, for a folder's own one naming `genointerp index-model`), and the
+run goes on as without one.
 The arrays' contents are not hashed at load: that would read every page, the cost this avoids.
 """
 
