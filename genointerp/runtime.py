@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from enum import Enum
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from genointerp.errors import InputError, UsageError
 
@@ -133,6 +134,29 @@ def autocast(device: str, precision: str):
     if device.startswith("cuda"):
         return torch.autocast("cuda", dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
     return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+@contextmanager
+def deterministic_kernels(device: str) -> Iterator[None]:
+    """Training on a CUDA device with kernels that give the same bits on every run (torch's
+    deterministic algorithms, cuBLAS with a fixed workspace), so that a seed, or an interrupted run
+    resumed from its checkpoint, gives the weights of an uninterrupted one there as on the CPU. An
+    operation that has no deterministic CUDA kernel warns instead of failing. Nothing changes on the
+    CPU, whose kernels are deterministic already; the previous setting comes back on exit."""
+    if not device.startswith("cuda"):
+        yield
+        return
+    import torch
+
+    # read when the process's cuBLAS handle is made (its first matrix product): training is the
+    # first CUDA work of a command, so this is early enough
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
 def predict_proba(model, tokens: np.ndarray, device: str, precision: str = "32", batch_size: int = 1024) -> np.ndarray:

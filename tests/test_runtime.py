@@ -283,3 +283,69 @@ def test_a_config_that_does_not_fit_is_one_model_settings_error(tmp_path):
     with pytest.raises(InputError, match="^model settings: n must be positive$"):
         run_training(job, TrainSettings(epochs=1), tmp_path, str(tmp_path / "m"), False, SILENT)
     assert calls == ["load", "model_config"]
+
+
+def test_deterministic_kernels_are_switched_on_for_cuda_only_and_back_off_after(monkeypatch):
+    import torch
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    assert not torch.are_deterministic_algorithms_enabled()
+    with runtime.deterministic_kernels("cpu"):
+        assert not torch.are_deterministic_algorithms_enabled()
+    assert "CUBLAS_WORKSPACE_CONFIG" not in __import__("os").environ
+    # the flags themselves need no GPU: only what they select does
+    with runtime.deterministic_kernels("cuda:0"):
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()  # a kernel without a twin warns, not fails
+    assert __import__("os").environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_a_resumed_run_draws_its_dropout_as_the_uninterrupted_one_did(tmp_path, device):
+    """On a GPU, dropout draws from the device's generator: the checkpoint must carry its state."""
+    import torch
+
+    from genointerp.train.loop import Distributed, TrainSettings, fit
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(96, 8)).astype(np.float32)
+    y = (x @ rng.normal(size=8)).astype(np.float32)
+
+    class OnDevice(ToyTask):
+        def batch(self, idx, aug, dev):
+            return torch.from_numpy(self.x[idx]).to(dev), torch.from_numpy(self.y[idx]).to(dev)
+
+        def validate(self, model):
+            with torch.no_grad():
+                mse = float(self.loss(model(torch.from_numpy(self.x).to(device)), torch.from_numpy(self.y).to(device)))
+            return {"loss": mse, "neg_mse": -mse}
+
+    def model():
+        torch.manual_seed(5)
+        return torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.Linear(8, 1), torch.nn.Flatten(0))
+
+    settings = TrainSettings(epochs=4, batch_size=16, lr=0.01, patience=10, device=device)
+
+    def run(folder, resume, task):
+        folder.mkdir(exist_ok=True)
+        net = model()
+        fit(net, task, settings, folder, resume, Distributed(), lambda row: None, SILENT)
+        return {k: v.cpu() for k, v in net.state_dict().items()}
+
+    whole = run(tmp_path / "whole", False, OnDevice(x, y))
+
+    class StopsAtTheSecondValidation(OnDevice):
+        calls = 0
+
+        def validate(self, model):
+            self.calls += 1
+            if self.calls == 2:  # after epoch 1's checkpoint, in epoch 2
+                raise KeyboardInterrupt
+            return super().validate(model)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "cut", False, StopsAtTheSecondValidation(x, y))
+    resumed = run(tmp_path / "cut", True, OnDevice(x, y))
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+    fresh = run(tmp_path / "other", False, OnDevice(x, y))
+    assert all(torch.equal(whole[k], fresh[k]) for k in whole)  # and the same seed gives the same run

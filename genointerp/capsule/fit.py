@@ -13,6 +13,7 @@ from genointerp.capsule.pair_screen import screened_pair
 from genointerp.capsule.settings import CapsuleSettings
 from genointerp.capsule.splits import inner_split
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet
+from genointerp.runtime import deterministic_kernels
 
 # The group penalty's weight falls with the training rows n as (PENALTY_ROWS / n) ** PENALTY_EXPONENT:
 # more rows estimate a gene's effect better, so fewer genes need switching off. Fitted, not derived:
@@ -53,32 +54,33 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     xv, yv = torch.from_numpy(x[va]).to(s.device), torch.from_numpy(y[va]).to(s.device)
     gen = torch.Generator().manual_seed(seed)
     best, best_state, wait = math.inf, None, 0
-    for epoch in range(1, s.epochs + 1):
-        model.train()
-        total = 0.0
-        for idx in torch.randperm(len(tr), generator=gen).split(s.batch_size):
-            idx = idx.to(s.device)
-            loss = model.loss(model(xt[idx]), yt[idx])
-            total += float(loss.detach()) * len(idx)
-            if penalise:  # per batch, so its weight against the margin loss does not depend on the batch count
-                loss = loss + weight * model.group_penalty(exempt)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-        sched.step()
-        model.eval()
-        with torch.inference_mode():
-            lengths = model(xv)
-            vloss = float(model.loss(lengths, yv))
-            vacc = float((lengths.argmax(1) == yv).float().mean())
-        if history is not None:
-            history.append({"epoch": epoch, "train_loss": total / len(tr), "valid_loss": vloss, "valid_accuracy": vacc})
-        if vloss < best - 1e-7:
-            best, wait = vloss, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        else:
-            wait += 1
-            if wait >= s.patience:
-                break
+    with deterministic_kernels(s.device):  # the same seed gives the same model on a GPU too
+        for epoch in range(1, s.epochs + 1):
+            model.train()
+            total = 0.0
+            for idx in torch.randperm(len(tr), generator=gen).split(s.batch_size):
+                idx = idx.to(s.device)
+                loss = model.loss(model(xt[idx]), yt[idx])
+                total += float(loss.detach()) * len(idx)
+                if penalise:  # per batch, so its weight against the margin loss does not depend on the batch count
+                    loss = loss + weight * model.group_penalty(exempt)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            sched.step()
+            model.eval()
+            with torch.inference_mode():
+                lengths = model(xv)
+                vloss = float(model.loss(lengths, yv))
+                vacc = float((lengths.argmax(1) == yv).float().mean())
+            if history is not None:
+                history.append({"epoch": epoch, "train_loss": total / len(tr), "valid_loss": vloss, "valid_accuracy": vacc})
+            if vloss < best - 1e-7:
+                best, wait = vloss, 0
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                wait += 1
+                if wait >= s.patience:
+                    break
     model.load_state_dict(best_state)
     return model.eval()

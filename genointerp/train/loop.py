@@ -3,8 +3,9 @@
 What differs between models (how a batch is built and augmented, the loss, the validation
 score that early stopping follows) comes in as a `Task`. Determinism: the epoch's shuffle and
 augmentation draws come from a generator seeded with (seed, epoch), dropout from torch's global
-generator, whose state is saved with every checkpoint; so an interrupted run that is resumed ends
-with the same weights as an uninterrupted one.
+generator (on a CUDA device, that device's), whose state is saved with every checkpoint, and CUDA
+runs torch's deterministic kernels; so an interrupted run that is resumed ends with the same
+weights as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch.distributed as dist
 from genointerp.errors import InputError
 from genointerp.interrupts import on_abandon
 from genointerp.report import Reporter
-from genointerp.runtime import autocast
+from genointerp.runtime import autocast, deterministic_kernels
 from genointerp.train.run_folder import CHECKPOINT
 
 
@@ -129,17 +130,18 @@ def fit(model, task: Task, s: TrainSettings, ckpt_dir: Path, resume: bool, dist_
     else:
         torch.manual_seed(s.seed)
         run = RunState()
-    for epoch in range(run.next_epoch, s.epochs):
-        if run.stale >= s.patience:
-            break
-        t0 = time.perf_counter()
-        train_loss = train_epoch(net, model, task, opt, s, dist_info, epoch, report.progress)
-        if sched is not None:
-            sched.step()
-        row = end_epoch(model, task, run, epoch, train_loss, t0, report.log)
-        if dist_info.main:
-            on_epoch(row)
-            save_checkpoint(ckpt, model, opt, sched, run, epoch, s)
+    with deterministic_kernels(device):
+        for epoch in range(run.next_epoch, s.epochs):
+            if run.stale >= s.patience:
+                break
+            t0 = time.perf_counter()
+            train_loss = train_epoch(net, model, task, opt, s, dist_info, epoch, report.progress)
+            if sched is not None:
+                sched.step()
+            row = end_epoch(model, task, run, epoch, train_loss, t0, report.log)
+            if dist_info.main:
+                on_epoch(row)
+                save_checkpoint(ckpt, model, opt, sched, run, epoch, s)
     if run.best_state is None:
         raise InputError("no epoch was trained (all epochs already done?)")
     return run.best_state, run.history
@@ -163,6 +165,8 @@ def resume_state(ckpt: Path, model, opt, sched, s: TrainSettings) -> RunState:
     if sched is not None:
         sched.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"])
+    if s.device.startswith("cuda") and state.get("cuda_rng") is not None:  # dropout's draws on the GPU
+        torch.cuda.set_rng_state(state["cuda_rng"], torch.device(s.device))
     return RunState(state["history"], state["best_score"], state["best_model"], state["stale"], state["epoch"] + 1)
 
 
@@ -225,12 +229,15 @@ def end_epoch(model, task: Task, run: RunState, epoch: int, train_loss: float, t
 
 def save_checkpoint(ckpt: Path, model, opt, sched, run: RunState, epoch: int, s: TrainSettings) -> None:
     """Replace ckpt with the state after `epoch` (0-based): what resume_state needs to go on as if
-    never interrupted (weights, optimiser, schedule, torch's RNG, history, best weights, settings)."""
+    never interrupted (weights, optimiser, schedule, torch's RNG and on CUDA the device's, history,
+    best weights, settings). Under DDP every rank's generators hold rank 0's state: each is seeded
+    alike and draws alike per batch."""
     tmp = ckpt.with_suffix(".tmp")
+    cuda_rng = torch.cuda.get_rng_state(torch.device(s.device)) if s.device.startswith("cuda") else None
     try:
         with on_abandon(lambda: tmp.unlink(missing_ok=True)):  # a run ended from the signal watchdog
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                        "scheduler": sched.state_dict() if sched is not None else None,
+                        "cuda_rng": cuda_rng, "scheduler": sched.state_dict() if sched is not None else None,
                         "epoch": epoch, "history": run.history, "best_score": run.best_score,
                         "best_model": run.best_state, "stale": run.stale, "settings": asdict(s),
                         "architecture": _architecture(model)}, tmp)
