@@ -155,6 +155,23 @@ def test_gene_capsules_shapes_parameters_and_coupling_distribution(device):
     assert (pad[0, 1:] == 0).all() and (pad[2, 2:] == 0).all() and (pad[1, 3:] == 0).all() and (pad[3] != 0).all()
 
 
+def test_capsule_lengths_score_every_row_in_passes_of_one_shape(device):
+    """A GPU picks its matrix kernels by shape: every pass has batch_size rows, the last one padded."""
+    from genointerp.capsule.predict import capsule_lengths
+
+    torch.manual_seed(0)
+    model = CapsuleNet(gene_config()).to(device).eval()
+    shapes = []
+    model.register_forward_hook(lambda module, inputs, output: shapes.append(tuple(inputs[0].shape)))
+    x = np.random.default_rng(2).normal(size=(11, 10))
+    lengths = capsule_lengths(model, x, device, batch_size=4)
+    assert shapes == [(4, 10)] * 3 and lengths.dtype == np.float64 and lengths.shape == (11, 2)
+    with torch.inference_mode():
+        direct = model(torch.from_numpy(x.astype(np.float32)).to(device)).cpu().double().numpy()
+    np.testing.assert_allclose(lengths, direct, rtol=1e-6)  # the same rows, in order (padding dropped)
+    assert capsule_lengths(model, x[:0], device).shape == (0, 2)
+
+
 def test_a_gene_capsule_depends_on_its_own_pcs_only():
     from genointerp.capsule.interpret import gene_groups
 

@@ -21,9 +21,18 @@ from genointerp.models.capsule import CapsuleConfig, CapsuleNet
 
 @torch.inference_mode()
 def capsule_lengths(model: CapsuleNet, x: np.ndarray, device: str, batch_size: int = 512) -> np.ndarray:
-    """Phenotype-capsule lengths float64 (n, C) for standardised x (n, F)."""
-    out = [model(torch.from_numpy(np.ascontiguousarray(x[a:a + batch_size], dtype=np.float32)).to(device)).cpu()
-           for a in range(0, len(x), batch_size)]
+    """Phenotype-capsule lengths float64 (n, C) for standardised x (n, F).
+
+    Every forward pass takes exactly `batch_size` rows (the last one padded with zero rows): a GPU's
+    matrix kernels are chosen by shape, so without it a sample's lengths moved in the 6th decimal
+    with the number of samples scored beside it (capsule-train's test rows against capsule-predict's
+    whole table). The CPU gives the same bits either way."""
+    out = [torch.zeros(0, model.config.n_classes)]
+    for a in range(0, len(x), batch_size):
+        rows = x[a:a + batch_size]
+        block = np.zeros((batch_size, x.shape[1]), np.float32)
+        block[:len(rows)] = rows
+        out.append(model(torch.from_numpy(block).to(device))[:len(rows)].cpu())
     return torch.cat(out).double().numpy()
 
 
