@@ -8,13 +8,15 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #       --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
 #       -d .whl pysam==0.24.1 pyBigWig==0.3.29 biopython==1.88
-#   and a cp312 wheel of mappy (it has no wheels on PyPI: build one with a Python 3.12 and Cython),
+#   and mappy: a cp312 wheel if you have one, else its sdist in .whl/build/ (pip download --no-binary :all:
+#   --no-deps -d .whl/build mappy==2.31; the machine builds it with its own compiler and Cython),
 #   and a gzipped FASTQ of tumour-like reads in .gpucheck/reads.fq.gz (benchmarks/viral_engine.py
 #   makes them; 200,000 reads are about 19 MB).
 # Then run it there, carrying .whl and .gpucheck:  BUDGET=500 bash scripts/gpu_machine_check.sh
 # Env: OUT (default /tmp/gpucheck), PY (default python3), BUDGET (seconds, default 500),
 # READS_FILE (default .gpucheck/reads.fq.gz), COPIES (the reads are scaled up this many renamed
-# times, default 5), SUITE_WORKERS (default 14).
+# times, default 5), SUITE_WORKERS (default 14), PASSES=1 (also the model's windows/s at 1-256 passes per
+# CUDA call). The GPU's own tests run within the suite, which --device auto sends to the GPU.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/gpucheck}
@@ -53,11 +55,22 @@ step "machine" 60 bash -c "nvidia-smi -L; nproc; $PY -c 'import torch; print(\"t
 export PYTHONPATH=/tmp/site:$PWD
 step "wheels" "$(cap 90)" "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl
-step "the C extension" "$(cap 120)" "$PY" setup.py -q build_ext --inplace
-step "index-model" "$(cap 120)" "$PY" -m genointerp -q index-model
-step "GPU tests" "$(cap 120 200)" "$PY" -m pytest -o addopts="" -q -p no:cacheprovider -rf \
-    tests/test_gpu_scoring.py tests/test_scatter_gather.py -n 8
-step "passes per call" "$(cap 90 200)" "$PY" benchmarks/xvir_gpu_passes.py
+if ! "$PY" -c "import mappy" >/dev/null 2>&1 && ls .whl/build/mappy-*.tar.gz >/dev/null 2>&1; then
+    step "mappy from its sdist" "$(cap 120)" "$PY" -m pip install -q --no-index --no-deps --no-build-isolation \
+        --target /tmp/site .whl/build/mappy-*.tar.gz
+fi
+step "the C extensions" "$(cap 120)" "$PY" setup.py -q build_ext --inplace
+step "imports" 60 "$PY" -c "
+import importlib
+for name in ('pysam', 'pyBigWig', 'Bio', 'mappy', 'genointerp._scan', 'genointerp._fused', 'xdist', 'pytest_timeout'):
+    try:
+        print(name, 'ok', getattr(importlib.import_module(name), '__version__', ''))
+    except Exception as exc:
+        print(name, 'MISSING:', type(exc).__name__, exc)"
+step "index-model" "$(cap 150)" "$PY" -m genointerp -q index-model
+if [ "${PASSES:-0}" = 1 ]; then
+    step "passes per call" "$(cap 90 200)" "$PY" benchmarks/xvir_gpu_passes.py
+fi
 for args in "--device cpu" "--device cpu --model-all" "--device cuda" "--device cuda --model-all"; do
     step "one read, $args" 60 bash -c "time $PY -m genointerp -q classify-reads test-data/tumor_small.fq.gz \
         --chunk 1/125 $args -o /tmp/one.tsv --force"
