@@ -139,14 +139,16 @@ def autocast(device: str, precision: str):
 @contextmanager
 def deterministic_kernels(device: str) -> Iterator[None]:
     """Training on a CUDA device with kernels that give the same bits on every run (torch's
-    deterministic algorithms, cuBLAS with a fixed workspace), so that a seed, or an interrupted run
-    resumed from its checkpoint, gives the weights of an uninterrupted one there as on the CPU. An
-    operation that has no deterministic CUDA kernel warns instead of failing. Nothing changes on the
-    CPU, whose kernels are deterministic already; the previous setting comes back on exit."""
+    deterministic algorithms, cuBLAS with a fixed workspace, attention by its plain formula), so
+    that a seed, or an interrupted run resumed from its checkpoint, gives the weights of an
+    uninterrupted one there as on the CPU. An operation that has no deterministic CUDA kernel warns
+    instead of failing. Nothing changes on the CPU, whose kernels are deterministic already; the
+    previous settings come back on exit."""
     if not device.startswith("cuda"):
         yield
         return
     import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     # read when the process's cuBLAS handle is made (its first matrix product): training is the
     # first CUDA work of a command, so this is early enough
@@ -154,7 +156,10 @@ def deterministic_kernels(device: str) -> Iterator[None]:
     before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
-        yield
+        # the fused memory-efficient attention adds its backward pass in atomic order (seen on an
+        # H200 with torch 2.11: it warns, and stays non-deterministic, under warn_only)
+        with sdpa_kernel(SDPBackend.MATH):
+            yield
     finally:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 

@@ -16,7 +16,8 @@
 # Env: OUT (default /tmp/gpucheck), PY (default python3), BUDGET (seconds, default 500),
 # READS_FILE (default .gpucheck/reads.fq.gz), COPIES (the reads are scaled up this many renamed
 # times, default 5), SUITE_WORKERS (default 14), PASSES=1 (also the model's windows/s at 1-256 passes per
-# CUDA call). The GPU's own tests run within the suite, which --device auto sends to the GPU.
+# CUDA call), SCALING=0 / SUITE=0 (skip the start-up and scaling runs / the suite). The GPU's own tests
+# run within the suite, which --device auto sends to the GPU.
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/gpucheck}
@@ -71,22 +72,26 @@ step "index-model" "$(cap 150)" "$PY" -m genointerp -q index-model
 if [ "${PASSES:-0}" = 1 ]; then
     step "passes per call" "$(cap 90 200)" "$PY" benchmarks/xvir_gpu_passes.py
 fi
-for args in "--device cpu" "--device cpu --model-all" "--device cuda" "--device cuda --model-all"; do
-    step "one read, $args" 60 bash -c "time $PY -m genointerp -q classify-reads test-data/tumor_small.fq.gz \
-        --chunk 1/125 $args -o /tmp/one.tsv --force"
-done
-for k in $(seq 1 "$COPIES"); do
-    zcat "$READS_FILE" | awk -v k="$k" 'NR % 4 == 1 { sub(/^@/, "@c" k "_") } { print }'
-done | gzip -1 > /tmp/reads.fq.gz
-t=$(date +%s)
-log "=== scaling (at +$(( t - T0 ))s)"
-timeout -k 10 "$(cap 240 100)" "$PY" benchmarks/viral_engine.py --scaling --fastq /tmp/reads.fq.gz \
-    --threads-list 1,2,4,8,16 --devices cpu,cuda --model-all-on cuda --no-kraken --repeats 1 \
-    --out /tmp/bench 2>&1 | tee "$OUT/scaling.txt" | tee -a "$LOG"
-log "=== scaling: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
-t=$(date +%s)
-log "=== suite (at +$(( t - T0 ))s)"
-OMP_NUM_THREADS=1 timeout -k 10 "$(cap 330 10)" "$PY" -m pytest -o addopts="" -q -n "$SUITE_WORKERS" \
-    --timeout 240 -p no:cacheprovider -rf --durations 15 2>&1 | tee "$OUT/suite.txt" | tail -n 60 >> "$LOG"
-log "=== suite: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
+if [ "${SCALING:-1}" = 1 ]; then
+    for args in "--device cpu" "--device cpu --model-all" "--device cuda" "--device cuda --model-all"; do
+        step "one read, $args" 60 bash -c "time $PY -m genointerp -q classify-reads test-data/tumor_small.fq.gz \
+            --chunk 1/125 $args -o /tmp/one.tsv --force"
+    done
+    for k in $(seq 1 "$COPIES"); do
+        zcat "$READS_FILE" | awk -v k="$k" 'NR % 4 == 1 { sub(/^@/, "@c" k "_") } { print }'
+    done | gzip -1 > /tmp/reads.fq.gz
+    t=$(date +%s)
+    log "=== scaling (at +$(( t - T0 ))s)"
+    timeout -k 10 "$(cap 240 100)" "$PY" benchmarks/viral_engine.py --scaling --fastq /tmp/reads.fq.gz \
+        --threads-list 1,2,4,8,16 --devices cpu,cuda --model-all-on cuda --no-kraken --repeats 1 \
+        --out /tmp/bench 2>&1 | tee "$OUT/scaling.txt" | tee -a "$LOG"
+    log "=== scaling: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
+fi
+if [ "${SUITE:-1}" = 1 ]; then
+    t=$(date +%s)
+    log "=== suite (at +$(( t - T0 ))s)"
+    OMP_NUM_THREADS=1 timeout -k 10 "$(cap 330 10)" "$PY" -m pytest -o addopts="" -q -n "$SUITE_WORKERS" \
+        --timeout 240 -p no:cacheprovider -rf --durations 15 2>&1 | tee "$OUT/suite.txt" | tail -n 60 >> "$LOG"
+    log "=== suite: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
+fi
 log "=== done in $(( $(date +%s) - T0 ))s"

@@ -297,8 +297,9 @@ def test_deterministic_kernels_are_switched_on_for_cuda_only_and_back_off_after(
     with runtime.deterministic_kernels("cuda:0"):
         assert torch.are_deterministic_algorithms_enabled()
         assert torch.is_deterministic_algorithms_warn_only_enabled()  # a kernel without a twin warns, not fails
+        assert not torch.backends.cuda.mem_efficient_sdp_enabled() and torch.backends.cuda.math_sdp_enabled()
     assert __import__("os").environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
-    assert not torch.are_deterministic_algorithms_enabled()
+    assert not torch.are_deterministic_algorithms_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
 
 
 def test_a_resumed_run_draws_its_dropout_as_the_uninterrupted_one_did(tmp_path, device):
