@@ -78,3 +78,22 @@ def test_the_gpu_agrees_with_the_cpu(cuda_model):
     cpu = scorer(cuda_model.cpu(), "cpu", "32")(tokens)
     cuda_model.to("cuda")
     np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("evidence", "model_all", "precision", "device", "runs_on"), [
+    ("both", False, "32", "auto", "cpu"),  # the default: the evidence decides nearly every read
+    ("kmer", True, "32", "auto", "cpu"),  # the model never runs
+    ("both", True, "32", "auto", "cuda"),  # --model-all: the model scores every read
+    ("model", False, "32", "auto", "cuda"),
+    ("both", False, "bf16", "auto", "cuda"),  # autocast is asked for
+    ("both", False, "32", "cuda", "cuda"),  # asked for by name
+    ("both", True, "32", "cpu", "cpu"),
+])
+def test_auto_puts_the_model_on_a_gpu_only_where_it_scores_every_read(monkeypatch, evidence, model_all, precision,
+                                                                      device, runs_on):
+    from genointerp.viral.classify import classifier
+    from genointerp.viral.classify.request import ClassifyRequest
+
+    monkeypatch.setattr(classifier, "resolve_device", lambda requested: "cuda" if requested == "auto" else requested)
+    req = ClassifyRequest(["reads.fq"], model_all=model_all, precision=precision, device=device)
+    assert classifier.model_device(req, evidence) == runs_on

@@ -44,9 +44,9 @@ def track_model_option():
                         "TF ChIP-seq model).")
 
 
-def device_option():
-    """--device (default auto)."""
-    return typer.Option("auto", "--device", help="auto (a GPU when there is one), cpu, cuda or cuda:N.")
+def device_option(auto: str = "a GPU when there is one"):
+    """--device (default auto); `auto` says what auto picks."""
+    return typer.Option("auto", "--device", help=f"auto ({auto}), cpu, cuda or cuda:N.")
 
 
 def threads_option(help: str = "CPU threads for torch."):

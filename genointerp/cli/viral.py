@@ -165,7 +165,7 @@ def classify_reads(
     unmapped_only: bool = typer.Option(False, "--unmapped-only", help="BAM/CRAM: only reads that did not map."),
     reference: Optional[str] = typer.Option(None, "--reference", help="FASTA reference for CRAM decoding."),
     chunk: Optional[str] = typer.Option(None, "--chunk", metavar="I/N", help="Classify only chunk I of N (1-based) of the reads, for scatter/gather on a cluster: N jobs cover the input exactly once, and merge-calls joins their outputs into the unchunked run's. Each job first counts the reads (one extra parsing pass)."),
-    device: str = device_option(),
+    device: str = device_option("a GPU where the model scores every read: --model-all, --evidence model, --precision other than 32"),
     precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CUDA; on CPU it runs the PyTorch module, slower than 32's folded CPU form, and emulated without AVX512-BF16 or AMX; p_viral within 0.005 of fp32), 16 (CUDA)."),
     threads: int = threads_option("Processes for the work: this one (reading, calling, writing) and N - 1 workers that look the reads up in the indexes; the model, when it runs, uses N torch threads in a process of its own."),
     force: bool = force_option(),
@@ -187,7 +187,9 @@ def classify_reads(
                           report=report, kraken_report=kraken_report, multiqc=multiqc, multiqc_types=multiqc_types,
                           sample=sample, host_genome_size=host_genome_size, host_bases=host_bases,
                           viral_out=viral_out, unmapped_only=unmapped_only,
-                          reference=reference, chunk=chunk, device=device_for(device, precision),
+                          reference=reference, chunk=chunk,
+                          # auto at fp32 is settled by the job, which knows whether the model scores every read
+                          device=device if (device, precision) == ("auto", Precision.fp32) else device_for(device, precision),
                           precision=precision.value, threads=threads)
     result = execute(run, req, force, REPORTER)
     sc = result["status_counts"]

@@ -39,7 +39,7 @@ class ClassifyRequest:
     unmapped_only: bool = False
     reference: str | None = None  # FASTA for CRAM decoding
     chunk: str | None = None  # "I/N": only chunk I of N of the read stream
-    device: str = "cpu"  # a torch device (the CLI resolves --device auto)
+    device: str = "cpu"  # a torch device, or auto (genointerp.viral.classify.classifier.model_device)
     precision: str = "32"
     threads: int = 1
 
