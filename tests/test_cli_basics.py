@@ -129,3 +129,43 @@ def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path)
     assert run("--device", "cpu") == ("TORCH False MODEL False", False)  # as pipelines spell it out
     assert run("--model-all", "--device", "cpu") == ("TORCH False MODEL True", False)
     assert (tmp_path / "c3.tsv").read_text().splitlines()[1].split("\t")[2] != "NA"  # the model scored it
+
+
+def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path):
+    """At the default the evidence decides nearly every read; the few windows the model must score
+    are scored in the job's process (model_process.HERE_WINDOWS), so the model's own process never
+    starts and torch is never imported, with the bytes that process gives. Past HERE_WINDOWS it
+    takes over, the same bytes again. --min-bits 6 puts test-data's human reads in the band the
+    model can move (1,960 of 2,000); batches of 32 reads, so the hand-over falls mid-input."""
+    from conftest import read_fastq
+    from hostile import subprocess_env
+
+    data = Path(__file__).resolve().parent.parent / "test-data" / "tumor_small.fq.gz"
+    few = tmp_path / "few.fq"
+    few.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in read_fastq(data)[:40]))
+    probe = (
+        "import sys\nfrom genointerp.cli import app\n"
+        "import genointerp.viral.classify.job as job\n"
+        "import genointerp.viral.classify.model_process as mp\n"
+        "job.BATCH = 32\n"
+        "mp.ModelProcess.HERE = False if sys.argv.pop(1) == 'spawned' else None\n"
+        "started = []\n"
+        "real = mp.ModelProcess.start\n"
+        "mp.ModelProcess.start = lambda self: (started.append(1), real(self))\n"
+        "try:\n    app(sys.argv[1:], prog_name='genointerp')\nexcept SystemExit:\n    pass\n"
+        "print('TORCH', 'torch' in sys.modules, 'MODEL', bool(started))\n"
+    )
+
+    def run(fq: Path, where: str) -> tuple[str, str]:
+        out = tmp_path / f"{fq.stem}.{where}.tsv"
+        res = subprocess.run([sys.executable, "-c", probe, where, "-q", "classify-reads", str(fq), "--min-bits", "6",
+                              "--device", "cpu", "-o", str(out)], capture_output=True, text=True, env=subprocess_env())
+        assert res.returncode == 0, res.stderr
+        return res.stdout.strip(), out.read_text()
+
+    for fq, first in ((few, "TORCH False MODEL False"), (data, "TORCH False MODEL True")):
+        here, spawned = run(fq, "default"), run(fq, "spawned")
+        assert here[0] == first and spawned[0] == "TORCH False MODEL True"
+        assert here[1] == spawned[1]
+        p = [row.split("\t")[2] for row in here[1].splitlines()[1:]]
+        assert len(p) == len(read_fastq(fq)) and p.count("NA") < len(p) // 10  # the model scored most reads

@@ -1,11 +1,14 @@
 """classify-reads' XVir model, in a process of its own.
 
-Most reads never need the model: the evidence decides them. So the job never loads it itself
-(unless torch is imported there already: then the model runs in the job's process, see
-ModelProcess). The first batch holding a read the model can change starts this process; it loads
-the model while the job goes on reading, looking up and writing the batches before it, and the
-batches then queue for it (classify-reads keeps a bounded number of batches waiting).
-`--model-all` and `--evidence model` start it at once.
+Most reads never need the model: the evidence decides them. The first HERE_WINDOWS windows that
+do are scored in the job's own process, from the stored folded tables (they load in milliseconds);
+on the tumour-like and human benchmark reads that is every one (5 reads of 320,000), and the
+process below, about 0.5 s of CPU to start, is never needed. Past them (or with no stored tables,
+another device or precision) the next batch holding a read the model can change starts this
+process; it loads the model while the job goes on reading, looking up and writing the batches
+before it, and the batches then queue for it (classify-reads keeps a bounded number of batches
+waiting). `--model-all` and `--evidence model` start it at once. Where torch is imported in the
+job's process already the model runs there instead (ModelProcess).
 
 On CPU in float32 the model is the folded numpy form (genointerp.models.xvir_folded), read from
 the tables `genointerp index-model` and train-xvir store in the model folder: loading takes
@@ -41,6 +44,9 @@ from genointerp.viral.classify.blocks import PASS
 from genointerp.viral.folded_model import stored_folded
 
 GPU_PASSES = 64  # passes per CUDA call: 1,024 windows, about 70 GFLOP (a few ms on a current GPU)
+# Windows scored in the job's process before the model's own is started: about what one thread
+# scores in the 0.5 s of CPU that starting that process costs (a fresh interpreter and its imports)
+HERE_WINDOWS = 256
 
 
 Scorer = Callable[..., np.ndarray]  # (tokens (R, n_tokens), keys (R / PASS,) or None) -> P(viral) float64 (R,)
@@ -188,7 +194,8 @@ class ModelProcess:
 
     Where torch is imported in this process already (a library caller, a test runner), importing
     it costs nothing more, so the model runs here instead, the same scorer on the same settings
-    (the same bytes), each answer computed at `submit`."""
+    (the same bytes), each answer computed at `submit`. Unless told where (`here`), the first
+    HERE_WINDOWS windows are scored here from the stored folded tables before `start`."""
 
     HERE: bool | None = None  # where the model runs when not told: None, here where torch is imported already
 
@@ -197,6 +204,8 @@ class ModelProcess:
         self.here = self.HERE if here is None else here
         self._pool = None
         self._here: Scorer | None = None
+        self._first: Scorer | bool | None = None  # the first windows' scorer here; False: none (unknown yet)
+        self._first_left = HERE_WINDOWS
 
     def start(self) -> None:
         if self._pool is not None or self._here is not None:
@@ -210,10 +219,26 @@ class ModelProcess:
 
     def submit(self, tokens: np.ndarray, keys: np.ndarray | None = None):
         """P(viral) of token windows (R, n_tokens) laid out in passes with their keys (see scorer), pending."""
+        if self.here is None and self._pool is None and self._here is None and len(tokens) <= self._first_left:
+            first = self._first_scorer()
+            if first is not None:
+                self._first_left -= len(tokens)
+                return Done(first(tokens, keys))
         self.start()
         if self._here is not None:
             return Done(self._here(tokens, keys))
         return _Pending(self._pool.submit(_score, tokens, keys))
+
+    def _first_scorer(self) -> Scorer | None:
+        """The stored folded model loaded in this process for the first windows (the model's own
+        process scores with the same tables on the same threads: the same bytes); None where the
+        model does not run from them (another device or precision, tables missing or stale:
+        loading here would import torch)."""
+        if self._first is None:
+            path, device, precision, threads = self.args
+            engine = stored_folded(path, usable_threads(threads)) if (device, precision) == ("cpu", "32") else ""
+            self._first = False if isinstance(engine, str) else folded_scorer(engine)
+        return self._first or None
 
     def close(self) -> None:
         """End the process at once (nothing it holds needs finishing)."""
