@@ -153,7 +153,9 @@ def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path
         "real = mp.ModelProcess.start\n"
         "mp.ModelProcess.start = lambda self: (started.append(1), real(self))\n"
         "try:\n    app(sys.argv[1:], prog_name='genointerp')\nexcept SystemExit:\n    pass\n"
-        "print('TORCH', 'torch' in sys.modules, 'MODEL', bool(started))\n"
+        "import numpy as np\n"  # the job's thread computes evidence: the model's denormal flush stays off it
+        "kept = float(np.array([1e-39], np.float32)[0] * np.float32(1.0)) != 0\n"
+        "print('TORCH', 'torch' in sys.modules, 'MODEL', bool(started), 'DENORMALS', kept)\n"
     )
 
     def run(fq: Path, where: str) -> tuple[str, str]:
@@ -165,7 +167,7 @@ def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path
 
     for fq, first in ((few, "TORCH False MODEL False"), (data, "TORCH False MODEL True")):
         here, spawned = run(fq, "default"), run(fq, "spawned")
-        assert here[0] == first and spawned[0] == "TORCH False MODEL True"
+        assert here[0] == first + " DENORMALS True" and spawned[0] == "TORCH False MODEL True DENORMALS True"
         assert here[1] == spawned[1]
         p = [row.split("\t")[2] for row in here[1].splitlines()[1:]]
         assert len(p) == len(read_fastq(fq)) and p.count("NA") < len(p) // 10  # the model scored most reads

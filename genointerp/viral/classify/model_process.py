@@ -1,14 +1,15 @@
 """classify-reads' XVir model, in a process of its own.
 
 Most reads never need the model: the evidence decides them. The first HERE_WINDOWS windows that
-do are scored in the job's own process, from the stored folded tables (they load in milliseconds);
-on the tumour-like and human benchmark reads that is every one (5 reads of 320,000), and the
-process below, about 0.5 s of CPU to start, is never needed. Past them (or with no stored tables,
-another device or precision) the next batch holding a read the model can change starts this
-process; it loads the model while the job goes on reading, looking up and writing the batches
-before it, and the batches then queue for it (classify-reads keeps a bounded number of batches
-waiting). `--model-all` and `--evidence model` start it at once. Where torch is imported in the
-job's process already the model runs there instead (ModelProcess).
+do are scored in the job's own process, from the stored folded tables (they load in
+milliseconds), on a thread of their own (denormals are flushed where the model runs, never where
+the evidence is computed). On the tumour-like and human benchmark reads that is every one (5
+reads of 320,000), and the process below, about 0.5 s of CPU to start, is never needed. Past them
+(or with no stored tables, another device or precision) the next batch holding a read the model
+can change starts this process; it loads the model while the job goes on reading, looking up and
+writing the batches before it, and the batches then queue for it (classify-reads keeps a bounded
+number of batches waiting). `--model-all` and `--evidence model` start it at once. Where torch is
+imported in the job's process already the model runs there instead (ModelProcess).
 
 On CPU in float32 the model is the folded numpy form (genointerp.models.xvir_folded), read from
 the tables `genointerp index-model` and train-xvir store in the model folder: loading takes
@@ -31,7 +32,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
@@ -204,8 +205,9 @@ class ModelProcess:
         self.here = self.HERE if here is None else here
         self._pool = None
         self._here: Scorer | None = None
-        self._first: Scorer | bool | None = None  # the first windows' scorer here; False: none (unknown yet)
+        self._first: Scorer | bool | None = None  # the first windows' scorer here (None: not known yet; False: none)
         self._first_left = HERE_WINDOWS
+        self._first_thread: ThreadPoolExecutor | None = None
 
     def start(self) -> None:
         if self._pool is not None or self._here is not None:
@@ -223,7 +225,9 @@ class ModelProcess:
             first = self._first_scorer()
             if first is not None:
                 self._first_left -= len(tokens)
-                return Done(first(tokens, keys))
+                if self._first_thread is None:  # the model's own thread: the job's keeps its floating-point state
+                    self._first_thread = ThreadPoolExecutor(1, thread_name_prefix="xvir-first")
+                return self._first_thread.submit(first, tokens, keys)
         self.start()
         if self._here is not None:
             return Done(self._here(tokens, keys))
@@ -242,6 +246,9 @@ class ModelProcess:
 
     def close(self) -> None:
         """End the process at once (nothing it holds needs finishing)."""
+        if self._first_thread is not None:
+            self._first_thread.shutdown(wait=False, cancel_futures=True)
+            self._first_thread = None
         if self._pool is not None:
             end_now(self._pool)
             self._pool = None
