@@ -25,7 +25,8 @@ Measured (wall-clock, end to end: start-up, parsing, scoring, output):
     of --repeats) as shares of it.
 
 Scaling mode (--scaling), for a machine with many cores and a GPU: classify-reads on one gzipped
-FASTQ (--fastq, else the tumour-like ART reads) at each of --threads-list (default evidence, on the
+FASTQ (--fastq, else the tumour-like ART reads; --copies N: N renamed copies of them, where the start
+weighs less) at each of --threads-list (default evidence, on the
 CPU), with --model-all at the largest, and where --devices names cuda and torch sees a GPU,
 --device cuda at the default and with --model-all at the largest; kraken2 at each thread count
 beside it unless --no-kraken. Reported: reads/s, wall seconds, peak MB, the speed-up over the first
@@ -37,7 +38,7 @@ row is printed as it ends.
     python benchmarks/viral_engine.py [--shared ../shared/data] [--reads 320000] [--model-all-reads 40000]
         [--out bench-output/engine]
     python benchmarks/viral_engine.py --scaling --fastq reads.fq.gz --threads-list 1,2,4,8,16
-        --devices cpu,cuda [--no-kraken] [--repeats 1]
+        --devices cpu,cuda [--no-kraken] [--repeats 1] [--copies 5]
 """
 
 from __future__ import annotations
@@ -330,13 +331,31 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--devices", default="cpu,cuda", help="--scaling: cpu and/or cuda, comma-separated")
     ap.add_argument("--model-all-on", default="cpu,cuda", help="--scaling: the devices that also run --model-all")
     ap.add_argument("--no-kraken", action="store_true", help="--scaling: without kraken2")
+    ap.add_argument("--copies", type=int, default=1, help="--scaling: the reads this many times, renamed")
     return ap.parse_args()
+
+
+def renamed_copies(fq: Path, copies: int, out: Path) -> Path:
+    """A gzipped FASTQ of `copies` copies of fq's reads, each copy's names prefixed c1_, c2_, ...
+    (made once in `out`): a larger input from the same reads, where start-up weighs less."""
+    big = out / f"{fq.name.split('.')[0]}.x{copies}.fq.gz"
+    if not big.exists():
+        tmp = big.with_suffix(".tmp")
+        with gzip.open(tmp, "wt", compresslevel=1) as dst:
+            for k in range(1, copies + 1):
+                with gzip.open(fq, "rt") as src:
+                    for i, line in enumerate(src):
+                        dst.write(f"@c{k}_{line[1:]}" if i % 4 == 0 else line)
+        tmp.rename(big)
+    return big
 
 
 def scaling_main(args: argparse.Namespace, shared: Path, out: Path) -> None:
     require(*(["kraken2", "kraken2-build", "samtools"] if not args.no_kraken else []),
             *(["art_illumina", "samtools"] if not args.fastq else []))
     fq = Path(args.fastq) if args.fastq else make_reads(shared, out, args.reads)["tumour"]
+    if args.copies > 1:
+        fq = renamed_copies(fq, args.copies, out)
     db = None if args.no_kraken else kraken_database(shared, out)
     scaling(fq, out, sorted({int(t) for t in args.threads_list.split(",")}), args.devices.split(","),
             args.model_all_on.split(","), db, args.repeats)
