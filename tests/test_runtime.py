@@ -286,19 +286,21 @@ def test_a_config_that_does_not_fit_is_one_model_settings_error(tmp_path):
 
 
 def test_deterministic_kernels_are_switched_on_for_cuda_only_and_back_off_after(monkeypatch):
+    import os
+
     import torch
 
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     assert not torch.are_deterministic_algorithms_enabled()
     with runtime.deterministic_kernels("cpu"):
         assert not torch.are_deterministic_algorithms_enabled()
-    assert "CUBLAS_WORKSPACE_CONFIG" not in __import__("os").environ
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
     # the flags themselves need no GPU: only what they select does
     with runtime.deterministic_kernels("cuda:0"):
         assert torch.are_deterministic_algorithms_enabled()
         assert torch.is_deterministic_algorithms_warn_only_enabled()  # a kernel without a twin warns, not fails
         assert not torch.backends.cuda.mem_efficient_sdp_enabled() and torch.backends.cuda.math_sdp_enabled()
-    assert __import__("os").environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
     assert not torch.are_deterministic_algorithms_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
 
 
