@@ -340,12 +340,14 @@ def renamed_copies(fq: Path, copies: int, out: Path) -> Path:
     (made once in `out`): a larger input from the same reads, where start-up weighs less."""
     big = out / f"{fq.name.split('.')[0]}.x{copies}.fq.gz"
     if not big.exists():
+        with gzip.open(fq, "rb") as src:
+            lines = src.read().split(b"\n")
+        names = lines[0::4]  # every 4th line from the first: a quality line may start with @ too
         tmp = big.with_suffix(".tmp")
-        with gzip.open(tmp, "wt", compresslevel=1) as dst:
+        with gzip.open(tmp, "wb", compresslevel=1) as dst:
             for k in range(1, copies + 1):
-                with gzip.open(fq, "rt") as src:
-                    for i, line in enumerate(src):
-                        dst.write(f"@c{k}_{line[1:]}" if i % 4 == 0 else line)
+                lines[0::4] = [b"@c%d_%s" % (k, name[1:]) if name else name for name in names]
+                dst.write(b"\n".join(lines).rstrip(b"\n") + b"\n")
         tmp.rename(big)
     return big
 

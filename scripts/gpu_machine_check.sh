@@ -77,12 +77,9 @@ if [ "${SCALING:-1}" = 1 ]; then
         step "one read, $args" 60 bash -c "time $PY -m genointerp -q classify-reads test-data/tumor_small.fq.gz \
             --chunk 1/125 $args -o /tmp/one.tsv --force"
     done
-    for k in $(seq 1 "$COPIES"); do
-        zcat "$READS_FILE" | awk -v k="$k" 'NR % 4 == 1 { sub(/^@/, "@c" k "_") } { print }'
-    done | gzip -1 > /tmp/reads.fq.gz
     t=$(date +%s)
     log "=== scaling (at +$(( t - T0 ))s)"
-    timeout -k 10 "$(cap 240 100)" "$PY" benchmarks/viral_engine.py --scaling --fastq /tmp/reads.fq.gz \
+    timeout -k 10 "$(cap 240 100)" "$PY" benchmarks/viral_engine.py --scaling --fastq "$READS_FILE" --copies "$COPIES" \
         --threads-list 1,2,4,8,16 --devices cpu,cuda --model-all-on cuda --no-kraken --repeats 1 \
         --out /tmp/bench 2>&1 | tee "$OUT/scaling.txt" | tee -a "$LOG"
     log "=== scaling: rc=${PIPESTATUS[0]}, $(( $(date +%s) - t ))s"
