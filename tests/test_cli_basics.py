@@ -128,7 +128,7 @@ def test_classify_reads_imports_torch_only_when_a_read_needs_the_model(tmp_path)
     assert (tmp_path / "c3.tsv").read_text().splitlines()[1].split("\t")[2] != "NA"  # the model scored it
 
 
-def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path):
+def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path, data):
     """At the default the evidence decides nearly every read; the few windows the model must score
     are scored in the job's process (model_process.HERE_WINDOWS), so the model's own process never
     starts and torch is never imported, with the bytes that process gives. Past HERE_WINDOWS it
@@ -137,9 +137,9 @@ def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path
     from conftest import read_fastq
     from hostile import subprocess_env
 
-    data = Path(__file__).resolve().parent.parent / "test-data" / "tumor_small.fq.gz"
+    reads = data / "tumor_small.fq.gz"
     few = tmp_path / "few.fq"
-    few.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in read_fastq(data)[:40]))
+    few.write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in read_fastq(reads)[:40]))
     probe = (
         "import sys\nfrom genointerp.cli import app\n"
         "import genointerp.viral.classify.job as job\n"
@@ -162,7 +162,7 @@ def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path
         assert res.returncode == 0, res.stderr
         return res.stdout.strip(), out.read_text()
 
-    for fq, first in ((few, "TORCH False MODEL False"), (data, "TORCH False MODEL True")):
+    for fq, first in ((few, "TORCH False MODEL False"), (reads, "TORCH False MODEL True")):
         here, spawned = run(fq, "default"), run(fq, "spawned")
         assert here[0] == first + " DENORMALS True" and spawned[0] == "TORCH False MODEL True DENORMALS True"
         assert here[1] == spawned[1]
