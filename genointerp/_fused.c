@@ -97,6 +97,16 @@ static int fits(Py_buffer *b, Py_ssize_t floats, const char *what) {
     return 1;
 }
 
+/* The rows of a buffer that must hold whole rows of `cols` floats, or -1 with the ValueError set. */
+static Py_ssize_t whole_rows(Py_buffer *b, Py_ssize_t cols, const char *what, const char *of) {
+    Py_ssize_t rows = cols > 0 ? b->len / (Py_ssize_t)sizeof(float) / cols : 0;
+    if (cols <= 0 || rows * cols * (Py_ssize_t)sizeof(float) != b->len) {
+        PyErr_Format(PyExc_ValueError, "%s must be whole rows of %s", what, of);
+        return -1;
+    }
+    return rows;
+}
+
 static VECTOR_CLONES void embed_rows(const float *K, const float *P, const float *R, const float *O,
                                      const int64_t *tok, float *X, float *Q, Py_ssize_t rows, Py_ssize_t n,
                                      Py_ssize_t d) {
@@ -176,11 +186,9 @@ static PyObject *softmax_numerators(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "w*w*n", &scores, &sums, &cols))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t rows = cols > 0 ? scores.len / (Py_ssize_t)sizeof(float) / cols : 0;
-    if (cols <= 0 || rows * cols * (Py_ssize_t)sizeof(float) != scores.len) {
-        PyErr_SetString(PyExc_ValueError, "scores must be whole rows of cols");
+    Py_ssize_t rows = whole_rows(&scores, cols, "scores", "cols");
+    if (rows < 0)
         goto done;
-    }
     if (!fits(&sums, rows, "sums"))
         goto done;
     Py_BEGIN_ALLOW_THREADS
@@ -273,11 +281,9 @@ static PyObject *add_layer_norm(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "w*y*y*y*y*fn", &x, &y, &bias, &weight, &beta, &eps, &d))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t rows = d > 0 ? x.len / (Py_ssize_t)sizeof(float) / d : 0;
-    if (d <= 0 || rows * d * (Py_ssize_t)sizeof(float) != x.len) {
-        PyErr_SetString(PyExc_ValueError, "x must be whole rows of d");
+    Py_ssize_t rows = whole_rows(&x, d, "x", "d");
+    if (rows < 0)
         goto done;
-    }
     if (!fits(&y, rows * d, "y") || (bias.len && !fits(&bias, d, "bias")) || !fits(&weight, d, "weight") ||
         !fits(&beta, d, "beta"))
         goto done;
@@ -314,11 +320,9 @@ static PyObject *bias_relu(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "w*y*n", &h, &bias, &f))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t rows = f > 0 ? h.len / (Py_ssize_t)sizeof(float) / f : 0;
-    if (f <= 0 || rows * f * (Py_ssize_t)sizeof(float) != h.len) {
-        PyErr_SetString(PyExc_ValueError, "h must be whole rows of f");
+    Py_ssize_t rows = whole_rows(&h, f, "h", "f");
+    if (rows < 0)
         goto done;
-    }
     if (!fits(&bias, f, "bias"))
         goto done;
     Py_BEGIN_ALLOW_THREADS
