@@ -10,7 +10,8 @@ from coding import CODON, protein
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
-from genointerp.viral.evidence.extension import EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins, low_complexity
+from genointerp.viral.evidence.extension import (CHECK_PLACES, EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins,
+                                                 low_complexity)
 from genointerp.viral.evidence.protein import ProteinIndex, ProteinSettings
 
 def residues(text):
@@ -119,3 +120,31 @@ def test_a_seed_of_many_places_is_aligned_at_sixteen_spread_over_them():
                                      np.array([aa.size + 2]), 9)[0])
     full = sum(blosum(a, a) for a in genomes[30][:49])
     assert scores[0] == full and scores[1] < full - 100
+
+
+def _db(genomes):
+    """The genomes' proteins one after another, each followed by an edge, and where each begins."""
+    starts = np.cumsum([0] + [len(g) + 1 for g in genomes])[:-1]
+    return np.concatenate([np.r_[residues(g), EDGE] for g in genomes]).astype(np.uint8), starts
+
+
+def test_two_seeds_share_a_place_only_on_one_diagonal_of_one_reference():
+    """Seed 1 is held by genomes 0 and 1, seed 2 by genome 0 five residues on, seed 3 by genome 2.
+    In a read of genome 0 followed by genome 2, seeds 1 and 2 lie on one diagonal (one match),
+    seeds 2 and 3 do not (two). A seed of more places than CHECK_PLACES is judged from the rarer
+    seed of a pair, so the pair is found where an even spread of the common one's places is not."""
+    shared = protein(9, 20)
+    g0, g1, g2 = protein(10, 21) + shared + protein(21, 22), protein(10, 23) + shared + protein(21, 24), protein(40, 25)
+    db, start = _db([g0, g1, g2])
+    proteins = ReferenceProteins(db, np.array([1, 1, 2, 3], np.uint64),
+                                 np.array([start[0] + 10, start[1] + 10, start[0] + 15, start[2] + 5]))
+    read = g0[10:24] + g2[5:14]  # seed 1 at its residue 0, seed 2 at 5, seed 3 at 14
+    aa = codons(encode("".join(CODON[r] for r in read)))
+    at, ids, compared = np.array([0, 15, 42]), np.array([1, 2, 3], np.uint64), np.tile(np.arange(9), (3, 1))
+    assert proteins.share_a_place(aa, at, ids, compared, np.array([0, 1]), np.array([1, 2])).tolist() == [True, False]
+    # seed 1 at 2 * CHECK_PLACES + 1 places, genome 0's last: no even spread of CHECK_PLACES reaches it
+    others = [protein(10, 300 + i) + shared for i in range(2 * CHECK_PLACES)]
+    db, start = _db([*others, g0])
+    keys = np.r_[np.ones(2 * CHECK_PLACES + 1), 2].astype(np.uint64)
+    proteins = ReferenceProteins(db, keys, np.r_[start + 10, start[-1] + 15])
+    assert proteins.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [True]

@@ -55,6 +55,10 @@ def test_chance_bits_add_over_clusters_and_never_go_below_zero():
     bits = chance_bits(log_freq, np.array([0, 0, 0, 1, 1, 1, 2]), np.array([0, 0, 1]), np.array([10, 10]), 1, 2)
     # per cluster: -(log10(10 * 1) + 3 * log10(0.1)) = 2; read 1: -(1 + log10 0.5) < 0 -> 0
     assert bits[0] == pytest.approx(4.0) and bits[1] == 0.0
+    # a cluster whose windows match two entries of an index of 10 apart is two draws: it pays log10(10) once more
+    two = chance_bits(log_freq, np.array([0, 0, 0, 1, 1, 1, 2]), np.array([0, 0, 1]), np.array([10, 10]), 10, 2,
+                      np.array([1, 2, 1]))
+    assert two[0] == pytest.approx(1.0 + 0.0)  # -(log10(10 * 10) - 3) = 1, then -(1 + 2 * 1 - 3) = 0
 
 
 def _orf_genome(length=200, seed=1):
@@ -162,3 +166,27 @@ def test_seed_bits_count_one_stretch_once_and_add_independent_stretches():
     # a stretch of 60 bases: about 60 * 0.6 bits less log10(tested * index size), whatever its windows
     assert 60 * -math.log10(0.4) - 6 < ev.bits[0] < 60 * -math.log10(0.25)
     assert ev.bits[1] == pytest.approx(2 * ev.bits[0], rel=0.1)
+
+
+def test_overlapping_seeds_of_two_unrelated_places_are_two_chance_draws(monkeypatch):
+    """A read whose protein holds gene A's residues 0..8 and then gene B's 0..8, overlapping at one
+    residue (B's first is made A's ninth): its two matched seeds form one stretch of 13 compared
+    residues, which one match would fix I times less often than two chance matches do. It pays
+    log10(I) more than as one match, while a read of gene A, whose overlapping seeds lie on one
+    diagonal, pays nothing more."""
+    a = protein(200, 31)
+    b = a[8] + protein(199, 32)
+    genes = ["ATG" + "".join(CODON[r] for r in p) + "TAA" for p in (a, b)]
+    index = ProteinIndex.of([("a", genes[0]), ("b", genes[1])], ProteinSettings(), circular=False)
+    pad = lambda n, seed: "".join(CODON[r] for r in protein(n, seed))  # noqa: E731
+    chimera = pad(20, 40) + "".join(CODON[r] for r in a[:9] + b[1:9]) + pad(20, 41)
+    same_gene = pad(20, 40) + "".join(CODON[r] for r in a[:17]) + pad(20, 41)
+    reads = encode_joined([chimera, same_gene])
+    ev = index.evidence(*reads)
+    monkeypatch.setattr(type(index.proteins), "share_a_place", lambda self, aa, at, ids, c, first, second:
+                        np.ones(first.size, bool))
+    as_one = index.evidence(*reads)
+    assert ev.hits.tolist() == as_one.hits.tolist() and ev.hits[0] >= 2
+    # once on each strand: the read's reverse complement matches the genes' reverse frames alike
+    assert as_one.exact[0] - ev.exact[0] == pytest.approx(2 * math.log10(index.ids.size))
+    assert ev.exact[1] == pytest.approx(as_one.exact[1]) and ev.exact[1] > 5

@@ -68,15 +68,19 @@ def fixed_letters(at: np.ndarray, read: np.ndarray, opens: np.ndarray, offsets: 
 
 
 def chance_bits(log_freq: np.ndarray, mark_cluster: np.ndarray, cluster_read: np.ndarray, tested: np.ndarray,
-                index_size: int, n: int) -> np.ndarray:
+                index_size: int, n: int, draws: np.ndarray | None = None) -> np.ndarray:
     """float64 (n,): per read, the sum over its clusters of -log10(chance count), each at least 0.
 
     log_freq (P,): log10 frequency of each letter a match fixes (each letter once); mark_cluster
     (P,): its cluster; cluster_read (C,): each cluster's read; tested (n,): windows each read
-    tested; index_size: entries of the index.
+    tested; index_size: entries of the index; draws (C,): how many entries of the index each
+    cluster's windows match apart (1, the default, where they are one entry's windows: one
+    match). Windows that match unrelated entries are as many chance draws from the index, and
+    each costs its size: W * I**d * f(b1) ... f(bm).
     """
     if cluster_read.size == 0:
         return np.zeros(n)
     log_p = np.bincount(mark_cluster, weights=log_freq, minlength=cluster_read.size)
-    surprise = -(np.log10(np.maximum(tested[cluster_read], 1) * max(index_size, 1)) + log_p)
+    entries = np.log10(max(index_size, 1)) * (1 if draws is None else draws)
+    surprise = -(np.log10(np.maximum(tested[cluster_read], 1)) + entries + log_p)
     return np.bincount(cluster_read, weights=np.maximum(surprise, 0.0), minlength=n)

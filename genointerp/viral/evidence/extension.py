@@ -37,6 +37,9 @@ from genointerp.seq.translate import AMINO_ACIDS, NO_CODON
 LAMBDA, K = 0.3176, 0.134  # BLOSUM62, ungapped, standard (Robinson) residue frequencies
 EDGE = NO_CODON + 1  # a residue code beyond a read's or a reference frame's end
 MAX_PLACES = 16  # places in the references a matched seed is aligned at
+CHECK_PLACES = 64  # places of the rarer seed of two tried when asking whether they lie on one diagonal
+FIRST_PLACES = 4  # of them, tried first: enough for nearly every pair of one match
+DIAGONAL_MISSES = 2  # compared residues of a seed that may differ from the diagonal's place
 REACH = 52  # residues aligned on each side of a seed: a 150 bp read's six frames hold 50 each
 ALIGN_BLOCK = 2048  # seeds aligned at once: at most 16 places each, 113 residues, bounds the temporaries
 _EDGE_SCORE = -10_000  # ends an alignment: no extension crosses it
@@ -150,6 +153,57 @@ class ReferenceProteins:
                              hi[i : i + ALIGN_BLOCK], span) for i in range(0, at.size, ALIGN_BLOCK)]
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
+    def share_a_place(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, compared: np.ndarray,
+                      first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """bool (j,): whether the matched seeds first[j] and second[j] of one frame of a read lie on
+        one diagonal of one reference frame, as the windows of one match do: some place that holds
+        one of them, moved by their distance in the read, holds the other's compared residues too.
+
+        aa uint8 (M,): codons of a strand of joined reads, as `align` takes them; at int64 (h,):
+        where each matched seed's window starts in aa; ids uint64 (h,): its id; compared int64
+        (h, w): the places of its compared residues in its window; first, second int64 (j,):
+        indexes into those. The seed of the two with fewer places is looked up, at up to
+        CHECK_PLACES of them spread over the references, so that a pair of conserved seeds is
+        judged on the references that hold the rarer one. Seeds of one match nearly always share
+        the first few places tried, so those are tried first and the rest only for pairs they
+        leave apart.
+        """
+        slot, count = self._slots(ids)
+        anchor_first = count[first] <= count[second]
+        anchor, other = np.where(anchor_first, first, second), np.where(anchor_first, second, first)
+        shared = np.zeros(first.size, bool)
+        for most in (FIRST_PLACES, CHECK_PLACES):
+            left = np.flatnonzero(~shared)
+            pair, place = self._spread(slot[anchor[left]], count[anchor[left]], most)
+            a, o = anchor[left][pair], other[left][pair]
+            shift = (at[o] - at[a]) // 3  # residues: both windows lie in one frame
+            ref = self._residues_at(place[:, None] + shift[:, None] + compared[o])
+            same = (ref == aa[at[o][:, None] + 3 * compared[o]]).sum(1) >= compared.shape[1] - DIAGONAL_MISSES
+            shared[left[pair[same]]] = True
+        return shared
+
+    def _slots(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(slot int64 (h,), count int64 (h,)): where each seed id's places begin in the table, and
+        how many it has (0 for an id it does not hold)."""
+        slot = np.searchsorted(self.keys, ids)
+        slot[slot == self.keys.size] = 0
+        known = self.keys[slot] == ids if self.keys.size else np.zeros(ids.size, bool)
+        return slot, np.where(known, self.start[slot + 1] - self.start[slot], 0)
+
+    def _spread(self, slot: np.ndarray, count: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+        """(seed int64 (P,), place int64 (P,)): up to `most` places of each seed (slot, count (h,)
+        from _slots), spread evenly over its places, with the seed each belongs to."""
+        take = np.minimum(count, most)
+        seed = np.repeat(np.arange(slot.size), take)
+        nth = np.arange(seed.size) - np.repeat(np.cumsum(take) - take, take)
+        at = self.start[slot][seed] + nth * count[seed] // np.maximum(take[seed], 1)
+        return seed, self.places[at].astype(np.int64)
+
+    def _residues_at(self, where: np.ndarray) -> np.ndarray:
+        """The reference residues at `where` (any shape), EDGE outside them."""
+        inside = (where >= 0) & (where < self.residues.size)
+        return np.where(inside, self.residues[np.clip(where, 0, max(self.residues.size - 1, 0))], EDGE)
+
     def _align(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                span: int) -> np.ndarray:
         """align() of one block of seeds."""
@@ -158,19 +212,8 @@ class ReferenceProteins:
         inside = (q >= lo[:, None]) & (q + 3 <= hi[:, None])
         rows = np.where(inside, aa[np.clip(q, 0, aa.size - 1)], EDGE).astype(np.uint8)
         rows[low_complexity(rows)] = MASKED
-        slot = np.searchsorted(self.keys, ids)
-        slot[slot == self.keys.size] = 0
-        known = self.keys[slot] == ids if self.keys.size else np.zeros(ids.size, bool)
-        first = self.start[slot]
-        count = np.where(known, self.start[slot + 1] - first, 0)
-        take = np.minimum(count, MAX_PLACES)
-        hit = np.repeat(np.arange(at.size), take)
-        nth = np.arange(hit.size) - np.repeat(np.cumsum(take) - take, take)
-        place = self.places[first[hit] + nth * count[hit] // np.maximum(take[hit], 1)].astype(np.int64)  # spread over the places
-        read_aa = rows[hit]
-        r = place[:, None] + offset
-        ref_aa = np.where((r >= 0) & (r < self.residues.size), self.residues[np.clip(r, 0, self.residues.size - 1)], EDGE)
-        score = SCORES[read_aa, ref_aa]
+        hit, place = self._spread(*self._slots(ids), MAX_PLACES)
+        score = SCORES[rows[hit], self._residues_at(place[:, None] + offset)]
         seed = score[:, REACH : REACH + span].sum(1)
         left = np.cumsum(score[:, :REACH][:, ::-1], 1).max(1, initial=0)
         right = np.cumsum(score[:, REACH + span :], 1).max(1, initial=0)

@@ -15,7 +15,11 @@ frames at every position; its matched seeds form stretches (matched seeds of one
 one span of the previous), weighed two ways, -log10 of how often chance would give them:
   - exactly, as the nucleotide seeds (genointerp.viral.evidence.chance): W seeds tested against I index
     entries yield a stretch fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ...
-    f(rm) times; summed over stretches;
+    f(rm) times; summed over stretches. That holds where the stretch is one match: its seeds lie
+    on one diagonal of the references' frames. Each seed that lies on none with the seed before it
+    is another draw from the index and multiplies the count by I: seven residues agree by chance
+    often enough that two such seeds side by side in a read of human sequence no filter saw were
+    counted as one match of fourteen, 7 to 8 bits (benchmarks/human_filter.py);
   - aligned: the first seed of each stretch grown into an ungapped alignment with the references'
     proteins (genointerp.viral.evidence.extension); the best alignment counts.
 A read's protein bits are the stronger of the two less log10(2), the price of choosing. Exact
@@ -278,8 +282,8 @@ class ProteinIndex:
             return ProteinEvidence(hits, np.zeros(n), aligned)
         freq = _aa_composition([aa for aa, *_ in matched], lengths,
                                np.unique(np.concatenate([read for _, _, read, _, _ in matched])), n)
-        log_freq, mark_cluster, cluster_read = [], [], []
-        compared = 3 * self.settings.compared
+        log_freq, mark_cluster, cluster_read, draws = [], [], [], []
+        compared = self.settings.compared
         for s, (aa, at, read, seed, ids) in enumerate(matched):
             hits += np.bincount(read, minlength=n)
             if not at.size:
@@ -289,18 +293,31 @@ class ProteinIndex:
             at, read, frame, seed, ids = at[order], read[order], frame[order], seed[order], ids[order]
             opens = stretches(read, at, 3 * span, frame)
             # each compared residue's codon, once, whichever seeds compared it (a stretch keeps to one frame)
-            marks, stretch, mark_read = fixed_letters(at, read, opens, compared[seed])
+            marks, stretch, mark_read = fixed_letters(at, read, opens, 3 * compared[seed])
             log_freq.append(np.log10(freq[mark_read, aa[marks]]))
             mark_cluster.append(sum(c.size for c in cluster_read) + stretch)
             cluster_read.append(read[opens])
+            draws.append(self._draws(aa, at, ids, compared[seed], opens))
             # one alignment per stretch: the seeds after its first mostly lie on the same diagonal
             first, first_read = at[opens], read[opens]
             lo = starts[first_read] if s == 0 else m - starts[first_read] - lengths[first_read]
             score = self.proteins.align(aa, first, ids[opens], lo, lo + lengths[first_read], span)
             np.maximum.at(aligned, first_read, self.proteins.bits(score, lengths[first_read]))
         exact = chance_bits(np.concatenate(log_freq), np.concatenate(mark_cluster), np.concatenate(cluster_read),
-                            tested, self.ids.size, n)
+                            tested, self.ids.size, n, np.concatenate(draws))
         return ProteinEvidence(hits, exact, aligned)
+
+    def _draws(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, compared: np.ndarray,
+               opens: np.ndarray) -> np.ndarray:
+        """int64 (stretches,): per stretch of matched seeds (at, ids (h,) sorted as `stretches`
+        opened them; compared (h, w): each seed's compared residues), the entries of the index it
+        matches apart: one, plus one for each seed that lies on no diagonal with the seed before it.
+        Seven residues agree by chance about once in ten windows of a read's six frames against
+        a million seeds, so two such seeds side by side are two chance draws, not one match of
+        fourteen residues (genointerp.viral.evidence.chance)."""
+        joins = np.flatnonzero(~opens)
+        apart = ~self.proteins.share_a_place(aa, at, ids, compared, joins - 1, joins)
+        return 1 + np.bincount((np.cumsum(opens) - 1)[joins[apart]], minlength=int(opens.sum()))
 
 
 def _aa_composition(residues: list[np.ndarray], lengths: np.ndarray, reads: np.ndarray, n: int) -> np.ndarray:
