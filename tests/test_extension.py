@@ -10,8 +10,8 @@ from coding import CODON, protein
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
-from genointerp.viral.evidence.extension import (CHECK_PLACES, EDGE, K, LAMBDA, MAX_PLACES, SCORES, ReferenceProteins,
-                                                 low_complexity)
+from genointerp.viral.evidence.extension import (CHECK_PLACES, DIAGONAL_MISSES, EDGE, K, LAMBDA, MAX_PLACES, SCORES,
+                                                 ReferenceProteins, low_complexity)
 from genointerp.viral.evidence.protein import ProteinIndex, ProteinSettings
 
 def residues(text):
@@ -148,3 +148,24 @@ def test_two_seeds_share_a_place_only_on_one_diagonal_of_one_reference():
     keys = np.r_[np.ones(2 * CHECK_PLACES + 1), 2].astype(np.uint64)
     proteins = ReferenceProteins(db, keys, np.r_[start + 10, start[-1] + 15])
     assert proteins.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [True]
+
+
+def test_a_mosaic_pair_is_one_match_where_either_seed_s_genome_nearly_holds_the_other():
+    """A read of a type no index holds: its seed 1 is genome 0's (only), its seed 2, five residues
+    on, is held by two genomes. Genome 0 differs from the read at three of seed 2's residues
+    there, more than DIAGONAL_MISSES; genome 2 holds seed 2 and differs from the read at two of
+    seed 1's residues: the pair is one match, found from the commoner seed's places."""
+    assert DIAGONAL_MISSES == 2
+    read = protein(20, 50)
+    swap = lambda text, at: "".join(("W" if c != "W" else "Y") if i in at else c for i, c in enumerate(text))  # noqa: E731
+    g0 = swap(read, {10, 11, 13})  # seed 2 (residues 5..13) differs at three places, seed 1 (0..8) not at all
+    g1 = protein(10, 51) + read[5:14] + protein(10, 52)  # seed 2 alone
+    g2 = swap(read, {0, 1})  # seed 2 exactly, seed 1 with two differences
+    db, start = _db([g0, g1, g2])
+    proteins = ReferenceProteins(db, np.array([1, 2, 2], np.uint64),
+                                 np.array([start[0], start[1] + 10, start[2] + 5]))
+    aa = codons(encode("".join(CODON[r] for r in read)))
+    at, ids, compared = np.array([0, 15]), np.array([1, 2], np.uint64), np.tile(np.arange(9), (2, 1))
+    assert proteins.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [True]
+    far = ReferenceProteins(db, np.array([1, 2, 2], np.uint64), np.array([start[0], start[1] + 10, start[1] + 10]))
+    assert far.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [False]

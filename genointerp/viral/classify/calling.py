@@ -28,7 +28,8 @@ with the model's vote. Model weight and clip: among weights 0-4 and clips 2-4, 2
 seeds of unrelated places as one match (genointerp.viral.evidence.protein), which took bits from
 chance pairs in human reads and from mosaic stretches of unseen types alike; the line moved to the
 highest of 10, 9.5 and 9 at which validation recall is no lower than before at 150, 100 and 75 bp
-(9.5: 92.1, 82.4 and 71.8 % against 91.9, 82.4 and 71.8 %), with no validation human read called at any.
+(before: 91.9, 82.4 and 71.8 %; at 10: 91.9, 82.3 and 71.6 %; at 9.5: 92.3, 82.9 and 72.5 %), with no
+validation human read called at any.
 """
 
 from __future__ import annotations
