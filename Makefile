@@ -73,16 +73,18 @@ tracks-model: install
 
 # Peers for the benchmarks (Debian): ART, wgsim (samtools), jellyfish, kraken2, plink2 (+ bgzip, GNU time).
 # (+ minimap2 and bcftools for find-integrations, blastdbcmd and UniVec (ncbi-data) and phage
-# lambda (bowtie2-examples) for the per-read viral benchmark's contaminants.)
+# lambda (bowtie2-examples) for the per-read viral benchmark's contaminants, hisat2 for its example
+# reference, 1 Mb of human chr22, the human filter's other chromosome.)
 bench-deps:
 	command -v art_illumina >/dev/null && command -v wgsim >/dev/null && command -v jellyfish >/dev/null && \
 	  command -v kraken2 >/dev/null && command -v plink2 >/dev/null && command -v bgzip >/dev/null && \
 	  command -v minimap2 >/dev/null && command -v bcftools >/dev/null && command -v blastdbcmd >/dev/null && \
 	  test -f /usr/share/ncbi/data/UniVec_Core.nsq && test -f /usr/share/doc/bowtie2/examples/reference/lambda_virus.fa.gz && \
+	  test -f /usr/share/doc/hisat2/examples/reference/22_20-21M.fa && \
 	  test -x /usr/bin/time || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish kraken2 \
-	    plink2 tabix time minimap2 bcftools ncbi-blast+ ncbi-data bowtie2-examples; }
+	    plink2 tabix time minimap2 bcftools ncbi-blast+ ncbi-data bowtie2-examples hisat2; }
 
 # The viral benchmarks read the references of the built-in model's recipe (`make default-model`'s
 # prepare steps; about a minute when the Debian example genomes are installed).
