@@ -23,15 +23,14 @@ validation types and human_val reads (genointerp.viral.classify.calling); test s
 Needs `make bench-deps` (ART, kraken2, blastdbcmd, UniVec, phage lambda) and `make
 example-genomes`; the references of `scripts/build_default_model.py --stage refs` in --work.
 
-Results (AMD EPYC with AVX-512, 2 cores, 2026-11-26; benchmarks/README.md "classify-reads: how
-well it calls"), protein evidence the stronger of exact stretches and SEG-masked alignments, at the
-10-bit line: unseen test types at 150 bp 90.99 % (validation 91.93 %; kraken2 35.56 %, 2.56x), at
-100 bp 83.02 % (3.52x), at 75 bp 73.70 % (4.40x); known genomes 100 / 99.99 / 99.96 % at 150 / 100
-/ 75 bp; human test reads 2 of 313,357 (kraken2 3), validation 0 of 199,999; 1 of 30,000
-poly-G-tailed human reads, no poly-G, adapter, lambda, phiX, vector or bacterial read called; 150
-bp test reads by identity to the nearest indexed genome >= 90 % 100 %, 80-90 % 97.3 %, 70-80 %
-83.4 % (evidence alone 100 / 96.8 / 81.8 %); 21,674 reads/s end to end (580 MB), --model-all 1,728
-reads/s, kraken2 139,045 reads/s (quiet rerun of the speed part).
+Results (AMD EPYC, 2 cores, 2026-11-28; benchmarks/README.md "classify-reads: how well it calls"),
+protein evidence the stronger of exact stretches (seeds of unrelated places paying as separate
+draws) and SEG-masked alignments, at the 9.5-bit line: unseen test types at 150 bp 91.08 %
+(validation 92.26 %; kraken2 35.56 %, 2.56x), at 100 bp 83.29 % (3.54x), at 75 bp 74.12 % (4.43x);
+known genomes 100 / 99.99 / 99.96 % at 150 / 100 / 75 bp; human test reads 4 of 313,357 (kraken2
+3), validation 0 of 199,999; 1 of 30,000 poly-G-tailed human reads, no poly-G, adapter, lambda,
+phiX, vector or bacterial read called; 150 bp test reads by identity to the nearest indexed
+genome >= 90 % 100 %, 80-90 % 97.5 %, 70-80 % 83.4 % (evidence alone 100 / 97.0 / 81.9 %).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Reads are simulated by ART (art_illumina -ss HS25 -l 150, single-end), gzipped F
     human      GRCh37 chr20 52-62 Mb: the built-in model was trained on chr20 1-50 Mb, but its
                indexes leave out every seed found anywhere on chr20, so these reads carry next to
                no evidence by construction (--reads of them)
-    human chr22  GRCh37 chr22 20-21 Mb (Debian hisat2's example reference, `make bench-deps`):
+    human_chr22  GRCh37 chr22 20-21 Mb (Debian hisat2's example reference, `make bench-deps`):
                human sequence neither the model nor its indexes saw, as most of a user's genome
     tumour     the chr20 human reads with 1 % HPV reads (every genome of hpv_genomes.fa)
 kraken2 gets a database of the genomes the built-in model was built from (../shared/data's HPV
@@ -119,9 +119,9 @@ def make_reads(shared: Path, out: Path, n: int, other: bool = True) -> dict[str,
     --out and --reads)."""
     files = {"human": out / f"human_{n}.fq.gz", "tumour": out / f"tumour_{n}.fq.gz"}
     if other:
-        files["human chr22"] = out / f"human_chr22_{n}.fq.gz"
-        if not files["human chr22"].exists():
-            write_fastq(fasta_records(OTHER_HUMAN, out / "art_human_chr22", n, 13), files["human chr22"])
+        files["human_chr22"] = out / f"human_chr22_{n}.fq.gz"
+        if not files["human_chr22"].exists():
+            write_fastq(fasta_records(OTHER_HUMAN, out / "art_human_chr22", n, 13), files["human_chr22"])
     if all(p.exists() for p in files.values()):
         return files
     human = list(region_records(shared, HUMAN_REGION, out, "human_region", n, 11))
