@@ -204,8 +204,8 @@ class ReferenceProteins:
         take = np.minimum(count, most)
         seed = np.repeat(np.arange(slot.size), take)
         nth = np.arange(seed.size) - np.repeat(np.cumsum(take) - take, take)
-        at = self.start[slot][seed] + nth * count[seed] // np.maximum(take[seed], 1)
-        return seed, self.places[at].astype(np.int64)
+        entry = self.start[slot][seed] + nth * count[seed] // np.maximum(take[seed], 1)
+        return seed, self.places[entry].astype(np.int64)
 
     def _residues_at(self, where: np.ndarray) -> np.ndarray:
         """The reference residues at `where` (any shape), EDGE outside them."""

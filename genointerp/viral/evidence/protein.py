@@ -17,7 +17,8 @@ one span of the previous), weighed two ways, -log10 of how often chance would gi
     entries yield a stretch fixing residues r1 .. rm (the compared ones) about W * I * f(r1) ...
     f(rm) times; summed over stretches. That holds where the stretch is one match: its seeds lie
     on one diagonal of the references' frames. Each seed that lies on none with the seed before it
-    is another draw from the index and multiplies the count by I: seven residues agree by chance
+    (no place of either holds all but two of the other's residues on their diagonal) is another
+    draw from the index and multiplies the count by I: seven residues agree by chance
     often enough that two such seeds side by side in a read of human sequence no filter saw were
     counted as one match of fourteen, 7 to 8 bits (benchmarks/human_filter.py);
   - aligned: the first seed of each stretch grown into an ungapped alignment with the references'
@@ -311,9 +312,10 @@ class ProteinIndex:
                opens: np.ndarray) -> np.ndarray:
         """int64 (stretches,): per stretch of matched seeds (at, ids (h,) sorted as `stretches`
         opened them; compared (h, w): each seed's compared residues), the entries of the index it
-        matches apart: one, plus one for each seed that lies on no diagonal with the seed before it.
-        Seven residues agree by chance about once in ten windows of a read's six frames against
-        a million seeds, so two such seeds side by side are two chance draws, not one match of
+        matches apart: one, plus one for each seed that lies on no diagonal with the seed before it
+        (ReferenceProteins.share_a_place). Against a million seeds, seven residues agree by chance
+        in about one window of 1,300 (more in reads of skewed composition), so a read's 900 or so
+        windows draw one now and then; two side by side are two such draws, not one match of
         fourteen residues (genointerp.viral.evidence.chance)."""
         joins = np.flatnonzero(~opens)
         apart = ~self.proteins.share_a_place(aa, at, ids, compared, joins - 1, joins)
