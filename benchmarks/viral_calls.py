@@ -67,25 +67,33 @@ MODES = {"default": [], "evidence alone": ["--evidence", "kmer"], "model alone":
 
 def bench_model(out: Path, work: Path) -> Path:
     """The built-in model with indexes of the genomes it was trained on only (made once)."""
+    negatives = [str(work / ref) for ref in TRAINING_NEGATIVES]
+    return reindexed_model(out / "bench_model", [str(out / "refs/known.fa")], negatives)
+
+
+def reindexed_model(folder: Path, viral: list[str], negatives: list[str]) -> Path:
+    """A copy of the built-in model in `folder` with both viral indexes rebuilt from `viral` minus
+    `negatives` (reference paths) and stored prebuilt (made once: a folder with its `done` mark is
+    kept as it is)."""
     from genointerp.cli.common import REPORTER
     from genointerp.io.sequences import read_reference
     from genointerp.viral.evidence.protein import ProteinSettings, build_protein_index
     from genointerp.viral.evidence.seeds import KmerSettings, build_index
-    from genointerp.viral.model_files import KMER_KEY, PROTEIN_KEY, REFS_FILE
+    from genointerp.viral.model_files import INDEX_DIR, KMER_KEY, PROTEIN_KEY, REFS_FILE
 
-    folder = out / "bench_model"
     if (folder / "done").exists():
         return folder
     if folder.exists():
         shutil.rmtree(folder)
-    shutil.copytree(builtin_model_dir(), folder)
-    negatives = [str(work / ref) for ref in TRAINING_NEGATIVES]
-    entry = build_index(folder, [str(out / "refs/known.fa")], negatives, KmerSettings(), True, REPORTER)
+    # the built-in prebuilt index would be stale here: index-model below stores the new one
+    shutil.copytree(builtin_model_dir(), folder, ignore=shutil.ignore_patterns(INDEX_DIR))
+    entry = build_index(folder, viral, negatives, KmerSettings(), True, REPORTER)
     protein = build_protein_index(folder, read_reference(str(folder / REFS_FILE)), negatives, ProteinSettings(), True,
                                   REPORTER)
     config = json.loads((folder / "config.json").read_text())
     config[KMER_KEY], config[PROTEIN_KEY] = entry, protein
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    timed(GENOINTERP + ["-q", "index-model", str(folder)])
     (folder / "done").write_text("ok\n")
     return folder
 
