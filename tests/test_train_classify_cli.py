@@ -490,15 +490,16 @@ def test_evidence_modes_call_on_evidence_bits_the_model_or_one_score(indexed_mod
         assert res.exit_code == 0, res.output
         out[mode] = _rows(tmp_path / f"{mode}.tsv")
     threshold = json.loads((tmp_path / "both.json").read_text())["threshold"]
-    assert json.loads((tmp_path / "both.json").read_text())["rule"] == {"min_bits": 9.5, "model_weight": 2.0,
+    line = 9.5
+    assert json.loads((tmp_path / "both.json").read_text())["rule"] == {"min_bits": line, "model_weight": 2.0,
                                                                         "model_clip": 3.0}
     for rb, rm, rk in zip(out["both"], out["model"], out["kmer"]):
         bits = float(rb[7])
-        assert rk[2] == "NA" and rk[3] == ("viral" if bits >= 9.5 else "not_viral") and rk[5] == rb[5] and rk[7] == rb[7]
-        # the model runs where it can change the call: within 6 bits of the line
-        assert (rb[2] == "NA") == (not 4 <= bits < 16)
-        assert rb[3] == ("viral" if _score(bits, rb[2]) >= 9.5 else "not_viral")
-        assert rb[6] == ("none" if rb[3] != "viral" else "kmer" if bits >= 9.5 else "both")
+        assert rk[2] == "NA" and rk[3] == ("viral" if bits >= line else "not_viral") and rk[5] == rb[5] and rk[7] == rb[7]
+        # the model runs where it can change the call: within 2 * 3 = 6 bits of the line
+        assert (rb[2] == "NA") == (not line - 6 <= bits < line + 6)
+        assert rb[3] == ("viral" if _score(bits, rb[2]) >= line else "not_viral")
+        assert rb[6] == ("none" if rb[3] != "viral" else "kmer" if bits >= line else "both")
         assert rm[2] != "NA" and rm[3] == ("viral" if float(rm[2]) >= threshold else "not_viral") and rm[5] == rb[5]
         if rb[0].startswith("human|"):
             assert rb[5] == "0" and rb[7] == "0.00"  # the index holds nothing of the human reference they come from
