@@ -43,8 +43,8 @@ static inline uint64_t probe_mask(uint64_t id) {
     return ((uint64_t)1 << ((h >> 20) & 63)) | ((uint64_t)1 << ((h >> 26) & 63));
 }
 
-/* whether id is in the set, given its filter word already fetched */
-static inline int search(const IdSet *set, uint64_t id) {
+/* where id is in the set's ids, -1 where it is not */
+static inline Py_ssize_t search(const IdSet *set, uint64_t id) {
     Py_ssize_t lo = 0, hi = set->n_fences; /* the last fence <= id */
     while (hi - lo > 1) {
         Py_ssize_t mid = lo + ((hi - lo) >> 1);
@@ -61,12 +61,13 @@ static inline int search(const IdSet *set, uint64_t id) {
         else
             b = mid;
     }
-    return a < set->n && set->ids[a] == id;
+    return a < set->n && set->ids[a] == id ? a : -1;
 }
 
-static inline int contains(const IdSet *set, uint64_t id) {
+/* where id is in the set's ids, -1 where it is not (the filter word is fetched here) */
+static inline Py_ssize_t find(const IdSet *set, uint64_t id) {
     uint64_t mask = probe_mask(id);
-    return (set->table[probe_word(set, id)] & mask) == mask && set->n && search(set, id);
+    return (set->table[probe_word(set, id)] & mask) == mask && set->n ? search(set, id) : -1;
 }
 
 static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buffer *fences) {
@@ -85,34 +86,38 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
     return 1;
 }
 
-/* seed_scan(codes, lengths, k, mask, table, bits, ids, hit_at, hit_id, clean) -> hits
+/* seed_scan(codes, lengths, k, mask, table, bits, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean) -> hits
  *
  * codes uint8 (M,): reads joined by one separator (read i starts at the sum of the lengths
  * before it plus i); lengths int64 (n,). Every window of k bases inside a read and free of
  * unknown codes is "clean" (clean int64 (n,) gets the count per read, added to); its canonical
  * id (the smaller of its and its reverse complement's 2-bit ids, each ANDed with mask) is looked
- * up. Found windows go to hit_at int64 (their start in codes) and hit_id uint64, in order;
- * returns how many (the buffers hold one per window of codes at most). */
+ * up. Found windows go to hit_at int64 (their start in codes), hit_id uint64, hit_slot int64 (the
+ * id's place among the sorted ids) and hit_flip uint8 (1 where the id is the reverse complement's,
+ * the forward id being larger), in order; returns how many (the buffers hold one per window of
+ * codes at most). */
 static PyObject *seed_scan(PyObject *self, PyObject *args) {
-    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, clean;
+    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean;
     int k, bits;
     unsigned long long mask;
-    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*", &codes, &lengths, &k, &mask, &table, &bits, &ids, &fences,
-                          &hit_at, &hit_id, &clean))
+    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*", &codes, &lengths, &k, &mask, &table, &bits, &ids, &fences,
+                          &hit_at, &hit_id, &hit_slot, &hit_flip, &clean))
         return NULL;
     PyObject *result = NULL;
     IdSet set;
     Py_ssize_t n = lengths.len / 8, m = codes.len, capacity = hit_at.len / 8;
     if (!id_set(&set, &table, bits, &ids, &fences))
         goto done;
-    if (k < 1 || k > 31 || clean.len != lengths.len || hit_id.len != hit_at.len || capacity < m) {
+    if (k < 1 || k > 31 || clean.len != lengths.len || hit_id.len != hit_at.len || hit_slot.len != hit_at.len ||
+        hit_flip.len != capacity || capacity < m) {
         PyErr_SetString(PyExc_ValueError, "seed_scan: arguments of the wrong size");
         goto done;
     }
     const uint8_t *c = (const uint8_t *)codes.buf;
     const int64_t *len = (const int64_t *)lengths.buf;
-    int64_t *at = (int64_t *)hit_at.buf, *cl = (int64_t *)clean.buf;
+    int64_t *at = (int64_t *)hit_at.buf, *cl = (int64_t *)clean.buf, *hslot = (int64_t *)hit_slot.buf;
     uint64_t *hid = (uint64_t *)hit_id.buf;
+    uint8_t *hflip = (uint8_t *)hit_flip.buf, chunk_flip[CHUNK];
     const uint64_t keep = ((uint64_t)1 << (2 * k)) - 1, top = 2 * (uint64_t)(k - 1);
     Py_ssize_t hits = 0, start = 0, bad = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -142,14 +147,19 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                 uint64_t f = fwd & mask, r = rev & mask, id = f < r ? f : r;
                 __builtin_prefetch(&set.table[probe_word(&set, id)]);
                 chunk_id[w] = id;
+                chunk_flip[w] = f > r;
                 chunk_at[w++] = j - k + 1;
             }
             cl[i] += w;
-            for (int x = 0; x < w; x++)
-                if (contains(&set, chunk_id[x])) {
+            for (int x = 0; x < w; x++) {
+                Py_ssize_t slot = find(&set, chunk_id[x]);
+                if (slot >= 0) {
                     at[hits] = chunk_at[x];
+                    hslot[hits] = slot;
+                    hflip[hits] = chunk_flip[x];
                     hid[hits++] = chunk_id[x];
                 }
+            }
         }
         start = end + 1;
     }
@@ -166,11 +176,13 @@ done:
     PyBuffer_Release(&fences);
     PyBuffer_Release(&hit_at);
     PyBuffer_Release(&hit_id);
+    PyBuffer_Release(&hit_slot);
+    PyBuffer_Release(&hit_flip);
     PyBuffer_Release(&clean);
     return result;
 }
 
-/* aa_scan(aa, pattern, offset, ends, reverse, m, table, bits, ids, fences, hit_at, hit_id, tested) -> hits
+/* aa_scan(aa, pattern, offset, ends, reverse, m, table, bits, ids, fences, hit_at, hit_id, hit_slot, tested) -> hits
  *
  * aa uint8 (A,): the codons of one strand of m bases of joined reads, at every position (residues
  * of a frame 3 apart); pattern bytes (span,): 1 for a compared residue, 0 for a skipped one. The
@@ -179,29 +191,30 @@ done:
  * significant. Each seed tested counts to its read's tested (int64 (n,), added to): the read
  * holding forward position i, or on the reverse strand (reverse = 1) m - i - 3 span, read r
  * holding positions ends[r - 1] .. ends[r] - 1 (ends int64 (n,): one past each read's
- * separator). Found seeds go to hit_at int64 / hit_id uint64 in order; returns how many (the
- * buffers hold one per position of aa at most). */
+ * separator). Found seeds go to hit_at int64 / hit_id uint64 / hit_slot int64 (the id's place among
+ * the sorted ids) in order; returns how many (the buffers hold one per position of aa at most). */
 static PyObject *aa_scan(PyObject *self, PyObject *args) {
-    Py_buffer aa, pattern, ends, table, ids, fences, hit_at, hit_id, tested;
+    Py_buffer aa, pattern, ends, table, ids, fences, hit_at, hit_id, hit_slot, tested;
     unsigned long long offset;
     int reverse, bits;
     Py_ssize_t m;
-    if (!PyArg_ParseTuple(args, "y*y*Ky*iny*iy*y*w*w*w*", &aa, &pattern, &offset, &ends, &reverse, &m, &table,
-                          &bits, &ids, &fences, &hit_at, &hit_id, &tested))
+    if (!PyArg_ParseTuple(args, "y*y*Ky*iny*iy*y*w*w*w*w*", &aa, &pattern, &offset, &ends, &reverse, &m, &table,
+                          &bits, &ids, &fences, &hit_at, &hit_id, &hit_slot, &tested))
         return NULL;
     PyObject *result = NULL;
     IdSet set;
     Py_ssize_t span = pattern.len, a = aa.len, n_reads = tested.len / 8, capacity = hit_at.len / 8;
     if (!id_set(&set, &table, bits, &ids, &fences))
         goto done;
-    if (span < 1 || span > 64 || ends.len != tested.len || hit_id.len != hit_at.len || capacity < a || a > m ||
+    if (span < 1 || span > 64 || ends.len != tested.len || hit_id.len != hit_at.len || hit_slot.len != hit_at.len ||
+        capacity < a || a > m ||
         n_reads < 1) {
         PyErr_SetString(PyExc_ValueError, "aa_scan: arguments of the wrong size");
         goto done;
     }
     const uint8_t *r = (const uint8_t *)aa.buf, *p = (const uint8_t *)pattern.buf;
     const int64_t *end = (const int64_t *)ends.buf;
-    int64_t *at = (int64_t *)hit_at.buf, *tst = (int64_t *)tested.buf;
+    int64_t *at = (int64_t *)hit_at.buf, *tst = (int64_t *)tested.buf, *hslot = (int64_t *)hit_slot.buf;
     uint64_t *hid = (uint64_t *)hit_id.buf;
     int compared[64], weight = 0;
     for (Py_ssize_t j = 0; j < span; j++)
@@ -241,11 +254,14 @@ static PyObject *aa_scan(PyObject *self, PyObject *args) {
             chunk_id[w] = id;
             chunk_at[w++] = i;
         }
-        for (int x = 0; x < w; x++)
-            if (contains(&set, chunk_id[x])) {
+        for (int x = 0; x < w; x++) {
+            Py_ssize_t slot = find(&set, chunk_id[x]);
+            if (slot >= 0) {
                 at[hits] = chunk_at[x];
+                hslot[hits] = slot;
                 hid[hits++] = chunk_id[x];
             }
+        }
     }
     Py_END_ALLOW_THREADS
     if (bad)
@@ -261,7 +277,109 @@ done:
     PyBuffer_Release(&fences);
     PyBuffer_Release(&hit_at);
     PyBuffer_Release(&hit_id);
+    PyBuffer_Release(&hit_slot);
     PyBuffer_Release(&tested);
+    return result;
+}
+
+/* share_place(query, at, slot, compared, first, second, letters, start, places, wide, stride, misses, flip,
+ *             span, outside, first_places, check_places, shared)
+ *
+ * genointerp.viral.evidence.places.SeedPlaces.share_a_place, pair by pair: whether matched seeds
+ * first[j] and second[j] lie on one diagonal of the references. query uint8 (M,): the read letters;
+ * at int64 (h,): each seed's window start in query; slot int64 (h,): its id's row of the places
+ * table (-1: none); compared int64 (h, w): its compared letters' places in its window, `stride`
+ * apart in query; letters uint8 (R,): the references'; start, places: the table, int32 or (wide)
+ * int64; flip uint8 (h,) or empty: the window is the reverse complement of its places, which then
+ * lie at R - place - span; outside: the letter beyond the references. Up to first_places, then
+ * check_places places of the seed of fewer places are tried, spread evenly, then check_places of
+ * the other's; a place holding all but `misses` of the other seed's compared letters on the
+ * diagonal settles the pair. shared uint8 (j,) gets 1 or 0. */
+static inline int64_t table_at(const void *array, int wide, int64_t i) {
+    return wide ? ((const int64_t *)array)[i] : ((const int32_t *)array)[i];
+}
+
+static PyObject *share_place(PyObject *self, PyObject *args) {
+    Py_buffer query, at_b, slot_b, compared_b, first_b, second_b, letters_b, start_b, places_b, flip_b, shared_b;
+    int wide, stride, misses, outside, first_places, check_places;
+    Py_ssize_t span;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*iiiy*niiiw*", &query, &at_b, &slot_b, &compared_b, &first_b,
+                          &second_b, &letters_b, &start_b, &places_b, &wide, &stride, &misses, &flip_b, &span,
+                          &outside, &first_places, &check_places, &shared_b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t h = at_b.len / 8, pairs = first_b.len / 8, width = h ? compared_b.len / 8 / h : 0;
+    Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
+    if (slot_b.len != at_b.len || (h && compared_b.len != 8 * h * width) || second_b.len != first_b.len ||
+        shared_b.len != pairs || (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0) {
+        PyErr_SetString(PyExc_ValueError, "share_place: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *q = (const uint8_t *)query.buf, *letters = (const uint8_t *)letters_b.buf;
+    const uint8_t *flip = flip_b.len ? (const uint8_t *)flip_b.buf : NULL;
+    const int64_t *at = (const int64_t *)at_b.buf, *slot = (const int64_t *)slot_b.buf;
+    const int64_t *compared = (const int64_t *)compared_b.buf;
+    const int64_t *first = (const int64_t *)first_b.buf, *second = (const int64_t *)second_b.buf;
+    uint8_t *shared = (uint8_t *)shared_b.buf;
+    Py_ssize_t m = query.len, r = letters_b.len, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < pairs && !bad; j++) {
+        int64_t s[2] = {first[j], second[j]}, count[2];
+        for (int x = 0; x < 2; x++) {
+            if (s[x] < 0 || s[x] >= h || slot[s[x]] >= n_keys) {
+                bad = 1;
+                break;
+            }
+            count[x] = slot[s[x]] < 0 ? 0 : table_at(start_b.buf, wide, slot[s[x]] + 1) -
+                                                table_at(start_b.buf, wide, slot[s[x]]);
+        }
+        if (bad)
+            break;
+        int anchor = count[0] <= count[1] ? 0 : 1, found = 0;
+        const int most[3] = {first_places, check_places, check_places};
+        for (int pass = 0; pass < 3 && !found; pass++) {
+            int from = pass == 2 ? 1 - anchor : anchor;
+            int64_t a = s[from], o = s[1 - from], c = count[from], take = c < most[pass] ? c : most[pass];
+            const int64_t *off = compared + o * width;
+            for (int64_t nth = 0; nth < take && !found; nth++) {
+                int64_t entry = table_at(start_b.buf, wide, slot[a]) + nth * c / take;
+                if (entry < 0 || entry >= n_places) {
+                    bad = 1;
+                    break;
+                }
+                int64_t place = table_at(places_b.buf, wide, entry);
+                if (flip && flip[a])
+                    place = r - place - span;
+                int64_t shift = (at[o] - at[a]) / stride, same = 0;
+                for (Py_ssize_t w = 0; w < width; w++) {
+                    int64_t where = place + shift + off[w], mine = at[o] + stride * off[w];
+                    int letter = where >= 0 && where < r ? letters[where] : outside;
+                    same += mine >= 0 && mine < m && q[mine] == letter;
+                }
+                found = same >= width - misses;
+            }
+        }
+        shared[j] = (uint8_t)found;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "share_place: a seed or place outside the arrays");
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    PyBuffer_Release(&query);
+    PyBuffer_Release(&at_b);
+    PyBuffer_Release(&slot_b);
+    PyBuffer_Release(&compared_b);
+    PyBuffer_Release(&first_b);
+    PyBuffer_Release(&second_b);
+    PyBuffer_Release(&letters_b);
+    PyBuffer_Release(&start_b);
+    PyBuffer_Release(&places_b);
+    PyBuffer_Release(&flip_b);
+    PyBuffer_Release(&shared_b);
     return result;
 }
 
@@ -283,6 +401,7 @@ static PyObject *flush_denormals(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
+    {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };

@@ -10,7 +10,8 @@ from coding import CODON, protein
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, STOP, codons
-from genointerp.viral.evidence.extension import (CHECK_PLACES, DIAGONAL_MISSES, EDGE, K, LAMBDA, MAX_PLACES, SCORES,
+from genointerp.viral.evidence.places import CHECK_PLACES
+from genointerp.viral.evidence.extension import (DIAGONAL_MISSES, EDGE, K, LAMBDA, MAX_PLACES, SCORES,
                                                  ReferenceProteins, low_complexity)
 from genointerp.viral.evidence.protein import ProteinIndex, ProteinSettings
 
@@ -53,11 +54,11 @@ def test_an_alignment_runs_through_a_mismatch_to_both_ends_of_the_read():
     aa = codons(encode("".join(CODON[a] for a in read)))
     db = np.r_[residues(ref), EDGE].astype(np.uint8)
     proteins = ReferenceProteins(db, np.array([7], np.uint64), np.array([45]))  # the seed at ref 45 = read 5
-    score = proteins.align(aa, np.array([15]), np.array([7], np.uint64), np.array([0]), np.array([aa.size + 2]), 9)
+    score = proteins.align(aa, np.array([15]), proteins.slots(np.array([7], np.uint64)), np.array([0]), np.array([aa.size + 2]), 9)
     expected = sum(blosum(a, b) for a, b in zip(read, ref[40:80]))
     assert score.tolist() == [expected]
     # a seed no place holds aligns nowhere
-    assert proteins.align(aa, np.array([15]), np.array([8], np.uint64), np.array([0]), np.array([aa.size + 2]), 9)[0] == 0
+    assert proteins.align(aa, np.array([15]), proteins.slots(np.array([8], np.uint64)), np.array([0]), np.array([aa.size + 2]), 9)[0] == 0
 
 
 def test_bits_are_the_karlin_altschul_expectation_floored_at_zero():
@@ -116,7 +117,7 @@ def test_a_seed_of_many_places_is_aligned_at_sixteen_spread_over_them():
     scores = []
     for g in (30, 31):
         aa = codons(encode("".join(CODON[a] for a in genomes[g][:49])))
-        scores.append(proteins.align(aa, np.array([60]), np.array([5], np.uint64), np.array([0]),
+        scores.append(proteins.align(aa, np.array([60]), proteins.slots(np.array([5], np.uint64)), np.array([0]),
                                      np.array([aa.size + 2]), 9)[0])
     full = sum(blosum(a, a) for a in genomes[30][:49])
     assert scores[0] == full and scores[1] < full - 100
@@ -141,13 +142,13 @@ def test_two_seeds_share_a_place_only_on_one_diagonal_of_one_reference():
     read = g0[10:24] + g2[5:14]  # seed 1 at its residue 0, seed 2 at 5, seed 3 at 14
     aa = codons(encode("".join(CODON[r] for r in read)))
     at, ids, compared = np.array([0, 15, 42]), np.array([1, 2, 3], np.uint64), np.tile(np.arange(9), (3, 1))
-    assert proteins.share_a_place(aa, at, ids, compared, np.array([0, 1]), np.array([1, 2])).tolist() == [True, False]
+    assert proteins.share_a_place(aa, at, proteins.slots(ids), compared, np.array([0, 1]), np.array([1, 2])).tolist() == [True, False]
     # seed 1 at 2 * CHECK_PLACES + 1 places, genome 0's last: no even spread of CHECK_PLACES reaches it
     others = [protein(10, 300 + i) + shared for i in range(2 * CHECK_PLACES)]
     db, start = _db([*others, g0])
     keys = np.r_[np.ones(2 * CHECK_PLACES + 1), 2].astype(np.uint64)
     proteins = ReferenceProteins(db, keys, np.r_[start + 10, start[-1] + 15])
-    assert proteins.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [True]
+    assert proteins.share_a_place(aa, at, proteins.slots(ids), compared, np.array([0]), np.array([1])).tolist() == [True]
 
 
 def test_a_mosaic_pair_is_one_match_where_either_seed_s_genome_nearly_holds_the_other():
@@ -166,6 +167,6 @@ def test_a_mosaic_pair_is_one_match_where_either_seed_s_genome_nearly_holds_the_
                                  np.array([start[0], start[1] + 10, start[2] + 5]))
     aa = codons(encode("".join(CODON[r] for r in read)))
     at, ids, compared = np.array([0, 15]), np.array([1, 2], np.uint64), np.tile(np.arange(9), (2, 1))
-    assert proteins.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [True]
+    assert proteins.share_a_place(aa, at, proteins.slots(ids), compared, np.array([0]), np.array([1])).tolist() == [True]
     far = ReferenceProteins(db, np.array([1, 2, 2], np.uint64), np.array([start[0], start[1] + 10, start[1] + 10]))
-    assert far.share_a_place(aa, at, ids, compared, np.array([0]), np.array([1])).tolist() == [False]
+    assert far.share_a_place(aa, at, far.slots(ids), compared, np.array([0]), np.array([1])).tolist() == [False]

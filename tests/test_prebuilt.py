@@ -47,7 +47,9 @@ def _reads():
 
 def _same(a, b) -> None:
     (ka, pa), (kb, pb) = a, b
-    for x, y in ((ka.ids, kb.ids), (ka.labels, kb.labels), (ka.table, kb.table), (pa.ids, pb.ids),
+    for x, y in ((ka.ids, kb.ids), (ka.labels, kb.labels), (ka.table, kb.table), (ka.places.letters, kb.places.letters),
+                 (ka.places.keys, kb.places.keys), (ka.places.start, kb.places.start),
+                 (ka.places.places, kb.places.places), (pa.ids, pb.ids),
                  (pa.labels, pb.labels), (pa.table, pb.table), (pa.proteins.residues, pb.proteins.residues),
                  (pa.proteins.keys, pb.proteins.keys), (pa.proteins.start, pb.proteins.start),
                  (pa.proteins.places, pb.proteins.places)):

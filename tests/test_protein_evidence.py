@@ -13,7 +13,7 @@ from genointerp.report import SILENT
 from genointerp.seq.alphabet import encode
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON, STOP, aa_kmer_ids, codons, distinct_residues
 from genointerp.viral.evidence.chance import chance_bits, composition
-from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings, reference_kmers
+from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings
 from genointerp.viral.evidence.extension import K, LAMBDA, SCORES
 from genointerp.viral.evidence.protein import (ProteinIndex, ProteinSettings, build_protein_index, load_protein_index,
                                                orf_kmers)
@@ -156,7 +156,7 @@ def test_seed_bits_count_one_stretch_once_and_add_independent_stretches():
     rng = np.random.default_rng(11)
     genome = "".join(rng.choice(list("ACGT"), 3000))
     settings = KmerSettings.contiguous(20, 1, 0)
-    index = KmerIndex(reference_kmers([("v", genome)], settings, False), settings)
+    index = KmerIndex.of([("v", genome)], settings, False)
     filler = lambda n, s: "".join(np.random.default_rng(s).choice(list("ACGT"), n))  # noqa: E731
     one = filler(40, 1) + genome[100:160] + filler(50, 2)  # one 60 bp stretch: 41 overlapping windows
     two = filler(10, 3) + genome[100:160] + filler(20, 4) + genome[900:960]  # two stretches
@@ -183,7 +183,7 @@ def test_overlapping_seeds_of_two_unrelated_places_are_two_chance_draws(monkeypa
     same_gene = pad(20, 40) + "".join(CODON[r] for r in a[:17]) + pad(20, 41)
     reads = encode_joined([chimera, same_gene])
     ev = index.evidence(*reads)
-    monkeypatch.setattr(type(index.proteins), "share_a_place", lambda self, aa, at, ids, c, first, second:
+    monkeypatch.setattr(type(index.proteins), "share_a_place", lambda self, aa, at, ids, c, first, *rest:
                         np.ones(first.size, bool))
     as_one = index.evidence(*reads)
     assert ev.hits.tolist() == as_one.hits.tolist() and ev.hits[0] >= 2

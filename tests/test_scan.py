@@ -13,7 +13,7 @@ from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
 from genointerp.seq.scan import aa_hits, seed_hits
 from genointerp.seq.translate import aa_kmer_ids, codons
-from genointerp.viral.evidence.seeds import canonical_ids, seed_mask
+from genointerp.viral.evidence.seeds import canonical_ids, seed_mask, strand_ids
 from genointerp.viral.evidence.protein import ProteinSettings, seed_ids
 
 
@@ -56,12 +56,16 @@ def test_seed_hits_are_the_numpy_definition_window_for_window(seed):
     index = IdSet(np.unique(ids[valid][::3]))  # a third of the donor's windows
     flat, _, lengths = encode_joined(reads)
     flat = np.where(flat == INVALID, N_CODE, flat)
-    at, hit_ids, clean = seed_hits(flat, lengths, len(seed), seed_mask(seed), index)
+    hits = seed_hits(flat, lengths, len(seed), seed_mask(seed), index)
     want_at, want_ids, want_clean = _numpy_seed_hits(flat, lengths, seed, index)
-    assert at.size > 100  # the planted windows are found
-    np.testing.assert_array_equal(at, want_at)
-    np.testing.assert_array_equal(hit_ids, want_ids)
-    np.testing.assert_array_equal(clean, want_clean)
+    assert hits.at.size > 100  # the planted windows are found
+    np.testing.assert_array_equal(hits.at, want_at)
+    np.testing.assert_array_equal(hits.ids, want_ids)
+    np.testing.assert_array_equal(hits.clean, want_clean)
+    np.testing.assert_array_equal(index.ids[hits.slot], hits.ids)  # each id's row of the index
+    forward, reverse, _ = strand_ids(flat, seed)
+    np.testing.assert_array_equal(hits.flip, forward[hits.at] > reverse[hits.at])  # the reverse strand's id
+    assert 0.3 < hits.flip.mean() < 0.7
 
 
 def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():
@@ -79,7 +83,8 @@ def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():
         aa = codons(strand)
         for i, pattern in enumerate(settings.patterns):
             tested = np.zeros(lengths.size, np.int64)
-            at, ids = aa_hits(aa, pattern, i * width, lengths, s == 1, index, tested)
+            at, ids, slot = aa_hits(aa, pattern, i * width, lengths, s == 1, index, tested)
+            np.testing.assert_array_equal(index.ids[slot], ids)
             want_ids, valid = aa_kmer_ids(aa, pattern, 3)
             pos = np.flatnonzero(valid)
             owner = read_at[pos if s == 0 else m - pos - 3 * span]
@@ -94,10 +99,10 @@ def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():
 def test_an_empty_batch_and_an_empty_index_find_nothing():
     index = IdSet(np.zeros(0, np.uint64))
     flat, _, lengths = encode_joined(["ACGT" * 10])
-    at, ids, clean = seed_hits(flat, lengths, 11, seed_mask("1" * 11), index)
-    assert at.size == 0 and ids.size == 0 and clean.tolist() == [30]
-    at, ids, clean = seed_hits(np.zeros(0, np.uint8), np.zeros(0, np.int64), 11, seed_mask("1" * 11), index)
-    assert at.size == 0 and clean.size == 0
+    hits = seed_hits(flat, lengths, 11, seed_mask("1" * 11), index)
+    assert hits.at.size == 0 and hits.ids.size == 0 and hits.slot.size == 0 and hits.clean.tolist() == [30]
+    hits = seed_hits(np.zeros(0, np.uint8), np.zeros(0, np.int64), 11, seed_mask("1" * 11), index)
+    assert hits.at.size == 0 and hits.clean.size == 0
 
 
 def test_the_filter_passes_every_member_and_few_others():

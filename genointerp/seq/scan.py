@@ -5,10 +5,15 @@ indexes from references): tests/test_scan.py checks they agree window for window
   - seed_hits: every clean k-base window of every read, as genointerp.viral.evidence.seeds.canonical_ids
     and IdSet.contains would find it;
   - aa_hits: every amino-acid seed of one strand's codons, as genointerp.seq.translate.aa_kmer_ids
-    (step 3) and IdSet.contains would find it.
+    (step 3) and IdSet.contains would find it;
+and the check of which pairs of matched seeds lie on one diagonal of the references (diagonal_pairs),
+the compiled form of genointerp.viral.evidence.places.SeedPlaces.share_a_place's definition, which
+tests/test_places.py spells out in numpy and compares.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,31 +21,44 @@ from genointerp import _scan
 from genointerp.seq.idset import IdSet
 
 
+@dataclass(frozen=True)
+class SeedHits:
+    """The matched windows of joined reads, (h,) each in order of start: at int64, the window's start
+    in the codes; ids uint64, its canonical seed id; slot int64, that id's place among the index's
+    ids; flip bool, the id is the window's reverse complement's. clean int64 (n,): each read's windows
+    free of unknown codes."""
+
+    at: np.ndarray
+    ids: np.ndarray
+    slot: np.ndarray
+    flip: np.ndarray
+    clean: np.ndarray
+
+
 def _c(array: np.ndarray, dtype) -> np.ndarray:
     """array as a C-contiguous array of dtype (a view where it already is one)."""
     return np.ascontiguousarray(array, dtype=dtype)
 
 
-def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: IdSet
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Reads as codes joined by one separator (codes uint8 (M,); lengths int64 (n,)): (at int64
-    (h,), the start in codes of each clean window whose canonical seed id (forward and reverse
-    complement 2-bit ids each ANDed with mask, the smaller) is in `index`, ascending; ids uint64
-    (h,) those ids; clean int64 (n,), each read's windows free of unknown codes)."""
+def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: IdSet) -> SeedHits:
+    """Reads as codes joined by one separator (codes uint8 (M,); lengths int64 (n,)): each clean
+    window whose canonical seed id (forward and reverse complement 2-bit ids each ANDed with mask,
+    the smaller) is in `index` (SeedHits)."""
     codes, lengths = _c(codes, np.uint8), _c(lengths, np.int64)
-    at, ids = np.empty(codes.size, np.int64), np.empty(codes.size, np.uint64)
-    clean = np.zeros(lengths.size, np.int64)
+    at, ids, slot = np.empty(codes.size, np.int64), np.empty(codes.size, np.uint64), np.empty(codes.size, np.int64)
+    flip, clean = np.empty(codes.size, np.uint8), np.zeros(lengths.size, np.int64)
     found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
-                            _c(index.ids, np.uint64), index.fences, at, ids, clean)
-    return at[:found].copy(), ids[:found].copy(), clean
+                            _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean)
+    return SeedHits(at[:found].copy(), ids[:found].copy(), slot[:found].copy(), flip[:found].view(bool).copy(), clean)
 
 
 def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reverse: bool, index: IdSet,
-            tested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            tested: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One strand's codons aa uint8 (A,) (genointerp.seq.translate.codons of the m = A + 2 bases of
     reads joined by one separator, lengths int64 (n,)): (at int64 (h,), where each seed of
     `pattern` ('1' compared, '0' skipped; residues 3 apart) whose residues are all amino acids has
-    its id plus `offset` in `index`, ascending; ids uint64 (h,) those ids). Every seed tested adds
+    its id plus `offset` in `index`, ascending; ids uint64 (h,) those ids; slot int64 (h,) their
+    places among index.ids). Every seed tested adds
     one to its read's count in tested int64 (n,): the read of its first forward base, as
     genointerp.viral.evidence.chance.owner_of gives it (on the reverse strand, position i covers
     forward bases from m - i - 3 * span)."""
@@ -48,10 +66,27 @@ def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reve
     if tested.dtype != np.int64 or not tested.flags.c_contiguous or tested.size != lengths.size:
         raise ValueError("tested must be a contiguous int64 array, one count per read")
     if not lengths.size:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)
     ends = np.cumsum(_c(lengths, np.int64) + 1)
-    at, ids = np.empty(aa.size, np.int64), np.empty(aa.size, np.uint64)
+    at, ids, slot = np.empty(aa.size, np.int64), np.empty(aa.size, np.uint64), np.empty(aa.size, np.int64)
     found = _scan.aa_scan(aa, bytes(int(c) for c in pattern), int(offset), ends, int(reverse), aa.size + 2,
                           _c(index.table, np.uint64), index.bits, _c(index.ids, np.uint64), index.fences, at, ids,
-                          tested)
-    return at[:found].copy(), ids[:found].copy()
+                          slot, tested)
+    return at[:found].copy(), ids[:found].copy(), slot[:found].copy()
+
+
+def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray, first: np.ndarray,
+                   second: np.ndarray, table, span: int, flip: np.ndarray | None, first_places: int,
+                   check_places: int) -> np.ndarray:
+    """bool (j,): genointerp.viral.evidence.places.SeedPlaces.share_a_place for the pairs first,
+    second int64 (j,) of matched seeds (at, slot int64 (h,); compared int64 (h, w); flip bool (h,)
+    or None), against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE)."""
+    wide = table.places.dtype == np.int64
+    index_type = np.int64 if wide else np.int32
+    shared = np.zeros(first.size, np.uint8)
+    _scan.share_place(_c(query, np.uint8), _c(at, np.int64), _c(slot, np.int64), _c(compared, np.int64),
+                      _c(first, np.int64), _c(second, np.int64), _c(table.letters, np.uint8),
+                      _c(table.start, index_type), _c(table.places, index_type), int(wide), table.STRIDE, table.MISSES,
+                      b"" if flip is None else _c(flip, np.uint8), int(span), table.OUTSIDE, first_places,
+                      check_places, shared)
+    return shared.view(bool)

@@ -33,12 +33,11 @@ import numpy as np
 
 from genointerp.seq.entropy import window_entropy
 from genointerp.seq.translate import AMINO_ACIDS, NO_CODON
+from genointerp.viral.evidence.places import SeedPlaces
 
 LAMBDA, K = 0.3176, 0.134  # BLOSUM62, ungapped, standard (Robinson) residue frequencies
 EDGE = NO_CODON + 1  # a residue code beyond a read's or a reference frame's end
 MAX_PLACES = 16  # places in the references a matched seed is aligned at
-CHECK_PLACES = 64  # places of each seed of two tried when asking whether they lie on one diagonal
-FIRST_PLACES = 4  # of them, tried first: enough for nearly every pair of one match
 # compared residues of a seed that may differ at the diagonal's place. 5 of 7 residues agree by
 # chance at one of 2 x 64 places tried in about 2 of 1,000 joins (21 p^5 per place, p ~ 0.06), while
 # the seeds of unseen types' mosaic stretches mostly agree at 5 or 6; asking all 7 kept 79.8 % of
@@ -111,30 +110,17 @@ def low_complexity(rows: np.ndarray) -> np.ndarray:
     return starts[:, np.clip(i + 1, 0, c - w + 1)] - starts[:, np.clip(i - w + 1, 0, c - w + 1)] > 0
 
 
-class ReferenceProteins:
-    """Every reading frame of the references, with the place of each indexed seed in them.
+class ReferenceProteins(SeedPlaces):
+    """Every reading frame of the references, with the place of each indexed seed in them
+    (genointerp.viral.evidence.places): residues uint8 (R,), the frames one after another, each
+    followed by EDGE; a read's residues are its codons (genointerp.seq.translate.codons), a frame's
+    three apart."""
 
-    Built from residues uint8 (R,), the frames one after another, each followed by EDGE, and
-    seed_ids uint64 (S,) and places int64 (S,): a seed id and the residue its window starts at,
-    for every place an indexed seed occurs (a seed of several places appears several times).
-    Held as a compressed sparse table, the form genointerp.viral.evidence.prebuilt stores: keys uint64 (n,),
-    the sorted distinct seeds; start int64 (n + 1,); places int32 (S,), key i's places being
-    places[start[i]:start[i + 1]] in the order they were given."""
+    STRIDE, MISSES, OUTSIDE = 3, DIAGONAL_MISSES, EDGE
 
-    def __init__(self, residues: np.ndarray, seed_ids: np.ndarray, places: np.ndarray) -> None:
-        order = np.argsort(seed_ids, kind="stable")
-        seed_ids, places = seed_ids[order], places[order]
-        first = np.r_[True, seed_ids[1:] != seed_ids[:-1]] if seed_ids.size else np.zeros(0, bool)
-        start = np.r_[np.flatnonzero(first), seed_ids.size].astype(np.int64)
-        place_type = np.int32 if residues.size < 2**31 else np.int64  # half the memory for any real panel
-        self.residues, self.keys, self.start, self.places = residues, seed_ids[first], start, places.astype(place_type)
-
-    @classmethod
-    def prebuilt(cls, residues: np.ndarray, keys: np.ndarray, start: np.ndarray, places: np.ndarray) -> "ReferenceProteins":
-        """The table from its stored arrays (memory-mapped ones are used in place)."""
-        table = cls.__new__(cls)
-        table.residues, table.keys, table.start, table.places = residues, keys, start, places
-        return table
+    @property
+    def residues(self) -> np.ndarray:
+        return self.letters
 
     def bits(self, scores: np.ndarray, read_length: np.ndarray) -> np.ndarray:
         """float64 (h,): -log10 of the expected number of chance alignments scoring at least
@@ -142,77 +128,22 @@ class ReferenceProteins:
         search = np.log(K * np.maximum(2 * read_length, 1) * max(self.residues.size, 1))
         return np.maximum((LAMBDA * scores - search) / math.log(10), 0.0)
 
-    def align(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    def align(self, aa: np.ndarray, at: np.ndarray, slot: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               span: int) -> np.ndarray:
         """int64 (h,): the best ungapped alignment score of each matched seed with the places
         that hold it (0 where none does), ALIGN_BLOCK seeds at a time (memory: about 3 kB per
         place aligned).
 
         aa uint8 (M,): codons of a strand of joined reads (genointerp.seq.translate.codons: frame
-        residues are 3 apart); at int64 (h,): where each seed's window starts in aa; ids uint64
-        (h,) its seed id; lo, hi int64 (h,): its read's first base and end on this strand (a
+        residues are 3 apart); at int64 (h,): where each seed's window starts in aa; slot int64
+        (h,): its seed's row of the table (`slots`); lo, hi int64 (h,): its read's first base and end on this strand (a
         residue at q lies in the read when lo <= q and q + 3 <= hi); span: residues a seed spans.
         """
-        parts = [self._align(aa, at[i : i + ALIGN_BLOCK], ids[i : i + ALIGN_BLOCK], lo[i : i + ALIGN_BLOCK],
+        parts = [self._align(aa, at[i : i + ALIGN_BLOCK], slot[i : i + ALIGN_BLOCK], lo[i : i + ALIGN_BLOCK],
                              hi[i : i + ALIGN_BLOCK], span) for i in range(0, at.size, ALIGN_BLOCK)]
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
-    def share_a_place(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, compared: np.ndarray,
-                      first: np.ndarray, second: np.ndarray) -> np.ndarray:
-        """bool (j,): whether the matched seeds first[j] and second[j] of one frame of a read lie on
-        one diagonal of one reference frame, as the windows of one match do: some place that holds
-        one of them, moved by their distance in the read, holds the other's compared residues too,
-        all but DIAGONAL_MISSES of them (a read of a type no index holds agrees with each known
-        type at other residues: its seeds' genomes differ, and each nearly holds the other seed).
-
-        aa uint8 (M,): codons of a strand of joined reads, as `align` takes them; at int64 (h,):
-        where each matched seed's window starts in aa; ids uint64 (h,): its id; compared int64
-        (h, w): the places of its compared residues in its window; first, second int64 (j,):
-        indexes into those. The seed of the two with fewer places is looked up, at up to
-        CHECK_PLACES of them spread over the references, so that a pair of conserved seeds is
-        judged on the references that hold the rarer one, then, for pairs still apart, from up to
-        CHECK_PLACES of the other's. Seeds of one match nearly always share the first few places
-        tried, so those are tried first and the rest only for pairs they leave apart.
-        """
-        slot, count = self._slots(ids)
-        anchor_first = count[first] <= count[second]
-        anchor, other = np.where(anchor_first, first, second), np.where(anchor_first, second, first)
-        shared = np.zeros(first.size, bool)
-        for most, swap in ((FIRST_PLACES, False), (CHECK_PLACES, False), (CHECK_PLACES, True)):
-            if swap:
-                anchor, other = other, anchor
-            left = np.flatnonzero(~shared)
-            pair, place = self._spread(slot[anchor[left]], count[anchor[left]], most)
-            a, o = anchor[left][pair], other[left][pair]
-            shift = (at[o] - at[a]) // 3  # residues: both windows lie in one frame
-            ref = self._residues_at(place[:, None] + shift[:, None] + compared[o])
-            same = (ref == aa[at[o][:, None] + 3 * compared[o]]).sum(1) >= compared.shape[1] - DIAGONAL_MISSES
-            shared[left[pair[same]]] = True
-        return shared
-
-    def _slots(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(slot int64 (h,), count int64 (h,)): where each seed id's places begin in the table, and
-        how many it has (0 for an id it does not hold)."""
-        slot = np.searchsorted(self.keys, ids)
-        slot[slot == self.keys.size] = 0
-        known = self.keys[slot] == ids if self.keys.size else np.zeros(ids.size, bool)
-        return slot, np.where(known, self.start[slot + 1] - self.start[slot], 0)
-
-    def _spread(self, slot: np.ndarray, count: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
-        """(seed int64 (P,), place int64 (P,)): up to `most` places of each seed (slot, count (h,)
-        from _slots), spread evenly over its places, with the seed each belongs to."""
-        take = np.minimum(count, most)
-        seed = np.repeat(np.arange(slot.size), take)
-        nth = np.arange(seed.size) - np.repeat(np.cumsum(take) - take, take)
-        entry = self.start[slot][seed] + nth * count[seed] // np.maximum(take[seed], 1)
-        return seed, self.places[entry].astype(np.int64)
-
-    def _residues_at(self, where: np.ndarray) -> np.ndarray:
-        """The reference residues at `where` (any shape), EDGE outside them."""
-        inside = (where >= 0) & (where < self.residues.size)
-        return np.where(inside, self.residues[np.clip(where, 0, max(self.residues.size - 1, 0))], EDGE)
-
-    def _align(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    def _align(self, aa: np.ndarray, at: np.ndarray, slot: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                span: int) -> np.ndarray:
         """align() of one block of seeds."""
         offset = np.arange(-REACH, REACH + span)
@@ -220,8 +151,8 @@ class ReferenceProteins:
         inside = (q >= lo[:, None]) & (q + 3 <= hi[:, None])
         rows = np.where(inside, aa[np.clip(q, 0, aa.size - 1)], EDGE).astype(np.uint8)
         rows[low_complexity(rows)] = MASKED
-        hit, place = self._spread(*self._slots(ids), MAX_PLACES)
-        score = SCORES[rows[hit], self._residues_at(place[:, None] + offset)]
+        hit, place = self._spread(slot, MAX_PLACES)
+        score = SCORES[rows[hit], self._letters_at(place[:, None] + offset)]
         seed = score[:, REACH : REACH + span].sum(1)
         left = np.cumsum(score[:, :REACH][:, ::-1], 1).max(1, initial=0)
         right = np.cumsum(score[:, REACH + span :], 1).max(1, initial=0)

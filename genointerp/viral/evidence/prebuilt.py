@@ -1,7 +1,7 @@
 """A model folder's viral indexes prebuilt: arrays memory-mapped at load, so a run starts at once.
 
-Building the seed and protein indexes from a folder's references takes about five seconds for the
-built-in model (six-frame translation of every reference, sorting some five million ids), where a
+Building the seed and protein indexes from a folder's references takes about eight seconds for the
+built-in model (six-frame translation of every reference, sorting some ten million ids and places), where a
 run on one read needs milliseconds. So the arrays are written once, as numpy `.npy` files that
 load by memory-mapping: a run reads only the pages it touches, from disk or the page cache, and
 the processes of one machine (classify-reads' workers, parallel pipeline jobs) share them.
@@ -45,12 +45,15 @@ import numpy as np
 from genointerp.interrupts import on_abandon
 from genointerp.viral.evidence.seeds import IndexSource, KmerIndex, build_from, index_source
 from genointerp.viral.evidence.extension import ReferenceProteins
+from genointerp.viral.evidence.places import ReferenceBases
 from genointerp.viral.evidence.protein import ProteinIndex, build_protein_from, protein_source
 from genointerp.viral.model_files import DESCRIPTIONS_FILE, INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
 
-FORMAT = 3  # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller filters; 3: the digest covers the descriptions)
+# raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller
+# filters; 3: the digest covers the descriptions; 4: the codon seeds' places, int32 tables)
+FORMAT = 4
 CACHE_ENV = "GENOINTERP_CACHE"
-_KMER = ("kmer_ids", "kmer_labels", "kmer_filter")
+_KMER = ("kmer_ids", "kmer_labels", "kmer_filter", "kmer_letters", "kmer_start", "kmer_places")
 _PROTEIN = ("protein_ids", "protein_labels", "protein_filter", "protein_residues", "protein_start", "protein_places")
 
 
@@ -167,10 +170,14 @@ def save(target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | Non
 def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool) -> None:
     """save's work: the arrays and manifest into `tmp`, then `tmp` renamed to `target`."""
     try:
-        arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table}
+        places = kmer.places
+        if places is None or not np.array_equal(places.keys, kmer.ids):  # _open uses the ids as the table's keys
+            raise ValueError("every seed of the index must have its places in the references")
+        arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table,
+                  "kmer_letters": places.letters, "kmer_start": places.start, "kmer_places": places.places}
         if protein is not None:
             table = protein.proteins
-            if not np.array_equal(table.keys, protein.ids):  # _open uses the ids as the table's keys
+            if not np.array_equal(table.keys, protein.ids):
                 raise ValueError("every amino-acid seed of the index must have its places in the references")
             arrays.update(protein_ids=protein.ids, protein_labels=protein.labels, protein_filter=protein.table,
                           protein_residues=table.residues, protein_start=table.start, protein_places=table.places)
@@ -219,7 +226,9 @@ def _open(where: Path, digest: str, source: IndexSource, protein: IndexSource | 
         if arrays["kmer_ids"].size != source.expected:
             return f"damaged (it holds {arrays['kmer_ids'].size:,} seeds, config.json says {source.expected:,})"
         kmer = KmerIndex(arrays["kmer_ids"], source.settings, arrays["kmer_labels"],
-                         tuple(manifest["kmer_viruses"]), arrays["kmer_filter"], where)
+                         tuple(manifest["kmer_viruses"]), arrays["kmer_filter"], where,
+                         ReferenceBases.prebuilt(arrays["kmer_letters"], arrays["kmer_ids"], arrays["kmer_start"],
+                                                 arrays["kmer_places"]))
         if protein is None:
             return kmer, None
         if arrays["protein_ids"].size != protein.expected:

@@ -243,13 +243,14 @@ class ProteinIndex:
         if self.labels is None or flat.size < 3 * self.settings.span:
             return np.zeros((n, v), np.int64)
         out = np.zeros((n, v), np.int64)
-        for _, _, read, _, ids in self._matches(flat, lengths, np.zeros(n, np.int64)):
-            out += virus_counts(read, self.labels[np.searchsorted(self.ids, ids)], n, v)
+        for _, _, read, _, slot in self._matches(flat, lengths, np.zeros(n, np.int64)):
+            out += virus_counts(read, self.labels[slot], n, v)
         return out
 
     def _matches(self, flat: np.ndarray, lengths: np.ndarray, tested: np.ndarray) -> list[tuple]:
         """Per strand of reads joined by N (flat uint8 (M,), lengths int64 (n,)): (its codons,
-        matched seeds' starts in them, their reads, their seed pattern's number, their ids), from
+        matched seeds' starts in them, their reads, their seed pattern's number, their ids' rows of
+        the index (`ids`, and the rows of its places table, whose keys are the ids)), from
         one compiled pass per strand and pattern (genointerp.seq.scan); every seed tested counts
         to its read's `tested` (int64 (n,), added to)."""
         flat = np.where(flat == INVALID, N_CODE, flat)
@@ -260,10 +261,10 @@ class ProteinIndex:
             aa = codons(codes)
             found = [aa_hits(aa, pattern, i * width, lengths, s == 1, self._set, tested)
                      for i, pattern in enumerate(self.settings.patterns)]
-            at = np.concatenate([a for a, _ in found])
+            at = np.concatenate([a for a, _, _ in found])
             reads = owner_of(at if s == 0 else m - at - 3 * span, lengths)  # by the window's first base on the forward strand
-            matched.append((aa, at, reads, np.repeat(np.arange(len(found)), [a.size for a, _ in found]),
-                            np.concatenate([i for _, i in found])))
+            matched.append((aa, at, reads, np.repeat(np.arange(len(found)), [a.size for a, _, _ in found]),
+                            np.concatenate([slot for _, _, slot in found])))
         return matched
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> ProteinEvidence:
@@ -285,41 +286,31 @@ class ProteinIndex:
                                np.unique(np.concatenate([read for _, _, read, _, _ in matched])), n)
         log_freq, mark_cluster, cluster_read, draws = [], [], [], []
         compared = self.settings.compared
-        for s, (aa, at, read, seed, ids) in enumerate(matched):
+        for s, (aa, at, read, seed, slot) in enumerate(matched):
             hits += np.bincount(read, minlength=n)
             if not at.size:
                 continue
             frame = at % 3
             order = np.lexsort((seed, at, frame, read))
-            at, read, frame, seed, ids = at[order], read[order], frame[order], seed[order], ids[order]
+            at, read, frame, seed, slot = at[order], read[order], frame[order], seed[order], slot[order]
             opens = stretches(read, at, 3 * span, frame)
             # each compared residue's codon, once, whichever seeds compared it (a stretch keeps to one frame)
             marks, stretch, mark_read = fixed_letters(at, read, opens, 3 * compared[seed])
             log_freq.append(np.log10(freq[mark_read, aa[marks]]))
             mark_cluster.append(sum(c.size for c in cluster_read) + stretch)
             cluster_read.append(read[opens])
-            draws.append(self._draws(aa, at, ids, compared[seed], opens))
+            # Against a million seeds, seven residues agree by chance in about one window of 1,300
+            # (more in reads of skewed composition), so a read's 900 or so windows draw one now and
+            # then; two side by side are two such draws, not one match of fourteen residues
+            draws.append(self.proteins.draws(aa, at, slot, compared[seed], opens))
             # one alignment per stretch: the seeds after its first mostly lie on the same diagonal
             first, first_read = at[opens], read[opens]
             lo = starts[first_read] if s == 0 else m - starts[first_read] - lengths[first_read]
-            score = self.proteins.align(aa, first, ids[opens], lo, lo + lengths[first_read], span)
+            score = self.proteins.align(aa, first, slot[opens], lo, lo + lengths[first_read], span)
             np.maximum.at(aligned, first_read, self.proteins.bits(score, lengths[first_read]))
         exact = chance_bits(np.concatenate(log_freq), np.concatenate(mark_cluster), np.concatenate(cluster_read),
                             tested, self.ids.size, n, np.concatenate(draws))
         return ProteinEvidence(hits, exact, aligned)
-
-    def _draws(self, aa: np.ndarray, at: np.ndarray, ids: np.ndarray, compared: np.ndarray,
-               opens: np.ndarray) -> np.ndarray:
-        """int64 (stretches,): per stretch of matched seeds (at, ids (h,) sorted as `stretches`
-        opened them; compared (h, w): each seed's compared residues), the entries of the index it
-        matches apart: one, plus one for each seed that lies on no diagonal with the seed before it
-        (ReferenceProteins.share_a_place). Against a million seeds, seven residues agree by chance
-        in about one window of 1,300 (more in reads of skewed composition), so a read's 900 or so
-        windows draw one now and then; two side by side are two such draws, not one match of
-        fourteen residues (genointerp.viral.evidence.chance)."""
-        joins = np.flatnonzero(~opens)
-        apart = ~self.proteins.share_a_place(aa, at, ids, compared, joins - 1, joins)
-        return 1 + np.bincount((np.cumsum(opens) - 1)[joins[apart]], minlength=int(opens.sum()))
 
 
 def _aa_composition(residues: list[np.ndarray], lengths: np.ndarray, reads: np.ndarray, n: int) -> np.ndarray:

@@ -21,7 +21,10 @@ k-mers miss (benchmarks/README.md, "Exact-match evidence"). Patterns are palindr
 strands and canonical ids work as for k-mers.
 
 A read's `kmer_hits` is the number of its window positions whose seed is in the index; `min_hits`
-of them are evidence that the read is viral.
+of them are evidence that the read is viral. Its bits weigh its stretches of matched windows by how
+often chance gives them (genointerp.viral.evidence.chance); a stretch whose windows are matched at
+unrelated places of the references is as many chance draws from the index, which the seeds' places
+(genointerp.viral.evidence.places, kept with the index) tell apart from one match.
 
 Each seed also keeps the virus of the reference contigs it comes from (`labels`, a code into
 `viruses`, as genointerp.viral.panel names them; AMBIGUOUS when contigs of two viruses hold it),
@@ -41,13 +44,14 @@ from genointerp.errors import InputError
 from genointerp.io.inputs import first_duplicate
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
-from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid
+from genointerp.seq.alphabet import INVALID, N_CODE, encode, first_invalid, reverse_complement_codes
 from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
-from genointerp.seq.scan import seed_hits
+from genointerp.seq.scan import SeedHits, seed_hits
 from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
                                               stretches)
+from genointerp.viral.evidence.places import ReferenceBases
 from genointerp.viral.model_files import KMER_EXCLUDED_FILE, KMER_KEY, REFS_FILE
 from genointerp.viral.panel import name_reference
 
@@ -106,16 +110,24 @@ def seed_mask(seed: str) -> np.uint64:
     return np.uint64(int("".join("11" if c == "1" else "00" for c in seed), 2))
 
 
-def canonical_ids(codes: np.ndarray, seed: str) -> tuple[np.ndarray, np.ndarray]:
-    """Canonical seed ids uint64 (..., L-k+1) of every k-window of codes uint8 (..., L), k =
-    len(seed): the window's id with skipped bases zeroed, the smaller of both strands; and valid
-    bool (..., L-k+1): False where the window holds an N (or any code >= 4), whose id is meaningless."""
+def strand_ids(codes: np.ndarray, seed: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(forward ids uint64 (..., L-k+1), reverse-complement ids alike, valid bool (..., L-k+1)) of
+    every k-window of codes uint8 (..., L), k = len(seed), skipped bases zeroed; valid is False where
+    the window holds an N (or any code >= 4), whose ids are meaningless."""
     k = len(seed)
     (fwd, valid), rev = kmer_ids(codes, k), reverse_complement_ids(codes, k)
     if "0" in seed:  # a palindromic seed compares the same bases on the reverse strand
         mask = seed_mask(seed)
         fwd &= mask
         rev &= mask
+    return fwd, rev, valid
+
+
+def canonical_ids(codes: np.ndarray, seed: str) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical seed ids uint64 (..., L-k+1) of every k-window of codes uint8 (..., L), k =
+    len(seed): the window's id with skipped bases zeroed, the smaller of both strands; and valid
+    bool (..., L-k+1): False where the window holds an N (or any code >= 4), whose id is meaningless."""
+    fwd, rev, valid = strand_ids(codes, seed)
     return np.minimum(fwd, rev), valid
 
 
@@ -149,6 +161,27 @@ def reference_kmers(records: list[tuple[str, str]], settings: KmerSettings, circ
         return np.zeros(0, np.uint64)
     ids, valid = canonical_ids(codes, settings.seed)
     return sorted_unique(ids[valid & complex_enough(codes, k, settings.min_entropy)])
+
+
+def reference_places(records: list[tuple[str, str]], index: "KmerIndex", circular: bool,
+                     path: str = "references") -> ReferenceBases:
+    """The places of the index's seeds in both strands of the contigs (ReferenceBases), each
+    circular contig wrapped by 2k bases so that a diagonal runs on across its origin."""
+    k, parts = index.settings.k, []
+    for name, seq in records:
+        codes = reference_codes(name, seq, path)
+        parts += [np.concatenate([codes, codes[: 2 * k]]) if circular else codes, np.array([N_CODE], np.uint8)]
+    forward = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    letters = np.concatenate([forward, reverse_complement_codes(forward)])
+    ids, rev, valid = strand_ids(letters, index.settings.seed)
+    # the windows that read as their canonical id forward (the reverse strand's copy of each is in
+    # the letters' other half), looked up in id order: nearly all are in the index, and a binary
+    # search for each in turn would miss the cache at every step (seconds for the built-in panel)
+    where = np.flatnonzero(valid & (ids <= rev))
+    order = np.argsort(ids[where], kind="stable")
+    ids, where = ids[where][order], where[order]
+    keep = member(index.ids, ids)
+    return ReferenceBases(letters, ids[keep], where[keep])
 
 
 def labelled_ids(records: list[tuple[str, str]], per_record: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
@@ -211,10 +244,25 @@ class KmerIndex:
     table: np.ndarray | None = None  # the IdSet's filter where it is prebuilt (genointerp.viral.evidence.prebuilt)
     # the prebuilt index's folder, where minimap2's index of the references may be (genointerp.viral.typing.placement)
     prebuilt: Path | None = field(default=None, compare=False)
+    # where each seed lies in the references, which `evidence` needs (set by `of`, or prebuilt)
+    places: ReferenceBases | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         self._set = IdSet(self.ids, self.table)
         self.table = self._set.table
+
+    @classmethod
+    def of(cls, records: list[tuple[str, str]], settings: KmerSettings, circular: bool,
+           excluded: np.ndarray | None = None, path: str = "references") -> "KmerIndex":
+        """The index of the contigs' seeds, less `excluded` (sorted ids), labelled by virus, with
+        the places of its seeds in both strands of the contigs."""
+        ids, labels, viruses = labelled_ids(records, [reference_kmers([r], settings, circular, path) for r in records])
+        if excluded is not None:
+            keep = ~member(excluded, ids)
+            ids, labels = ids[keep], labels[keep]
+        index = cls(ids, settings, labels, viruses)
+        index.places = reference_places(records, index, circular, path)
+        return index
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
         """bool (m,): each of ids uint64 (m,) is in the index."""
@@ -224,16 +272,15 @@ class KmerIndex:
         """(hits int64 (n,), clean k-mers int64 (n,)) per read, from reads codes joined by N
         (flat uint8 (M,), starts and lengths int64 (n,), as reads.kmerize.encode_joined gives):
         the number of window positions found in the index and the number free of N."""
-        _, clean, _, read, _ = self._matches(flat, lengths)
-        return np.bincount(read, minlength=len(starts)), clean
+        _, hits, read = self._matches(flat, lengths)
+        return np.bincount(read, minlength=len(starts)), hits.clean
 
-    def _matches(self, flat: np.ndarray, lengths: np.ndarray):
-        """(codes with N for odd letters (M,), each read's windows free of N (n,), matched window
-        starts in order (h,), their reads (h,), their ids (h,)), looked up in one compiled pass
-        (genointerp.seq.scan)."""
+    def _matches(self, flat: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, SeedHits, np.ndarray]:
+        """(codes with N for odd letters (M,), the matched windows (SeedHits), their reads (h,)),
+        looked up in one compiled pass (genointerp.seq.scan)."""
         flat = np.where(flat == INVALID, N_CODE, flat)
-        at, ids, clean = seed_hits(flat, lengths, self.settings.k, seed_mask(self.settings.seed), self._set)
-        return flat, clean, at, owner_of(at, lengths), ids
+        hits = seed_hits(flat, lengths, self.settings.k, seed_mask(self.settings.seed), self._set)
+        return flat, hits, owner_of(hits.at, lengths)
 
     def virus_hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """int64 (n, len(viruses)): per read (codes joined by N, as `hits` takes them), its matched
@@ -241,16 +288,19 @@ class KmerIndex:
         n, v = len(starts), len(self.viruses)
         if self.labels is None:
             return np.zeros((n, v), np.int64)
-        _, _, _, read, ids = self._matches(flat, lengths)
-        return virus_counts(read, self.labels[np.searchsorted(self.ids, ids)], n, v)
+        _, hits, read = self._matches(flat, lengths)
+        return virus_counts(read, self.labels[hits.slot], n, v)
 
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "SeedEvidence":
         """Per read (codes joined by N, as `hits` takes them): its matched windows, and how much
         independent evidence they are (SeedEvidence)."""
+        if self.places is None:
+            raise ValueError("KmerIndex.evidence needs the references' places (KmerIndex.of, or prebuilt)")
         k, n = self.settings.k, len(starts)
         if flat.size < k:
             return SeedEvidence.none(n)
-        flat, clean, at, read, _ = self._matches(flat, lengths)
+        flat, hits, read = self._matches(flat, lengths)
+        at, clean = hits.at, hits.clean
         # A stretch: matched windows each within k of the previous (one stretch of matching
         # sequence, which overlapping windows would otherwise count several times).
         opens = stretches(read, at, k)
@@ -259,8 +309,14 @@ class KmerIndex:
         marks, mark_cluster, mark_read = fixed_letters(at, read, opens, compared)
         pos, owner = owned_positions(np.unique(of), lengths, flat.size)
         freq = composition(flat[pos], owner, n, 4, NT_FLOOR)  # (n, 4)
+        # Windows of one stretch matched at unrelated places are as many chance draws from the index
+        # (genointerp.viral.evidence.places): two such windows a few bases apart in a human read
+        # were otherwise one match of some 30 fixed bases.
+        draws = self.places.draws(flat, at, hits.slot, np.broadcast_to(compared, (at.size, compared.size)), opens, k,
+                                  hits.flip)
         # Either strand's seed may match a window: twice the windows tested.
-        bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n)
+        bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n,
+                           draws)
         return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean, clusters=np.bincount(of, minlength=n),
                             bits=bits)
 
@@ -365,15 +421,12 @@ def load_index(folder: str | Path, config: dict, min_hits: int | None = None) ->
 def build_from(source: IndexSource) -> KmerIndex:
     """The seed index of `source`, built from its references and excluded list."""
     settings, refs = source.settings, source.references
-    records = read_reference(str(refs))
-    index, labels, viruses = labelled_ids(records, [reference_kmers([r], settings, source.circular, str(refs))
-                                                    for r in records])
-    keep = ~member(_read_kmers(source.excluded, settings.seed), index)
-    ids = index[keep]
-    if ids.size != source.expected:
-        raise InputError(f"{refs.parent}: the k-mer index holds {ids.size:,} k-mers, config.json says "
+    index = KmerIndex.of(read_reference(str(refs)), settings, source.circular,
+                         _read_kmers(source.excluded, settings.seed), str(refs))
+    if index.ids.size != source.expected:
+        raise InputError(f"{refs.parent}: the k-mer index holds {index.ids.size:,} k-mers, config.json says "
                          f"{source.expected:,}; {refs.name} or {source.excluded.name} is damaged")
-    return KmerIndex(ids, settings, labels[keep], viruses)
+    return index
 
 
 def require_files(folder: Path, paths, what: str) -> None:
