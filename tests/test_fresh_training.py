@@ -67,7 +67,7 @@ def test_fresh_training_writes_a_model_with_index_and_calibrated_threshold(fresh
     assert cfg["negative_labels"] == ["bacterial", "human"] and cfg["model"]["vocab_size"] == 4**4
     calling = cfg["calling"]
     assert calling["rule"] == "p_viral >= threshold (--evidence model)" and 0 <= calling["threshold"] <= 1
-    assert calling["score_rule"] == {"min_bits": 9.5, "model_weight": 2.0, "model_clip": 3.0}  # with the index
+    assert calling["score_rule"] == {"min_bits": 9.0, "model_weight": 2.0, "model_clip": 3.0}  # with the index
     assert set(calling["fpr"]) == {"human", "bacterial"} and max(calling["fpr"].values()) <= 0.01
     assert cfg["kmer_index"]["n_contigs"] == 4
     assert json.loads((fresh_model / "test_metrics.json").read_text())["n"] == 1000  # a tenth of 2,000, at least 1,000

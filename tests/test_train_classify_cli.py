@@ -490,7 +490,7 @@ def test_evidence_modes_call_on_evidence_bits_the_model_or_one_score(indexed_mod
         assert res.exit_code == 0, res.output
         out[mode] = _rows(tmp_path / f"{mode}.tsv")
     threshold = json.loads((tmp_path / "both.json").read_text())["threshold"]
-    line = 9.5
+    line = 9.0
     assert json.loads((tmp_path / "both.json").read_text())["rule"] == {"min_bits": line, "model_weight": 2.0,
                                                                         "model_clip": 3.0}
     for rb, rm, rk in zip(out["both"], out["model"], out["kmer"]):
