@@ -149,3 +149,11 @@ def test_a_mosaic_pair_is_one_match_where_a_genome_nearly_holds_both(changes, sh
         got = index.places.share_a_place(flat, hits.at, hits.slot, offsets, np.array([first]), np.array([second]),
                                          26, hits.flip)
         assert got.tolist() == [shared]
+
+
+@pytest.mark.parametrize("records", [[], [("short", "ACGT")]])
+def test_an_index_of_no_window_has_no_places_and_no_evidence(records):
+    index = _index_of(records)
+    assert index.ids.size == 0 and index.places.keys.size == 0 and index.places.letters.size == 2 * sum(
+        len(seq) + 1 for _, seq in records)
+    assert index.evidence(*encode_joined([random_dna(150, 10)])).bits.tolist() == [0.0]

@@ -173,6 +173,8 @@ def reference_places(records: list[tuple[str, str]], index: "KmerIndex", circula
         parts += [np.concatenate([codes, codes[: 2 * k]]) if circular else codes, np.array([N_CODE], np.uint8)]
     forward = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
     letters = np.concatenate([forward, reverse_complement_codes(forward)])
+    if letters.size < k:
+        return ReferenceBases(letters, np.zeros(0, np.uint64), np.zeros(0, np.int64))
     ids, rev, valid = strand_ids(letters, index.settings.seed)
     # the windows that read as their canonical id forward (the reverse strand's copy of each is in
     # the letters' other half), looked up in id order: nearly all are in the index, and a binary
