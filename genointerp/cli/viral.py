@@ -268,8 +268,8 @@ def index_model(
     """Store a model folder's viral indexes prebuilt, so classify-reads starts in a second.
 
     The seed and protein indexes are built from the folder's references and written to
-    MODEL/index/ as arrays that later runs memory-map (about 76 MB for the built-in model).
-    Without them a run builds the indexes itself (about five seconds) and keeps them in the
+    MODEL/index/ as arrays that later runs memory-map (about 110 MB for the built-in model).
+    Without them a run builds the indexes itself (about eight seconds) and keeps them in the
     user's cache (GENOINTERP_CACHE, default ~/.cache/genointerp). The model's folded inference
     tables go beside its weights (xvir_folded.safetensors, 14 MB), so that the model runs on CPU
     without importing torch (2-3 s). train-xvir writes both with every model; what was left

@@ -2,7 +2,7 @@
 folded model tables beside its weights.
 
 classify-reads and find-integrations then memory-map the indexes and start at once, instead of
-building them (about five seconds for the built-in model) or reading them from the user's cache
+building them (about eight seconds for the built-in model) or reading them from the user's cache
 (genointerp.viral.evidence.prebuilt), and classify-reads runs the model on CPU without importing
 torch (genointerp.viral.folded_model). train-xvir writes both with every folder it makes; this is
 for older folders and the built-in model (`make install` and the Docker image run it).
