@@ -24,13 +24,13 @@ Needs `make bench-deps` (ART, kraken2, blastdbcmd, UniVec, phage lambda) and `ma
 example-genomes`; the references of `scripts/build_default_model.py --stage refs` in --work.
 
 Results (AMD EPYC, 2 cores, 2026-11-28; benchmarks/README.md "classify-reads: how well it calls"),
-protein evidence the stronger of exact stretches (seeds of unrelated places paying as separate
-draws) and SEG-masked alignments, at the 9.5-bit line: unseen test types at 150 bp 91.08 %
-(validation 92.26 %; kraken2 35.56 %, 2.56x), at 100 bp 83.29 % (3.54x), at 75 bp 74.12 % (4.43x);
-known genomes 100 / 99.99 / 99.96 % at 150 / 100 / 75 bp; human test reads 4 of 313,357 (kraken2
-3), validation 0 of 199,999; 1 of 30,000 poly-G-tailed human reads, no poly-G, adapter, lambda,
-phiX, vector or bacterial read called; 150 bp test reads by identity to the nearest indexed
-genome >= 90 % 100 %, 80-90 % 97.5 %, 70-80 % 83.4 % (evidence alone 100 / 97.0 / 81.9 %).
+protein and codon-seed evidence whose stretches pay a draw for each match at an unrelated place,
+protein alignments SEG-masked, at the 9-bit line: unseen test types at 150 bp 91.26 % (validation
+92.68 %; kraken2 35.56 %, 2.57x), at 100 bp 83.79 % (3.56x), at 75 bp 74.87 % (4.47x); known
+genomes 100 / 99.99 / 99.97 % at 150 / 100 / 75 bp; human test reads 0 of 313,357 (kraken2 3),
+validation 0 of 199,999; no poly-G, poly-G-tailed, adapter, lambda, phiX, vector or bacterial read
+called; 150 bp test reads by identity to the nearest indexed genome >= 90 % 100 %, 80-90 % 97.6 %,
+70-80 % 83.7 % (evidence alone 100 / 97.2 / 82.2 %).
 """
 
 from __future__ import annotations
