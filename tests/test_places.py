@@ -157,3 +157,13 @@ def test_an_index_of_no_window_has_no_places_and_no_evidence(records):
     assert index.ids.size == 0 and index.places.keys.size == 0 and index.places.letters.size == 2 * sum(
         len(seq) + 1 for _, seq in records)
     assert index.evidence(*encode_joined([random_dna(150, 10)])).bits.tolist() == [0.0]
+
+
+def test_evidence_without_a_places_row_for_every_seed_is_refused():
+    index = _index_of([("a", random_dna(500, 11))])
+    bare = KmerIndex(index.ids, index.settings)  # the ids alone: no places to tell draws apart
+    with pytest.raises(ValueError, match="places"):
+        bare.evidence(*encode_joined([random_dna(150, 12)]))
+    bare.places = ReferenceBases(index.places.letters, index.places.keys[:-1], np.zeros(index.ids.size - 1, np.int64))
+    with pytest.raises(ValueError, match="one row per id"):
+        bare.evidence(*encode_joined([random_dna(150, 12)]))

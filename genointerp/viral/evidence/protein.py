@@ -250,7 +250,7 @@ class ProteinIndex:
     def _matches(self, flat: np.ndarray, lengths: np.ndarray, tested: np.ndarray) -> list[tuple]:
         """Per strand of reads joined by N (flat uint8 (M,), lengths int64 (n,)): (its codons,
         matched seeds' starts in them, their reads, their seed pattern's number, their ids' rows of
-        the index (`ids`, and the rows of its places table, whose keys are the ids)), from
+        `ids`, which are their rows of the places table too: its keys are the ids), from
         one compiled pass per strand and pattern (genointerp.seq.scan); every seed tested counts
         to its read's `tested` (int64 (n,), added to)."""
         flat = np.where(flat == INVALID, N_CODE, flat)
@@ -272,8 +272,8 @@ class ProteinIndex:
         reads.kmerize.encode_joined gives): its matched seeds, and two measures of how unlikely
         they are by chance: its stretches of exact matches, and its best alignment to the
         references' proteins, grown from the first matched seed of each stretch."""
-        if self.proteins is None:
-            raise ValueError("ProteinIndex.evidence needs the references' proteins (ProteinIndex.of)")
+        if self.proteins is None or self.proteins.keys.size != self.ids.size:
+            raise ValueError("ProteinIndex.evidence needs the references' proteins, one row per id (ProteinIndex.of)")
         span, n, m = self.settings.span, len(starts), flat.size
         hits, aligned = np.zeros(n, np.int64), np.zeros(n)
         if m < 3 * span:

@@ -296,8 +296,8 @@ class KmerIndex:
     def evidence(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "SeedEvidence":
         """Per read (codes joined by N, as `hits` takes them): its matched windows, and how much
         independent evidence they are (SeedEvidence)."""
-        if self.places is None:
-            raise ValueError("KmerIndex.evidence needs the references' places (KmerIndex.of, or prebuilt)")
+        if self.places is None or self.places.keys.size != self.ids.size:  # the look-ups' rows are the table's
+            raise ValueError("KmerIndex.evidence needs the references' places, one row per id (KmerIndex.of, or prebuilt)")
         k, n = self.settings.k, len(starts)
         if flat.size < k:
             return SeedEvidence.none(n)
