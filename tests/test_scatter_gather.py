@@ -233,7 +233,7 @@ def test_the_hostile_arithmetic_changes_a_score_with_its_place(reads):
 def test_block_rows_never_mix_blocks_in_a_pass():
     import numpy as np
 
-    from genointerp.viral.classify.blocks import block_rows, pass_keys
+    from genointerp.viral.classify.blocks import block_rows, pass_keys, pass_rows
     from genointerp.viral.classify.job import BATCH
     from genointerp.models.xvir_folded import MICRO
 
@@ -249,6 +249,10 @@ def test_block_rows_never_mix_blocks_in_a_pass():
     assert block_rows(np.empty(0, np.int64))[0].size == 0
     # each pass's key: its block, plus its rank among the block's passes (the GPU's slot in a call)
     assert pass_keys(window_read).tolist() == [0, 2, 3] and pass_keys(np.empty(0, np.int64)).size == 0
+    # each pass's real windows, the rest padding: 5 of block 0's pass, 16 and 1 of block 2's
+    assert pass_rows(window_read).tolist() == [5, 16, 1] and pass_rows(np.empty(0, np.int64)).size == 0
+    assert (rows[where] == np.arange(window_read.size)).all() and all(
+        (where // PASS == p).sum() == n for p, n in enumerate(pass_rows(window_read)))
 
 
 def test_merge_refuses_chunks_split_another_way(four_chunks, tmp_path):

@@ -83,6 +83,32 @@ def test_a_windows_logit_depends_on_neither_its_companions_nor_the_threads(hosti
     assert fold(model, threads=3)(tokens).tobytes() == together.tobytes()
 
 
+def test_a_micro_batch_of_fewer_windows_scores_only_them_and_the_same_in_every_run(hostile):
+    """With `real`, micro-batch i is a forward pass of its first real[i] windows alone (its
+    padding NaN, its content of no account): the same bytes whatever the padding holds and on any
+    thread count, and the logits of those windows scored in whole micro-batches."""
+    model = trained_like(XVirConfig(k=4, read_length=30, d_model=32, n_heads=4, d_ff=64))
+    engine = fold(model)
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(0, 256, (3 * MICRO, 27))
+    real = np.array([MICRO, 5, 1])
+    got = engine(tokens, real)
+    padding = np.r_[MICRO + 5 : 2 * MICRO, 2 * MICRO + 1 : 3 * MICRO]
+    assert np.isnan(got[padding]).all() and np.isfinite(np.delete(got, padding)).all()
+    other = tokens.copy()
+    other[padding] = rng.integers(0, 256, (padding.size, 27))
+    assert engine(other, real).tobytes() == got.tobytes() == fold(model, threads=3)(tokens, real).tobytes()
+    whole = engine(tokens)  # every micro-batch scored whole, as without `real`
+    assert got[:MICRO].tobytes() == whole[:MICRO].tobytes()
+    # the windows of the short micro-batches: other row counts, so other rounding and (under
+    # `hostile`) other shifts of about 1e-4, but the same logits to 1e-3: no buffer slip
+    keep = np.delete(np.arange(3 * MICRO), padding)
+    np.testing.assert_allclose(got[keep], whole[keep], rtol=1e-3, atol=1e-3)
+    for bad in (np.array([MICRO, 0, 1]), np.array([MICRO, 5]), np.array([MICRO, 17, 1])):
+        with pytest.raises(ValueError, match="real"):
+            engine(tokens, bad)
+
+
 def test_stored_tables_are_used_only_beside_their_weights_and_settings(tmp_path, monkeypatch):
     from safetensors.torch import save_file
 

@@ -67,11 +67,23 @@ class _Workspace:
 
     def __init__(self, m: int, n: int, d: int, h: int, d_ff: int) -> None:
         f32 = np.float32
+        self.m, self.n = m, n
         self.qkv = np.empty((m, n, 3 * d), f32)
         self.scores, self.row = np.empty((m, n, n), f32), np.empty((m, n, 1), f32)
         self.head, self.attn = np.empty((m, n, d // h), f32), np.empty((m, n, d), f32)
         self.x, self.sum = np.empty((m * n, d), f32), np.empty((m * n, d), f32)
         self.hidden = np.empty((m * n, d_ff), f32)
+
+    def first(self, m: int) -> "_Workspace":
+        """The buffers of this workspace's first m windows (views: a pass of fewer windows)."""
+        if m == self.m:
+            return self
+        view, n = _Workspace.__new__(_Workspace), self.n
+        view.m, view.n = m, n
+        view.qkv, view.scores, view.row = self.qkv[:m], self.scores[:m], self.row[:m]
+        view.head, view.attn = self.head[:m], self.attn[:m]
+        view.x, view.sum, view.hidden = self.x[: m * n], self.sum[: m * n], self.hidden[: m * n]
+        return view
 
 
 class FoldedXVir:
@@ -95,8 +107,11 @@ class FoldedXVir:
         self._pool: ThreadPoolExecutor | None = None
         self._local = threading.local()
 
-    def __call__(self, tokens: np.ndarray) -> np.ndarray:
-        """tokens int (B, n_tokens) -> logits float32 (B,)."""
+    def __call__(self, tokens: np.ndarray, real: np.ndarray | None = None) -> np.ndarray:
+        """tokens int (B, n_tokens) -> logits float32 (B,). With `real` (int (B / MICRO,), B a
+        multiple of MICRO): micro-batch i's first real[i] windows only, as a forward pass of that
+        many rows, the rest (padding) NaN; a window's logit then depends on how many windows its
+        micro-batch holds, which its caller fixes (genointerp.viral.classify.blocks)."""
         from threadpoolctl import threadpool_limits
 
         b = len(tokens)
@@ -108,10 +123,13 @@ class FoldedXVir:
         pad = -b % MICRO
         if pad:
             tokens = np.concatenate([tokens, np.repeat(tokens[:1], pad, axis=0)])
-        out = np.empty(len(tokens), np.float32)
+        if real is not None and (len(real) * MICRO != len(tokens) or np.any((real < 1) | (real > MICRO))):
+            raise ValueError(f"real must count 1 to {MICRO} windows for each micro-batch of {MICRO}")
+        out = np.full(len(tokens), np.nan, np.float32) if real is not None else np.empty(len(tokens), np.float32)
 
         def one(start: int) -> None:
-            out[start : start + MICRO] = self._micro(tokens[start : start + MICRO])
+            m = MICRO if real is None else int(real[start // MICRO])
+            out[start : start + m] = self._micro(tokens[start : start + m])
 
         starts = range(0, len(tokens), MICRO)
         # One BLAS thread per micro-batch: parallel work is over micro-batches, which keeps each
@@ -135,8 +153,9 @@ class FoldedXVir:
         return work
 
     def _micro(self, tokens: np.ndarray) -> np.ndarray:
-        """tokens int64 (MICRO, n) -> logits float32 (MICRO,)."""
-        t, w, m, n, d = self.tables, self._workspace(), tokens.shape[0], self.n, self.d
+        """tokens int64 (m, n), m <= MICRO -> logits float32 (m,)."""
+        t, m, n, d = self.tables, tokens.shape[0], self.n, self.d
+        w = self._workspace().first(m)
         # the embedding LayerNorm's output (+ out_proj bias) into x (m n, d), Q, K, V into qkv (m, n, 3d)
         _fused.embed(t["kmer"], t["pos"], t["rstd"], t["offset"], tokens, w.x, w.qkv, n, d)
         for i in range(self.n_layers):

@@ -15,11 +15,13 @@ not by how a run happens to read them:
   pass, at the same row, beside the same windows, whether the run is whole, chunked, piped or on
   another thread count.
 
-The cost is padding: a block whose windows are not a multiple of PASS is padded up to the next
-one. With reads of the model's length (one window each) only the stream's last block, and
-blocks holding reads the model skips (too short, all N), are padded; a chunk pays at most one
-padded pass of its own beyond those. Long reads, tiled into several windows, pay at most
-PASS - 1 padded windows per BLOCK reads.
+A block whose windows are not a multiple of PASS is padded up to the next one, and the pass's
+real windows are counted (pass_rows): the folded CPU model scores only those, as a forward pass
+of that many rows (genointerp.models.xvir_folded), which is as fixed as the block itself. That
+matters at the default, where the model scores only the reads its vote can change: on human
+reads no index saw about one read in 2,500, nearly always alone in its block, and padding each
+to a whole pass made the model score 16 windows for one. The GPU and the torch module still
+score whole passes (a padded row costs them little).
 """
 
 from __future__ import annotations
@@ -62,3 +64,14 @@ def pass_keys(window_read: np.ndarray) -> np.ndarray:
     passes = -(-counts // PASS)  # (n_blocks,)
     first = np.cumsum(passes) - passes
     return np.repeat(np.arange(counts.size), passes) + np.arange(passes.sum()) - np.repeat(first, passes)
+
+
+def pass_rows(window_read: np.ndarray) -> np.ndarray:
+    """int64 (R / PASS,): the real windows (not padding) of each pass of block_rows' rows for the
+    same window_read: PASS but in a block's last pass."""
+    if window_read.size == 0:
+        return np.empty(0, np.int64)
+    counts = np.bincount(window_read // BLOCK)
+    passes = -(-counts // PASS)  # (n_blocks,)
+    nth = np.arange(passes.sum()) - np.repeat(np.cumsum(passes) - passes, passes)
+    return np.minimum(np.repeat(counts, passes) - nth * PASS, PASS)

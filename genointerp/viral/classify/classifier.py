@@ -155,7 +155,7 @@ def batch_classifier(clf: Classifier, req: ClassifyRequest,
         if not windows.where.size:
             return PendingCalls(lambda _: then(*window_scores(windows, np.zeros(0))))
         return PendingCalls(lambda rows: then(*window_scores(windows, rows)),
-                            clf.model.submit(windows.tokens, windows.keys + first_block))
+                            clf.model.submit(windows.tokens, windows.keys + first_block, windows.real))
 
     def model_alone(reads: tuple[str, np.ndarray], first_block: int, hits, bits, typed: dict) -> PendingCalls:
         def then(p: np.ndarray, status: np.ndarray) -> BatchCalls:

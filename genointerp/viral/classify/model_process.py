@@ -50,16 +50,19 @@ GPU_PASSES = 64  # passes per CUDA call: 1,024 windows, about 70 GFLOP (a few ms
 HERE_WINDOWS = 256
 
 
-Scorer = Callable[..., np.ndarray]  # (tokens (R, n_tokens), keys (R / PASS,) or None) -> P(viral) float64 (R,)
+# (tokens (R, n_tokens), keys (R / PASS,) or None, real (R / PASS,) or None) -> P(viral) float64 (R,)
+Scorer = Callable[..., np.ndarray]
 
 
 def folded_scorer(engine: FoldedXVir) -> Scorer:
     """The folded form's scorer: windows (R, n_tokens), R a multiple of PASS, -> P(viral) float64
-    (R,); a micro-batch is a pass, so the passes' keys are not needed."""
+    (R,), NaN for a pass's padding where `real` (int (R / PASS,), each pass's windows that are not
+    padding) says how many windows it has; a micro-batch is a pass, so the passes' keys are not
+    needed."""
     assert MICRO == PASS, "the folded model's micro-batches must be the scoring passes"
 
-    def score(tokens: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
-        logits = engine(tokens).astype(np.float64).reshape(-1, PASS)
+    def score(tokens: np.ndarray, keys: np.ndarray | None = None, real: np.ndarray | None = None) -> np.ndarray:
+        logits = engine(tokens, real).astype(np.float64).reshape(-1, PASS)
         # The sigmoid pass by pass: a vectorised loop computes the elements past its last whole
         # vector by another path, so over the whole array a logit's place would count.
         with np.errstate(over="ignore"):  # exp(-logit) = inf for logit < -709: P = 0, as it should be
@@ -69,14 +72,15 @@ def folded_scorer(engine: FoldedXVir) -> Scorer:
 
 
 def scorer(model, device: str, precision: str, threads: int = 1) -> Scorer:
-    """A function from token windows (R, n_tokens), R a multiple of PASS, and the passes' keys
-    (int (R / PASS,), genointerp.viral.classify.blocks.pass_keys; None: 0, 1, ...), to P(viral)
-    float64 (R,), computed in forward passes of rows [0, PASS), [PASS, 2 PASS), ...:
-    genointerp.viral.classify.blocks lays windows out so that those passes are the same in every run.
+    """A function from token windows (R, n_tokens), R a multiple of PASS, the passes' keys
+    (int (R / PASS,), genointerp.viral.classify.blocks.pass_keys; None: 0, 1, ...) and their real
+    windows (int (R / PASS,), blocks.pass_rows; None: all), to P(viral) float64 (R,), computed in
+    forward passes of rows [0, PASS), [PASS, 2 PASS), ...: genointerp.viral.classify.blocks lays
+    windows out so that those passes are the same in every run.
 
     In float32 on CPU, an XVir of the paper's family runs in its folded form (numpy, micro-batches of
-    PASS windows on `threads` threads: genointerp.models.xvir_folded); otherwise the module runs in
-    passes of PASS.
+    a pass's real windows on `threads` threads: genointerp.models.xvir_folded; padding rows NaN);
+    otherwise the module runs in whole passes of PASS.
     """
     from genointerp.models.xvir_fold import fold, supports
     from genointerp.runtime import predict_proba
@@ -85,7 +89,7 @@ def scorer(model, device: str, precision: str, threads: int = 1) -> Scorer:
         return folded_scorer(fold(model, threads))
     if device.startswith("cuda"):
         return gpu_scorer(model, device, precision)
-    return lambda tokens, keys=None: predict_proba(model, tokens, device, precision, PASS)
+    return lambda tokens, keys=None, real=None: predict_proba(model, tokens, device, precision, PASS)
 
 
 def score_windows(model, tokens: np.ndarray, device: str, precision: str) -> np.ndarray:
@@ -116,7 +120,7 @@ def gpu_scorer(model, device: str, precision: str) -> Scorer:
     """
     from genointerp.runtime import predict_proba
 
-    def score(tokens: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
+    def score(tokens: np.ndarray, keys: np.ndarray | None = None, real: np.ndarray | None = None) -> np.ndarray:
         passes = len(tokens) // PASS
         if not passes:
             return np.empty(0)
@@ -165,10 +169,10 @@ def _load(path: str, device: str, precision: str, threads: int) -> None:
         _SCORER = exc
 
 
-def _score(tokens: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
+def _score(tokens: np.ndarray, keys: np.ndarray | None, real: np.ndarray | None) -> np.ndarray:
     if isinstance(_SCORER, BaseException):
         raise _SCORER
-    return _SCORER(tokens, keys)
+    return _SCORER(tokens, keys, real)
 
 
 class _Pending:
@@ -219,19 +223,20 @@ class ModelProcess:
                                              initargs=self.args)
             start_processes(self._pool)  # the process starts (and imports torch) now, not at the first batch
 
-    def submit(self, tokens: np.ndarray, keys: np.ndarray | None = None):
-        """P(viral) of token windows (R, n_tokens) laid out in passes with their keys (see scorer), pending."""
+    def submit(self, tokens: np.ndarray, keys: np.ndarray | None = None, real: np.ndarray | None = None):
+        """P(viral) of token windows (R, n_tokens) laid out in passes with their keys and real
+        windows (see scorer), pending."""
         if self.here is None and self._pool is None and self._here is None and len(tokens) <= self._first_left:
             first = self._first_scorer()
             if first is not None:
                 self._first_left -= len(tokens)
                 if self._first_thread is None:  # the model's own thread: the job's keeps its floating-point state
                     self._first_thread = ThreadPoolExecutor(1, thread_name_prefix="xvir-first")
-                return self._first_thread.submit(first, tokens, keys)
+                return self._first_thread.submit(first, tokens, keys, real)
         self.start()
         if self._here is not None:
-            return Done(self._here(tokens, keys))
-        return _Pending(self._pool.submit(_score, tokens, keys))
+            return Done(self._here(tokens, keys, real))
+        return _Pending(self._pool.submit(_score, tokens, keys, real))
 
     def _first_scorer(self) -> Scorer | None:
         """The stored folded model loaded in this process for the first windows (the model's own

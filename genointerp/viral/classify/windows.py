@@ -10,7 +10,7 @@ import numpy as np
 
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.kmers import tokenize
-from genointerp.viral.classify.blocks import block_rows, pass_keys
+from genointerp.viral.classify.blocks import block_rows, pass_keys, pass_rows
 
 
 def window_starts(starts: np.ndarray, lengths: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
@@ -28,7 +28,8 @@ class Windows:
     multiple of PASS, laid out in passes by genointerp.viral.classify.blocks; where int (W,), the row of each
     window; read int (W,), the position in `which` of each window's read; status object (m,) of
     reads no window scores (too_short, ambiguous); keys int64 (R / PASS,), each pass's key within
-    the batch (blocks.pass_keys)."""
+    the batch (blocks.pass_keys); real int64 (R / PASS,), each pass's windows that are not
+    padding (blocks.pass_rows)."""
 
     which: np.ndarray
     tokens: np.ndarray
@@ -36,6 +37,7 @@ class Windows:
     read: np.ndarray
     status: np.ndarray
     keys: np.ndarray
+    real: np.ndarray
 
 
 def model_windows(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, L: int, k: int, has_unknown: bool,
@@ -48,7 +50,8 @@ def model_windows(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, L: 
     flat = np.where(flat == INVALID, N_CODE, flat)  # any odd character counts as an unknown base
     wstart, wsub = window_starts(starts[which], lengths[which], L)
     status = np.where(lengths[which] < L, "too_short", "ambiguous").astype(object)
-    tokens, where, keys = np.zeros((0, L - k + 1), np.uint16), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    tokens, where = np.zeros((0, L - k + 1), np.uint16), np.zeros(0, np.int64)
+    keys, real = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if wstart.size:
         mat = np.lib.stride_tricks.sliding_window_view(flat, L)[wstart]
         if not has_unknown:
@@ -56,9 +59,9 @@ def model_windows(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, L: 
             mat, wsub = mat[clean], wsub[clean]
         if wsub.size:
             rows, where = block_rows(which[wsub])  # blocks by the reads' places in the batch
-            keys = pass_keys(which[wsub])
+            keys, real = pass_keys(which[wsub]), pass_rows(which[wsub])
             tokens = tokenize(mat[rows], k)
-    return Windows(which, tokens, where, wsub if wstart.size else np.zeros(0, np.int64), status, keys)
+    return Windows(which, tokens, where, wsub if wstart.size else np.zeros(0, np.int64), status, keys, real)
 
 
 def window_scores(windows: Windows, p_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
