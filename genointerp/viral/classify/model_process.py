@@ -226,10 +226,11 @@ class ModelProcess:
     def submit(self, tokens: np.ndarray, keys: np.ndarray | None = None, real: np.ndarray | None = None):
         """P(viral) of token windows (R, n_tokens) laid out in passes with their keys and real
         windows (see scorer), pending."""
-        if self.here is None and self._pool is None and self._here is None and len(tokens) <= self._first_left:
+        windows = len(tokens) if real is None else int(np.sum(real))  # what the folded form computes
+        if self.here is None and self._pool is None and self._here is None and windows <= self._first_left:
             first = self._first_scorer()
             if first is not None:
-                self._first_left -= len(tokens)
+                self._first_left -= windows
                 if self._first_thread is None:  # the model's own thread: the job's keeps its floating-point state
                     self._first_thread = ThreadPoolExecutor(1, thread_name_prefix="xvir-first")
                 return self._first_thread.submit(first, tokens, keys, real)
