@@ -23,9 +23,10 @@ they took 45 % of the forward pass, a pass over memory per operation.
 
 Windows go through in micro-batches of MICRO so that a pass's activations (a head's scores
 (MICRO, n, n), the feed-forward's (MICRO·n, 4d)) stay in cache. Every micro-batch has that shape
-(the last one is padded) and is computed by one thread with single-threaded BLAS, so a window's
-logit depends on neither the windows beside it (given its place among them) nor the number of
-threads: with `threads` > 1, micro-batches run side by side in a thread pool (numpy and the
+(the last one is padded), or as many rows as its caller says are real (classify-reads' scoring
+blocks, which fix that number for every run), and is computed by one thread with single-threaded
+BLAS, so a window's logit depends on neither the windows beside it (given its place among them
+and their number) nor the number of threads: with `threads` > 1, micro-batches run side by side in a thread pool (numpy and the
 kernels release the GIL). Denormals are flushed to zero in every thread that computes, as
 torch does for its models (genointerp.runtime.use_threads).
 
