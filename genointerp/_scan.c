@@ -282,14 +282,14 @@ done:
     return result;
 }
 
-/* share_place(query, at, slot, compared, first, second, letters, start, places, wide, stride, misses, flip,
- *             span, outside, first_places, check_places, shared)
+/* share_place(query, at, slot, compared, width, pattern, first, second, letters, start, places, wide, stride,
+ *             misses, flip, span, outside, first_places, check_places, shared)
  *
  * genointerp.viral.evidence.places.SeedPlaces.share_a_place, pair by pair: whether matched seeds
  * first[j] and second[j] lie on one diagonal of the references. query uint8 (M,): the read letters;
  * at int64 (h,): each seed's window start in query; slot int64 (h,): its id's row of the places
- * table (-1: none); compared int64 (h, w): its compared letters' places in its window, `stride`
- * apart in query; letters uint8 (R,): the references'; start, places: the table, int32 or (wide)
+ * table (-1: none); compared int64 (P, width): each seed pattern's compared letters' places in
+ * its window, `stride` apart in query; pattern int64 (h,) or empty (all pattern 0): each seed's; letters uint8 (R,): the references'; start, places: the table, int32 or (wide)
  * int64; flip uint8 (h,) or empty: the window is the reverse complement of its places, which then
  * lie at R - place - span; outside: the letter beyond the references. Up to first_places, then
  * check_places places of the seed of fewer places are tried, spread evenly, then check_places of
@@ -300,18 +300,20 @@ static inline int64_t table_at(const void *array, int wide, int64_t i) {
 }
 
 static PyObject *share_place(PyObject *self, PyObject *args) {
-    Py_buffer query, at_b, slot_b, compared_b, first_b, second_b, letters_b, start_b, places_b, flip_b, shared_b;
+    Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
+        shared_b;
     int wide, stride, misses, outside, first_places, check_places;
-    Py_ssize_t span;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*iiiy*niiiw*", &query, &at_b, &slot_b, &compared_b, &first_b,
-                          &second_b, &letters_b, &start_b, &places_b, &wide, &stride, &misses, &flip_b, &span,
-                          &outside, &first_places, &check_places, &shared_b))
+    Py_ssize_t span, width;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*", &query, &at_b, &slot_b, &compared_b, &width,
+                          &pattern_b, &first_b, &second_b, &letters_b, &start_b, &places_b, &wide, &stride, &misses,
+                          &flip_b, &span, &outside, &first_places, &check_places, &shared_b))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t h = at_b.len / 8, pairs = first_b.len / 8, width = h ? compared_b.len / 8 / h : 0;
+    Py_ssize_t h = at_b.len / 8, pairs = first_b.len / 8, n_patterns = width > 0 ? compared_b.len / 8 / width : 0;
     Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
-    if (slot_b.len != at_b.len || (h && compared_b.len != 8 * h * width) || second_b.len != first_b.len ||
-        shared_b.len != pairs || (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0) {
+    if (slot_b.len != at_b.len || width < 1 || n_patterns < 1 || compared_b.len != 8 * n_patterns * width ||
+        (pattern_b.len && pattern_b.len != at_b.len) || second_b.len != first_b.len || shared_b.len != pairs ||
+        (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0) {
         PyErr_SetString(PyExc_ValueError, "share_place: arguments of the wrong size");
         goto done;
     }
@@ -319,6 +321,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     const uint8_t *flip = flip_b.len ? (const uint8_t *)flip_b.buf : NULL;
     const int64_t *at = (const int64_t *)at_b.buf, *slot = (const int64_t *)slot_b.buf;
     const int64_t *compared = (const int64_t *)compared_b.buf;
+    const int64_t *pattern = pattern_b.len ? (const int64_t *)pattern_b.buf : NULL;
     const int64_t *first = (const int64_t *)first_b.buf, *second = (const int64_t *)second_b.buf;
     uint8_t *shared = (uint8_t *)shared_b.buf;
     Py_ssize_t m = query.len, r = letters_b.len, bad = 0;
@@ -326,7 +329,8 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     for (Py_ssize_t j = 0; j < pairs && !bad; j++) {
         int64_t s[2] = {first[j], second[j]}, count[2];
         for (int x = 0; x < 2; x++) {
-            if (s[x] < 0 || s[x] >= h || slot[s[x]] >= n_keys) {
+            if (s[x] < 0 || s[x] >= h || slot[s[x]] >= n_keys ||
+                (pattern && (pattern[s[x]] < 0 || pattern[s[x]] >= n_patterns))) {
                 bad = 1;
                 break;
             }
@@ -340,7 +344,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         for (int pass = 0; pass < 3 && !found; pass++) {
             int from = pass == 2 ? 1 - anchor : anchor;
             int64_t a = s[from], o = s[1 - from], c = count[from], take = c < most[pass] ? c : most[pass];
-            const int64_t *off = compared + o * width;
+            const int64_t *off = compared + (pattern ? pattern[o] : 0) * width;
             for (int64_t nth = 0; nth < take && !found; nth++) {
                 int64_t entry = table_at(start_b.buf, wide, slot[a]) + nth * c / take;
                 if (entry < 0 || entry >= n_places) {
@@ -373,6 +377,7 @@ done:
     PyBuffer_Release(&at_b);
     PyBuffer_Release(&slot_b);
     PyBuffer_Release(&compared_b);
+    PyBuffer_Release(&pattern_b);
     PyBuffer_Release(&first_b);
     PyBuffer_Release(&second_b);
     PyBuffer_Release(&letters_b);

@@ -141,7 +141,7 @@ def test_two_seeds_share_a_place_only_on_one_diagonal_of_one_reference():
                                  np.array([start[0] + 10, start[1] + 10, start[0] + 15, start[2] + 5]))
     read = g0[10:24] + g2[5:14]  # seed 1 at its residue 0, seed 2 at 5, seed 3 at 14
     aa = codons(encode("".join(CODON[r] for r in read)))
-    at, ids, compared = np.array([0, 15, 42]), np.array([1, 2, 3], np.uint64), np.tile(np.arange(9), (3, 1))
+    at, ids, compared = np.array([0, 15, 42]), np.array([1, 2, 3], np.uint64), np.arange(9)[None]
     assert proteins.share_a_place(aa, at, proteins.slots(ids), compared, np.array([0, 1]), np.array([1, 2])).tolist() == [True, False]
     # seed 1 at 2 * CHECK_PLACES + 1 places, genome 0's last: no even spread of CHECK_PLACES reaches it
     others = [protein(10, 300 + i) + shared for i in range(2 * CHECK_PLACES)]
@@ -166,7 +166,7 @@ def test_a_mosaic_pair_is_one_match_where_either_seed_s_genome_nearly_holds_the_
     proteins = ReferenceProteins(db, np.array([1, 2, 2], np.uint64),
                                  np.array([start[0], start[1] + 10, start[2] + 5]))
     aa = codons(encode("".join(CODON[r] for r in read)))
-    at, ids, compared = np.array([0, 15]), np.array([1, 2], np.uint64), np.tile(np.arange(9), (2, 1))
+    at, ids, compared = np.array([0, 15]), np.array([1, 2], np.uint64), np.arange(9)[None]
     assert proteins.share_a_place(aa, at, proteins.slots(ids), compared, np.array([0]), np.array([1])).tolist() == [True]
     far = ReferenceProteins(db, np.array([1, 2, 2], np.uint64), np.array([start[0], start[1] + 10, start[1] + 10]))
     assert far.share_a_place(aa, at, far.slots(ids), compared, np.array([0]), np.array([1])).tolist() == [False]

@@ -23,8 +23,9 @@ def random_dna(n: int, seed: int) -> str:
     return "".join(np.random.default_rng(seed).choice(list("ACGT"), n))
 
 
-def numpy_share_a_place(table, query, at, slot, compared, first, second, span=0, flip=None):
+def numpy_share_a_place(table, query, at, slot, compared, first, second, span=0, flip=None, pattern=None):
     """SeedPlaces.share_a_place spelt out in numpy: the definition the compiled check follows."""
+    compared = compared[np.zeros(at.size, np.int64) if pattern is None else pattern]  # (h, w): each seed's
     count = table._count(slot)
     anchor_first = count[first] <= count[second]
     anchor, other = np.where(anchor_first, first, second), np.where(anchor_first, second, first)
@@ -66,7 +67,7 @@ def _random_case(cls, seed: int):
         seed_ids.append(int(slot[i]))
         places.append(int(start[i]) + 500)
     table = cls(letters, np.array(seed_ids, np.uint64), np.array(places))
-    compared = np.sort(rng.choice(span, (h, w), replace=True), 1)
+    compared = np.sort(rng.choice(span, (3, w), replace=True), 1)  # three seed patterns, letters repeated
     first = rng.integers(0, h - 1, 3000)
     second = np.minimum(first + rng.integers(1, 6, first.size), h - 1)
     if cls.STRIDE == 1:
@@ -85,17 +86,18 @@ def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide):
     assert table.places.dtype == (np.int64 if wide else np.int32)
     flips = [None] if cls.STRIDE > 1 else [None, np.random.default_rng(9).random(at.size) < 0.5]
     for flip in flips:
-        want = numpy_share_a_place(table, query, at, slot, compared, first, second, 9, flip)
-        got = table.share_a_place(query, at, slot, compared, first, second, 9, flip)
-        np.testing.assert_array_equal(got, want)
-        assert 0.05 < want.mean() < 0.95  # both answers are exercised
+        for pattern in (None, np.random.default_rng(10).integers(0, len(compared), at.size)):
+            want = numpy_share_a_place(table, query, at, slot, compared, first, second, 9, flip, pattern)
+            got = table.share_a_place(query, at, slot, compared, first, second, 9, flip, pattern)
+            np.testing.assert_array_equal(got, want)
+            assert 0.05 < want.mean() < 0.95  # both answers are exercised
 
 
 def test_a_seed_no_table_row_holds_is_judged_from_the_other_seed_s_places():
     table = ReferenceBases(np.arange(100, dtype=np.uint8) % 4, np.array([3], np.uint64), np.array([10]))
     assert table.slots(np.array([3, 4], np.uint64)).tolist() == [0, -1]
     query = np.arange(100, dtype=np.uint8) % 4  # the read is letters 10.. : at 5, letter 15's
-    compared = np.tile(np.arange(4), (2, 1))
+    compared = np.arange(4)[None]
     one = table.share_a_place(query, np.array([10, 15]), np.array([0, -1]), compared, np.array([0]), np.array([1]))
     none = table.share_a_place(query, np.array([10, 15]), np.array([-1, -1]), compared, np.array([0]), np.array([1]))
     assert one.tolist() == [True] and none.tolist() == [False]
@@ -145,7 +147,7 @@ def test_a_mosaic_pair_is_one_match_where_a_genome_nearly_holds_both(changes, sh
         _, hits, _ = index._matches(flat, lengths)
         assert hits.at.size == 8  # a's windows at 0..6 and b's at 30 (read forward)
         first, second = (6, 7) if seq == read else (0, 1)  # the reverse strand: b's first
-        offsets = np.broadcast_to(np.array(compared), (hits.at.size, len(compared)))
+        offsets = np.array(compared)[None]
         got = index.places.share_a_place(flat, hits.at, hits.slot, offsets, np.array([first]), np.array([second]),
                                          26, hits.flip)
         assert got.tolist() == [shared]

@@ -75,18 +75,20 @@ def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reve
     return at[:found].copy(), ids[:found].copy(), slot[:found].copy()
 
 
-def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray, first: np.ndarray,
-                   second: np.ndarray, table, span: int, flip: np.ndarray | None, first_places: int,
-                   check_places: int) -> np.ndarray:
+def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
+                   pattern: np.ndarray | None, first: np.ndarray, second: np.ndarray, table, span: int,
+                   flip: np.ndarray | None, first_places: int, check_places: int) -> np.ndarray:
     """bool (j,): genointerp.viral.evidence.places.SeedPlaces.share_a_place for the pairs first,
-    second int64 (j,) of matched seeds (at, slot int64 (h,); compared int64 (h, w); flip bool (h,)
-    or None), against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE)."""
+    second int64 (j,) of matched seeds (at, slot int64 (h,); compared int64 (P, w), each seed
+    pattern's compared places; pattern int (h,) or None (all pattern 0); flip bool (h,) or None),
+    against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE)."""
     wide = table.places.dtype == np.int64
     index_type = np.int64 if wide else np.int32
     shared = np.zeros(first.size, np.uint8)
-    _scan.share_place(_c(query, np.uint8), _c(at, np.int64), _c(slot, np.int64), _c(compared, np.int64),
-                      _c(first, np.int64), _c(second, np.int64), _c(table.letters, np.uint8),
-                      _c(table.start, index_type), _c(table.places, index_type), int(wide), table.STRIDE, table.MISSES,
-                      b"" if flip is None else _c(flip, np.uint8), int(span), table.OUTSIDE, first_places,
-                      check_places, shared)
+    compared = _c(compared, np.int64)
+    _scan.share_place(_c(query, np.uint8), _c(at, np.int64), _c(slot, np.int64), compared, compared.shape[-1],
+                      b"" if pattern is None else _c(pattern, np.int64), _c(first, np.int64), _c(second, np.int64),
+                      _c(table.letters, np.uint8), _c(table.start, index_type), _c(table.places, index_type),
+                      int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _c(flip, np.uint8), int(span),
+                      table.OUTSIDE, first_places, check_places, shared)
     return shared.view(bool)

@@ -62,8 +62,8 @@ class SeedPlaces:
         return table
 
     def share_a_place(self, query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
-                      first: np.ndarray, second: np.ndarray, span: int = 0, flip: np.ndarray | None = None
-                      ) -> np.ndarray:
+                      first: np.ndarray, second: np.ndarray, span: int = 0, flip: np.ndarray | None = None,
+                      pattern: np.ndarray | None = None) -> np.ndarray:
         """bool (j,): whether the matched seeds first[j] and second[j] of one read lie on one
         diagonal of one reference, as the windows of one match do: some place that holds one of
         them, moved by their distance in the read, holds the other's compared letters too, all but
@@ -72,9 +72,10 @@ class SeedPlaces:
 
         query uint8 (M,): the letters of joined reads (for proteins, the codons of a strand:
         genointerp.seq.translate.codons); at int64 (h,): where each matched seed's window starts in
-        query; slot int64 (h,): its id's row of the table (`slots`); compared int64 (h, w): the
-        places of its compared letters in its window (STRIDE apart in query); first, second int64
-        (j,): indexes into those, seeds of one frame of one read. flip bool (h,) (canonical seeds):
+        query; slot int64 (h,): its id's row of the table (`slots`); compared int64 (P, w): each
+        seed pattern's compared letters' places in its window (STRIDE apart in query), pattern int
+        (h,) each seed's (None: all the first); first, second int64 (j,): indexes into at, seeds of
+        one frame of one read. flip bool (h,) (canonical seeds):
         the read's window is the reverse complement of the seed's places, which then lie at
         len(letters) - place - span in the read's direction (the letters hold both strands, each the
         other's reverse complement).
@@ -86,16 +87,17 @@ class SeedPlaces:
         FIRST_PLACES are tried first. Compiled (genointerp.seq.scan.diagonal_pairs): a viral read's
         hundred or so joins made this a third of the evidence's time in numpy.
         """
-        return diagonal_pairs(query, at, slot, compared, first, second, self, span, flip, FIRST_PLACES, CHECK_PLACES)
+        return diagonal_pairs(query, at, slot, compared, pattern, first, second, self, span, flip, FIRST_PLACES,
+                              CHECK_PLACES)
 
     def draws(self, query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray, opens: np.ndarray,
-              span: int = 0, flip: np.ndarray | None = None) -> np.ndarray:
+              span: int = 0, flip: np.ndarray | None = None, pattern: np.ndarray | None = None) -> np.ndarray:
         """int64 (stretches,): per stretch of matched seeds (at, slot (h,) sorted as
         genointerp.viral.evidence.chance.stretches opened them, `opens` bool (h,); the rest as
         `share_a_place` takes them), the entries of the index it matches apart: one, plus one for
         each seed that lies on no diagonal with the seed before it."""
         joins = np.flatnonzero(~opens)
-        apart = ~self.share_a_place(query, at, slot, compared, joins - 1, joins, span, flip)
+        apart = ~self.share_a_place(query, at, slot, compared, joins - 1, joins, span, flip, pattern)
         return 1 + np.bincount((np.cumsum(opens) - 1)[joins[apart]], minlength=int(opens.sum()))
 
     def slots(self, ids: np.ndarray) -> np.ndarray:

@@ -302,7 +302,7 @@ class ProteinIndex:
             # Against a million seeds, seven residues agree by chance in about one window of 1,300
             # (more in reads of skewed composition), so a read's 900 or so windows draw one now and
             # then; two side by side are two such draws, not one match of fourteen residues
-            draws.append(self.proteins.draws(aa, at, slot, compared[seed], opens))
+            draws.append(self.proteins.draws(aa, at, slot, compared, opens, pattern=seed))
             # one alignment per stretch: the seeds after its first mostly lie on the same diagonal
             first, first_read = at[opens], read[opens]
             lo = starts[first_read] if s == 0 else m - starts[first_read] - lengths[first_read]

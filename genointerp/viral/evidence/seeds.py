@@ -314,8 +314,7 @@ class KmerIndex:
         # Windows of one stretch matched at unrelated places are as many chance draws from the index
         # (genointerp.viral.evidence.places): two such windows a few bases apart in a human read
         # were otherwise one match of some 30 fixed bases.
-        draws = self.places.draws(flat, at, hits.slot, np.broadcast_to(compared, (at.size, compared.size)), opens, k,
-                                  hits.flip)
+        draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip)
         # Either strand's seed may match a window: twice the windows tested.
         bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n,
                            draws)
