@@ -35,13 +35,18 @@ def _probe(ids: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return word, (np.uint64(1) << ((h >> np.uint64(20)) & _SIX)) | (np.uint64(1) << ((h >> np.uint64(26)) & _SIX))
 
 
-def member(index: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """bool (m,): each of ids (m,) is in sorted index (n,)."""
+def positions(index: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """int64 (m,): where each of ids (m,) is in sorted index (n,), -1 where it is not."""
     if index.size == 0:
-        return np.zeros(ids.shape, bool)
+        return np.full(ids.shape, -1, np.int64)
     at = np.searchsorted(index, ids)
     at[at == index.size] = 0
-    return index[at] == ids
+    return np.where(index[at] == ids, at, -1)
+
+
+def member(index: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """bool (m,): each of ids (m,) is in sorted index (n,)."""
+    return positions(index, ids) >= 0
 
 
 def sorted_unique(ids: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from genointerp.seq.alphabet import N_CODE
+from genointerp.seq.idset import positions
 from genointerp.seq.scan import diagonal_pairs
 
 CHECK_PLACES = 64  # places of each seed of two tried when asking whether they lie on one diagonal
@@ -103,10 +104,7 @@ class SeedPlaces:
     def slots(self, ids: np.ndarray) -> np.ndarray:
         """int64 (h,): each of ids uint64 (h,)'s row of the table, -1 for an id it does not hold
         (the index's look-ups give the rows of the ids they find: genointerp.seq.scan)."""
-        slot = np.searchsorted(self.keys, ids)
-        slot[slot == self.keys.size] = 0
-        known = self.keys[slot] == ids if self.keys.size else np.zeros(ids.size, bool)
-        return np.where(known, slot, -1)
+        return positions(self.keys, ids)
 
     def _count(self, slot: np.ndarray) -> np.ndarray:
         """int64 (h,): the places of each row `slot` (h,) of the table (0 for -1)."""
