@@ -147,16 +147,24 @@ def reference_codes(name: str, seq: str, path: str) -> np.ndarray:
     return encode(raw)
 
 
+def joined_contigs(records: list[tuple[str, str]], wrap: int, path: str = "references") -> np.ndarray:
+    """uint8 (M,): the contigs' codes one after another, each followed by its own first `wrap`
+    bases again (circular contigs: windows across the origin; 0 for linear ones) and then an N, so
+    that no window spans two contigs."""
+    parts = []
+    for name, seq in records:
+        codes = reference_codes(name, seq, path)
+        parts += [np.concatenate([codes, codes[:wrap]]) if wrap else codes, np.array([N_CODE], np.uint8)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+
+
 def reference_kmers(records: list[tuple[str, str]], settings: KmerSettings, circular: bool,
                     path: str = "references") -> np.ndarray:
     """Sorted unique canonical seed ids uint64 (n,) of the contigs' windows, complex enough, each
     circular contig wrapped by k-1 bases so windows across its origin count. Contigs are joined by
     an N so no window spans two of them."""
-    parts, k = [], settings.k
-    for name, seq in records:
-        codes = reference_codes(name, seq, path)
-        parts += [np.concatenate([codes, codes[: k - 1]]) if circular else codes, np.array([N_CODE], np.uint8)]
-    codes = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    k = settings.k
+    codes = joined_contigs(records, k - 1 if circular else 0, path)
     if codes.size < k:
         return np.zeros(0, np.uint64)
     ids, valid = canonical_ids(codes, settings.seed)
@@ -167,11 +175,8 @@ def reference_places(records: list[tuple[str, str]], index: "KmerIndex", circula
                      path: str = "references") -> ReferenceBases:
     """The places of the index's seeds in both strands of the contigs (ReferenceBases), each
     circular contig wrapped by 2k bases so that a diagonal runs on across its origin."""
-    k, parts = index.settings.k, []
-    for name, seq in records:
-        codes = reference_codes(name, seq, path)
-        parts += [np.concatenate([codes, codes[: 2 * k]]) if circular else codes, np.array([N_CODE], np.uint8)]
-    forward = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    k = index.settings.k
+    forward = joined_contigs(records, 2 * k if circular else 0, path)
     letters = np.concatenate([forward, reverse_complement_codes(forward)])
     if letters.size < k:
         return ReferenceBases(letters, np.zeros(0, np.uint64), np.zeros(0, np.int64))
