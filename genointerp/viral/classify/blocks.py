@@ -53,25 +53,26 @@ def block_rows(window_read: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, where
 
 
+def _passes(window_read: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pass of block_rows' rows for the same window_read, int64 (R / PASS,) each: its block
+    (within the batch), its rank among that block's passes, and the block's windows."""
+    counts = np.bincount(window_read // BLOCK) if window_read.size else np.zeros(0, np.int64)
+    passes = -(-counts // PASS)  # (n_blocks,)
+    nth = np.arange(passes.sum()) - np.repeat(np.cumsum(passes) - passes, passes)
+    return np.repeat(np.arange(counts.size), passes), nth, np.repeat(counts, passes)
+
+
 def pass_keys(window_read: np.ndarray) -> np.ndarray:
     """Each pass's key, int64 (R / PASS,) for block_rows' rows of the same window_read: its block's
     index (within the batch) plus its rank among that block's passes. A pass's key, offset by the
     batch's first block in the input, is the same in every run (genointerp.viral.classify.model_process
     puts a pass in a fixed place of a GPU call by it)."""
-    if window_read.size == 0:
-        return np.empty(0, np.int64)
-    counts = np.bincount(window_read // BLOCK)
-    passes = -(-counts // PASS)  # (n_blocks,)
-    first = np.cumsum(passes) - passes
-    return np.repeat(np.arange(counts.size), passes) + np.arange(passes.sum()) - np.repeat(first, passes)
+    block, nth, _ = _passes(window_read)
+    return block + nth
 
 
 def pass_rows(window_read: np.ndarray) -> np.ndarray:
     """int64 (R / PASS,): the real windows (not padding) of each pass of block_rows' rows for the
     same window_read: PASS but in a block's last pass."""
-    if window_read.size == 0:
-        return np.empty(0, np.int64)
-    counts = np.bincount(window_read // BLOCK)
-    passes = -(-counts // PASS)  # (n_blocks,)
-    nth = np.arange(passes.sum()) - np.repeat(np.cumsum(passes) - passes, passes)
-    return np.minimum(np.repeat(counts, passes) - nth * PASS, PASS)
+    _, nth, windows = _passes(window_read)
+    return np.minimum(windows - nth * PASS, PASS)
