@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
-from viral_calls import reindexed_model  # noqa: E402
+from viral_calls import interval, reindexed_model  # noqa: E402
 from viral_engine import OTHER_HUMAN, fasta_records, region_fasta, write_fastq  # noqa: E402
 
 NEAR_LINE = 5.0  # bits: "near the line", about half the built-in rule's calling line of 9
@@ -72,13 +72,9 @@ def poisson_interval(k: int) -> tuple[float, float]:
 def ratio_interval(k_a: int, k_b: int) -> tuple[float, float]:
     """A 95 % interval for the ratio of two Poisson rates over equal read counts, from k_a and k_b
     events (the binomial split of k_a + k_b, Clopper-Pearson)."""
-    from scipy.stats import beta
-
-    n = k_a + k_b
-    if n == 0:
+    if k_a + k_b == 0:
         return 0.0, float("inf")
-    lo = beta.ppf(0.025, k_a, k_b + 1) if k_a else 0.0
-    hi = beta.ppf(0.975, k_a + 1, k_b) if k_b else 1.0
+    lo, hi = interval(k_a, k_a + k_b)
     return lo / (1 - lo), (hi / (1 - hi) if hi < 1 else float("inf"))
 
 
