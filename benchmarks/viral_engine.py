@@ -97,13 +97,10 @@ def fasta_records(fasta: Path, prefix: Path, n: int, seed: int) -> Iterator[tupl
     """n ART reads (name, sequence, qualities) of a plain FASTA (ART's reads prefix.fq). ART skips
     reads that fall in runs of N, so it is asked for 2 % more than the FASTA's share of bases
     other than N would give."""
-    bases = n_bases = 0
-    with open(fasta) as fh:
-        for line in fh:
-            if not line.startswith(">"):
-                seq = line.strip().upper()
-                bases += len(seq)
-                n_bases += seq.count("N")
+    from genointerp.io.sequences import read_reference
+
+    seqs = [seq.upper() for _, seq in read_reference(str(fasta))]
+    bases, n_bases = sum(map(len, seqs)), sum(seq.count("N") for seq in seqs)
     wanted = int(n * 1.02 * bases / max(bases - n_bases, 1)) + 1
     return islice(fastq_records(art_reads(fasta, prefix, wanted, seed)), n)
 
