@@ -45,6 +45,34 @@ def test_console_script_runs():
     assert res.returncode == 0 and res.stdout == f"genointerp {__version__}\n"
 
 
+def test_the_program_hands_typer_only_the_command_it_names():
+    from genointerp.cli import _named_command
+    from genointerp.cli.app import app
+
+    def named(*argv):
+        command = _named_command(app, list(argv))
+        return command.name if command is not None else None
+
+    assert named("classify-reads", "reads.fq") == "classify-reads"
+    assert named("-q", "--debug", "kmerize", "--help") == "kmerize"
+    # the application's own help and version, and names Typer refuses, keep every command
+    assert named() is None and named("--help", "kmerize") is None and named("--version") is None
+    assert named("kmerise") is None and named("-q") is None
+
+
+def test_a_command_prints_the_same_alone_as_among_all_of_them():
+    """What `genointerp CMD --help` prints and how an unknown command fails are the same through
+    the program (which hands Typer the named command alone) as through the whole application."""
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb"}
+    whole = ("import sys\nfrom genointerp.cli import app\n"
+             "try:\n    app(sys.argv[1:], prog_name='genointerp')\nexcept SystemExit as e:\n    sys.exit(e.code)\n")
+    for args in (["-q", "kmerize", "--help"], ["kmerise", "x"], ["--help"]):
+        program = subprocess.run([sys.executable, "-m", "genointerp", *args], capture_output=True, text=True, env=env)
+        app = subprocess.run([sys.executable, "-c", whole, *args], capture_output=True, text=True, env=env)
+        assert (program.returncode, program.stdout, program.stderr) == (app.returncode, app.stdout, app.stderr)
+    assert program.returncode == 0 and "kmerize" in program.stdout and "classify-reads" in program.stdout
+
+
 def test_versions_yml_for_multiqc(cli, tmp_path):
     import yaml
 
