@@ -19,6 +19,9 @@ Measured (wall-clock, end to end: start-up, parsing, scoring, output):
     thread pinned to one core (taskset), best of two, and the ratio; peak resident memory
     (/usr/bin/time -v: the largest process of the run; the job's process, its workers and the
     model's process are separate, the workers sharing the memory-mapped index pages);
+  - from one thread to two: -t 2 over -t 1 beside two -t 1 jobs started at once, each pinned to
+    a core of its own, over one job: what two cores give independent samples on this host, the
+    ceiling of -t 2 (the cores share caches and memory, and a cloud host's with other tenants);
   - same answers: the calls TSV and summary of -t 1, -t 2, --chunk 1/2 + 2/2 merged and stdin,
     compared byte for byte (the benchmark stops if any differs);
   - the model against the fp32 roofline: the fastest 2048^3 GEMM on 2 threads (before and after)
@@ -28,15 +31,15 @@ Measured (wall-clock, end to end: start-up, parsing, scoring, output):
     of --repeats) as shares of it.
 
 Scaling mode (--scaling), for a machine with many cores and a GPU: classify-reads on one gzipped
-FASTQ (--fastq, else the tumour-like ART reads; --copies N: N renamed copies of them, where the start
-weighs less) at each of --threads-list (default evidence, on the
-CPU), with --model-all at the largest, and where --devices names cuda and torch sees a GPU,
---device cuda at the default and with --model-all at the largest; kraken2 at each thread count
-beside it unless --no-kraken. Reported: reads/s, wall seconds, peak MB, the speed-up over the first
-run (the CPU's -t 1), and whether the calls TSVs are the same bytes: every default CPU run's as -t
-1's (the benchmark exits 1 if any differs, after the table), the --model-all runs' as each other's
-and the GPU's default as -t 1's (reported only: the GPU's arithmetic may move p_viral). Each run's
-row is printed as it ends.
+FASTQ (--fastq, else the tumour-like ART reads; --copies N: N renamed copies of them, where the
+start weighs less) at each of --threads-list (default evidence, on the CPU), with --model-all at
+the largest, and where --devices names cuda and torch sees a GPU, --device cuda at the default
+and with --model-all at the largest; kraken2 at each thread count beside it unless --no-kraken.
+Reported: reads/s, wall seconds, peak MB, the speed-up over the first run (the CPU's -t 1); with
+-t 1 and 2 in the list, two -t 1 jobs side by side as above; and whether the calls TSVs are the
+same bytes: every default CPU run's as -t 1's (the benchmark exits 1 if any differs, after the
+table), the --model-all runs' as each other's and the GPU's default as -t 1's (reported only:
+the GPU's arithmetic may move p_viral). Each run's row is printed as it ends.
 
     python benchmarks/viral_engine.py [--shared ../shared/data] [--reads 320000] [--model-all-reads 40000]
         [--out bench-output/engine]
@@ -156,6 +159,27 @@ def best(cmd: list[str], repeats: int) -> tuple[float, float]:
     return min(r[0] for r in runs), max(r[1] for r in runs)
 
 
+def side_by_side(cmds: list[list[str]], repeats: int) -> float:
+    """Best wall seconds, of `repeats`, until every command of `cmds`, started at once, has ended;
+    each is pinned to a core of its own (taskset) where there are enough. Two single-thread jobs
+    side by side are what two cores give a batch of independent samples: the ceiling of one job's
+    -t 2 on this host, which shares its caches and memory between cores (and, on a cloud host,
+    with other tenants)."""
+    cores = sorted(os.sched_getaffinity(0))
+    pin = shutil.which("taskset") is not None and len(cores) >= len(cmds)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen((["taskset", "-c", str(cores[i])] if pin else []) + cmd, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE) for i, cmd in enumerate(cmds)]
+        errors = [p.communicate()[1] for p in procs]
+        times.append(time.perf_counter() - t0)
+        for p, err, cmd in zip(procs, errors, cmds):
+            if p.returncode:
+                sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')[-2000:]}")
+    return min(times)
+
+
 def classify_cmd(fq: Path, tsv: Path, threads: int, *extra: str) -> list[str]:
     """classify-reads on `fq` with `threads`, the calls to `tsv` and the summary beside it (.json)."""
     return GENOINTERP + ["-q", "classify-reads", str(fq), "-t", str(threads), "-o", str(tsv), "--summary",
@@ -191,6 +215,28 @@ def pace(files: dict[str, Path], out: Path, db: Path, n: int, repeats: int) -> l
                          "ratio": f"{k_secs / g_secs:.2f}x", "genointerp peak MB": f"{g_rss:.0f}",
                          "kraken2 peak MB": f"{k_rss:.0f}"})
     return rows
+
+
+def rate_of(rows: list[dict], reads: str, threads: str, tool: str) -> float:
+    """reads/s of `tool` ('genointerp' or 'kraken2') in the pace row of `reads` and `threads`."""
+    row = next(r for r in rows if r["reads"] == reads and r["threads"] == threads)
+    return float(row[f"{tool} reads/s"].replace(",", ""))
+
+
+def two_jobs(files: dict[str, Path], out: Path, db: Path, n: int, repeats: int, rows: list[dict]) -> list[dict]:
+    """Per read set and tool: -t 2 over -t 1 (from the pace rows), two -t 1 jobs side by side over
+    one (side_by_side), and the first as a share of the second."""
+    two = []
+    for kind, fq in files.items():
+        jobs = {"genointerp": [classify_cmd(fq, out / f"{kind}_pair{i}.tsv", 1) for i in (1, 2)],
+                "kraken2": [["kraken2", "--db", str(db), "--threads", "1", "--gzip-compressed", str(fq)]] * 2}
+        for tool, cmds in jobs.items():
+            one = rate_of(rows, f"{kind} ({n:,})", "1", tool)
+            threads = rate_of(rows, f"{kind} ({n:,})", "2", tool) / one
+            pair = 2 * n / side_by_side(cmds, repeats) / one
+            two.append({"reads": kind, "tool": tool, "-t 2 / -t 1": f"{threads:.2f}x",
+                        "two -t 1 jobs at once / one": f"{pair:.2f}x", "-t 2 of that": f"{100 * threads / pair:.0f} %"})
+    return two
 
 
 def model_roofline(fq: Path, out: Path, n: int, repeats: int) -> list[dict]:
@@ -318,7 +364,7 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
     with gzip.open(fq, "rb") as fh:
         n = sum(1 for _ in fh) // 4
     print(f"scaling on {fq} ({n:,} reads), best of {repeats}", flush=True)
-    rows, tsvs, base_secs = [], {}, None
+    rows, tsvs, seconds, base_secs = [], {}, {}, None
     for device, t, all_reads in scaling_runs(threads, devices, model_all):
         tsv = out / f"scale_{device}_t{t}{'_all' if all_reads else ''}.tsv"
         try:
@@ -327,6 +373,7 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
             print(f"{run_label(device, t, all_reads)}: {failed}", flush=True)
             continue
         tsvs[(device, t, all_reads)] = tsv
+        seconds[(device, t, all_reads)] = secs
         base_secs = base_secs or secs
         row = {"run": run_label(device, t, all_reads), "reads/s": f"{n / secs:,.0f}", "seconds": f"{secs:.1f}",
                "peak MB": f"{rss:.0f}", "speed-up": f"{base_secs / secs:.2f}x"}
@@ -338,6 +385,12 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
     if not rows:
         sys.exit("no runs: none ran (--devices names neither cpu nor a cuda that torch sees, or all failed)")
     print(f"\nspeed-up: over the first run ({rows[0]['run']})\n{table(rows, list(rows[0]))}\n")
+    if {("cpu", 1, False), ("cpu", 2, False)} <= seconds.keys():
+        one, two = seconds[("cpu", 1, False)], seconds[("cpu", 2, False)]
+        pair = side_by_side([classify_cmd(fq, out / f"scale_pair{i}.tsv", 1) for i in (1, 2)], repeats)
+        print(f"two -t 1 jobs side by side: {2 * n / pair:,.0f} reads/s together, {2 * one / pair:.2f}x one job (the "
+              f"ceiling of -t 2 on this host: side_by_side); -t 2 reached {100 * (one / two) / (2 * one / pair):.0f} % "
+              "of it\n", flush=True)
     lines, differ = scaling_checks(tsvs)
     print("the calls TSVs:\n  " + "\n  ".join(lines), flush=True)
     if differ:
@@ -403,10 +456,9 @@ def main() -> None:
     rows = pace(files, out, db, args.reads, args.repeats)
     print(f"pace, gzipped FASTQ, end to end, best of {args.repeats}:")
     print(table(rows, list(rows[0])))
-    for kind in files:
-        rate = {r["threads"]: float(r["genointerp reads/s"].replace(",", "")) for r in rows
-                if r["reads"] == f"{kind} ({args.reads:,})"}
-        print(f"{kind}: -t 2 / -t 1 {rate['2'] / rate['1']:.2f}x")
+    two = two_jobs(files, out, db, args.reads, args.repeats, rows)
+    print(f"\nfrom one thread to two, against two single-thread jobs side by side (best of {args.repeats}):")
+    print(table(two, list(two[0])))
     print(f"\nthe same bytes as -t 1 on the tumour reads: {'; '.join(same_answers(files['tumour'], out))}")
     print(f"\nthe model against the fp32 roofline (best of {args.repeats}):")
     print(table(model_roofline(files["tumour"], out, args.model_all_reads, args.repeats), ["run", "reads/s", "of roofline"]))
