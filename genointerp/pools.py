@@ -3,10 +3,10 @@
 What a worker needs (indexes, settings, a model folder's path) is bound into the work function
 before the workers are forked, so it is inherited, not sent: read-only arrays, memory-mapped ones
 above all, stay shared between the parent and every worker. A batch travels to a worker pickled,
-and its answer back. The parent keeps up to 1 + WAITING batches with each worker and up to AHEAD
-more read ahead, and takes the answers in input order, so a job writes its output as it is made
-and its memory stays flat in the number of batches; while the answer it needs next is not ready,
-the parent works on a batch it has read ahead (OrderedPool.map). A worker that dies (the kernel's
+and its answer back. The parent keeps up to 2 N batches with the workers and up to three more read
+ahead, and takes the answers in input order, so a job writes its output as it is made and its
+memory stays flat in the number of batches; while the answer it needs next is not ready, the
+parent works on a batch it has read ahead (OrderedPool.map). A worker that dies (the kernel's
 OOM killer, a crash in a library) ends the job with one error line, never a job that waits for
 ever (concurrent.futures' pool knows its workers died; multiprocessing.Pool would fork a new one
 and lose the batch).
@@ -31,13 +31,6 @@ from typing import Callable, Iterable, Iterator
 from genointerp.errors import GenointerpError
 
 _WORK: Callable | None = None  # the work function of the pool being forked: workers inherit it
-# Batches handed to a worker beyond the one it works on, and batches read ahead for the parent
-# itself. Between two hand-outs the parent may be busy for a batch's time or more (its own batch,
-# then reading and writing the next): with one batch waiting a worker ran dry, and with two read
-# ahead the parent waited for want of a batch of its own (classify-reads -t 2 on 1.6 M human
-# reads, 13 s: the worker idle 0.86 s and the parent 0.13 s; at 2 and 6, 0.27 s and 0.13 s).
-WAITING = 2
-AHEAD = 6
 
 
 class WorkerDied(GenointerpError):
@@ -127,8 +120,8 @@ class OrderedPool:
         """(keep, work(payload)) for each (keep, payload) of items, in order: only the payload
         goes to a worker.
 
-        This process works too: each worker holds up to 1 + WAITING batches (one running, the
-        others waiting), and up to AHEAD more are read ahead; while the answer it must hand on
+        This process works too: batches are handed to the workers 2 N at a time (one running and
+        one waiting per worker), and a few more are read ahead; while the answer it must hand on
         next is not ready, this process works on the last batch read ahead itself. Its own share
         of a job (reading, writing) is then no longer time the workers' cores wait for, nor time
         it waits for them: -t 2 on 2 cores keeps both busy. The answers are the same wherever a
@@ -142,7 +135,7 @@ class OrderedPool:
             for keep, payload in items:
                 queue.append([keep, payload, None])
                 self._hand_out(queue)
-                while queue and (len(queue) > (1 + WAITING) * self.workers + AHEAD or _ready(queue[0])):
+                while queue and (len(queue) > 2 * self.workers + 2 or _ready(queue[0])):
                     yield self._take(queue)
             while queue:
                 yield self._take(queue)
@@ -151,11 +144,10 @@ class OrderedPool:
                              "nothing was written") from None
 
     def _hand_out(self, queue: deque) -> None:
-        """The oldest batches not yet handed out go to the workers while they hold fewer than
-        (1 + WAITING) each."""
+        """The oldest batches not yet handed out go to the workers while fewer than 2 N are there."""
         busy = sum(1 for item in queue if item[2] is not None and not item[2].done())
         for item in queue:
-            if busy >= (1 + WAITING) * self.workers:
+            if busy >= 2 * self.workers:
                 return
             if item[2] is None:
                 item[2] = self._pool.submit(_run, item[1])

@@ -22,9 +22,8 @@ def test_answers_come_in_order_wherever_a_batch_was_worked_on():
         got = list(pool.map((i, i) for i in range(40)))
     assert [keep for keep, _ in got] == list(range(40))
     assert [answer[0] for _, answer in got] == [i * i for i in range(40)]
-    # The parent took batches: with one worker, 1 + WAITING batches are handed out and up to AHEAD
-    # more read ahead, and batch 0 takes the worker 50 ms, so at the parent's first wait some are
-    # its to take.
+    # The parent took batches: with one worker, two batches are handed out and up to three more read
+    # ahead, and batch 0 takes the worker 50 ms, so at the parent's first wait some are its to take.
     assert PARENT in [answer[1] for _, answer in got]
 
 
