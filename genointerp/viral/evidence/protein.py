@@ -283,7 +283,7 @@ class ProteinIndex:
         if not any(at.size for _, at, _, _, _ in matched):
             return ProteinEvidence(hits, np.zeros(n), aligned)
         freq = _aa_composition([aa for aa, *_ in matched], lengths,
-                               np.unique(np.concatenate([read for _, _, read, _, _ in matched])), n)
+                               sorted_unique(np.concatenate([read for _, _, read, _, _ in matched])), n)
         log_freq, mark_cluster, cluster_read, draws = [], [], [], []
         compared = self.settings.compared
         for s, (aa, at, read, seed, slot) in enumerate(matched):

@@ -314,7 +314,7 @@ class KmerIndex:
         of = read[opens]
         compared = np.flatnonzero(np.frombuffer(self.settings.seed.encode(), np.uint8) == ord("1"))
         marks, mark_cluster, mark_read = fixed_letters(at, read, opens, compared)
-        pos, owner = owned_positions(np.unique(of), lengths, flat.size)
+        pos, owner = owned_positions(sorted_unique(of), lengths, flat.size)
         freq = composition(flat[pos], owner, n, 4, NT_FLOOR)  # (n, 4)
         # Windows of one stretch matched at unrelated places are as many chance draws from the index
         # (genointerp.viral.evidence.places): two such windows a few bases apart in a human read
