@@ -169,14 +169,18 @@ def side_by_side(cmds: list[list[str]], repeats: int) -> float:
     pin = shutil.which("taskset") is not None and len(cores) >= len(cmds)
     times = []
     for _ in range(repeats):
+        errors = [tempfile.TemporaryFile() for _ in cmds]  # files, not pipes: a full pipe would stall its job
         t0 = time.perf_counter()
         procs = [subprocess.Popen((["taskset", "-c", str(cores[i])] if pin else []) + cmd, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE) for i, cmd in enumerate(cmds)]
-        errors = [p.communicate()[1] for p in procs]
+                                  stderr=err) for i, (cmd, err) in enumerate(zip(cmds, errors))]
+        codes = [p.wait() for p in procs]
         times.append(time.perf_counter() - t0)
-        for p, err, cmd in zip(procs, errors, cmds):
-            if p.returncode:
-                sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{err.decode(errors='replace')[-2000:]}")
+        for code, err, cmd in zip(codes, errors, cmds):
+            err.seek(0)
+            text = err.read().decode(errors="replace")
+            err.close()
+            if code:
+                sys.exit(f"failed ({code}): {' '.join(cmd)}\n{text[-2000:]}")
     return min(times)
 
 
@@ -387,7 +391,7 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
     print(f"\nspeed-up: over the first run ({rows[0]['run']})\n{table(rows, list(rows[0]))}\n")
     if {("cpu", 1, False), ("cpu", 2, False)} <= seconds.keys():
         one, two = seconds[("cpu", 1, False)], seconds[("cpu", 2, False)]
-        pair = side_by_side([classify_cmd(fq, out / f"scale_pair{i}.tsv", 1) for i in (1, 2)], repeats)
+        pair = side_by_side([classify_cmd(fq, out / f"scale_pair{i}.tsv", 1, "--device", "cpu") for i in (1, 2)], repeats)
         print(f"two -t 1 jobs side by side: {2 * n / pair:,.0f} reads/s together, {2 * one / pair:.2f}x one job (the "
               f"ceiling of -t 2 on this host: side_by_side); -t 2 reached {100 * (one / two) / (2 * one / pair):.0f} % "
               "of it\n", flush=True)
