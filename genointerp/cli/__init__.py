@@ -6,9 +6,9 @@ registered on it. Command modules import heavy libraries (torch) inside their bo
 Ctrl-C in the first half second ends the program with one line and the shell's status, like a
 signal at any later moment (genointerp/__main__.py, the console script, covers the imports before
 it); `app` is built on first use. Where the command line names a command, `main` hands Typer that
-command alone: Typer turns every registered command into its click form at each start (0.07 s
-of a 0.5 s classify-reads start for 18 commands) though one runs, and what that command prints
-and does is the same with or without the others."""
+command alone: Typer turns every registered command into its click form at each start (about
+0.05 s of a 0.5 s classify-reads start, for 18 commands) though one runs, and what that command
+prints and does is the same with or without the others."""
 
 from __future__ import annotations
 
