@@ -164,3 +164,23 @@ def test_the_prebuilt_panel_index_places_reads_as_the_built_one(folder, tmp_path
     loaded = ViralPanel(m, [], lambda message: None, best_n=64, index=kmer)
     assert loaded.place(pieces) == built.place(pieces) and sum(p is not None for p in built.place(pieces)) > 20
     assert [loaded.place_all(p, 50) for p in pieces] == [built.place_all(p, 50) for p in pieces]
+
+
+def test_an_index_whose_places_are_not_its_seeds_is_never_stored(folder, tmp_path):
+    """The stored ids double as the places tables' keys (prebuilt._open), so save refuses an index
+    without its places, or with places of other seeds, and leaves no folder behind."""
+    import dataclasses
+
+    from genointerp.viral.evidence.prebuilt import save
+
+    src, config = folder
+    kmer = load_index(src, config)
+    protein = load_protein_index(src, config)
+    fewer = dataclasses.replace(kmer, ids=kmer.ids[1:], labels=kmer.labels[1:], table=None, places=kmer.places)
+    for k, p, what in ((dataclasses.replace(kmer, places=None), None, "every seed"), (fewer, None, "every seed")):
+        with pytest.raises(ValueError, match=what):
+            save(tmp_path / "index", "d", k, p)
+    protein.proteins = None
+    with pytest.raises(ValueError, match="every amino-acid seed"):
+        save(tmp_path / "index", "d", kmer, protein)
+    assert list(tmp_path.iterdir()) == []

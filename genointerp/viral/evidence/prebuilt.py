@@ -167,18 +167,22 @@ def save(target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | Non
         _write(tmp, target, digest, kmer, protein, replace)
 
 
+def _keyed_by(table, ids: np.ndarray, seeds: str):
+    """`table` (a SeedPlaces), refused unless its keys are `ids`: _open uses the stored ids as the
+    stored table's keys."""
+    if table is None or not np.array_equal(table.keys, ids):
+        raise ValueError(f"every {seeds} of the index must have its places in the references")
+    return table
+
+
 def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: ProteinIndex | None, replace: bool) -> None:
     """save's work: the arrays and manifest into `tmp`, then `tmp` renamed to `target`."""
     try:
-        places = kmer.places
-        if places is None or not np.array_equal(places.keys, kmer.ids):  # _open uses the ids as the table's keys
-            raise ValueError("every seed of the index must have its places in the references")
+        places = _keyed_by(kmer.places, kmer.ids, "seed")
         arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table,
                   "kmer_letters": places.letters, "kmer_start": places.start, "kmer_places": places.places}
         if protein is not None:
-            table = protein.proteins
-            if not np.array_equal(table.keys, protein.ids):
-                raise ValueError("every amino-acid seed of the index must have its places in the references")
+            table = _keyed_by(protein.proteins, protein.ids, "amino-acid seed")
             arrays.update(protein_ids=protein.ids, protein_labels=protein.labels, protein_filter=protein.table,
                           protein_residues=table.residues, protein_start=table.start, protein_places=table.places)
         for name, array in arrays.items():
