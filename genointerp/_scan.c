@@ -289,8 +289,9 @@ done:
  * first[j] and second[j] lie on one diagonal of the references. query uint8 (M,): the read letters;
  * at int64 (h,): each seed's window start in query; slot int64 (h,): its id's row of the places
  * table (-1: none); compared int64 (P, width): each seed pattern's compared letters' places in
- * its window, `stride` apart in query; pattern int64 (h,) or empty (all pattern 0): each seed's; letters uint8 (R,): the references'; start, places: the table, int32 or (wide)
- * int64; flip uint8 (h,) or empty: the window is the reverse complement of its places, which then
+ * its window, `stride` apart in query; pattern int64 (h,) or empty (all pattern 0): each seed's;
+ * letters uint8 (R,): the references'; start, places: the table, int32 or (wide) int64;
+ * flip uint8 (h,) or empty: the window is the reverse complement of its places, which then
  * lie at R - place - span; outside: the letter beyond the references. Up to first_places, then
  * check_places places of the seed of fewer places are tried, spread evenly, then check_places of
  * the other's; a place holding all but `misses` of the other seed's compared letters on the

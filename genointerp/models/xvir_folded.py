@@ -26,8 +26,8 @@ Windows go through in micro-batches of MICRO so that a pass's activations (a hea
 (the last one is padded), or as many rows as its caller says are real (classify-reads' scoring
 blocks, which fix that number for every run), and is computed by one thread with single-threaded
 BLAS, so a window's logit depends on neither the windows beside it (given its place among them
-and their number) nor the number of threads: with `threads` > 1, micro-batches run side by side in a thread pool (numpy and the
-kernels release the GIL). Denormals are flushed to zero in every thread that computes, as
+and their number) nor the number of threads: with `threads` > 1, micro-batches run side by side
+in a thread pool (numpy and the kernels release the GIL). Denormals are flushed to zero in every thread that computes, as
 torch does for its models (genointerp.runtime.use_threads).
 
 Only what the built-in model family needs is folded: absolute (sinusoidal or learned) positions,
