@@ -24,7 +24,7 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 # A C compiler for genointerp's extensions (genointerp/_scan.c, the viral index look-ups; _fused.c,
-# the folded model's element-wise passes); only
+# the folded model's element-wise passes; _fastq.c, plain FASTQ records); only
 # this stage has it, the runtime image gets the compiled wheel. DL3008: as for procps below.
 # hadolint ignore=DL3008
 RUN apt-get update \

@@ -14,7 +14,7 @@ HADOLINT_VERSION ?= 2.15.1
 
 .PHONY: install test docs run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
-# The package compiles two C extensions (genointerp/_scan.c, _fused.c: gcc or clang and the Python headers).
+# The package compiles three C extensions (genointerp/_scan.c, _fused.c, _fastq.c: gcc or clang and the Python headers).
 # Then the built-in model's viral indexes are stored prebuilt (genointerp index-model: a few
 # seconds, and nothing when they are current), so classify-reads starts at once. Its bytecode is
 # compiled as pip compiles an installed wheel's: an editable install otherwise compiles its modules
@@ -23,7 +23,7 @@ install: $(STAMP)
 	$(BIN)/genointerp -q index-model
 	$(BIN)/python -m compileall -q genointerp
 
-$(STAMP): pyproject.toml setup.py genointerp/_scan.c genointerp/_fused.c
+$(STAMP): pyproject.toml setup.py genointerp/_scan.c genointerp/_fused.c genointerp/_fastq.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet "torch==$(TORCH_VERSION)"
 	$(BIN)/pip install --quiet -e ".[dev]"

@@ -8,6 +8,11 @@ to pysam through an os.pipe. Streams thus get the same checks as files (empty in
 GenBank, a cut-off gzip stream), where letting htslib read the stream itself would skip junk before
 the first '@' or '>' silently, and would report a truncated gzip stream with the pipe's name.
 
+A regular FASTQ file's plain records (four lines of printable ASCII: nearly every file's) are read
+in compiled code (genointerp.io.fastq_text); from the first record that is not plain on, pysam reads
+the file as before, so what becomes of such records, and every error about them, is unchanged.
+Streams are read by pysam throughout.
+
 pysam's parser (htslib kseq) is lenient: it returns a FASTQ record cut off before its quality
 line as if it were FASTA, and yields nothing for a text file that is neither format. The readers
 here add the checks a pipeline needs, so that such files fail with one line naming the file and
@@ -29,6 +34,7 @@ from typing import Iterator
 import pysam
 
 from genointerp.errors import InputError
+from genointerp.io.fastq_text import plain_batches
 from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, open_binary, open_text,
                                   read_head)
 
@@ -151,15 +157,19 @@ def _opened(path: str) -> Iterator[tuple[str, str]]:
 _FIELDS = attrgetter("name", "sequence", "quality")
 
 
-def _fastx(path: str, source: str, fmt: str, size: int = 1) -> Iterator[list[tuple[str, str, str | None]]]:
+def _fastx(path: str, source: str, fmt: str, size: int = 1, skip: int = 0,
+           skipped: str | None = None) -> Iterator[list[tuple[str, str, str | None]]]:
     """The validated records (name, sequence, quality or None) of a FASTA/FASTQ file that pysam
     opens as `source`, in lists: the first record alone, then up to `size` at a time (1: as they
-    are read, for callers that act on each before the next is read)."""
+    are read, for callers that act on each before the next is read). With `skip`, the records
+    after the first `skip` (read and checked elsewhere, the last named `skipped`), in lists of `size`."""
     fastq = fmt == "fastq"
-    n = 0  # records read and checked
-    name = None  # the last one's name
+    n = skip  # records read and checked
+    name = skipped  # the last one's name
     try:
         with pysam.FastxFile(source, persist=False) as fx:
+            for _ in islice(fx, skip):
+                pass
             # with persist=False every record pysam hands out shows the one it read last, so the
             # first one shows a record whose fields fail to decode (_fields names the field)
             probe = next(fx, None)
@@ -295,6 +305,8 @@ def iter_read_batches(path: str, size: int, unmapped_only: bool = False,
             while batch:
                 yield batch
                 batch = list(islice(reads, size))
+        elif fmt == "fastq" and source == path:  # a regular file: its plain records in compiled code
+            yield from plain_batches(path, size, lambda n, name: _fastx(path, source, fmt, size, n, name))
         else:
             yield from _fastx(path, source, fmt, size)
 

@@ -1,0 +1,153 @@
+"""The compiled reader of plain FASTQ records (genointerp/_fastq.c, genointerp.io.fastq_text) against
+pysam's: the same records, and the same error line, for plain files and for files with every kind
+of record it leaves to pysam, wherever that record falls in the file and in a batch."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import re
+
+import pysam
+import pytest
+
+from genointerp import _fastq
+from genointerp.errors import InputError
+from genointerp.io import sequences
+from genointerp.io.fastq_text import END, LIMIT, MORE, ODD
+from genointerp.io.sequences import iter_read_batches
+
+PLAIN = b"@r1 a comment\nACGTN\n+\nIIIII\n@r2\tx\nacgt\n+r2\n!!!!\n"
+
+
+def test_plain_records_come_as_tuples_up_to_the_limit():
+    got, stop, why = _fastq.records(PLAIN, 0, 5, True)
+    assert got == [("r1", "ACGTN", "IIIII"), ("r2", "acgt", "!!!!")] and stop == len(PLAIN) and why == END
+    got, stop, why = _fastq.records(PLAIN, 0, 1, True)
+    assert got == [("r1", "ACGTN", "IIIII")] and PLAIN[stop:].startswith(b"@r2") and why == LIMIT
+    assert _fastq.records(PLAIN, stop, 0, True) == ([], stop, LIMIT)
+
+
+def test_a_record_cut_by_the_texts_end_waits_for_more_unless_the_input_ends_there():
+    first = PLAIN.index(b"@r2")
+    for cut in range(1, len(PLAIN)):
+        got, stop, why = _fastq.records(PLAIN[:cut], 0, 5, False)
+        assert why == MORE and stop == (0 if cut < first else first) and len(got) == (cut >= first)
+    # the last line may lack its line end; any other cut is left to pysam
+    assert _fastq.records(PLAIN[:-1], 0, 5, True)[1:] == (len(PLAIN) - 1, END)
+    assert _fastq.records(PLAIN[:-3], 0, 5, True)[1:] == (first, ODD)
+
+
+@pytest.mark.parametrize("record", [
+    b"@r\nACGT\nACGT\n+\nIIIIIIII\n",  # a sequence over two lines
+    b"@r\n\n+\n\n",  # an empty read
+    b"@r\r\nACGT\r\n+\r\nIIII\r\n",  # Windows line ends
+    b"@r\nAC\xc3\xa9T\n+\nIIIII\n",  # not ASCII
+    b"@r\nACGT\n+\nIII\n",  # a quality shorter than the sequence
+    b"@r\nACGT\nIIII\n",  # no '+' line
+    b"@ r\nACGT\n+\nIIII\n",  # no name
+    b"@r\n+CGT\n+\nIIII\n",  # a sequence line kseq would end the sequence at
+    b"\n@r\nACGT\n+\nIIII\n",  # a blank line before the record
+    b">r\nACGT\n",  # FASTA
+])
+def test_records_that_are_not_plain_stop_the_list_where_they_start(record):
+    got, stop, why = _fastq.records(PLAIN + record + PLAIN, 0, 10, True)
+    assert (len(got), stop, why) == (2, len(PLAIN), ODD)
+
+
+def _pysam_batches(path, size):
+    """The reader as it was: pysam for every record."""
+    return sequences._fastx(path, path, "fastq", size)
+
+
+def _read(batches):
+    """Every record of a reader and the error line that ended it, if any."""
+    records = []
+    try:
+        for batch in batches:
+            records.extend(batch)
+    except InputError as exc:
+        return records, str(exc)
+    return records, None
+
+
+def _same(fast, slow) -> bool:
+    """Whether two readers' _read agree: the same error line, and the same records where there is
+    none (where there is, the job fails and writes nothing, and a reader may have handed on more
+    or fewer of the records before it: the readers check a list at a time)."""
+    (got, error), (want, want_error) = fast, slow
+    if error != want_error:
+        return False
+    short, long = sorted([got, want], key=len)
+    return got == want if error is None else long[: len(short)] == short
+
+
+ODD_RECORDS = [
+    b"@odd\nACGT\nACGT\n+\nIIIIIIII\n", b"@odd\n\n+\n\n", b"@odd\r\nACGT\r\n+\r\nIIII\r\n", b"@odd\nAC\xc3\xa9T\n+\nIIIII\n",
+    b"@odd\nACGT\n+\nIII\n", b"@odd\nACGT\n+\nIIIII\n", b"@odd\nACGT\n", b"@odd\nACGT\n+\n", b"\n\n", b"junk\n",
+    b"@odd\xff\nACGT\n+\nIIII\n", b"@odd\nACGT\n+\nII\xffI\n", b"@\nACGT\n+\nIIII\n", b"@odd\n+CGT\n+\nIIII\n",
+    b">odd\nACGT\n", b"@odd\nACGT\n+\nIIII", b"@odd\nAC GT\n+\nIIIII\n", b"@odd\x0bx\nACGT\n+\nIIII\n",
+]
+
+
+def _plain_records(rng: random.Random, n: int) -> bytes:
+    out = []
+    for i in range(n):
+        length = rng.randint(1, 40)
+        seq = "".join(rng.choice("ACGTNacgtRY") for _ in range(length))
+        qual = "".join(chr(rng.randint(33, 126)) for _ in range(length))
+        comment = rng.choice(["", " c=1", "\tlane 2", " x\xe9".encode("latin-1").decode("latin-1")])
+        plus = rng.choice(["+", "+" + f"read{i}"])
+        out.append(f"@read{i}{comment}\n{seq}\n{plus}\n{qual}\n".encode("latin-1"))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_file_reads_as_pysam_reads_it(seed, tmp_path):
+    rng = random.Random(seed)
+    text = _plain_records(rng, rng.randint(1, 60))
+    if seed % 4:  # an odd record somewhere: the rest of the file is pysam's
+        cut = rng.choice([m.start() for m in re.finditer(b"@read", text)] + [len(text)])
+        text = text[:cut] + rng.choice(ODD_RECORDS) + text[cut:]
+    if seed % 3 == 0:
+        text = text.rstrip(b"\n")
+    for compressed in (False, True):
+        path = tmp_path / f"reads{int(compressed)}.fq{'.gz' if compressed else ''}"
+        path.write_bytes(gzip.compress(text) if compressed else text)
+        for size in (1, 3, 64):
+            assert _same(_read(iter_read_batches(str(path), size)), _read(_pysam_batches(str(path), size)))
+
+
+def test_a_large_file_crosses_the_readers_blocks_unchanged(tmp_path):
+    text = _plain_records(random.Random(7), 40_000)  # about 2 MB: records cut by the 1 MB blocks
+    path = tmp_path / "reads.fq.gz"
+    path.write_bytes(gzip.compress(text))
+    batches = list(iter_read_batches(str(path), 8192))
+    assert [len(b) for b in batches][:2] == [1, 8192]
+    assert [r for b in batches for r in b] == [r for b in _pysam_batches(str(path), 8192) for r in b]
+
+
+def test_plain_files_never_reach_pysam_and_odd_ones_only_from_their_odd_record(tmp_path, monkeypatch):
+    opened = []
+    fastx = pysam.FastxFile
+
+    def counted(*args, **kwargs):
+        opened.append(args[0])
+        return fastx(*args, **kwargs)
+
+    monkeypatch.setattr(sequences.pysam, "FastxFile", counted)
+    plain = tmp_path / "plain.fq"
+    plain.write_bytes(PLAIN * 3)
+    assert len(_read(iter_read_batches(str(plain), 2))[0]) == 6 and opened == []
+    odd = tmp_path / "odd.fq"
+    odd.write_bytes(PLAIN + b"@odd\nACGT\nACGT\n+\nIIIIIIII\n" + PLAIN)
+    records, error = _read(iter_read_batches(str(odd), 2))
+    assert error is None and [r[0] for r in records] == ["r1", "r2", "odd", "r1", "r2"] and opened == [str(odd)]
+
+
+def test_a_cut_off_gzip_file_is_the_line_io_inputs_gives_it(tmp_path):
+    path = tmp_path / "reads.fq.gz"
+    path.write_bytes(gzip.compress(_plain_records(random.Random(3), 2000))[:-200])
+    records, error = _read(iter_read_batches(str(path), 64))
+    assert error.startswith(f"{path}: truncated or corrupt gzip data")
+    assert _same((records, error), _read(_pysam_batches(str(path), 64)))
