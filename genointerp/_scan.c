@@ -389,6 +389,46 @@ done:
     return result;
 }
 
+/* strand_codons(codes, table, forward, reverse)
+ *
+ * The amino acid of the codon at every position of both strands of nucleotide codes uint8 (M,):
+ * forward[i] of codes i, i+1, i+2 and reverse[i] of the reverse complement's (complements of codes
+ * M-1-i, M-2-i, M-3-i), each uint8 (M-2,), through table bytes (125,) by 25 b1 + 5 b2 + b3 with
+ * every code over 3 taken as 4 (genointerp.seq.translate's codons, which stays the definition).
+ * One pass, no reversed copy of the codes: numpy's form made nine arrays the size of a batch. */
+static PyObject *strand_codons(PyObject *self, PyObject *args) {
+    Py_buffer codes, table, forward, reverse;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*", &codes, &table, &forward, &reverse))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t m = codes.len, a = m - 2;
+    if (table.len != 125 || a < 1 || forward.len != a || reverse.len != a) {
+        PyErr_SetString(PyExc_ValueError, "strand_codons: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *c = (const uint8_t *)codes.buf, *t = (const uint8_t *)table.buf;
+    uint8_t *fwd = (uint8_t *)forward.buf, *rev = (uint8_t *)reverse.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* b: codes as 0..4 (4 for any unknown), and their complements (4 stays 4) */
+#define BASE(x) ((x) > 3 ? 4 : (x))
+#define COMP(x) ((x) > 3 ? 4 : 3 - (x))
+    for (Py_ssize_t i = 0; i < a; i++)
+        fwd[i] = t[25 * BASE(c[i]) + 5 * BASE(c[i + 1]) + BASE(c[i + 2])];
+    for (Py_ssize_t i = 0; i < a; i++)
+        rev[i] = t[25 * COMP(c[m - 1 - i]) + 5 * COMP(c[m - 2 - i]) + COMP(c[m - 3 - i])];
+#undef BASE
+#undef COMP
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&forward);
+    PyBuffer_Release(&reverse);
+    return result;
+}
+
 /* Denormal floats flushed to zero (FTZ) and read as zero (DAZ) in the calling thread, as
  * torch.set_flush_denormal(True) does for torch: the folded XVir (genointerp.models.xvir_folded)
  * runs numpy in threads torch never touches, and a CPU that handles denormals in microcode slows
@@ -408,6 +448,7 @@ static PyMethodDef methods[] = {
     {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
+    {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };

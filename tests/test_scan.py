@@ -11,7 +11,7 @@ import pytest
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
-from genointerp.seq.scan import aa_hits, seed_hits
+from genointerp.seq.scan import aa_hits, seed_hits, strand_codons
 from genointerp.seq.translate import aa_kmer_ids, codons
 from genointerp.viral.evidence.seeds import canonical_ids, seed_mask, strand_ids
 from genointerp.viral.evidence.protein import ProteinSettings, seed_ids
@@ -94,6 +94,17 @@ def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():
             np.testing.assert_array_equal(tested, np.bincount(owner, minlength=lengths.size))
             found_any += at.size
     assert found_any > 100
+
+
+@pytest.mark.parametrize("size", [0, 2, 3, 4, 1000])
+def test_strand_codons_are_the_numpy_codons_of_both_strands(size):
+    rng = np.random.default_rng(size)
+    # bases, N, the codes of letters outside the alphabet (INVALID) and any other byte
+    codes = rng.choice(np.array([0, 1, 2, 3, 0, 1, 2, 3, N_CODE, INVALID, 7], np.uint8), size)
+    forward, reverse = strand_codons(codes)
+    assert forward.dtype == reverse.dtype == np.uint8
+    np.testing.assert_array_equal(forward, codons(codes))
+    np.testing.assert_array_equal(reverse, codons(reverse_complement_codes(codes)))
 
 
 def test_an_empty_batch_and_an_empty_index_find_nothing():

@@ -6,9 +6,11 @@ indexes from references): tests/test_scan.py checks they agree window for window
     and IdSet.contains would find it;
   - aa_hits: every amino-acid seed of one strand's codons, as genointerp.seq.translate.aa_kmer_ids
     (step 3) and IdSet.contains would find it;
-and the check of which pairs of matched seeds lie on one diagonal of the references (diagonal_pairs),
-the compiled form of genointerp.viral.evidence.places.SeedPlaces.share_a_place's definition, which
-tests/test_places.py spells out in numpy and compares.
+the codons of both strands that aa_hits reads (strand_codons, as genointerp.seq.translate.codons
+reads the codes and their reverse complement); and the check of which pairs of matched seeds lie
+on one diagonal of the references (diagonal_pairs), the compiled form of
+genointerp.viral.evidence.places.SeedPlaces.share_a_place's definition, which tests/test_places.py
+spells out in numpy and compares.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from genointerp import _scan
 from genointerp.seq.idset import IdSet
+from genointerp.seq.translate import CODONS_WITH_N
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,18 @@ def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: 
     found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
                             _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean)
     return SeedHits(at[:found].copy(), ids[:found].copy(), slot[:found].copy(), flip[:found].view(bool).copy(), clean)
+
+
+def strand_codons(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(genointerp.seq.translate.codons of nucleotide codes uint8 (M,), and of their reverse
+    complement (genointerp.seq.alphabet.reverse_complement_codes)), uint8 (M-2,) each, in one
+    compiled pass."""
+    codes = _c(codes, np.uint8)
+    if codes.size < 3:
+        return np.zeros(0, np.uint8), np.zeros(0, np.uint8)
+    forward, reverse = np.empty(codes.size - 2, np.uint8), np.empty(codes.size - 2, np.uint8)
+    _scan.strand_codons(codes, CODONS_WITH_N, forward, reverse)
+    return forward, reverse
 
 
 def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reverse: bool, index: IdSet,

@@ -27,7 +27,7 @@ def _with_unknown() -> np.ndarray:
     return np.where(known, CODON_TABLE[(16 * b1 + 4 * b2 + b3) % 64], NO_CODON).astype(np.uint8)
 
 
-_CODONS_WITH_N = _with_unknown()
+CODONS_WITH_N = _with_unknown()
 
 
 def codons(codes: np.ndarray) -> np.ndarray:
@@ -36,7 +36,7 @@ def codons(codes: np.ndarray) -> np.ndarray:
     if codes.size < 3:
         return np.zeros(0, np.uint8)
     c = np.minimum(codes, 4).astype(np.uint8)  # 4: any unknown base
-    return _CODONS_WITH_N[c[:-2] * np.uint8(25) + c[1:-1] * np.uint8(5) + c[2:]]
+    return CODONS_WITH_N[c[:-2] * np.uint8(25) + c[1:-1] * np.uint8(5) + c[2:]]
 
 
 def aa_kmer_ids(aa: np.ndarray, k: int | str, step: int = 3) -> tuple[np.ndarray, np.ndarray]:

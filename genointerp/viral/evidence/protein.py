@@ -47,9 +47,9 @@ import numpy as np
 from genointerp.errors import InputError
 from genointerp.io.sequences import read_reference
 from genointerp.report import Reporter
-from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
+from genointerp.seq.alphabet import reverse_complement_codes
 from genointerp.seq.idset import IdSet, member, sorted_unique
-from genointerp.seq.scan import aa_hits
+from genointerp.seq.scan import aa_hits, strand_codons
 from genointerp.seq.translate import AMINO_ACIDS, STOP, aa_kmer_ids, codons, distinct_residues
 from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
                                               stretches)
@@ -253,12 +253,10 @@ class ProteinIndex:
         `ids`, which are their rows of the places table too: its keys are the ids), from
         one compiled pass per strand and pattern (genointerp.seq.scan); every seed tested counts
         to its read's `tested` (int64 (n,), added to)."""
-        flat = np.where(flat == INVALID, N_CODE, flat)
         m, span = flat.size, self.settings.span
         width = 20**self.settings.weight  # the i-th pattern's ids are offset by i * width: one index holds them all apart
         matched = []
-        for s, codes in enumerate((flat, reverse_complement_codes(flat))):
-            aa = codons(codes)
+        for s, aa in enumerate(strand_codons(flat)):
             found = [aa_hits(aa, pattern, i * width, lengths, s == 1, self._set, tested)
                      for i, pattern in enumerate(self.settings.patterns)]
             at = np.concatenate([a for a, _, _ in found])
