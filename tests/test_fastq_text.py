@@ -1,6 +1,7 @@
 """The compiled reader of plain FASTQ records (genointerp/_fastq.c, genointerp.io.fastq_text) against
 pysam's: the same records, and the same error line, for plain files and for files with every kind
-of record it leaves to pysam, wherever that record falls in the file and in a batch."""
+of record it leaves to pysam, wherever that record falls in the file and in a batch, read from the
+file or through a pipe."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from genointerp.errors import InputError
 from genointerp.io import sequences
 from genointerp.io.fastq_text import END, LIMIT, MORE, ODD
 from genointerp.io.sequences import iter_read_batches
+from test_read_inputs import Pipes
 
 PLAIN = b"@r1 a comment\nACGTN\n+\nIIIII\n@r2\tx\nacgt\n+r2\n!!!!\n"
 
@@ -102,8 +104,15 @@ def _plain_records(rng: random.Random, n: int) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_every_file_reads_as_pysam_reads_it(seed, tmp_path):
+@pytest.fixture
+def pipe():
+    pipes = Pipes()
+    yield pipes
+    pipes.close()
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_every_file_reads_as_pysam_reads_it(seed, tmp_path, pipe):
     rng = random.Random(seed)
     text = _plain_records(rng, rng.randint(1, 60))
     if seed % 4:  # an odd record somewhere: the rest of the file is pysam's
@@ -115,7 +124,11 @@ def test_every_file_reads_as_pysam_reads_it(seed, tmp_path):
         path = tmp_path / f"reads{int(compressed)}.fq{'.gz' if compressed else ''}"
         path.write_bytes(gzip.compress(text) if compressed else text)
         for size in (1, 3, 64):
-            assert _same(_read(iter_read_batches(str(path), size)), _read(_pysam_batches(str(path), size)))
+            expected = _read(_pysam_batches(str(path), size))
+            assert _same(_read(iter_read_batches(str(path), size)), expected)
+            streamed = _read(iter_read_batches(pipe(path.read_bytes()), size))
+            assert _same((streamed[0], streamed[1] and streamed[1].replace(streamed[1].split(":")[0], str(path), 1)),
+                         expected)
 
 
 def test_a_large_file_crosses_the_readers_blocks_unchanged(tmp_path):

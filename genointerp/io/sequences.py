@@ -8,10 +8,9 @@ to pysam through an os.pipe. Streams thus get the same checks as files (empty in
 GenBank, a cut-off gzip stream), where letting htslib read the stream itself would skip junk before
 the first '@' or '>' silently, and would report a truncated gzip stream with the pipe's name.
 
-A regular FASTQ file's plain records (four lines of printable ASCII: nearly every file's) are read
-in compiled code (genointerp.io.fastq_text); from the first record that is not plain on, pysam reads
-the file as before, so what becomes of such records, and every error about them, is unchanged.
-Streams are read by pysam throughout.
+A FASTQ input's plain records (four lines of printable ASCII: nearly every file's) are read in
+compiled code (genointerp.io.fastq_text); from the first record that is not plain on, pysam reads
+the input as before, so what becomes of such records, and every error about them, is unchanged.
 
 pysam's parser (htslib kseq) is lenient: it returns a FASTQ record cut off before its quality
 line as if it were FASTA, and yields nothing for a text file that is neither format. The readers
@@ -27,14 +26,15 @@ import os
 import threading
 import warnings
 from contextlib import contextmanager
+from functools import partial
 from itertools import chain, islice
 from operator import attrgetter
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pysam
 
 from genointerp.errors import InputError
-from genointerp.io.fastq_text import plain_batches
+from genointerp.io.fastq_text import BLOCK, plain_batches
 from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, open_binary, open_text,
                                   read_head)
 
@@ -82,11 +82,12 @@ class _Feed:
 
     `head` holds the first HEAD_BYTES for sniffing, `path` (/dev/fd/N) is for the library to open
     once, and `error` is what went wrong reading the input (an InputError of io.inputs), which is
-    the cause of whatever the library then reports about the cut-off data it saw.
+    the cause of whatever the library then reports about the cut-off data it saw. With `blocks`,
+    those bytes are replayed instead (the rest of an input that another reader began; no head).
     """
 
-    def __init__(self, path: str) -> None:
-        self.user_path, self.head, self.error = path, b"", None
+    def __init__(self, path: str, blocks: Iterable[bytes] | None = None) -> None:
+        self.user_path, self.head, self.error, self._blocks = path, b"", None, blocks
         self._r, self._w = os.pipe()
         self.path = f"/dev/fd/{self._r}"
         self._ready = threading.Event()
@@ -99,15 +100,14 @@ class _Feed:
 
     def _copy(self) -> None:
         try:
-            with open_binary(self.user_path) as data:
-                self.head = data.read(HEAD_BYTES)
+            if self._blocks is not None:
                 self._ready.set()
-                block = self.head
-                while block:
-                    view = memoryview(block)
-                    while view:
-                        view = view[os.write(self._w, view):]
-                    block = data.read1(_FEED_BLOCK)
+                self._write(self._blocks)
+            else:
+                with open_binary(self.user_path) as data:
+                    self.head = data.read(HEAD_BYTES)
+                    self._ready.set()
+                    self._write(chain([self.head], iter(partial(data.read1, _FEED_BLOCK), b"")))
         except BrokenPipeError:
             pass  # the reader stopped early (an error of its own, or it needed no more)
         except BaseException as exc:  # noqa: BLE001 - handed to the reading thread
@@ -115,6 +115,12 @@ class _Feed:
         finally:
             os.close(self._w)  # end of data for the reader: only after `error` is set
             self._ready.set()
+
+    def _write(self, blocks: Iterable[bytes]) -> None:
+        for block in blocks:
+            view = memoryview(block)
+            while view:
+                view = view[os.write(self._w, view):]
 
     def close(self, failed: bool = False) -> None:
         if self._r is not None:
@@ -136,9 +142,16 @@ def _opened(path: str) -> Iterator[tuple[str, str]]:
     if not is_stream(path):
         yield sniff_format(path), path
         return
-    feed = _Feed(path)
-    try:
+    with _feeding(_Feed(path)) as feed:
         yield _format_of(path, feed.head), feed.path
+
+
+@contextmanager
+def _feeding(feed: _Feed) -> Iterator[_Feed]:
+    """A feed, closed when its reader is done; an error of the feed's own reading (a truncated gzip
+    stream) takes the place of the reader's."""
+    try:
+        yield feed
     except Exception:
         feed.close(failed=True)
         if feed.error is not None:
@@ -157,18 +170,19 @@ def _opened(path: str) -> Iterator[tuple[str, str]]:
 _FIELDS = attrgetter("name", "sequence", "quality")
 
 
-def _fastx(path: str, source: str, fmt: str, size: int = 1, skip: int = 0,
-           skipped: str | None = None) -> Iterator[list[tuple[str, str, str | None]]]:
+def _fastx(path: str, source: str, fmt: str, size: int = 1, before: int = 0, last: str | None = None,
+           reread: bool = False) -> Iterator[list[tuple[str, str, str | None]]]:
     """The validated records (name, sequence, quality or None) of a FASTA/FASTQ file that pysam
     opens as `source`, in lists: the first record alone, then up to `size` at a time (1: as they
-    are read, for callers that act on each before the next is read). With `skip`, the records
-    after the first `skip` (read and checked elsewhere, the last named `skipped`), in lists of `size`."""
+    are read, for callers that act on each before the next is read). Where another reader read the
+    input's first `before` records (the last named `last`), the records after them, in lists of
+    `size`: `source` starts after them, or with `reread` at the input's start (pysam passes over them)."""
     fastq = fmt == "fastq"
-    n = skip  # records read and checked
-    name = skipped  # the last one's name
+    n = before  # records read and checked
+    name = last  # the last one's name
     try:
         with pysam.FastxFile(source, persist=False) as fx:
-            for _ in islice(fx, skip):
+            for _ in islice(fx, before if reread else 0):
                 pass
             # with persist=False every record pysam hands out shows the one it read last, so the
             # first one shows a record whose fields fail to decode (_fields names the field)
@@ -285,6 +299,24 @@ def iter_records(path: str) -> Iterator[tuple[str, str, str | None]]:
         yield from chain.from_iterable(_fastx(path, source, fmt))
 
 
+def _fastq(path: str, source: str, size: int) -> Iterator[list[tuple[str, str, str | None]]]:
+    """A FASTQ input's records as _fastx gives them: the plain ones read in compiled code
+    (genointerp.io.fastq_text), pysam's from the first that is not. `source` is _opened's: a regular
+    file itself, which pysam reopens and reads past the records before; or a stream's feed, whose
+    bytes from that record on are fed to pysam through a pipe of their own."""
+    with open_binary(path) if source == path else open(source, "rb") as data:
+        read = partial(data.read1, BLOCK)
+
+        def rest(text: bytes, n: int, name: str | None) -> Iterator[list[tuple[str, str, str | None]]]:
+            if source == path:
+                yield from _fastx(path, source, "fastq", size, n, name, reread=True)
+                return
+            with _feeding(_Feed(path, chain([text], iter(read, b"")))) as feed:
+                yield from _fastx(path, feed.path, "fastq", size, n, name)
+
+        yield from plain_batches(read, size, rest)
+
+
 def iter_read_batches(path: str, size: int, unmapped_only: bool = False,
                       reference: str | None = None) -> Iterator[list[tuple[str, str, str | None]]]:
     """The reads (name, sequence, quality or None) of a FASTA/FASTQ (as iter_records) or BAM/CRAM
@@ -305,8 +337,8 @@ def iter_read_batches(path: str, size: int, unmapped_only: bool = False,
             while batch:
                 yield batch
                 batch = list(islice(reads, size))
-        elif fmt == "fastq" and source == path:  # a regular file: its plain records in compiled code
-            yield from plain_batches(path, size, lambda n, name: _fastx(path, source, fmt, size, n, name))
+        elif fmt == "fastq":
+            yield from _fastq(path, source, size)
         else:
             yield from _fastx(path, source, fmt, size)
 
