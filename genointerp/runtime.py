@@ -52,6 +52,15 @@ def usable_threads(requested: int) -> int:
     return max(1, min(requested, available))
 
 
+def single_threaded_numpy_blas() -> None:
+    """For a command whose numpy never asks OpenBLAS for more than one thread (classify-reads'
+    folded model runs its GEMMs single-threaded by design, genointerp.models.xvir_folded): numpy's
+    OpenBLAS otherwise starts a thread per CPU as numpy loads, which spins 0.05-0.1 s of CPU at
+    every start, on the core another process of the run or another job needs. Only effective
+    before numpy is first imported, and never over the user's own OPENBLAS_NUM_THREADS."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def use_threads(requested: int) -> int:
     """Set torch up for this process, once per command before any model runs: intra-op threads to
     --threads (capped by `usable_threads`), and denormals flushed to zero. Returns the number of

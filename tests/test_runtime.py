@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, replace
@@ -26,6 +27,22 @@ def test_importing_runtime_loads_neither_torch_nor_numpy():
             "print([m for m in ('torch', 'numpy') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_classify_reads_loads_numpy_with_one_openblas_thread_unless_the_user_set_it(tmp_path):
+    """The program as a user runs it: numpy is first imported by the command's job, after the
+    command set OPENBLAS_NUM_THREADS (OpenBLAS reads it as it loads); a user's own value stands."""
+    probe = ("import os, sys; from genointerp.cli.viral import classify_reads\n"
+             "try:\n    classify_reads(['missing.fq'])\nexcept BaseException:\n    pass\n"
+             "from threadpoolctl import threadpool_info\n"
+             "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules,"
+             " [i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas'])")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    got = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert got.stdout.split(None, 2)[:2] == ["1", "True"] and got.stdout.split(None, 2)[2].strip() in ("[1]", "[]")
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    got = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert got.stdout.split()[0] == "3"
 
 
 def test_usable_threads_is_capped_by_the_cpus_this_process_may_use(monkeypatch):

@@ -55,8 +55,10 @@ def find_integrations(
     Every output names a type the same way (HPV16, HBV genotype A); the VCF pairs each junction's
     host and viral breakends by MATEID.
     """
+    from genointerp.runtime import single_threaded_numpy_blas, usable_threads
+
+    single_threaded_numpy_blas()  # before the job's imports load numpy
     from genointerp.job import execute
-    from genointerp.runtime import usable_threads
     from genointerp.integrations.job import run
     from genointerp.integrations.request import IntegrationRequest
 

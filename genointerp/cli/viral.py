@@ -178,6 +178,9 @@ def classify_reads(
     get a call; the model scores 150 bp windows (tiled along longer reads) and abstains on
     shorter ones, whose evidence then decides (status model_abstained).
     """
+    from genointerp.runtime import single_threaded_numpy_blas
+
+    single_threaded_numpy_blas()  # before the job's imports load numpy
     from genointerp.job import execute
     from genointerp.viral.classify.job import run
     from genointerp.viral.classify.request import ClassifyRequest
