@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,46 @@ def interrupt_at_call(monkeypatch, owner, name: str, n: int):
 
     monkeypatch.setattr(owner, name, interrupting)
     return lambda: monkeypatch.setattr(owner, name, real)
+
+
+class Pipes:
+    """What bash's `<(...)` passes: /dev/fd/N, the read end of a pipe that a writer fills once."""
+
+    def __init__(self) -> None:
+        self.fds, self.threads = [], []
+
+    def __call__(self, data: bytes) -> str:
+        r, w = os.pipe()
+        self.fds.append(r)
+        self._start(lambda: open(w, "wb"), data)
+        return f"/dev/fd/{r}"
+
+    def fifo(self, path, data: bytes) -> str:
+        os.mkfifo(path)
+        self._start(lambda: open(path, "wb"), data)  # blocks until the command opens it
+        return str(path)
+
+    def _start(self, opener, data: bytes) -> None:
+        def write():
+            try:
+                with opener() as fh:
+                    fh.write(data)
+            except BrokenPipeError:  # the command stopped reading (an error it reports)
+                pass
+
+        thread = threading.Thread(target=write, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def close(self) -> None:
+        for r in self.fds:
+            os.close(r)
+        for thread in self.threads:
+            thread.join(5)
+
+
+@pytest.fixture
+def pipe():
+    pipes = Pipes()
+    yield pipes
+    pipes.close()

@@ -17,7 +17,6 @@ from genointerp.errors import InputError
 from genointerp.io import sequences
 from genointerp.io.fastq_text import END, LIMIT, MORE, ODD
 from genointerp.io.sequences import iter_read_batches
-from test_read_inputs import Pipes
 
 PLAIN = b"@r1 a comment\nACGTN\n+\nIIIII\n@r2\tx\nacgt\n+r2\n!!!!\n"
 
@@ -102,13 +101,6 @@ def _plain_records(rng: random.Random, n: int) -> bytes:
         plus = rng.choice(["+", "+" + f"read{i}"])
         out.append(f"@read{i}{comment}\n{seq}\n{plus}\n{qual}\n".encode("latin-1"))
     return b"".join(out)
-
-
-@pytest.fixture
-def pipe():
-    pipes = Pipes()
-    yield pipes
-    pipes.close()
 
 
 @pytest.mark.parametrize("seed", range(16))

@@ -3,8 +3,6 @@ which can be read only once, stdin, gzip through a pipe, and zero-length reads."
 
 import gzip
 import json
-import os
-import threading
 
 import pytest
 
@@ -23,49 +21,6 @@ def fasta(records) -> bytes:
 
 
 FORMATS = {"fq": fastq(READS), "fq.gz": gzip.compress(fastq(READS)), "fa": fasta(READS)}
-
-
-class Pipes:
-    """What bash's `<(...)` passes: /dev/fd/N, the read end of a pipe that a writer fills once."""
-
-    def __init__(self) -> None:
-        self.fds, self.threads = [], []
-
-    def __call__(self, data: bytes) -> str:
-        r, w = os.pipe()
-        self.fds.append(r)
-        self._start(lambda: open(w, "wb"), data)
-        return f"/dev/fd/{r}"
-
-    def fifo(self, path, data: bytes) -> str:
-        os.mkfifo(path)
-        self._start(lambda: open(path, "wb"), data)  # blocks until the command opens it
-        return str(path)
-
-    def _start(self, opener, data: bytes) -> None:
-        def write():
-            try:
-                with opener() as fh:
-                    fh.write(data)
-            except BrokenPipeError:  # the command stopped reading (an error it reports)
-                pass
-
-        thread = threading.Thread(target=write, daemon=True)
-        thread.start()
-        self.threads.append(thread)
-
-    def close(self) -> None:
-        for r in self.fds:
-            os.close(r)
-        for thread in self.threads:
-            thread.join(5)
-
-
-@pytest.fixture
-def pipe():
-    pipes = Pipes()
-    yield pipes
-    pipes.close()
 
 
 def test_classify_reads_reads_fastq_gzip_and_fasta_from_pipes_and_fifos(cli, pipe, tmp_path):
