@@ -160,7 +160,7 @@ def test_classify_reads_from_cram_with_reference_scores_as_fastq(model, dataset,
     assert res.exit_code == 0, res.output
     want = cli("-q", "classify-reads", fq, "-m", model)
     assert _p_viral(res.stdout) == _p_viral(want.stdout) and len(_p_viral(res.stdout)) == 8
-    from test_read_inputs import Pipes
+    from conftest import Pipes
 
     pipes = Pipes()  # CRAM from a pipe: told apart by its magic bytes, not its name
     try:
