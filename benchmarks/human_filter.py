@@ -13,6 +13,9 @@ part of GRCh37 chr20 (--filter-from, 1-50 Mb; made once per --out). ART HS25 150
   unseen   chr20 52-62 Mb: the same chromosome, copies the filter did not hold
   other    GRCh37 chr22 20-21 Mb, another chromosome (Debian hisat2's example reference,
            /usr/share/doc/hisat2/examples/reference/22_20-21M.fa: --other)
+  shuffled the unseen reads, each read's bases shuffled (its own letters, so its composition, but
+           no codons, peptides or repeats): what chance alone brings near the line, the floor
+           that no filter of human sequence can lower, against which the unseen set is also set
 Per set: the share of reads with any codon-seed hit, over 5 bits of evidence (about half the
 calling line of 9: "near the line") and called viral (with a 95 % Poisson bound); and each unseen set's rates over
 the seen one's with a 95 % interval (the sets hold as many reads, so a rate ratio is a count ratio).
@@ -28,9 +31,12 @@ Results (2026-11-28, benchmarks/README.md "the human filter"): near-line reads 0
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import GENOINTERP, out_dir, require, table, timed  # noqa: E402
@@ -59,6 +65,34 @@ def filter_model(shared: Path, region: str, out: Path) -> Path:
         return folder
     negative = region_fasta(shared, region, out, f"negative_{folder.name}")
     return reindexed_model(folder, [str(builtin_model_dir() / REFS_FILE)], [str(negative)])
+
+
+def shuffled_reads(fq: Path, out: Path, seed: int) -> Path:
+    """`fq` with each read's bases (and its qualities with them) put in a random order, the same
+    for a seed (made once per --out)."""
+    shuffled = out / f"shuffled_{fq.name}"
+    if shuffled.exists():
+        return shuffled
+    rng = np.random.default_rng(seed)
+    with gzip.open(fq, "rb") as fh:
+        lines = fh.read().splitlines()
+    names, seqs, quals = lines[0::4], lines[1::4], lines[3::4]
+    out_seqs, out_quals = list(seqs), list(quals)
+    by_length: dict[int, list[int]] = {}
+    for i, seq in enumerate(seqs):
+        by_length.setdefault(len(seq), []).append(i)
+    for length, rows in by_length.items():
+        for at in range(0, len(rows), 65536):  # a block of reads at a time: one random key per base
+            block = rows[at : at + 65536]
+            order = np.argsort(rng.random((len(block), length)), axis=1)
+            picked = np.arange(len(block))[:, None], order
+            bases = np.frombuffer(b"".join(seqs[i] for i in block), np.uint8).reshape(len(block), length)[picked]
+            marks = np.frombuffer(b"".join(quals[i] for i in block), np.uint8).reshape(len(block), length)[picked]
+            for j, i in enumerate(block):
+                out_seqs[i], out_quals[i] = bases[j].tobytes(), marks[j].tobytes()
+    write_fastq(((n[1:].split()[0].decode(), s.decode(), q.decode()) for n, s, q in zip(names, out_seqs, out_quals)),
+                shuffled)
+    return shuffled
 
 
 def poisson_interval(k: int) -> tuple[float, float]:
@@ -113,8 +147,11 @@ def main() -> None:
             "unseen": (f"chr{args.unseen}", region_fasta(shared, args.unseen, out, "unseen"), 11),
             "other": (Path(args.other).name, Path(args.other), 13)}
     results = {}
-    for kind, (label, fasta, seed) in sets.items():
-        fq = set_reads(fasta, out, kind, args.reads, seed)
+    reads = {kind: set_reads(fasta, out, kind, args.reads, seed) for kind, (_, fasta, seed) in sets.items()}
+    reads["shuffled"] = shuffled_reads(reads["unseen"], out, 17)
+    sets["shuffled"] = (f"chr{args.unseen}, bases shuffled in each read", None, 17)
+    for kind, (label, _, _) in sets.items():
+        fq = reads[kind]
         calls = out / f"{kind}.tsv"
         timed(GENOINTERP + ["-q", "classify-reads", str(fq), "-m", str(model), "-t", "2", "-o", str(calls), "--force"])
         results[kind] = rates(calls) | {"label": label}
@@ -125,17 +162,16 @@ def main() -> None:
              "called viral": f"{r['viral']:.1e} ({r['viral_n']}; 95 % up to {poisson_interval(r['viral_n'])[1] / r['reads']:.1e})"}
             for kind, r in results.items()]
     print(table(rows, list(rows[0])))
-    seen = results["seen"]
-    for kind in ("unseen", "other"):
+    for kind, base in (("unseen", "seen"), ("other", "seen"), ("unseen", "shuffled"), ("other", "shuffled")):
         for label, key in (("near-line", "near_n"), ("any-seed-hit", "hit_n")):
             # equal read counts (--reads) make the rate ratio the event ratio
-            k_a, k_b = results[kind][key], seen[key]
+            k_a, k_b = results[kind][key], results[base][key]
             if not k_a and not k_b:
-                print(f"{kind} over seen, {label} rate: no reads in either; more reads (--reads) are needed")
+                print(f"{kind} over {base}, {label} rate: no reads in either; more reads (--reads) are needed")
                 continue
             lo, hi = ratio_interval(k_a, k_b)
             ratio = k_a / k_b if k_b else float("inf")
-            print(f"{kind} over seen, {label} rate: {ratio:.2f}x (95 % {lo:.2f}-{hi:.2f}x)")
+            print(f"{kind} over {base}, {label} rate: {ratio:.2f}x (95 % {lo:.2f}-{hi:.2f}x)")
     print("the filter generalises where the near-line ratios are within 2x and no set is over 1e-5 called viral")
     (out / "result.json").write_text(json.dumps(results, indent=2) + "\n")
 
