@@ -61,6 +61,23 @@ def single_threaded_numpy_blas() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def reuse_freed_memory() -> bool:
+    """Have glibc's malloc serve blocks of up to 32 MB from its heap and keep up to 128 MB freed at
+    the heap's top, where by default a block over its threshold (128 KB at first) is mapped fresh
+    from the kernel and handed back when freed. A classify-reads batch makes and frees arrays of
+    some 10 MB; in a worker process they kept coming back page by page from the kernel: 220,000
+    page faults and 0.5 s of system time per 1.6 million reads at -t 2. Processes forked after
+    this call keep the settings. False where the C library has no mallopt (not glibc)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, 32 << 20)) and bool(mallopt(m_trim_threshold, 128 << 20))
+
+
 def use_threads(requested: int) -> int:
     """Set torch up for this process, once per command before any model runs: intra-op threads to
     --threads (capped by `usable_threads`), and denormals flushed to zero. Returns the number of

@@ -45,6 +45,35 @@ def test_classify_reads_loads_numpy_with_one_openblas_thread_unless_the_user_set
     assert got.stdout.split()[0] == "3"
 
 
+_MAPPED_PROBE = """
+import ctypes, sys
+from genointerp.runtime import reuse_freed_memory
+libc = ctypes.CDLL(None)
+if not hasattr(libc, "mallinfo2"):
+    print("no mallinfo2"); sys.exit()
+class Info(ctypes.Structure):  # glibc's struct mallinfo2: hblkhd, the bytes of blocks mapped apart
+    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                  "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Info
+libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+set_up = reuse_freed_memory() if sys.argv[1] == "on" else None
+block = libc.malloc(10 << 20)
+print(set_up, libc.mallinfo2().hblkhd >= 10 << 20)
+libc.free(block)
+"""
+
+
+@pytest.mark.parametrize("setting, expected", [("off", "None True"), ("on", "True False")])
+def test_reuse_freed_memory_serves_a_batchs_large_arrays_from_the_heap(setting, expected):
+    """A 10 MB block (a batch's arrays are about that) is mapped apart from the kernel by default,
+    and comes from malloc's heap after reuse_freed_memory, where a freed block is reused."""
+    got = subprocess.run([sys.executable, "-c", _MAPPED_PROBE, setting], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    if got == "no mallinfo2":
+        pytest.skip("not glibc 2.33 or later")
+    assert got == expected
+
+
 def test_usable_threads_is_capped_by_the_cpus_this_process_may_use(monkeypatch):
     monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert [runtime.usable_threads(n) for n in (1, 3, 64)] == [1, 3, 3]

@@ -51,7 +51,7 @@ from genointerp.io.viral_report import write_sample_report
 from genointerp.pools import OrderedPool, in_order
 from genointerp.seq.joined import join
 from genointerp.report import Reporter
-from genointerp.runtime import usable_threads
+from genointerp.runtime import reuse_freed_memory, usable_threads
 from genointerp.viral.classify.batch_work import EvidenceWork
 from genointerp.viral.classify.classifier import MIN_LENGTH, BatchCalls, Classifier, batch_classifier, load_classifier
 from genointerp.viral.classify.request import ClassifyRequest
@@ -144,6 +144,7 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
     clf = load_classifier(req, report.log)
     work = EvidenceWork(clf.index, clf.protein, clf.rule, clf.path, MIN_LENGTH, report.log) if clf.index else None
+    reuse_freed_memory()  # each batch's large arrays: from the heap again, in this process and the workers
     # The workers are forked here: after the indexes load (they share their pages), before any
     # input is opened (a worker would hold a copy of a stream's feeding pipe, whose reader would
     # then never see its end) and before any model loads (torch's threads do not survive a fork).
