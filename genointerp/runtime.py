@@ -66,8 +66,9 @@ def reuse_freed_memory() -> bool:
     the heap's top, where by default a block over its threshold (128 KB at first) is mapped fresh
     from the kernel and handed back when freed. A classify-reads batch makes and frees arrays of
     some 10 MB; in a worker process they kept coming back page by page from the kernel: 220,000
-    page faults and 0.5 s of system time per 1.6 million reads at -t 2. Processes forked after
-    this call keep the settings. False where the C library has no mallopt (not glibc)."""
+    page faults and 0.7-0.9 s of system time per 1.6 million reads at -t 2 (34,000 and 0.4 s
+    so). Processes forked after this call keep the settings. False where the C library has no
+    mallopt (not glibc)."""
     import ctypes
 
     try:
