@@ -10,14 +10,16 @@
  * kseq on plain records, which it does field for field (tests/test_fastq_text.py compares them):
  *
  *   @NAME[ or tab, then any comment]\n     NAME: bytes 0x21-0x7E (kseq: up to the first space)
- *   SEQUENCE\n                            one line of 1 or more bytes 0x21-0x7E, not starting with
- *                                         '@', '>' or '+' (kseq would end the sequence there)
+ *   SEQUENCE\n                            one line of bytes 0x21-0x7E, not starting with '@', '>'
+ *                                         or '+' (kseq would end the sequence there)
  *   +[anything]\n                         (kseq skips the rest of the '+' line)
  *   QUALITY\n                             one line of bytes 0x21-0x7E, as long as the sequence
  *
  * and the next record starts right after, with '@'. The last line of the input may lack its '\n'.
- * Everything else (a sequence over several lines, an empty read, '\r' line ends, bytes that are
- * not printable ASCII, blank lines or junk between records, a cut-off record) is "odd". */
+ * An empty read (empty sequence and quality lines, as adapter trimming leaves them) is plain: kseq
+ * reads it as one record with no quality, which genointerp.io.sequences makes the empty quality
+ * it is here. Everything else (a sequence over several lines, '\r' line ends, bytes that are not
+ * printable ASCII, blank lines or junk between records, a cut-off record) is "odd". */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -95,7 +97,8 @@ static PyObject *records(PyObject *self, PyObject *args) {
         while (name_end < head && t[name_end] != ' ' && t[name_end] != '\t')
             name_end++;
         Py_ssize_t length = seq_end - seq;
-        if (name_end == p + 1 || !printable(t + p + 1, name_end - p - 1) || length < 1 || t[seq] == '@' ||
+        /* (an empty read's t[seq] is its line's '\n') */
+        if (name_end == p + 1 || !printable(t + p + 1, name_end - p - 1) || t[seq] == '@' ||
             t[seq] == '>' || t[seq] == '+' || !printable(t + seq, length) || t[plus] != '+' ||
             qual_end - qual != length || !printable(t + qual, length)) {
             why = ODD;

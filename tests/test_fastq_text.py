@@ -41,7 +41,7 @@ def test_a_record_cut_by_the_texts_end_waits_for_more_unless_the_input_ends_ther
 
 @pytest.mark.parametrize("record", [
     b"@r\nACGT\nACGT\n+\nIIIIIIII\n",  # a sequence over two lines
-    b"@r\n\n+\n\n",  # an empty read
+    b"@r\n\nACGT\n+\nIIII\n",  # a blank line, then the sequence (kseq skips it)
     b"@r\r\nACGT\r\n+\r\nIIII\r\n",  # Windows line ends
     b"@r\nAC\xc3\xa9T\n+\nIIIII\n",  # not ASCII
     b"@r\nACGT\n+\nIII\n",  # a quality shorter than the sequence
@@ -54,6 +54,12 @@ def test_a_record_cut_by_the_texts_end_waits_for_more_unless_the_input_ends_ther
 def test_records_that_are_not_plain_stop_the_list_where_they_start(record):
     got, stop, why = _fastq.records(PLAIN + record + PLAIN, 0, 10, True)
     assert (len(got), stop, why) == (2, len(PLAIN), ODD)
+
+
+def test_an_empty_read_is_plain_with_an_empty_quality():
+    text = PLAIN + b"@e trimmed\n\n+\n\n" + PLAIN + b"@last\n\n+\n"
+    got, stop, why = _fastq.records(text, 0, 10, True)
+    assert got[2] == ("e", "", "") and got[-1] == ("last", "", "") and len(got) == 6 and why == END
 
 
 def _pysam_batches(path, size):
@@ -83,8 +89,9 @@ def _same(fast, slow) -> bool:
     return got == want if error is None else long[: len(short)] == short
 
 
+# records of every kind pysam reads on from (and an empty read, plain to both readers)
 ODD_RECORDS = [
-    b"@odd\nACGT\nACGT\n+\nIIIIIIII\n", b"@odd\n\n+\n\n", b"@odd\r\nACGT\r\n+\r\nIIII\r\n", b"@odd\nAC\xc3\xa9T\n+\nIIIII\n",
+    b"@odd\nACGT\nACGT\n+\nIIIIIIII\n", b"@odd\n\n+\n\n", b"@odd\n\nACGT\n+\nIIII\n", b"@odd\n\n+\nII\n", b"@odd\r\nACGT\r\n+\r\nIIII\r\n", b"@odd\nAC\xc3\xa9T\n+\nIIIII\n",
     b"@odd\nACGT\n+\nIII\n", b"@odd\nACGT\n+\nIIIII\n", b"@odd\nACGT\n", b"@odd\nACGT\n+\n", b"\n\n", b"junk\n",
     b"@odd\xff\nACGT\n+\nIIII\n", b"@odd\nACGT\n+\nII\xffI\n", b"@\nACGT\n+\nIIII\n", b"@odd\n+CGT\n+\nIIII\n",
     b">odd\nACGT\n", b"@odd\nACGT\n+\nIIII", b"@odd\nAC GT\n+\nIIIII\n", b"@odd\x0bx\nACGT\n+\nIIII\n",
@@ -94,7 +101,7 @@ ODD_RECORDS = [
 def _plain_records(rng: random.Random, n: int) -> bytes:
     out = []
     for i in range(n):
-        length = rng.randint(1, 40)
+        length = rng.randint(0, 40)  # 0: an empty read, as trimming leaves them
         seq = "".join(rng.choice("ACGTNacgtRY") for _ in range(length))
         qual = "".join(chr(rng.randint(33, 126)) for _ in range(length))
         comment = rng.choice(["", " c=1", "\tlane 2", " x\xe9".encode("latin-1").decode("latin-1")])
