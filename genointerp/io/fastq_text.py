@@ -32,17 +32,18 @@ def plain_batches(read: Callable[[], bytes], size: int,
     want = 1  # the first record alone, so that a caller sees it before the rest are read
     text, at, final = b"", 0, False
     batch: Records = []
-    why = LIMIT
-    while why != ODD and why != END:
+    while True:
         got, at, why = _fastq.records(text, at, want - len(batch), final)
         batch += got
         if why == MORE:
             block = read()
             text, at, final = text[at:] + block, 0, not block
-        elif why == LIMIT or (batch and why == END):
+        elif why == LIMIT:
             n, name = n + len(batch), batch[-1][0]
             yield batch
             batch, want = [], size
+        else:  # END or ODD
+            break
     if batch:
         n, name = n + len(batch), batch[-1][0]
         yield batch
