@@ -7,6 +7,7 @@ because this CPU's kernels happen to give one row the same bits in any batch.
 """
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -282,6 +283,28 @@ def test_worker_processes_and_the_model_process_give_the_unchunked_bytes(threads
     piped = CliRunner().invoke(app, ["-q", "classify-reads", "-", "--model-all", "-t", str(threads)],
                                input=reads.read_text(), catch_exceptions=False)
     assert piped.exit_code == 0 and piped.stdout == (whole / OUTS[0]).read_text()
+
+
+def test_the_workers_share_one_aligner_built_before_they_fork(reads, whole, tmp_path, monkeypatch):
+    """Where there are workers, minimap2's aligner of the references (which types the reads called
+    viral) is built once, in the job's own process, before they fork: they share its pages rather
+    than each building its own (65 MB) at its first viral read. Every aligner built, in whichever
+    process, writes its process id; the four batches hold viral reads, and the worker takes some."""
+    from genointerp.viral.classify import job
+    from genointerp.viral.typing.placement import ViralPanel
+
+    built = tmp_path / "built"
+    made = ViralPanel.__init__
+
+    def recorded(self, *args, **kwargs):
+        with open(built, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        made(self, *args, **kwargs)
+
+    monkeypatch.setattr(ViralPanel, "__init__", recorded)
+    monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
+    assert_same_outputs(classify(reads, tmp_path / "out", "-t", 2), whole)
+    assert built.read_text().split() == [str(os.getpid())]
 
 
 def test_a_real_pipe_into_worker_processes_ends_and_gives_the_same_bytes(reads, whole):

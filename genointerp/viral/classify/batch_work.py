@@ -6,8 +6,7 @@ Per batch of reads (their sequences), in a worker process (genointerp.pools) or 
 - the typing (placement on the model folder's references, else the virus the seeds name:
   genointerp.viral.report.sample_tally.type_reads) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
-  model decides are typed by the job's own process once it has (SampleTally.add), so a worker
-  builds its aligner (minimap2's index, about half a second) only where a batch holds viral reads.
+  model decides are typed by the job's own process once it has (SampleTally.add).
 
 A read's evidence and typing are computed from that read alone, so they are the same bytes in
 any process and any batch: the calls do not depend on --threads.
@@ -15,7 +14,6 @@ any process and any batch: the calls do not depend on --threads.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,25 +42,12 @@ class EvidenceWork:
     """The per-batch work: called with a batch's reads joined (genointerp.seq.joined.join: one
     string pickles as one block), returns their BatchEvidence.
 
-    Reads shorter than min_length get no call, so they are not typed. The typer (minimap2's index
-    of the references, about half a second to build) is made at the first read to type, in
-    whichever process that is; only the job's own process logs."""
+    Reads shorter than min_length get no call, so they are not typed. The typer is the job's (its
+    aligner built before the workers fork where there are any: genointerp.viral.classify.job)."""
 
-    def __init__(self, index: KmerIndex, protein: ProteinIndex | None, rule: CallingRule, model_dir: str,
-                 min_length: int, log) -> None:
-        self.index, self.protein, self.rule, self.min_length = index, protein, rule, min_length
-        self.model_dir, self._log, self._pid = model_dir, log, os.getpid()
-        self._typer: Typer | None = None
-
-    def _quiet_in_workers(self, message: str) -> None:
-        if os.getpid() == self._pid:
-            self._log(message)
-
-    @property
-    def typer(self) -> Typer:
-        if self._typer is None:
-            self._typer = Typer(self.model_dir, self.index, self._quiet_in_workers)
-        return self._typer
+    def __init__(self, index: KmerIndex, protein: ProteinIndex | None, rule: CallingRule, typer: Typer,
+                 min_length: int) -> None:
+        self.index, self.protein, self.rule, self.typer, self.min_length = index, protein, rule, typer, min_length
 
     def __call__(self, batch: tuple[str, np.ndarray]) -> BatchEvidence:
         """The evidence of a batch given as genointerp.seq.joined.join gives it: (the reads joined

@@ -62,6 +62,7 @@ from genointerp.viral.report.host_depth import MappedBases, mapped_host_bases, s
 from genointerp.viral.report.sample_report import report_from_typing, sample_name
 from genointerp.viral.report.sample_tally import SampleTally
 from genointerp.viral.report.typing_data import sample_spec
+from genointerp.viral.typing.typer import Typer
 
 BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts on a block boundary
 LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
@@ -143,20 +144,33 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
     see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
     clf = load_classifier(req, report.log)
-    work = EvidenceWork(clf.index, clf.protein, clf.rule, clf.path, MIN_LENGTH, report.log) if clf.index else None
+    # --threads counts this process (reading, the calling rule, writing): N - 1 workers beside it
+    workers = usable_threads(req.threads) - 1 if clf.index else 0
+    # one typer for the job: the reads a batch's evidence calls viral, wherever the batch is
+    # worked on, and those the model decides (SampleTally)
+    typer = Typer(clf.path, clf.index, report.log) if clf.index else None
+    if workers:
+        # built before the fork, so that the workers share its aligner's pages rather than each
+        # building its own (0.13 s, 65 MB) at its first viral read; a run with no read to type
+        # pays for it once
+        typer.load()
+    work = EvidenceWork(clf.index, clf.protein, clf.rule, typer, MIN_LENGTH) if clf.index else None
     reuse_freed_memory()  # each batch's large arrays: from the heap again, in this process and the workers
     # The workers are forked here: after the indexes load (they share their pages), before any
     # input is opened (a worker would hold a copy of a stream's feeding pipe, whose reader would
     # then never see its end) and before any model loads (torch's threads do not survive a fork).
-    # --threads counts this process (reading, the calling rule, writing): N - 1 workers beside it
-    with OrderedPool(work or (lambda batch: None), usable_threads(req.threads) - 1 if work else 0) as pool, clf.model:
-        return _classify_reads(req, clf, pool, out, viral_out, report, sample_out)
+    try:
+        with OrderedPool(work or (lambda batch: None), workers) as pool, clf.model:
+            return _classify_reads(req, clf, typer, pool, out, viral_out, report, sample_out)
+    finally:
+        if typer is not None:
+            typer.close()
 
 
-def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, out, viral_out, report: Reporter,
-                    sample_out: dict) -> dict:
+def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, pool: OrderedPool, out, viral_out,
+                    report: Reporter, sample_out: dict) -> dict:
     """_classify with the classifier loaded and its worker processes started."""
-    tally = SampleTally(clf.path, clf.index, report.log, clf.protein)
+    tally = SampleTally(clf.path, typer, clf.index, clf.protein)
     chunk = req.chunk_of()
     # the report's settings, the host's mapped bases included, before any read: a report that
     # cannot know the host depth is refused at once
@@ -228,7 +242,6 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, pool: OrderedPool, ou
         "model_sha256": model_sha256(clf.path, clf.config),
     }
     typing = tally.typing(spec) if spec is not None else None
-    tally.close()
     if chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
         if typing is not None:

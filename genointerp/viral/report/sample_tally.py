@@ -40,11 +40,10 @@ class SampleTally:
     (typed here, or beforehand by the batch's worker) and what the report is built from: each
     placed read's matches, the unplaced reads, the bases of the reads not called viral."""
 
-    def __init__(self, model_dir: str, index, log, protein=None) -> None:
-
-        self.model_dir = model_dir
+    def __init__(self, model_dir: str, typer: Typer | None, index, protein=None) -> None:
+        """`typer` places the reads no worker typed (None where the model folder has no index)."""
+        self.model_dir, self.typer = model_dir, typer
         self.index, self.protein = index, protein  # to name unplaced reads' virus by their seeds
-        self.typer = Typer(model_dir, index, log) if index is not None else None
         self.placed: list[TypeHits] = []
         self.unplaced = 0
         self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
@@ -85,7 +84,3 @@ class SampleTally:
         taxids = type_taxids(self.model_dir)
         return typing_part(spec, self.placed, refs, self.unplaced, self.named, self.host_bases,
                            {d: taxids[d] for _, d, _ in refs.values() if d in taxids})
-
-    def close(self) -> None:
-        if self.typer is not None:
-            self.typer.close()
