@@ -285,11 +285,12 @@ def test_worker_processes_and_the_model_process_give_the_unchunked_bytes(threads
     assert piped.exit_code == 0 and piped.stdout == (whole / OUTS[0]).read_text()
 
 
-def test_the_workers_share_one_aligner_built_before_they_fork(reads, whole, tmp_path, monkeypatch):
-    """Where there are workers, minimap2's aligner of the references (which types the reads called
-    viral) is built once, in the job's own process, before they fork: they share its pages rather
-    than each building its own (65 MB) at its first viral read. Every aligner built, in whichever
-    process, writes its process id; the four batches hold viral reads, and the worker takes some."""
+def test_workers_share_one_aligner_built_before_they_fork(reads, whole, tmp_path, monkeypatch):
+    """With job.SHARED_TYPER_WORKERS workers (two), minimap2's aligner of the references (which
+    types the reads called viral) is built once, in the job's own process, before they fork: they
+    share its pages rather than each building its own (65 MB) at its first viral read. Every
+    aligner built, in whichever process, writes its process id; the four batches hold viral reads,
+    and the workers take some (as many as asked, whatever this machine's cores)."""
     from genointerp.viral.classify import job
     from genointerp.viral.typing.placement import ViralPanel
 
@@ -303,7 +304,8 @@ def test_the_workers_share_one_aligner_built_before_they_fork(reads, whole, tmp_
 
     monkeypatch.setattr(ViralPanel, "__init__", recorded)
     monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
-    assert_same_outputs(classify(reads, tmp_path / "out", "-t", 2), whole)
+    monkeypatch.setattr(job, "usable_threads", lambda requested: requested)
+    assert_same_outputs(classify(reads, tmp_path / "out", "-t", job.SHARED_TYPER_WORKERS + 1), whole)
     assert built.read_text().split() == [str(os.getpid())]
 
 

@@ -42,8 +42,9 @@ class EvidenceWork:
     """The per-batch work: called with a batch's reads joined (genointerp.seq.joined.join: one
     string pickles as one block), returns their BatchEvidence.
 
-    Reads shorter than min_length get no call, so they are not typed. The typer is the job's (its
-    aligner built before the workers fork where there are any: genointerp.viral.classify.job)."""
+    Reads shorter than min_length get no call, so they are not typed. The typer is the job's: its
+    aligner is built at the first read to type in each process, or before the workers fork where
+    there are several (genointerp.viral.classify.job.SHARED_TYPER_WORKERS)."""
 
     def __init__(self, index: KmerIndex, protein: ProteinIndex | None, rule: CallingRule, typer: Typer,
                  min_length: int) -> None:

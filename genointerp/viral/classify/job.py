@@ -68,6 +68,10 @@ BATCH = 8192  # reads per step; a multiple of BLOCK, so that every step starts o
 LOOKAHEAD = 24  # batches that may wait for the model's process while it loads (about 3 s; 200,000 reads, 100 MB)
 STATUSES = ("scored", "model_abstained", "too_short", "ambiguous")
 EVIDENCE_LABELS = ("kmer", "both", "model", "none")
+# From this many workers the typer's aligner is built before they fork and shared. With one, the
+# copy it saves (65 MB) is not worth the 0.13 s every run would then spend on one core at its
+# start, with or without a read to type: 7 % of a 2-thread run of 320,000 reads.
+SHARED_TYPER_WORKERS = 2
 
 
 def model_sha256(folder: str, config: dict) -> str:
@@ -149,10 +153,9 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     # one typer for the job: the reads a batch's evidence calls viral, wherever the batch is
     # worked on, and those the model decides (SampleTally)
     typer = Typer(clf.path, clf.index, report.log) if clf.index else None
-    if workers:
+    if workers >= SHARED_TYPER_WORKERS:
         # built before the fork, so that the workers share its aligner's pages rather than each
-        # building its own (0.13 s, 65 MB) at its first viral read; a run with no read to type
-        # pays for it once
+        # building its own (0.13 s, 65 MB) at its first viral read
         typer.load()
     work = EvidenceWork(clf.index, clf.protein, clf.rule, typer, MIN_LENGTH) if clf.index else None
     reuse_freed_memory()  # each batch's large arrays: from the heap again, in this process and the workers
