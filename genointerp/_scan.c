@@ -18,6 +18,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -429,6 +431,96 @@ done:
     return result;
 }
 
+/* stretch_letters(at, opens, offsets, width, pattern, marks, stretch) -> count
+ *
+ * The letters matched windows fix, each once (genointerp.viral.evidence.chance.fixed_letters).
+ * Window i starts at at[i] (int64 (h,)) and fixes at[i] + offsets[pattern[i]][w] for w < width
+ * (offsets int64 (P, width); pattern int64 (h,), or empty: row 0 for every window). opens uint8
+ * (h,) marks the first window of each stretch (opens[0] set where h > 0), and a stretch's windows
+ * come in ascending order of at. Stretch by stretch, the positions its windows fix go to marks,
+ * each once and ascending, with the stretch's number (0, 1, ... in order) to stretch (int64, at
+ * least h * width each); returns how many. No sort: a stretch's positions are ticked in a table as
+ * wide as the stretch, then read off in order, so a batch of reads full of matches costs its
+ * windows, where np.unique sorted every position of the batch at once. */
+static PyObject *stretch_letters(PyObject *self, PyObject *args) {
+    Py_buffer at_b, opens_b, offsets_b, pattern_b, marks_b, stretch_b;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "y*y*y*ny*w*w*", &at_b, &opens_b, &offsets_b, &width, &pattern_b, &marks_b,
+                          &stretch_b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t h = at_b.len / 8, n_patterns = width > 0 ? offsets_b.len / 8 / width : 0;
+    const uint8_t *opens = (const uint8_t *)opens_b.buf;
+    if (at_b.len != 8 * h || opens_b.len != h || width < 1 || n_patterns < 1 ||
+        offsets_b.len != 8 * n_patterns * width || (pattern_b.len && pattern_b.len != at_b.len) ||
+        marks_b.len < 8 * h * width || stretch_b.len != marks_b.len || (h > 0 && !opens[0])) {
+        PyErr_SetString(PyExc_ValueError, "stretch_letters: arguments of the wrong size, or a first window opening no stretch");
+        goto done;
+    }
+    const int64_t *at = (const int64_t *)at_b.buf, *offsets = (const int64_t *)offsets_b.buf;
+    const int64_t *pattern = pattern_b.len ? (const int64_t *)pattern_b.buf : NULL;
+    int64_t *marks = (int64_t *)marks_b.buf, *stretch = (int64_t *)stretch_b.buf;
+    int64_t low = offsets[0], high = offsets[0];
+    for (Py_ssize_t w = 1; w < n_patterns * width; w++) {
+        low = offsets[w] < low ? offsets[w] : low;
+        high = offsets[w] > high ? offsets[w] : high;
+    }
+    Py_ssize_t count = 0, capacity = 0;
+    uint8_t *ticked = NULL;
+    int bad = 0; /* 1: a pattern out of range or windows out of order; 2: no memory */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0, number = 0; i < h && !bad; number++) {
+        Py_ssize_t j = i + 1;
+        while (j < h && !opens[j]) {
+            bad |= at[j] < at[j - 1];
+            j++;
+        }
+        int64_t lo = at[i] + low, span = at[j - 1] + high + 1 - lo;
+        if (bad)
+            break;
+        if (span > capacity) {
+            uint8_t *grown = realloc(ticked, (size_t)span);
+            if (grown == NULL) {
+                bad = 2;
+                break;
+            }
+            ticked = grown, capacity = span;
+        }
+        memset(ticked, 0, (size_t)span);
+        for (Py_ssize_t t = i; t < j && !bad; t++) {
+            int64_t row = pattern ? pattern[t] : 0;
+            if (row < 0 || row >= n_patterns) {
+                bad = 1;
+                break;
+            }
+            for (Py_ssize_t w = 0; w < width; w++)
+                ticked[at[t] + offsets[row * width + w] - lo] = 1;
+        }
+        for (int64_t p = 0; p < span && !bad; p++)
+            if (ticked[p]) {
+                marks[count] = lo + p;
+                stretch[count++] = number;
+            }
+        i = j;
+    }
+    Py_END_ALLOW_THREADS
+    free(ticked);
+    if (bad == 2)
+        PyErr_NoMemory();
+    else if (bad)
+        PyErr_SetString(PyExc_ValueError, "stretch_letters: a pattern outside the offsets, or a stretch's windows out of order");
+    else
+        result = PyLong_FromSsize_t(count);
+done:
+    PyBuffer_Release(&at_b);
+    PyBuffer_Release(&opens_b);
+    PyBuffer_Release(&offsets_b);
+    PyBuffer_Release(&pattern_b);
+    PyBuffer_Release(&marks_b);
+    PyBuffer_Release(&stretch_b);
+    return result;
+}
+
 /* Denormal floats flushed to zero (FTZ) and read as zero (DAZ) in the calling thread, as
  * torch.set_flush_denormal(True) does for torch: the folded XVir (genointerp.models.xvir_folded)
  * runs numpy in threads torch never touches, and a CPU that handles denormals in microcode slows
@@ -449,6 +541,7 @@ static PyMethodDef methods[] = {
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
+    {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},
     {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };

@@ -11,8 +11,9 @@ import pytest
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
-from genointerp.seq.scan import aa_hits, seed_hits, strand_codons
+from genointerp.seq.scan import aa_hits, seed_hits, strand_codons, stretch_letters
 from genointerp.seq.translate import aa_kmer_ids, codons
+from genointerp.viral.evidence.chance import stretches
 from genointerp.viral.evidence.seeds import canonical_ids, seed_mask, strand_ids
 from genointerp.viral.evidence.protein import ProteinSettings, seed_ids
 
@@ -133,3 +134,63 @@ def test_a_filter_that_does_not_fit_its_ids_is_refused():
     ids = np.arange(10, dtype=np.uint64)
     with pytest.raises(ValueError, match="does not fit"):
         IdSet(ids, np.zeros(3, np.uint64))
+
+
+def _numpy_fixed_letters(at, opens, offsets, pattern):
+    """The definition: every window's fixed positions, each once (np.unique), with the stretch of
+    the window that fixes it first."""
+    rows = np.atleast_2d(offsets)[np.zeros(at.size, np.int64) if pattern is None else pattern]
+    marks = (at[:, None] + rows).ravel()
+    marks, first = np.unique(marks, return_index=True)
+    return marks, np.repeat(np.cumsum(opens) - 1, rows.shape[1])[first]
+
+
+def _matched_windows(rng, n_reads, width, frames):
+    """Windows of reads laid end to end (read r's letters at r * 1000 ...), sorted by read, frame
+    (residues 3 apart where frames is 3), then start, with the stretches opened as
+    genointerp.viral.evidence.chance.stretches opens them for windows `width` letters wide."""
+    read = np.sort(rng.integers(0, n_reads, int(rng.integers(0, 400))))
+    frame = rng.integers(0, frames, read.size)
+    at = read * 1000 + frame + frames * rng.integers(0, 200, read.size)  # the windows lie within a read
+    order = np.lexsort((at, frame, read))
+    read, frame, at = read[order], frame[order], at[order]
+    return at, read, stretches(read, at, width, frame if frames > 1 else None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stretch_letters_are_each_stretchs_unique_positions_in_order(seed):
+    """Both callers' forms: nucleotide windows with one set of offsets (the seed's compared
+    bases, within its k), and codon windows of several patterns (3 x the compared residues'
+    places, within 3 x the span), in the frame of their start. The positions are np.unique's over
+    all windows, each stretch's ascending; with one frame that is np.unique's order itself."""
+    rng = np.random.default_rng(seed)
+    k = 11
+    compared = np.flatnonzero(np.frombuffer(b"11011011011", np.uint8) == ord("1"))
+    at, _, opens = _matched_windows(rng, 5, k, 1)
+    marks, stretch = stretch_letters(at, opens, compared)
+    want, want_stretch = _numpy_fixed_letters(at, opens, compared, None)
+    np.testing.assert_array_equal(marks, want)
+    np.testing.assert_array_equal(stretch, want_stretch)
+
+    span = 9
+    patterns = 3 * np.array([[0, 1, 3, 4, 6, 7, 8], [0, 2, 3, 5, 6, 7, 8]])
+    at, _, opens = _matched_windows(rng, 5, 3 * span, 3)
+    pattern = rng.integers(0, 2, at.size)
+    marks, stretch = stretch_letters(at, opens, patterns, pattern)
+    want, want_stretch = _numpy_fixed_letters(at, opens, patterns, pattern)
+    by_place = np.argsort(marks, kind="stable")
+    np.testing.assert_array_equal(marks[by_place], want)
+    np.testing.assert_array_equal(stretch[by_place], want_stretch)
+    assert (np.diff(stretch) >= 0).all() and (np.diff(marks)[np.diff(stretch) == 0] > 0).all()
+
+
+def test_stretch_letters_refuse_windows_out_of_order_and_unknown_patterns():
+    opens = np.array([True, False])
+    with pytest.raises(ValueError, match="out of order"):
+        stretch_letters(np.array([5, 4]), opens, np.array([0, 1]))
+    with pytest.raises(ValueError, match="outside the offsets"):
+        stretch_letters(np.array([4, 5]), opens, np.array([[0, 1]]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="wrong size"):
+        stretch_letters(np.array([4, 5]), np.array([False, True]), np.array([0, 1]))
+    marks, stretch = stretch_letters(np.zeros(0, np.int64), np.zeros(0, bool), np.array([0, 1]))
+    assert marks.size == stretch.size == 0

@@ -7,10 +7,11 @@ indexes from references): tests/test_scan.py checks they agree window for window
   - aa_hits: every amino-acid seed of one strand's codons, as genointerp.seq.translate.aa_kmer_ids
     (step 3) and IdSet.contains would find it;
 the codons of both strands that aa_hits reads (strand_codons, as genointerp.seq.translate.codons
-reads the codes and their reverse complement); and the check of which pairs of matched seeds lie
+reads the codes and their reverse complement); the check of which pairs of matched seeds lie
 on one diagonal of the references (diagonal_pairs), the compiled form of
 genointerp.viral.evidence.places.SeedPlaces.share_a_place's definition, which tests/test_places.py
-spells out in numpy and compares.
+spells out in numpy and compares; and the letters matched windows fix, each once, stretch by
+stretch (stretch_letters: np.unique's, which tests/test_scan.py compares).
 """
 
 from __future__ import annotations
@@ -107,3 +108,18 @@ def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared
                       int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _c(flip, np.uint8), int(span),
                       table.OUTSIDE, first_places, check_places, shared)
     return shared.view(bool)
+
+
+def stretch_letters(at: np.ndarray, opens: np.ndarray, offsets: np.ndarray,
+                    pattern: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(positions int64 (P,), their stretch int64 (P,)): the positions matched windows fix, each
+    once, stretch by stretch and ascending within each. Window i (at int64 (h,)) fixes
+    at[i] + offsets[pattern[i]] (offsets int (R, w), or (w,) for every window; pattern int (h,)
+    or None: row 0); `opens` bool (h,) starts each stretch (numbered 0, 1, ... in order), whose
+    windows come in ascending order of at."""
+    offsets = _c(np.atleast_2d(offsets), np.int64)
+    at, width = _c(at, np.int64), offsets.shape[-1]
+    marks, stretch = np.empty(at.size * width, np.int64), np.empty(at.size * width, np.int64)
+    found = _scan.stretch_letters(at, _c(opens, np.uint8), offsets, width, b"" if pattern is None else _c(pattern, np.int64),
+                                  marks, stretch)
+    return marks[:found].copy(), stretch[:found].copy()

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from genointerp.seq.scan import stretch_letters
+
 
 def owner_of(positions: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """int64 (h,): the read of each of positions int (h,) of reads joined by one separator
@@ -57,14 +59,20 @@ def stretches(read: np.ndarray, at: np.ndarray, gap: int, frame: np.ndarray | No
     return np.r_[True, new]
 
 
-def fixed_letters(at: np.ndarray, read: np.ndarray, opens: np.ndarray, offsets: np.ndarray):
-    """The positions the matched windows fix (each window at + offsets: (w,) for all windows, or
-    (h, w) per window), each once: (positions (P,), the stretch of each (P,, numbered from 0 in
-    `opens`' order), the read of each (P,))."""
-    w = offsets.shape[-1]
-    marks = (at[:, None] + offsets.reshape(-1, w)).ravel()
-    marks, first = np.unique(marks, return_index=True)
-    return marks, np.repeat(np.cumsum(opens) - 1, w)[first], np.repeat(read, w)[first]
+def fixed_letters(at: np.ndarray, read: np.ndarray, opens: np.ndarray, offsets: np.ndarray,
+                  pattern: np.ndarray | None = None):
+    """The positions the matched windows fix, each once: (positions (P,), the stretch of each (P,,
+    numbered from 0 in `opens`' order), the read of each (P,)), stretch by stretch, each stretch's
+    ascending (genointerp.seq.scan.stretch_letters). Window i (at (h,), of read read[i]) fixes
+    at[i] + offsets[pattern[i]] (offsets (R, w), or (w,) for every window; pattern (h,) or None).
+
+    A stretch's windows come in ascending order of at, and each position is fixed by one stretch
+    alone: a stretch opens at a new read, or a window's width or more after the window before
+    (stretches), and a window's offsets lie within its width. So these are np.unique's positions
+    over all windows, each stretch's in the same order, and a stretch's sum over its letters
+    (chance_bits) adds the same numbers in the same order."""
+    marks, stretch = stretch_letters(at, opens, offsets, pattern)
+    return marks, stretch, read[opens][stretch]
 
 
 def chance_bits(log_freq: np.ndarray, mark_cluster: np.ndarray, cluster_read: np.ndarray, tested: np.ndarray,

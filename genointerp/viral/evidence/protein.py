@@ -293,7 +293,7 @@ class ProteinIndex:
             at, read, frame, seed, slot = at[order], read[order], frame[order], seed[order], slot[order]
             opens = stretches(read, at, 3 * span, frame)
             # each compared residue's codon, once, whichever seeds compared it (a stretch keeps to one frame)
-            marks, stretch, mark_read = fixed_letters(at, read, opens, 3 * compared[seed])
+            marks, stretch, mark_read = fixed_letters(at, read, opens, 3 * compared, seed)
             log_freq.append(np.log10(freq[mark_read, aa[marks]]))
             mark_cluster.append(sum(c.size for c in cluster_read) + stretch)
             cluster_read.append(read[opens])
