@@ -61,7 +61,8 @@ class Typer:
 
     @property
     def panel(self) -> ViralPanel:
-        self.load()  # at the first read to type, where not beforehand: its references load then, not at start
+        if self._panel is None:  # at the first read to type, where not beforehand: its references load then, not at start
+            self.load()
         return self._panel
 
     def load(self) -> None:
