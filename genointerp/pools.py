@@ -22,6 +22,7 @@ ignore SIGINT and leave the decision to the parent, which ends them when the job
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -95,6 +96,18 @@ def end_now(executor: ProcessPoolExecutor) -> None:
     for process in list((getattr(executor, "_processes", None) or {}).values()):
         process.terminate()  # the pool's own map of its processes: it offers no public way to end them
     executor.shutdown(wait=True, cancel_futures=True)
+
+
+def this_process_only(log: Callable[[str], None]) -> Callable[[str], None]:
+    """`log`, silent in the workers forked after this call: a worker that builds something lazily
+    (an aligner at its first read to type) would otherwise repeat the job's log lines."""
+    parent = os.getpid()
+
+    def quiet_in_workers(message: str) -> None:
+        if os.getpid() == parent:
+            log(message)
+
+    return quiet_in_workers
 
 
 class OrderedPool:

@@ -4,7 +4,7 @@ worker has started while the answer it needs next is not ready."""
 import os
 import time
 
-from genointerp.pools import OrderedPool
+from genointerp.pools import OrderedPool, this_process_only
 
 
 def _slow_in_workers(batch: int) -> tuple[int, int]:
@@ -31,3 +31,23 @@ def test_without_workers_the_parent_works_on_every_batch():
     with OrderedPool(_slow_in_workers, 0) as pool:
         got = list(pool.map((i, i) for i in range(5)))
     assert [answer for _, answer in got] == [(i * i, PARENT) for i in range(5)]
+
+
+def test_a_log_for_this_process_only_is_silent_in_the_processes_it_forks(tmp_path):
+    """classify-reads' typer logs through it: a worker that builds its aligner at its first read
+    to type had repeated the job's "viral panel" line."""
+    said = tmp_path / "said"
+
+    def log(message):
+        with open(said, "a") as fh:
+            fh.write(message + "\n")
+
+    quiet = this_process_only(log)
+    quiet("parent")
+    child = os.fork()
+    if child == 0:
+        quiet("worker")
+        os._exit(0)
+    os.waitpid(child, 0)
+    log("direct")  # the file is shared: the child's line would be here
+    assert said.read_text().split() == ["parent", "direct"]

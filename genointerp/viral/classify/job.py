@@ -48,7 +48,7 @@ from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_read_batches, sniff_format
 from genointerp.io.viral_report import write_sample_report
-from genointerp.pools import OrderedPool, in_order
+from genointerp.pools import OrderedPool, in_order, this_process_only
 from genointerp.seq.joined import join
 from genointerp.report import Reporter
 from genointerp.runtime import reuse_freed_memory, usable_threads
@@ -152,7 +152,7 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     workers = usable_threads(req.threads) - 1 if clf.index else 0
     # one typer for the job: the reads a batch's evidence calls viral, wherever the batch is
     # worked on, and those the model decides (SampleTally)
-    typer = Typer(clf.path, clf.index, report.log) if clf.index else None
+    typer = Typer(clf.path, clf.index, this_process_only(report.log)) if clf.index else None
     if workers >= SHARED_TYPER_WORKERS:
         # built before the fork, so that the workers share its aligner's pages rather than each
         # building its own (0.13 s, 65 MB) at its first viral read
