@@ -137,8 +137,11 @@ class OrderedPool:
         one waiting per worker), and a few more are read ahead; while the answer it must hand on
         next is not ready, this process works on the last batch read ahead itself. Its own share
         of a job (reading, writing) is then no longer time the workers' cores wait for, nor time
-        it waits for them: -t 2 on 2 cores keeps both busy. The answers are the same wherever a
-        batch is worked on (callers' work depends on the payload alone)."""
+        it waits for them: -t 2 on 2 cores keeps both busy. Once the input has ended, a batch goes
+        to the workers only while one of them has none: a batch waiting behind a worker's running
+        one is then a batch this process could have worked on (4 batches at -t 2 had gone 3 to
+        the worker, 1 here). The answers are the same wherever a batch is worked on (callers'
+        work depends on the payload alone)."""
         if self._pool is None:
             for keep, payload in items:
                 yield keep, self.work(payload)
@@ -147,35 +150,35 @@ class OrderedPool:
             queue: deque = deque()  # [keep, payload, answer; None until handed out or worked on here]
             for keep, payload in items:
                 queue.append([keep, payload, None])
-                self._hand_out(queue)
+                self._hand_out(queue, 2 * self.workers)
                 while queue and (len(queue) > 2 * self.workers + 2 or _ready(queue[0])):
-                    yield self._take(queue)
+                    yield self._take(queue, 2 * self.workers)
             while queue:
-                yield self._take(queue)
+                yield self._take(queue, self.workers)
         except BrokenProcessPool:
             raise WorkerDied("a worker process ended before its batch was done (killed, out of memory?); "
                              "nothing was written") from None
 
-    def _hand_out(self, queue: deque) -> None:
-        """The oldest batches not yet handed out go to the workers while fewer than 2 N are there."""
+    def _hand_out(self, queue: deque, depth: int) -> None:
+        """The oldest batches not yet handed out go to the workers while fewer than `depth` are there."""
         busy = sum(1 for item in queue if item[2] is not None and not item[2].done())
         for item in queue:
-            if busy >= 2 * self.workers:
+            if busy >= depth:
                 return
             if item[2] is None:
                 item[2] = self._pool.submit(_run, item[1])
                 busy += 1
 
-    def _take(self, queue: deque) -> tuple[object, object]:
+    def _take(self, queue: deque, depth: int) -> tuple[object, object]:
         """The first batch's (keep, answer); while it is not ready, this process works on the last
-        batch not handed out."""
+        batch not handed out. Then the workers get batches up to `depth` (_hand_out)."""
         while not _ready(queue[0]):
             spare = next((item for item in reversed(queue) if item[2] is None), None)
             if spare is None:
                 break
             spare[2] = Done(self.work(spare[1]))
         keep, _, answer = queue.popleft()
-        self._hand_out(queue)
+        self._hand_out(queue, depth)
         return keep, answer.result()
 
     def close(self) -> None:

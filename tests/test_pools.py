@@ -51,3 +51,24 @@ def test_a_log_for_this_process_only_is_silent_in_the_processes_it_forks(tmp_pat
     os.waitpid(child, 0)
     log("direct")  # the file is shared: the child's line would be here
     assert said.read_text().split() == ["parent", "direct"]
+
+
+def _slower_in_the_parent(batch: int) -> tuple[int, int]:
+    """(batch, pid): 0.3 s in the parent, 0.2 s in a worker but 1 s for batch 1 (so that the
+    worker still has it long after the parent's first batch)."""
+    time.sleep(0.3 if os.getpid() == PARENT else 1.0 if batch == 1 else 0.2)
+    return batch, os.getpid()
+
+
+def test_at_the_input_end_the_parent_keeps_its_share_of_the_last_batches():
+    """Four batches, one worker: the worker is handed the first two (one running, one waiting) as
+    they are read, and the parent works on the last one read while the first is not ready. When
+    it is done, the first is (the worker is faster). Handed out as during the input, the third
+    then went to the worker behind the second: 3 batches to 1. Once the input has ended, a batch
+    goes to a worker only if one has none waiting, so the parent works on the third: 2 to 2
+    (were the first not ready yet, the parent would take the third anyway; the second keeps the
+    worker busy until long after)."""
+    with OrderedPool(_slower_in_the_parent, 1) as pool:
+        got = list(pool.map((i, i) for i in range(4)))
+    assert [answer[0] for _, answer in got] == [0, 1, 2, 3]
+    assert [answer[1] for _, answer in got].count(PARENT) == 2
