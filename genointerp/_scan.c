@@ -521,6 +521,62 @@ done:
     return result;
 }
 
+/* window_entropy(codes, rows, width, n_symbols, term, out)
+ *
+ * The Shannon entropy of every window of `width` letters along each of `rows` rows of codes
+ * uint8 (rows, c) (genointerp.seq.entropy.window_entropy): the sum over letters 0 .. n_symbols - 1,
+ * in that order, of term[the letter's count in the window] (term float64 (width + 1,)); a code
+ * of n_symbols or more counts to no letter. out float64 (rows, c - width + 1). The counts slide
+ * from one window to the next, and each sum adds the same numbers in the same order as numpy's
+ * form (one pass per letter over running sums), so the values are the same bits. */
+static PyObject *window_entropy(PyObject *self, PyObject *args) {
+    Py_buffer codes_b, term_b, out_b;
+    Py_ssize_t rows, width;
+    int n_symbols;
+    if (!PyArg_ParseTuple(args, "y*nniy*w*", &codes_b, &rows, &width, &n_symbols, &term_b, &out_b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t c = rows > 0 ? codes_b.len / rows : 0, windows = c - width + 1;
+    if (rows < 1 || width < 1 || n_symbols < 1 || n_symbols > 256 || codes_b.len != rows * c || windows < 1 ||
+        term_b.len != 8 * (width + 1) || out_b.len != 8 * rows * windows) {
+        PyErr_SetString(PyExc_ValueError, "window_entropy: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *codes = (const uint8_t *)codes_b.buf;
+    const double *term = (const double *)term_b.buf;
+    double *out = (double *)out_b.buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t count[256];
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const uint8_t *row = codes + r * c;
+        for (int a = 0; a < n_symbols; a++)
+            count[a] = 0;
+        for (Py_ssize_t i = 0; i < width; i++)
+            if (row[i] < n_symbols)
+                count[row[i]]++;
+        for (Py_ssize_t j = 0; j < windows; j++) {
+            if (j > 0) {
+                if (row[j - 1] < n_symbols)
+                    count[row[j - 1]]--;
+                if (row[j + width - 1] < n_symbols)
+                    count[row[j + width - 1]]++;
+            }
+            double entropy = 0.0;
+            for (int a = 0; a < n_symbols; a++)
+                entropy += term[count[a]];
+            out[r * windows + j] = entropy;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&codes_b);
+    PyBuffer_Release(&term_b);
+    PyBuffer_Release(&out_b);
+    return result;
+}
+
 /* Denormal floats flushed to zero (FTZ) and read as zero (DAZ) in the calling thread, as
  * torch.set_flush_denormal(True) does for torch: the folded XVir (genointerp.models.xvir_folded)
  * runs numpy in threads torch never touches, and a CPU that handles denormals in microcode slows
@@ -542,6 +598,7 @@ static PyMethodDef methods[] = {
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},
+    {"window_entropy", window_entropy, METH_VARARGS, "The Shannon entropy of every window of rows of letter codes."},
     {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };
