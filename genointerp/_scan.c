@@ -12,6 +12,11 @@
  * and tested CHUNK windows later, so the memory fetches of a chunk overlap instead of waiting one
  * by one; an id the filter lets through is searched among the fences, then in its block.
  *
+ * Beside the look-ups, the evidence's other per-window steps that numpy made batch-sized arrays
+ * for: both strands' codons, the places check of matched seed pairs, the letters each stretch of
+ * matches fixes, and the window entropy that masks low-complexity residues (each the numpy
+ * form's results, which its test holds and compares).
+ *
  * Conventions (genointerp.seq): bases A=0 C=1 G=2 T=3, any other code unknown; a window's 2-bit
  * id has its first base most significant; amino acids 0..19, STOP 20, an unknown codon 21. */
 
