@@ -1,10 +1,13 @@
 """genointerp.pools.OrderedPool: answers in input order, with the parent working on batches no
 worker has started while the answer it needs next is not ready."""
 
+import fcntl
 import os
 import time
 
-from genointerp.pools import WAITING, OrderedPool, this_process_only
+import pytest
+
+from genointerp.pools import PIPE_BYTES, WAITING, OrderedPool, this_process_only
 
 
 def _slow_in_workers(batch: int) -> tuple[int, int]:
@@ -108,3 +111,26 @@ def test_while_the_parent_works_on_a_batch_the_worker_has_more_than_one_waiting(
     assert parent and parent[0] == 1 + WAITING
     assert parent[0] >= 3  # one running, more than one waiting
 
+
+def _pipe_room_allowed() -> bool:
+    """Whether this system lets this process give a pipe PIPE_BYTES of room."""
+    read, write = os.pipe()
+    try:
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_the_pipes_to_and_from_the_workers_hold_a_batch_and_its_answer():
+    """A 1.3 MB batch and a 200 KB answer had gone through 64 KiB pipes in round trips, each
+    waiting for the other side's process to be scheduled."""
+    if not _pipe_room_allowed():
+        pytest.skip(f"this system does not allow pipes of {PIPE_BYTES} bytes")
+    with OrderedPool(_slow_in_workers, 1) as pool:
+        queues = pool._pool._call_queue, pool._pool._result_queue
+        assert [fcntl.fcntl(q._writer.fileno(), fcntl.F_GETPIPE_SZ) for q in queues] == [PIPE_BYTES] * 2
+        assert [answer[0] for _, answer in pool.map((i, i) for i in range(3))] == [0, 1, 4]
