@@ -4,9 +4,9 @@ What a worker needs (indexes, settings, a model folder's path) is bound into the
 before the workers are forked, so it is inherited, not sent: read-only arrays, memory-mapped ones
 above all, stay shared between the parent and every worker. A batch travels to a worker pickled,
 and its answer back. The parent keeps up to (1 + WAITING) N batches with the workers (one running
-and WAITING waiting each) and up to three more read ahead, and takes the answers in input order, so a job
-writes its output as it is made and its memory stays flat in the number of batches; while the
-answer it needs next is not ready, the parent works on a batch it has read ahead
+and WAITING waiting each) and up to three more read ahead, and takes the answers in input order,
+so a job writes its output as it is made and its memory stays flat in the number of batches;
+while the answer it needs next is not ready, the parent works on a batch it has read ahead
 (OrderedPool.map). A worker that dies (the kernel's OOM killer, a crash in a library) ends the job
 with one error line, never a job that waits for ever (concurrent.futures' pool knows its workers
 died; multiprocessing.Pool would fork a new one and lose the batch).
