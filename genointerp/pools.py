@@ -4,7 +4,7 @@ What a worker needs (indexes, settings, a model folder's path) is bound into the
 before the workers are forked, so it is inherited, not sent: read-only arrays, memory-mapped ones
 above all, stay shared between the parent and every worker. A batch travels to a worker pickled,
 and its answer back. The parent keeps up to (1 + WAITING) N batches with the workers (one running
-and WAITING waiting each) and up to three more read ahead, and takes the answers in input order,
+and up to WAITING waiting each) and a few more read ahead, and takes the answers in input order,
 so a job writes its output as it is made and its memory stays flat in the number of batches;
 while the answer it needs next is not ready, the parent works on a batch it has read ahead
 (OrderedPool.map). A worker that dies (the kernel's OOM killer, a crash in a library) ends the job
@@ -33,11 +33,13 @@ from typing import Callable, Iterable, Iterator
 from genointerp.errors import GenointerpError
 
 _WORK: Callable | None = None  # the work function of the pool being forked: workers inherit it
-# Batches each worker has beside the one it runs while the input lasts. With one, a worker ran out
-# whenever this process worked on a batch of its own slower than the worker's waiting one (batches
-# vary with the reads; this process also reads and writes): in an 8 s run of -t 2 on 1.6 M
-# tumour-like reads, 0.3-0.4 s in stretches over 10 ms, 0.15 s with two. Each costs a batch's
-# text (1.3 MB at 150 bp) per worker.
+# Batches each worker has waiting behind its running one while this process works on a batch of
+# its own, as long as the input lasts (one as batches are read). With one, a worker ran out
+# whenever that batch took longer than the worker's waiting one (batches vary with the reads, and
+# this process also reads and writes): in an 8 s run of -t 2 on 1.6 M tumour-like reads, 0.3-0.4 s
+# in stretches over 10 ms, 0.15 s with two. Each costs a batch's text (1.3 MB at 150 bp) per
+# worker. Only then, not as batches are read: four batches of costly reads would go three to the
+# worker, one here.
 WAITING = 2
 # The kernel's room for batches on their way to the workers and answers on their way back. At the
 # default 64 KiB a worker's answer (200 KB) waited for this process to read it, and a batch came
@@ -159,29 +161,31 @@ class OrderedPool:
         """(keep, work(payload)) for each (keep, payload) of items, in order: only the payload
         goes to a worker.
 
-        This process works too: batches are handed to the workers (1 + WAITING) N at a time (one
-        running and WAITING waiting per worker), and a few more are read ahead; while the answer it
-        must hand on next is not ready, this process works on the last batch read ahead itself. Its
-        own share of a job (reading, writing) is then no longer time the workers' cores wait for,
-        nor time it waits for them: -t 2 on 2 cores keeps both busy. Once the input has ended, a
-        batch goes to the workers only while one of them has none: a batch waiting behind a
-        worker's running one is then a batch this process could have worked on (4 batches at -t 2
-        had gone 3 to the worker, 1 here). The answers are the same wherever a batch is worked on
-        (callers' work depends on the payload alone)."""
+        This process works too: batches are handed to the workers 2 N at a time as they are read
+        (one running and one waiting per worker), and a few more are read ahead; while the answer
+        it must hand on next is not ready, this process works on the last batch read ahead itself,
+        the workers first topped up to WAITING waiting each. Its own share of a job (reading,
+        writing) is then no longer time the workers' cores wait for, nor time it waits for them:
+        -t 2 on 2 cores keeps both busy. Once the input has ended, a batch goes to the workers only
+        while one of them has none: a batch waiting behind a worker's running one is then a batch
+        this process could have worked on (4 batches at -t 2 had gone 3 to the worker, 1 here).
+        The answers are the same wherever a batch is worked on (callers' work depends on the
+        payload alone)."""
         if self._pool is None:
             for keep, payload in items:
                 yield keep, self.work(payload)
             return
         try:
             queue: deque = deque()  # [keep, payload, answer; None until handed out or worked on here]
-            depth = (1 + WAITING) * self.workers
+            depth, topped_up = 2 * self.workers, (1 + WAITING) * self.workers
             for keep, payload in items:
                 queue.append([keep, payload, None])
                 self._hand_out(queue, depth)
-                while queue and (len(queue) > depth + 2 or _ready(queue[0])):
-                    yield self._take(queue, depth)
+                # read ahead: what the workers hold topped up, and two or three for this process
+                while queue and (len(queue) > topped_up + 2 or _ready(queue[0])):
+                    yield self._take(queue, depth, topped_up)
             while queue:
-                yield self._take(queue, self.workers)
+                yield self._take(queue, self.workers, self.workers)
         except BrokenProcessPool:
             raise WorkerDied("a worker process ended before its batch was done (killed, out of memory?); "
                              "nothing was written") from None
@@ -196,10 +200,12 @@ class OrderedPool:
                 item[2] = self._pool.submit(_run, item[1])
                 busy += 1
 
-    def _take(self, queue: deque, depth: int) -> tuple[object, object]:
+    def _take(self, queue: deque, depth: int, topped_up: int) -> tuple[object, object]:
         """The first batch's (keep, answer); while it is not ready, this process works on the last
-        batch not handed out. Then the workers get batches up to `depth` (_hand_out)."""
+        batch not handed out, the workers first given batches up to `topped_up`. Then the workers
+        get batches up to `depth` (_hand_out)."""
         while not _ready(queue[0]):
+            self._hand_out(queue, topped_up)
             spare = next((item for item in reversed(queue) if item[2] is None), None)
             if spare is None:
                 break

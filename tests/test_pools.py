@@ -64,17 +64,16 @@ def _slower_in_the_parent(batch: int) -> tuple[int, int]:
 
 
 def test_at_the_input_end_the_parent_keeps_its_share_of_the_last_batches():
-    """One worker, its 1 + WAITING batches and two more: the worker is handed the first 1 +
-    WAITING (one running, the others waiting) as they are read, and the parent works on the last
-    one read while the first is not ready. When it is done, the first is (the worker is faster).
-    Handed out as during the input, the next then went to the worker behind the second: 4 batches
-    to 1. Once the input has ended, a batch goes to a worker only if one has none waiting, so the
-    parent works on it: 3 to 2 (were the first not ready yet, the parent would take it anyway; the
-    second keeps the worker busy until long after)."""
-    n = 1 + WAITING + 2
+    """Four batches, one worker: the worker is handed the first two (one running, one waiting) as
+    they are read, and the parent works on the last one read while the first is not ready. When
+    it is done, the first is (the worker is faster). Handed out as during the input, the third
+    then went to the worker behind the second: 3 batches to 1. Once the input has ended, a batch
+    goes to a worker only if one has none waiting, so the parent works on the third: 2 to 2
+    (were the first not ready yet, the parent would take the third anyway; the second keeps the
+    worker busy until long after)."""
     with OrderedPool(_slower_in_the_parent, 1) as pool:
-        got = list(pool.map((i, i) for i in range(n)))
-    assert [answer[0] for _, answer in got] == list(range(n))
+        got = list(pool.map((i, i) for i in range(4)))
+    assert [answer[0] for _, answer in got] == [0, 1, 2, 3]
     assert [answer[1] for _, answer in got].count(PARENT) == 2
 
 
@@ -98,15 +97,15 @@ def _wait(ready) -> None:
 
 
 def test_while_the_parent_works_on_a_batch_the_worker_has_more_than_one_waiting(tmp_path):
-    """The worker holds its batches until the parent starts one of its own (the last one read,
-    once the queue is full), and the parent then waits for the worker: it finishes every batch it
-    was handed without the parent's help, 1 + WAITING. With one waiting it had run out whenever
-    the parent's batch took longer than the worker's next one."""
+    """The worker holds its batches until the parent starts one of its own (the last read, once
+    the read-ahead is full), and the parent then waits for the worker: it finishes every batch it
+    has without the parent's help, 1 + WAITING, topped up as the parent began. With one waiting it
+    had run out whenever the parent's batch took longer than the worker's next one."""
     from functools import partial
 
     work = partial(_wait_for_the_worker, tmp_path / "parent_started", tmp_path / "worker_done")
     with OrderedPool(work, 1) as pool:
-        got = [answer for _, answer in pool.map((i, i) for i in range(1 + WAITING + 3))]
+        got = [answer for _, answer in pool.map((i, i) for i in range(8))]
     parent = [seen for pid, seen in got if pid == PARENT]
     assert parent and parent[0] == 1 + WAITING
     assert parent[0] >= 3  # one running, more than one waiting
