@@ -39,12 +39,15 @@ Reported: reads/s, wall seconds, peak MB, the speed-up over the first run (the C
 -t 1 and 2 in the list, two -t 1 jobs side by side as above; and whether the calls TSVs are the
 same bytes: every default CPU run's as -t 1's (the benchmark exits 1 if any differs, after the
 table), the --model-all runs' as each other's and the GPU's default as -t 1's (reported only:
-the GPU's arithmetic may move p_viral). Each run's row is printed as it ends.
+the GPU's arithmetic may move p_viral). Each run's row is printed as it ends. With --rounds K,
+then K rounds of -t 1, -t 2 and the pair back to back (and kraken2 -t 1 and -t 2), each round's
+ratios and their median: on a shared host, runs a minute apart share its spell, where the best of
+each kind, minutes apart, may not.
 
     python benchmarks/viral_engine.py [--shared ../shared/data] [--reads 320000] [--model-all-reads 40000]
         [--out bench-output/engine]
     python benchmarks/viral_engine.py --scaling --fastq reads.fq.gz --threads-list 1,2,4,8,16
-        --devices cpu,cuda [--no-kraken] [--repeats 1] [--copies 5]
+        --devices cpu,cuda [--no-kraken] [--repeats 1] [--copies 5] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -360,8 +364,37 @@ def kraken_row(fq: Path, db: Path, threads: int, n: int, repeats: int) -> dict:
     return {"kraken2 reads/s": f"{n / secs:,.0f}", "kraken2 peak MB": f"{rss:.0f}"}
 
 
+def rounds_of_one_and_two(fq: Path, out: Path, n: int, rounds: int, db: Path | None) -> list[dict]:
+    """Per round: classify-reads -t 1, -t 2 and two -t 1 jobs side by side, and kraken2 -t 1 and
+    -t 2 unless `db` is None, back to back (every other round in the opposite order), and their
+    ratios. A shared host's pace moves by 10-20 % over minutes, so the best of each run kind, taken
+    minutes apart, can set a fast spell's -t 1 against a slow spell's -t 2 (or the other way); a
+    round's runs lie within a minute or two of each other."""
+    rows = []
+    for r in range(rounds):
+        kinds = ["t1", "t2", "pair"] + (["k1", "k2"] if db is not None else [])
+        secs = {}
+        for kind in kinds if r % 2 == 0 else kinds[::-1]:
+            if kind == "pair":
+                secs[kind] = side_by_side([classify_cmd(fq, out / f"scale_pair{i}.tsv", 1, "--device", "cpu")
+                                           for i in (1, 2)], 1)
+            elif kind.startswith("t"):
+                secs[kind] = measured(classify_cmd(fq, out / f"scale_round_{kind}.tsv", int(kind[1]), "--device", "cpu"))[0]
+            else:
+                secs[kind] = measured(["kraken2", "--db", str(db), "--threads", kind[1], "--gzip-compressed", str(fq)])[0]
+        pair = 2 * secs["t1"] / secs["pair"]
+        row = {"round": str(r + 1), "-t 1 s": f"{secs['t1']:.1f}", "-t 2 s": f"{secs['t2']:.1f}",
+               "pair s": f"{secs['pair']:.1f}", "-t 2 / -t 1": f"{secs['t1'] / secs['t2']:.2f}x",
+               "pair / one": f"{pair:.2f}x", "-t 2 of pair": f"{100 * secs['t1'] / secs['t2'] / pair:.0f} %"}
+        if db is not None:
+            row["kraken2 -t 2 / -t 1"] = f"{secs['k1'] / secs['k2']:.2f}x"
+        print("  ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
+        rows.append(row)
+    return rows
+
+
 def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_all: list[str], db: Path | None,
-            repeats: int) -> None:
+            repeats: int, rounds: int = 0) -> None:
     """classify-reads (and kraken2 unless `db` is None) on `fq` at each run of `scaling_runs`; a
     row printed as each ends (a run that fails is reported and skipped), then the table and the
     byte checks; exits 1 if the default CPU runs' calls differ."""
@@ -395,6 +428,12 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
         print(f"two -t 1 jobs side by side: {2 * n / pair:,.0f} reads/s together, {2 * one / pair:.2f}x one job (the "
               f"ceiling of -t 2 on this host: side_by_side); -t 2 reached {100 * (one / two) / (2 * one / pair):.0f} % "
               "of it\n", flush=True)
+    if rounds:
+        got = rounds_of_one_and_two(fq, out, n, rounds, db)
+        print(f"-t 1, -t 2 and two -t 1 jobs side by side, back to back, {rounds} rounds (cpu, default):\n"
+              f"{table(got, list(got[0]))}\nmedian of the rounds: "
+              + ", ".join(f"{k} {statistics.median(float(r[k].rstrip('x %')) for r in got):.2f}"
+                          for k in got[0] if k.endswith("/ -t 1") or k.endswith("/ one")) + "\n", flush=True)
     lines, differ = scaling_checks(tsvs)
     print("the calls TSVs:\n  " + "\n  ".join(lines), flush=True)
     if differ:
@@ -415,6 +454,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--model-all-on", default="cpu,cuda", help="--scaling: the devices that also run --model-all")
     ap.add_argument("--no-kraken", action="store_true", help="--scaling: without kraken2")
     ap.add_argument("--copies", type=int, default=1, help="--scaling: the reads this many times, renamed")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="--scaling: also -t 1, -t 2 and the pair back to back this many times, a ratio per round")
     return ap.parse_args()
 
 
@@ -443,7 +484,7 @@ def scaling_main(args: argparse.Namespace, shared: Path, out: Path) -> None:
         fq = renamed_copies(fq, args.copies, out)
     db = None if args.no_kraken else kraken_database(shared, out)
     scaling(fq, out, sorted({int(t) for t in args.threads_list.split(",")}), args.devices.split(","),
-            args.model_all_on.split(","), db, args.repeats)
+            args.model_all_on.split(","), db, args.repeats, args.rounds)
 
 
 def main() -> None:
