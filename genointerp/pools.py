@@ -37,13 +37,13 @@ _WORK: Callable | None = None  # the work function of the pool being forked: wor
 # its own, as long as the input lasts (one as batches are read). With one, a worker ran out
 # whenever that batch took longer than the worker's waiting one (batches vary with the reads, and
 # this process also reads and writes): in an 8 s run of -t 2 on 1.6 M tumour-like reads, 0.3-0.4 s
-# in stretches over 10 ms, 0.15 s with two. Each costs a batch's text (1.3 MB at 150 bp) per
-# worker. Only then, not as batches are read: four batches of costly reads would go three to the
-# worker, one here.
+# in stretches over 10 ms, 0.01-0.05 s with two (and PIPE_BYTES). Each costs a batch's text (1.3 MB
+# at 150 bp) per worker. Only then, not as batches are read: four batches of costly reads would go
+# three to the worker, one here.
 WAITING = 2
 # The kernel's room for batches on their way to the workers and answers on their way back. At the
 # default 64 KiB a worker's answer (200 KB) waited for this process to read it, and a batch came
-# over in twenty round trips: a worker spent 3.3 ms (median) between batches of 65 ms, 2 ms with
+# over in twenty round trips: a worker spent 3.3 ms (median) between batches of 65 ms, 1.7 ms with
 # 1 MiB, the most an unprivileged process may ask for by default (/proc/sys/fs/pipe-max-size).
 PIPE_BYTES = 1 << 20
 
