@@ -364,7 +364,7 @@ def kraken_row(fq: Path, db: Path, threads: int, n: int, repeats: int) -> dict:
     return {"kraken2 reads/s": f"{n / secs:,.0f}", "kraken2 peak MB": f"{rss:.0f}"}
 
 
-def rounds_of_one_and_two(fq: Path, out: Path, n: int, rounds: int, db: Path | None) -> list[dict]:
+def rounds_of_one_and_two(fq: Path, out: Path, rounds: int, db: Path | None) -> list[dict]:
     """Per round: classify-reads -t 1, -t 2 and two -t 1 jobs side by side, and kraken2 -t 1 and
     -t 2 unless `db` is None, back to back (every other round in the opposite order), and their
     ratios. A shared host's pace moves by 10-20 % over minutes, so the best of each run kind, taken
@@ -429,7 +429,7 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
               f"ceiling of -t 2 on this host: side_by_side); -t 2 reached {100 * (one / two) / (2 * one / pair):.0f} % "
               "of it\n", flush=True)
     if rounds:
-        got = rounds_of_one_and_two(fq, out, n, rounds, db)
+        got = rounds_of_one_and_two(fq, out, rounds, db)
         print(f"-t 1, -t 2 and two -t 1 jobs side by side, back to back, {rounds} rounds (cpu, default):\n"
               f"{table(got, list(got[0]))}\nmedian of the rounds: "
               + ", ".join(f"{k} {statistics.median(float(r[k].rstrip('x %')) for r in got):.2f}"
