@@ -367,7 +367,7 @@ def kraken_row(fq: Path, db: Path, threads: int, n: int, repeats: int) -> dict:
 def rounds_of_one_and_two(fq: Path, out: Path, rounds: int, db: Path | None) -> list[dict]:
     """Per round: classify-reads -t 1, -t 2 and two -t 1 jobs side by side, and kraken2 -t 1 and
     -t 2 unless `db` is None, back to back (every other round in the opposite order), and their
-    ratios. A shared host's pace moves by 10-20 % over minutes, so the best of each run kind, taken
+    ratios (over -t 1, and genointerp's pace over kraken2's at each). A shared host's pace moves by 10-20 % over minutes, so the best of each run kind, taken
     minutes apart, can set a fast spell's -t 1 against a slow spell's -t 2 (or the other way); a
     round's runs lie within a minute or two of each other."""
     rows = []
@@ -388,6 +388,8 @@ def rounds_of_one_and_two(fq: Path, out: Path, rounds: int, db: Path | None) -> 
                "pair / one": f"{pair:.2f}x", "-t 2 of pair": f"{100 * secs['t1'] / secs['t2'] / pair:.0f} %"}
         if db is not None:
             row["kraken2 -t 2 / -t 1"] = f"{secs['k1'] / secs['k2']:.2f}x"
+            row["genointerp / kraken2, -t 1"] = f"{secs['k1'] / secs['t1']:.2f}x"
+            row["genointerp / kraken2, -t 2"] = f"{secs['k2'] / secs['t2']:.2f}x"
         print("  ".join(f"{k}: {v}" for k, v in row.items()), flush=True)
         rows.append(row)
     return rows
@@ -433,7 +435,7 @@ def scaling(fq: Path, out: Path, threads: list[int], devices: list[str], model_a
         print(f"-t 1, -t 2 and two -t 1 jobs side by side, back to back, {rounds} rounds (cpu, default):\n"
               f"{table(got, list(got[0]))}\nmedian of the rounds: "
               + ", ".join(f"{k} {statistics.median(float(r[k].rstrip('x %')) for r in got):.2f}"
-                          for k in got[0] if k.endswith("/ -t 1") or k.endswith("/ one")) + "\n", flush=True)
+                          for k in got[0] if "/" in k) + "\n", flush=True)
     lines, differ = scaling_checks(tsvs)
     print("the calls TSVs:\n  " + "\n  ".join(lines), flush=True)
     if differ:
