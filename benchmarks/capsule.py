@@ -142,28 +142,39 @@ def liability(kind: str, dose: np.ndarray, causal, h2: float, rng) -> np.ndarray
 
 def accuracy_limits(kind: str, dose: np.ndarray, causal, h2: float, li: np.ndarray, rows) -> tuple[float, float | None]:
     """(Bayes accuracy, additive-only limit) of a planted phenotype on `rows`, li the liability (n,)
-    the labels were cut from at its median t. A sample is a case with probability
+    the labels were cut from (limits_from_parts); the additive-only limit is the best call from
+    genes 1-4 alone (additive, mixed; None for the pair-only scenarios)."""
+    additive, pair = genetic_parts(kind, dose, causal)
+    if additive is None:
+        return limits_from_parts(pair, None, h2, li, rows)[0], None
+    return limits_from_parts(additive, pair, h2, li, rows)
+
+
+def limits_from_parts(additive: np.ndarray, pair: np.ndarray | None, h2: float, li: np.ndarray,
+                      rows) -> tuple[float, float]:
+    """(Bayes accuracy, additive-only limit) on `rows` of a phenotype cut at the median t of the
+    liability li (n,) = sqrt(h2) g + sqrt(1 - h2) noise, g = standardised(additive + pair) (the
+    additive part alone where pair is None), both parts (n,). A sample is a case with probability
     Phi((sqrt(h2) g - t) / sqrt(1 - h2)), so the best call from the genotypes is sqrt(h2) g > t: the
-    planted score without the noise, thresholded as the phenotype was. The additive-only limit is the
-    best call from genes 1-4 alone (additive, mixed; None for the pair-only scenarios): the pair's
-    part is integrated out at its cohort frequency (the pair's genes are other genes than 1-4, so
-    independent of them up to chr21 LD), call where that probability passes 1/2."""
+    planted score without the noise, thresholded as the phenotype was. The additive-only limit is
+    the best call from the additive part alone: the pair's part integrated out over its cohort
+    distribution (the pair's genes are other genes than the additive ones, so independent of them
+    up to chr21 LD), call where that probability passes 1/2."""
     from scipy.stats import norm
 
     t = float(np.median(li))
     labels = li > t
     rows = np.asarray(rows)
-    bayes = float(np.mean((math.sqrt(h2) * genetic_score(kind, dose, causal) > t)[rows] == labels[rows]))
-    additive, pair = genetic_parts(kind, dose, causal)
-    if additive is None:
-        return bayes, None
+    total = additive if pair is None else additive + pair
+    g = (total - total.mean()) / total.std()
+    bayes = float(np.mean((math.sqrt(h2) * g > t)[rows] == labels[rows]))
     if pair is None:
         return bayes, bayes
-    total = additive + pair
+    values, counts = np.unique(pair, return_counts=True)
     p_case = np.zeros(len(li))
-    for value in np.unique(pair):
+    for value, count in zip(values, counts):
         g = (additive + value - total.mean()) / total.std()
-        p_case += np.mean(pair == value) * norm.cdf((math.sqrt(h2) * g - t) / math.sqrt(1 - h2))
+        p_case += count / len(pair) * norm.cdf((math.sqrt(h2) * g - t) / math.sqrt(1 - h2))
     return bayes, float(np.mean((p_case > 0.5)[rows] == labels[rows]))
 
 

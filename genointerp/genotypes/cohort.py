@@ -219,3 +219,105 @@ def write_mosaic_vcf(path: str | Path, phased_vcf: str, genetic_map: str, n_samp
         if raw is not None:
             raw.close()
     return panel, layout
+
+
+# Planted phenotypes: how a causal gene acts through its SNPs (benchmarks/capsule_family.py)
+#
+# A planted gene's score is sum_j w_j m_j over its causal SNPs j, m_j the copies of SNP j's minor
+# allele (in the cohort at hand), and `high` says which samples carry the gene's risk state, the
+# input of a pair's interaction:
+# - single:  one common SNP (MAF 0.22-0.36, as benchmarks/capsule.py plants), w = 1; high = carrier;
+# - several: SEVERAL_SNPS of the gene's common SNPs (MAF >= 0.05), w ~ N(0, 1); high = score above
+#   its median;
+# - dense:   every SNP of the gene (at least DENSE_MIN_SNPS), w ~ N(0, 1): a within-gene polygenic
+#   score; high = above the median;
+# - burden:  the gene's low-frequency SNPs (MAF < BURDEN_MAF, at least BURDEN_MIN_SNPS), w = 1: the
+#   count of rare alleles; high = carrier of any. The 1000 Genomes chr21 excerpt holds no SNP with
+#   MAF < 1 % (its sites were filtered at 1 %), so "rare" here is 1-5 %, the rarest the panel has.
+# Only SNPs inside exactly one gene count, so that "the causal gene" is unambiguous.
+ARCHITECTURES = ("single", "several", "dense", "burden")
+SEVERAL_SNPS, DENSE_MIN_SNPS, BURDEN_MAF, BURDEN_MIN_SNPS = 5, 10, 0.05, 3
+
+
+@dataclass
+class PlantedGene:
+    """A causal gene: its name, SNP columns (k,) int64 of the cohort's dosage matrix, weights (k,)
+    float64 on minor-allele copies, minor (k,) bool (True where the minor allele is ALT), and the
+    architecture."""
+
+    name: str
+    columns: np.ndarray
+    weights: np.ndarray
+    minor_is_alt: np.ndarray
+    architecture: str
+
+    def score(self, dosage: np.ndarray) -> np.ndarray:
+        """float64 (n,) from int8 dosages (n, m) of ALT copies."""
+        d = dosage[:, self.columns].astype(np.float64)
+        return np.where(self.minor_is_alt, d, 2 - d) @ self.weights
+
+    def high(self, dosage: np.ndarray) -> np.ndarray:
+        """bool (n,): the samples in the gene's risk state (see the section comment)."""
+        s = self.score(dosage)
+        # single, burden: weights 1 on minor-allele copies, so s > 0 is a carrier
+        return s > 0 if self.architecture in ("single", "burden") else s > np.median(s)
+
+
+def plant_gene(architecture: str, name: str, columns: np.ndarray, maf: np.ndarray,
+               rng: np.random.Generator) -> PlantedGene | None:
+    """A planted gene of `architecture` from its own-only SNP columns (k,) and their ALT allele
+    frequencies-or-MAFs `maf` (k,) (folded below to the minor allele), or None where the gene has
+    too few eligible SNPs."""
+    af = np.asarray(maf, dtype=np.float64)
+    minor_is_alt = af <= 0.5
+    m = np.minimum(af, 1 - af)
+    if architecture == "single":
+        pick = np.flatnonzero((m >= 0.22) & (m <= 0.36))
+        pick = pick[[int(rng.integers(len(pick)))]] if len(pick) else pick
+    elif architecture == "several":
+        common = np.flatnonzero(m >= 0.05)
+        pick = np.sort(rng.choice(common, SEVERAL_SNPS, replace=False)) if len(common) >= SEVERAL_SNPS else common[:0]
+    elif architecture == "dense":
+        pick = np.arange(len(m)) if len(m) >= DENSE_MIN_SNPS else np.arange(0)
+    elif architecture == "burden":
+        pick = np.flatnonzero((m > 0) & (m < BURDEN_MAF))
+        pick = pick if len(pick) >= BURDEN_MIN_SNPS else pick[:0]
+    else:
+        raise ValueError(f"architecture must be one of {', '.join(ARCHITECTURES)}, not {architecture!r}")
+    if not len(pick):
+        return None
+    weights = rng.normal(size=len(pick)) if architecture in ("several", "dense") else np.ones(len(pick))
+    return PlantedGene(name, np.asarray(columns)[pick], weights, minor_is_alt[pick], architecture)
+
+
+INTERACTIONS = ("none", "xor", "cooccur", "multiplicative")
+
+
+def standardised(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    sd = v.std()
+    return (v - v.mean()) / (sd if sd > 0 else 1.0)
+
+
+def planted_parts(interaction: str, dosage: np.ndarray, additive: list[PlantedGene],
+                  pair: tuple[PlantedGene, PlantedGene] | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(additive part, pair part) of a planted genetic score, each standardised float64 (n,): the sum
+    of the additive genes' standardised scores; the pair's exclusive-or (xor) or co-occurrence
+    (cooccur) of its genes' `high` states, or the product of their standardised scores
+    (multiplicative); None for interaction "none"."""
+    add = standardised(sum(standardised(g.score(dosage)) for g in additive))
+    if interaction == "none":
+        return add, None
+    a, b = pair
+    if interaction == "multiplicative":
+        return add, standardised(standardised(a.score(dosage)) * standardised(b.score(dosage)))
+    ha, hb = a.high(dosage), b.high(dosage)
+    if interaction not in ("xor", "cooccur"):
+        raise ValueError(f"interaction must be one of {', '.join(INTERACTIONS)}, not {interaction!r}")
+    return add, standardised(ha ^ hb if interaction == "xor" else ha & hb)
+
+
+def planted_score(additive: np.ndarray, pair: np.ndarray | None) -> np.ndarray:
+    """The genetic score g (n,), standardised: the additive part alone, or it plus the pair's part
+    with as much variance (the pair carries half the genetic variance)."""
+    return additive if pair is None else standardised(additive + pair)

@@ -1,0 +1,251 @@
+"""capsule-train across genetic architectures: a family of planted cohorts, not one recipe (issue 60).
+
+benchmarks/capsule.py plants each causal gene as one common SNP. Here a gene acts through its SNPs
+in one of four ways (genointerp.genotypes.cohort.ARCHITECTURES: one common SNP; several SNPs with
+random weights; a dense within-gene score over all its SNPs; a low-frequency burden), and a pair of
+two more genes interacts in one of four ways (INTERACTIONS: none, XOR or co-occurrence of the two
+genes' risk states, or the product of their scores). The liability is the standardised sum of
+four additive genes' standardised scores, plus (with an interaction) the pair's standardised part
+with as much variance, times sqrt(h2), plus noise; cases are the liabilities above the median.
+
+Cohort: a mosaic of the real phased 1000 Genomes EUR chr21 haplotypes (as benchmarks/capsule.py;
+one VCF and one gene-pca run per sample size and seed, every phenotype of the family a column of
+its pheno.tsv). Each architecture draws its six causal genes (four additive, then the pair) among
+the genes with Gene-PCs where it can be planted, from a generator of (seed, architecture); each
+phenotype's noise from (seed, architecture, interaction, h2).
+
+For every cohort: its Bayes limit and additive-only limit (benchmarks/capsule.py's
+limits_from_parts, on the rows the CV folds score), then `genointerp capsule-train` (5-fold CV, a
+balanced 20 % test set; --baselines all: logistic regression, SVM, random forest, AdaBoost, MLP and
+the PRS on the same folds; --baselines lr: logistic regression alone, fitted here on capsule-train's
+folds), each method's CV accuracy and share of the way from chance to the Bayes limit, the pair the
+model reports as interacting against the planted one, and how many planted genes are among the
+decisive genes or the reported pair.
+
+Seeds: settings are chosen on the cohorts of one set of seeds (--seeds 11,12: "choose") and
+reported on others (1,2,3: "report"); benchmarks/README.md says which.
+
+    python benchmarks/capsule_family.py --shared ../shared/data --samples 3000 --seeds 1 --h2 0.8 \\
+        [--architectures single,several,dense,burden] [--interactions none,xor,cooccur,multiplicative] \\
+        [--train-args "..."] [--gene-pca-args "..."] [--baselines lr|all] [--jobs 1] [--reuse] [--out DIR]
+
+--train-args / --gene-pca-args: give each setting its own --out (cohorts are cached per --out:
+the VCF and Gene-PCs are kept and reused when --reuse is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from capsule import BASELINES, METHODS, decisive_genes, dosages, fold_accuracy, limits_from_parts, way_to_limit  # noqa: E402
+from capsule_primary import lr_fold_accuracy  # noqa: E402
+from common import GENOINTERP, out_dir, table, timed  # noqa: E402
+
+from genointerp.genotypes.cohort import (ARCHITECTURES, INTERACTIONS, PlantedGene, plant_gene,  # noqa: E402
+                                         planted_parts, planted_score, tile_genes, write_mosaic_vcf)
+from genointerp.io.features import read_features  # noqa: E402
+from genointerp.io.genes import read_genes  # noqa: E402
+
+N_ADDITIVE = 4
+
+
+def phenotype_name(architecture: str, interaction: str, h2: float) -> str:
+    return f"{architecture}-{interaction}-h{h2:g}"
+
+
+def own_snps(genes, pos: np.ndarray) -> dict[str, np.ndarray]:
+    """gene name -> columns (k,) of the SNPs inside that gene and no other."""
+    inside = {g.name: np.flatnonzero((pos > g.start) & (pos <= g.end)) for g in genes}
+    count = np.zeros(len(pos), dtype=int)
+    for cols in inside.values():
+        count[cols] += 1
+    return {name: cols[count[cols] == 1] for name, cols in inside.items()}
+
+
+def plant(architecture: str, genes, pos: np.ndarray, dose: np.ndarray, feature_genes: set[str],
+          seed: int) -> list[PlantedGene]:
+    """Six planted genes of one architecture (four additive, then the pair), among the genes with
+    Gene-PCs where the architecture can be planted; a generator of its own per (seed, architecture)."""
+    rng = np.random.default_rng([seed, ARCHITECTURES.index(architecture)])
+    af = dose.mean(0) / 2
+    candidates = []
+    for name, cols in own_snps(genes, pos).items():
+        if name in feature_genes and len(cols):
+            planted = plant_gene(architecture, name, cols, af[cols], rng)
+            if planted is not None:
+                candidates.append(planted)
+    if len(candidates) < N_ADDITIVE + 2:
+        sys.exit(f"only {len(candidates)} genes can carry a {architecture} effect; need {N_ADDITIVE + 2}")
+    picks = rng.choice(len(candidates), size=N_ADDITIVE + 2, replace=False)
+    return [candidates[i] for i in sorted(picks[:N_ADDITIVE])] + [candidates[i] for i in sorted(picks[N_ADDITIVE:])]
+
+
+class FamilyCohort:
+    """One mosaic cohort (n samples, seed) and the family's phenotypes on it."""
+
+    def __init__(self, shared: str, n_samples: int, seed: int, out: Path, gene_pca_args: tuple[str, ...],
+                 reuse: bool) -> None:
+        geno = Path(shared) / "genotypes"
+        vcf, bed, feats = out / "cohort.vcf.gz", out / "genes.bed", out / "genepcs"
+        if not (reuse and vcf.exists() and bed.exists()):
+            panel, layout = write_mosaic_vcf(vcf, str(geno / "1000G_EUR.chr21.phased.vcf.gz"),
+                                             str(geno / "genetic_map_hg19_example.txt.gz"), n_samples, 1813, seed)
+            genes = tile_genes(panel, read_genes(str(geno / "gencode_v28.hg19.protein_coding_genes.bed")), layout)
+            bed.write_text("".join(f"{g.chrom}\t{g.start}\t{g.end}\t{g.name}\n" for g in genes))
+        if not (reuse and (feats / "features.npy").exists()):
+            timed(GENOINTERP + ["-q", "gene-pca", str(vcf), "-g", str(bed), "-o", str(feats), "--keep-dosages",
+                                "--force", "--no-tsv", *gene_pca_args])
+        self.genes = read_genes(str(bed))
+        self.features = read_features(feats)
+        self.feature_genes = {c.split(":")[1] for c in self.features.columns}
+        self.samples, self.pos, self.dose = dosages(vcf)
+        assert self.samples == self.features.samples
+        self.seed, self.out, self.planted = seed, out, {}
+        self.labels, self.parts, self.liabilities = {}, {}, {}
+
+    def add(self, architecture: str, interaction: str, h2: float) -> str:
+        """Plant one phenotype of the family; returns its pheno.tsv column name."""
+        if architecture not in self.planted:
+            self.planted[architecture] = plant(architecture, self.genes, self.pos, self.dose, self.feature_genes,
+                                               self.seed)
+        genes = self.planted[architecture]
+        additive, pair = planted_parts(interaction, self.dose, genes[:N_ADDITIVE],
+                                       None if interaction == "none" else (genes[N_ADDITIVE], genes[N_ADDITIVE + 1]))
+        g = planted_score(additive, pair)
+        rng = np.random.default_rng([self.seed, ARCHITECTURES.index(architecture), INTERACTIONS.index(interaction),
+                                     int(round(h2 * 100))])
+        li = math.sqrt(h2) * g + math.sqrt(1 - h2) * rng.normal(size=len(g))
+        name = phenotype_name(architecture, interaction, h2)
+        self.labels[name], self.parts[name], self.liabilities[name] = (li > np.median(li)).astype(int), (additive, pair), li
+        self.h2 = {**getattr(self, "h2", {}), name: h2}
+        return name
+
+    def write_phenotypes(self) -> Path:
+        names = list(self.labels)
+        path = self.out / "pheno.tsv"
+        path.write_text("sample\t" + "\t".join(names) + "\n" + "".join(
+            f"{s}\t" + "\t".join(str(self.labels[k][i] + 1) for k in names) + "\n" for i, s in enumerate(self.samples)))
+        return path
+
+    def limits(self, name: str, rows) -> tuple[float, float]:
+        additive, pair = self.parts[name]
+        return limits_from_parts(additive, pair, self.h2[name], self.liabilities[name], rows)
+
+    def causal(self, name: str) -> tuple[list[str], set[str]]:
+        """(the phenotype's causal genes, its planted pair (empty without an interaction))."""
+        architecture, interaction = name.split("-")[:2]
+        genes = [g.name for g in self.planted[architecture]]
+        return (genes[:N_ADDITIVE], set()) if interaction == "none" else (genes, set(genes[N_ADDITIVE:]))
+
+    def about(self, architecture: str) -> str:
+        return f"{architecture}: " + ", ".join(f"{g.name} ({len(g.columns)} SNPs)" for g in self.planted[architecture])
+
+
+def model_pair(model: Path) -> set[str]:
+    """The pair a capsule-train model reports as interacting (config.json), empty where none."""
+    found = json.loads((model / "config.json").read_text()).get("interaction") or {}
+    return {g.rpartition(":")[2] for g in found.get("genes", [])} if found.get("interacting") else set()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared", default="../shared/data")
+    ap.add_argument("--samples", type=int, default=3000)
+    ap.add_argument("--seeds", default="1", help="comma-separated; each seed its own cohort, causal genes and splits")
+    ap.add_argument("--h2", default="0.8", help="comma-separated heritabilities on the liability scale")
+    ap.add_argument("--architectures", default=",".join(ARCHITECTURES))
+    ap.add_argument("--interactions", default=",".join(INTERACTIONS))
+    ap.add_argument("--train-args", default="", help="extra capsule-train options")
+    ap.add_argument("--gene-pca-args", default="", help="extra gene-pca options (give each its own --out)")
+    ap.add_argument("--baselines", choices=("lr", "all"), default="lr",
+                    help="lr: capsule-train --no-baselines and logistic regression here on its folds; all: "
+                         "capsule-train's baselines")
+    ap.add_argument("--jobs", type=int, default=1, help="capsule-train processes at once (1 thread each)")
+    ap.add_argument("--reuse", action="store_true", help="keep cohorts and finished models of an earlier run")
+    ap.add_argument("--out", default="bench-output/capsule_family")
+    args = ap.parse_args()
+    archs, inters = args.architectures.split(","), args.interactions.split(",")
+    if not set(archs) <= set(ARCHITECTURES) or not set(inters) <= set(INTERACTIONS):
+        sys.exit(f"--architectures from {', '.join(ARCHITECTURES)}; --interactions from {', '.join(INTERACTIONS)}")
+    seeds, h2s = [int(s) for s in args.seeds.split(",")], [float(h) for h in args.h2.split(",")]
+
+    cohorts, runs = {}, []
+    for seed in seeds:
+        out = out_dir(f"{args.out}/n{args.samples}_seed{seed}")
+        cohort = FamilyCohort(args.shared, args.samples, seed, out, tuple(args.gene_pca_args.split()), args.reuse)
+        names = [cohort.add(a, i, h2) for a in archs for i in inters for h2 in h2s]
+        cohort.write_phenotypes()
+        cohorts[seed] = cohort
+        for a in archs:
+            print(f"seed {seed} {cohort.about(a)}", flush=True)
+        runs += [(seed, name) for name in names]
+
+    def run(job) -> float:
+        seed, name = job
+        out = Path(f"{args.out}/n{args.samples}_seed{seed}")
+        folder, stamp = out / name, out / f"{name}.seconds"
+        if args.reuse and (folder / "genes.tsv").exists() and stamp.exists():
+            return float(stamp.read_text())
+        secs = timed(GENOINTERP + ["-q", "capsule-train", str(out / "genepcs"), "-p", str(out / "pheno.tsv"),
+                                   "--phenotype", name, "-o", str(folder), "-t", "1", "--seed", str(seed), "--force",
+                                   *(["--no-baselines"] if args.baselines == "lr" else []), *args.train_args.split()])
+        stamp.write_text(f"{secs:.1f}\n")
+        print(f"seed {seed} {name}: {secs:.0f} s", flush=True)
+        return secs
+
+    with ThreadPoolExecutor(args.jobs) as pool:  # threads only wait on the genointerp processes
+        seconds = dict(zip(runs, pool.map(run, runs)))
+
+    rows = []
+    for seed, name in runs:
+        cohort, model = cohorts[seed], Path(f"{args.out}/n{args.samples}_seed{seed}/{name}")
+        split = [line.split("\t") for line in (model / "split.tsv").read_text().splitlines()[1:]]
+        cv_rows = [i for i, r in enumerate(split) if r[2] != "test"]
+        bayes, additive_limit = cohort.limits(name, cv_rows)
+        acc = {m: float(np.mean(f)) for m, f in fold_accuracy(model).items()}
+        if args.baselines == "lr":
+            acc["logistic_regression"] = float(np.mean(lr_fold_accuracy(
+                cohort.features.matrix.astype(np.float64), cohort.labels[name], model / "split.tsv", seed)))
+        causal, planted_pair = cohort.causal(name)
+        decisive, _ = decisive_genes(model)
+        reported = model_pair(model)
+        found = set(causal) & (set(decisive) | reported)
+        row = {"seed": seed, "phenotype": name, "Bayes": f"{bayes:.3f}",
+               "additive limit": f"{additive_limit:.3f}" if planted_pair else "",
+               **{METHODS.get(m, m): f"{a:.3f} ({way_to_limit(a, bayes):.0%})" for m, a in acc.items()},
+               "capsule - LR": f"{acc['capsule'] - acc['logistic_regression']:+.3f}",
+               "pair": ("planted" if reported == planted_pair else ",".join(sorted(reported))) if reported else "-",
+               "planted found": f"{len(found)}/{len(causal)}", "train_s": f"{seconds[(seed, name)]:.0f}",
+               "_share": way_to_limit(acc["capsule"], bayes), "_above_additive": acc["capsule"] > additive_limit,
+               "_pair_ok": reported == planted_pair, "_found": len(found) / len(causal)}
+        rows.append(row)
+    methods = [METHODS.get(m, m) for m in ("capsule", *BASELINES) if any(METHODS.get(m, m) in r for r in rows)]
+    cols = ["seed", "phenotype", "Bayes", "additive limit", *methods, "capsule - LR", "pair", "planted found", "train_s"]
+    print("CV accuracy (share of the way from chance to the Bayes limit)")
+    print(table([{c: r.get(c, "") for c in cols} for r in rows], cols))
+    interacting = [r for r in rows if "-none-" not in r["phenotype"]]
+    additive = [r for r in rows if "-none-" in r["phenotype"]]
+    print(f"\nworst share of the way: {min(r['_share'] for r in rows):.0%}; "
+          f"capsule - LR at least {min(float(r['capsule - LR']) for r in rows):+.3f}; "
+          f"above the additive-only limit in {sum(r['_above_additive'] for r in interacting)}/{len(interacting)} "
+          f"interacting cohorts; planted pair reported in {sum(r['_pair_ok'] for r in interacting)}/{len(interacting)}, "
+          f"a pair in {sum(r['pair'] != '-' for r in additive)}/{len(additive)} additive ones; planted genes found "
+          f"(decisive or the pair) {np.mean([r['_found'] for r in rows]):.0%} on average, "
+          f">= 5 of 6 in {sum(r['_found'] >= 5 / 6 - 1e-9 for r in rows)}/{len(rows)}")
+    Path(f"{args.out}/result_n{args.samples}.json").write_text(json.dumps(
+        {"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], "samples": args.samples,
+         "seeds": seeds, "train_args": args.train_args, "gene_pca_args": args.gene_pca_args,
+         "planted": {seed: {a: [g.name for g in c.planted[a]] for a in archs} for seed, c in cohorts.items()}},
+        indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
