@@ -362,3 +362,43 @@ def test_the_documented_example(cli, tmp_path):
     with pysam.VariantFile(str(tmp_path / "s.vcf.gz")) as vf:
         assert [r.id for r in vf] == ["far_snv", "wrong_ref", "ins_ttt", "ctcf_core", "del_3bp", "two_alts", "sv_del"]
     assert (tmp_path / "s.vcf.gz.tbi").exists()
+
+
+def test_vcf_from_a_pipe_can_be_annotated(cli, tmp_path, pipe):
+    """`score-variants <(cat x.vcf) --vcf-out`: a stream is read once, its header handed on to the VCF
+    writer (it used to be opened a second time for the header: "not a readable VCF/BCF")."""
+    v = vcf(tmp_path / "in.vcf", snvs(3))
+    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "f.tsv", "--vcf-out", tmp_path / "f.vcf",
+              "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    res = cli("score-variants", pipe((tmp_path / "in.vcf").read_bytes()), "--fasta", FASTA, "-o", tmp_path / "p.tsv",
+              "--vcf-out", tmp_path / "p.vcf", "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "p.tsv").read_bytes() == (tmp_path / "f.tsv").read_bytes()
+    assert (tmp_path / "p.vcf").read_bytes() == (tmp_path / "f.vcf").read_bytes()
+
+
+def test_an_unsorted_vcf_is_refused_for_index_vcf_before_scoring(cli, tmp_path, monkeypatch):
+    """tabix needs a sorted VCF: an unsorted input with --index-vcf is named as unsorted from the
+    first pass, before any variant is scored (not tabix's failure after scoring all of them)."""
+    from genointerp.tracks import variants as job
+
+    rows = snvs(3)
+    v = vcf(tmp_path / "in.vcf", [rows[1], rows[0], rows[2]])
+    scored = []
+    monkeypatch.setattr(job._Scorer, "score", lambda self, ref, items, writer: scored.append(items))
+    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--vcf-out", tmp_path / "o.vcf.gz",
+              "--index-vcf", "--device", "cpu")
+    assert res.exit_code == 1
+    assert_one_error_line(res, f"{v}: not sorted")
+    assert "20:5000" in res.stderr and scored == []
+    assert not (tmp_path / "o.tsv").exists() and not (tmp_path / "o.vcf.gz").exists()
+    # contigs in two separate runs are unsorted for tabix too
+    v2 = vcf(tmp_path / "in2.vcf", [rows[0], ("21", 10, ".", "A", "C"), rows[1]])
+    res = cli("score-variants", v2, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--vcf-out", tmp_path / "o.vcf.gz",
+              "--index-vcf", "--device", "cpu")
+    assert res.exit_code == 1 and "not sorted" in res.stderr and scored == []
+    # without --index-vcf an unsorted VCF is scored as it is
+    monkeypatch.undo()
+    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
+    assert res.exit_code == 0, res.output

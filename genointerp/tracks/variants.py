@@ -17,7 +17,8 @@ allele in another VCF (or under other --regions) may differ in the 7th significa
 
 Memory: a step's windows and the records waiting for their alleles' scores; never the VCF.
 A file is read twice (a first pass counts the scorable alleles, for --chunk, the progress bar,
---strict and the skip counts before any scoring); stdin once.
+--strict, --index-vcf's sort order and the skip counts before any scoring); stdin or a pipe once
+(its header handed from the one open reader to --vcf-out's writer).
 """
 
 from __future__ import annotations
@@ -122,6 +123,19 @@ class Tally:
     scorable: int = 0
     skipped: Counter = field(default_factory=Counter)
     first: dict = field(default_factory=dict)  # reason -> "where (detail)" of its first allele
+    unsorted: str | None = None  # "CHROM:POS after CHROM:POS" of the first record out of order (tabix's)
+    _last: tuple[str, int] | None = None
+    _chroms: set = field(default_factory=set)
+
+    def order(self, chrom: str, pos: int) -> None:
+        """Note a record's place: a position before the last one on its contig, or a contig met
+        again after another one, makes the file unsorted (what tabix cannot index)."""
+        last = self._last
+        if last is not None and self.unsorted is None and (
+                (chrom == last[0] and pos < last[1]) or (chrom != last[0] and chrom in self._chroms)):
+            self.unsorted = f"{chrom}:{pos} after {last[0]}:{last[1]}"
+        self._chroms.add(chrom)
+        self._last = (chrom, pos)
 
 
 class _Regions:
@@ -157,13 +171,20 @@ def _describe(reason: str, rec: Record, j: int, a, ref: Reference) -> str:
 
 
 def scan(req: ScoreVariantsRequest, ref: Reference, geometry: Geometry, regions: _Regions | None,
-         report: Reporter, tally: Tally):
+         report: Reporter, tally: Tally, vf=None):
     """The VCF's records, each ALT an Allele to score, a skip reason or None (outside --regions),
-    counted in `tally`; with --strict the first skip is an InputError."""
-    vf = open_variants(req.vcf)
+    counted in `tally`; with --strict the first skip is an InputError, with --index-vcf the first
+    record out of order. `vf`: the VariantFile already open (a stream, whose header was read from
+    it), else the file is opened here; closed either way."""
+    vf = open_variants(req.vcf) if vf is None else vf
     try:
         for rec in records(vf, req.vcf, ref, report.warn):
             tally.records += 1
+            fields = rec.line.split("\t", 2)
+            tally.order(fields[0], int(fields[1]))
+            if req.index_vcf and tally.unsorted is not None:
+                raise InputError(f"{req.vcf}: not sorted ({tally.unsorted}), which --index-vcf (tabix) needs: "
+                                 "sort it first (bcftools sort), or leave out --index-vcf")
             for j, a in enumerate(rec.alleles):
                 tally.alleles += 1
                 if regions is not None:
@@ -235,10 +256,13 @@ def run(req: ScoreVariantsRequest, outputs: AtomicOutputs, report: Reporter) -> 
         second = Tally()
         with open_streams(paths) as out:
             writer = _Writer(out.get(req.output), out.get(req.vcf_out), req.wide, track_ids)
+            vf = None
             if req.vcf_out:
                 vf = open_variants(req.vcf)
                 writer.header(header_text(vf), req)
-                vf.close()
+                if not is_stream(req.vcf):
+                    vf.close()
+                    vf = None  # a file: scan opens it again; a stream is read on from here, once
             if req.output:
                 writer.tsv_header()
             step = -(-req.batch_size // BLOCK) * BLOCK
@@ -246,7 +270,7 @@ def run(req: ScoreVariantsRequest, outputs: AtomicOutputs, report: Reporter) -> 
             with report.progress("scoring variants", n_in) as advance:
                 k = 0  # scorable alleles seen
                 queue: list[tuple[Record, int, Allele]] = []
-                for rec in scan(req, ref, geometry, regions, report, second):
+                for rec in scan(req, ref, geometry, regions, report, second, vf):
                     for j, a in enumerate(rec.alleles):
                         if isinstance(a, Allele):
                             if lo <= k < hi:
