@@ -364,3 +364,49 @@ def test_the_gpus_call_slots_give_chunks_the_unchunked_bytes(reads, tmp_path, mo
     _, merged = scatter_gather(reads, 3, tmp_path)
     assert_same_outputs(merged, gpu_whole)
     assert_same_outputs(classify(reads, tmp_path / "threads", "-t", "3"), gpu_whole)
+
+
+def test_merge_refuses_chunks_of_another_file_of_the_same_name_and_count(reads, tmp_path, monkeypatch):
+    """Pipelines stage inputs by base name: chunk 1/2 of x/reads.fq and chunk 2/2 of y/reads.fq (as
+    many reads) record the same path and count, so chunks are matched by the content of the whole
+    input (a digest every chunk takes while it counts), not by its path."""
+    every = read_fastq(DATA / "tumor_small.fq.gz")
+    others = every[-102:]
+    for name in ("x", "y"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "x" / "reads.fq").write_text(reads.read_text())
+    (tmp_path / "y" / "reads.fq").write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in others))
+    jobs = []
+    for name, i in (("x", 1), ("y", 2)):
+        monkeypatch.chdir(tmp_path / name)
+        jobs.append(classify("reads.fq", tmp_path / f"{name}{i}", "--chunk", f"{i}/2"))
+    monkeypatch.chdir(tmp_path)
+    res = run("merge-calls", *(j / name for name in OUTS for j in jobs), "-o", tmp_path / "m.tsv",
+              "--viral-out", tmp_path / "m.fq.gz")
+    assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
+    assert_one_error_line(res, "a chunk of other input than")
+
+
+def test_merge_takes_chunks_of_one_file_named_relative_and_absolute(reads, whole, tmp_path, monkeypatch):
+    monkeypatch.chdir(reads.parent)
+    a = classify(reads.name, tmp_path / "a", "--chunk", "1/2")
+    b = classify(str(reads.resolve()), tmp_path / "b", "--chunk", "2/2")
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    res = run("merge-calls", *(j / name for name in OUTS for j in (a, b)), "-o", merged / OUTS[0],
+              "--viral-out", merged / OUTS[2])
+    assert res.exit_code == 0, res.output
+    assert (merged / OUTS[0]).read_bytes() == (whole / OUTS[0]).read_bytes()
+
+
+@pytest.mark.parametrize("key, value", [("reads_total", None), ("reads_called_viral", "7"), ("status_counts", [1]),
+                                        ("input_reads_total", None), ("chunk", 3), ("reads_scored", 1.5),
+                                        ("evidence_counts", {"model": None})])
+def test_a_chunk_summary_with_a_wrong_type_is_one_line(four_chunks, tmp_path, key, value):
+    a, b, c, d = four_chunks
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), key: value}))
+    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], odd, d / OUTS[1],
+              "-o", tmp_path / "m.tsv", "--summary", tmp_path / "m.json")
+    assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
+    assert_one_error_line(res, f"{odd}: ")

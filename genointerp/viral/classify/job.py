@@ -186,7 +186,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
     if chunk:
         part, parts = chunk
         with report.progress(f"counting reads for chunk {part}/{parts}", None) as advance:
-            n_input = count_records(records(req), advance)
+            n_input, input_sha256 = count_records(_read_batches(req, False), advance)
         start, stop = chunk_range(part, parts, n_input)
         report.log(f"chunk {part}/{parts}: reads {start + 1:,} to {stop:,} of {n_input:,}")
         it = islice(it, start, stop)
@@ -246,7 +246,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
     }
     typing = tally.typing(spec) if spec is not None else None
     if chunk:
-        summary.update(chunk_fields(part, parts, start, stop, n_input, ids.hexdigest()))
+        summary.update(chunk_fields(part, parts, start, stop, n_input, input_sha256, ids.hexdigest()))
         if typing is not None:
             summary["typing"] = typing  # merge-calls builds the report from the chunks' typings
     if req.reports():

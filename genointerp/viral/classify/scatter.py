@@ -24,7 +24,9 @@ So every job first counts N, with no index and no side files:
 Gather (`merge-calls`): concatenate the chunk TSVs (one header), the chunk viral-read files,
 join the chunks' typings into the per-sample report (genointerp.viral.report.sample_tally.merge_typing),
 and sum the chunk summaries, refusing chunk sets that are incomplete, duplicated, or come from
-other inputs, models or thresholds. A chunk summary records a digest of its reads' names
+other inputs, models or thresholds. Every chunk digests the whole input's names and sequences
+while it counts them (`input_sha256`: chunks of one file named two ways merge, chunks of two files
+of one base name and count do not). A chunk summary records a digest of its reads' names
 (`read_ids_sha256`), so that each TSV is matched to its own summary even where two chunks hold as
 many reads and calls; a viral-read file must hold, by name and in order, the reads its TSV calls
 viral.
@@ -48,7 +50,7 @@ from genointerp.io.jsonfile import json_object
 from genointerp.viral.classify.blocks import BLOCK
 
 # Summary fields that describe one chunk only; the merged summary drops them.
-CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "read_ids_sha256", "typing")
+CHUNK_KEYS = ("chunk", "chunk_range", "input_reads_total", "input_sha256", "read_ids_sha256", "typing")
 _COUNT_KEYS = ("reads_total", "reads_scored", "reads_called_viral", "reads_model_scored")
 _BLOCK = 1 << 20
 
@@ -62,21 +64,28 @@ def chunk_range(i: int, n: int, total: int) -> tuple[int, int]:
     return block_range(i, n, total, BLOCK)
 
 
-def count_records(stream: Iterable, advance: Callable[[int], None]) -> int:
+def count_records(batches: Iterable[list[tuple[str, str, str | None]]],
+                  advance: Callable[[int], None]) -> tuple[int, str]:
+    """(reads, the input's content digest) of the whole filtered read stream, given as lists of
+    (name, sequence, quality). The digest (SHA-256 of every read's name and sequence, each
+    followed by a newline) is what tells merge-calls that chunks come from one input: paths are
+    not (pipelines stage every sample's file under one base name; one file may be named relative
+    in one job and absolute in another), and a count can coincide."""
     n = 0
-    for _ in stream:
-        n += 1
-        if n % 65536 == 0:
-            advance(65536)
-    return n
+    digest = hashlib.sha256()
+    for batch in batches:
+        digest.update("".join(f"{name}\n{seq}\n" for name, seq, _ in batch).encode())
+        n += len(batch)
+        advance(len(batch))
+    return n, digest.hexdigest()
 
 
-def chunk_fields(i: int, n: int, start: int, stop: int, total: int, read_ids_sha256: str) -> dict:
+def chunk_fields(i: int, n: int, start: int, stop: int, total: int, input_sha256: str, read_ids_sha256: str) -> dict:
     """What a chunk's summary adds, so that gather can check the set of chunks and pair each TSV
-    with its summary (read_ids_sha256: SHA-256 of the chunk's read names, each followed by a
-    newline, as in the TSV's first column)."""
+    with its summary (input_sha256: count_records' digest of the whole input; read_ids_sha256:
+    SHA-256 of the chunk's read names, each followed by a newline, as in the TSV's first column)."""
     return {"chunk": f"{i}/{n}", "chunk_range": [start, stop], "input_reads_total": total,
-            "read_ids_sha256": read_ids_sha256}
+            "input_sha256": input_sha256, "read_ids_sha256": read_ids_sha256}
 
 
 # --- gather: summaries --------------------------------------------------------------------------
@@ -93,6 +102,7 @@ def merge_summaries(summaries: list[tuple[str, dict]]) -> tuple[dict, list[int]]
         missing = [k for k in (*_COUNT_KEYS, "status_counts", "threshold") if k not in s]
         if missing:
             raise InputError(f"{path}: not a classify-reads summary (no {missing[0]!r})")
+        _check_types(path, s)
     first_path, first = summaries[0]
     for path, s in summaries[1:]:
         for key in ("threshold", "evidence", "rule", "kmer_index", "protein_index"):
@@ -129,7 +139,10 @@ def _check_chunk_set(summaries: list[tuple[str, dict]]) -> list[int]:
             raise InputError(f"{path}: bad chunk field ({exc})") from None
         if n != parse_chunk(str(first["chunk"]))[1]:
             raise InputError(f"{path}: chunk {s['chunk']} does not belong with {first_path}'s {first['chunk']}")
-        for key in ("inputs", "input_reads_total"):
+        if "input_sha256" not in s:
+            raise InputError(f"{path}: a chunk summary without input_sha256 (an older genointerp's): run every chunk "
+                             "with this version")
+        for key in ("input_sha256", "input_reads_total"):  # content, not paths: see count_records
             if s.get(key) != first.get(key):
                 raise InputError(f"{path}: a chunk of other input than {first_path} ({key} differs)")
         total = s.get("input_reads_total")
@@ -146,6 +159,32 @@ def _check_chunk_set(summaries: list[tuple[str, dict]]) -> list[int]:
         problems += [f"chunk{'s' * (len(twice) > 1)} {_join(twice)} given twice"] if twice else []
         raise InputError(f"chunk{'s' * (len(parsed) > 1)} {_join(sorted(parsed))} of {n}: {'; '.join(problems)}")
     return sorted(range(len(parsed)), key=parsed.__getitem__)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# the summary fields merge-calls reads, and what each must be (a wrong type is one line, not a traceback)
+_FIELD_TYPES = {
+    **{k: ("a count", _is_count) for k in _COUNT_KEYS},
+    "input_reads_total": ("a count", _is_count),
+    "status_counts": ("an object of counts", lambda v: isinstance(v, dict) and all(map(_is_count, v.values()))),
+    "evidence_counts": ("an object of counts", lambda v: isinstance(v, dict) and all(map(_is_count, v.values()))),
+    "chunk": ("text I/N", lambda v: isinstance(v, str)),
+    "input_sha256": ("text", lambda v: isinstance(v, str)),
+    "read_ids_sha256": ("text", lambda v: isinstance(v, str)),
+    "inputs": ("a list of paths", lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v)),
+    "typing": ("an object", lambda v: isinstance(v, dict)),
+}
+
+
+def _check_types(path: str, s: dict) -> None:
+    """InputError naming the first field of summary `s` (one of _FIELD_TYPES, where present) whose
+    value has the wrong type: a damaged or hand-edited summary."""
+    for key, (what, ok) in _FIELD_TYPES.items():
+        if key in s and not ok(s[key]):
+            raise InputError(f"{path}: {key} is {json.dumps(s[key])}, not {what}: a damaged classify-reads summary")
 
 
 def _join(numbers: list[int]) -> str:
