@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.paths import names_stdin, names_stdout, same_input
+from genointerp.options import SEED_MAX, check_declared, declared  # noqa: F401 (SEED_MAX: --seed's range, for the jobs)
 from genointerp.report import SILENT, Reporter
 
 
@@ -41,10 +42,6 @@ class Request(Protocol):
     def inputs(self) -> Iterable[str | None]:
         """The paths the job reads (None and `-` allowed): outputs may not replace them."""
 
-
-# the seeds every command's random generators take: numpy's and torch's take more, scikit-learn's
-# (capsule-train's baselines) no more than 2**32 - 1; --seed is declared with this range too
-SEED_MAX = 2**32 - 1
 
 R = TypeVar("R", bound=Request)
 Job = Callable[[R, AtomicOutputs, Reporter], dict]
@@ -70,9 +67,14 @@ def check_values(req) -> None:
     """The rules every request's values obey, whatever the command, so that none can reach an
     output it would break: a number is finite (no option means "unbounded" by inf; a missing bound
     is None), and text (names, labels, paths) holds no tab, line end or other control character.
-    A field (or each item of a list field) is named as its option, `--field-name`."""
+    A field declared as an option (genointerp.options) is also held to its declared bounds and
+    choices, the ones the command line enforces. A field (or each item of a list field) is named
+    as its option: its declared name, else `--field-name`."""
     for f in dataclasses.fields(req):
-        option = "--" + f.name.replace("_", "-")
+        decl = declared(f)
+        option = decl.name if decl is not None and decl.name else "--" + f.name.replace("_", "-")
+        if decl is not None and (wrong := check_declared(getattr(req, f.name), decl)) is not None:
+            raise UsageError(f"{option}: {wrong}")
         for item in _leaves(getattr(req, f.name)):
             if isinstance(item, float) and not math.isfinite(item):
                 raise UsageError(f"{option}: {item} is not a finite number")

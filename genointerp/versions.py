@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from genointerp import __version__
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
+from genointerp.options import opt, output
 from genointerp.report import Reporter
 
 # What shapes this package's numbers: the model runtime and the file-format libraries.
@@ -18,8 +19,8 @@ COMPONENTS = ("torch", "numpy", "pysam", "pyBigWig", "safetensors", "scikit-lear
 class VersionsRequest:
     """versions: the fields are its options (`-` for stdout)."""
 
-    output: str = "-"  # the versions.yml
-    process: str = "genointerp"  # the process/rule name the versions are reported under
+    output: str = output("YAML file to write (- is stdout); name it *_mqc_versions.yml for MultiQC.", "-")
+    process: str = opt("genointerp", "--process", help="Process/rule name the versions are reported under.")
 
     def check(self) -> None:
         if not self.process:

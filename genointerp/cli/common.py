@@ -37,9 +37,37 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _set_quiet(ctx, param, value: bool) -> None:
+    if value:
+        Settings.quiet = True
+
+
+def _set_debug(ctx, param, value: bool) -> None:
+    if value:
+        Settings.debug = True
+
+
+def run_options() -> list:
+    """-q/--quiet and --debug as a command's own options, so that they work after its name too
+    (`genointerp classify-reads -q ...`), as before it; hidden from the command's help, which the
+    application's lists them in."""
+    from typer.core import TyperOption
+
+    return [TyperOption(param_decls=["-q", "--quiet"], is_flag=True, expose_value=False, callback=_set_quiet,
+                        hidden=True, help="No log lines or progress bars on stderr."),
+            TyperOption(param_decls=["--debug"], is_flag=True, expose_value=False, callback=_set_debug,
+                        hidden=True, help="Show Python tracebacks for errors.")]
+
+
 class ErrorReportingGroup(TyperGroup):
     """Turns data errors into one stderr line and exit 1, usage errors into exit 2, and SIGINT/SIGTERM
-    into a clean stop with the shell's status for them (130/143)."""
+    into a clean stop with the shell's status for them (130/143). Every command also takes -q and
+    --debug after its name."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for command in self.commands.values():
+            command.params.extend(run_options())
 
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)  # keep declaration order in --help

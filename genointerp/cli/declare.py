@@ -1,0 +1,180 @@
+"""One adapter from a request's declared fields (genointerp.options) to a Typer command.
+
+`command(name, "module:Request", ...)` registers a command whose arguments and options are the
+request's declared fields, in their order: flags, help, default, bounds and choices as the field
+declares them (its default is the default --help shows). The command builds the request from the
+command line and hands it to the decorated function with --force; nothing is copied by hand.
+
+The request's module is imported only when the command's parameters are first needed (its help,
+or a run of it): the job modules import numpy and torch, and `genointerp --help` and `--version`,
+which build every command, must not. A deprecated spelling of an option is accepted with a
+one-line warning on stderr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import typing
+from typing import Any, Callable, List, Literal, Optional
+
+import typer
+from typer.core import TyperCommand
+
+from genointerp.cli.app import app
+from genointerp.cli.common import warn
+from genointerp.options import Declared, declared
+
+
+def request_class(path: str) -> type:
+    """The request class named "package.module:Class"."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def command(name: str, request: str, *, force: str | None = "existing outputs", **settings: Any):
+    """Register the decorated `body(req, force)` as command `name` of the application, its
+    parameters the declared fields of `request` ("module:Class") and --force (overwrite `force`;
+    None: the command has no --force). `settings` go to app.command (rich_help_panel, epilog, help);
+    the command's help is the body's docstring unless `help` is given."""
+
+    def register(body: Callable[[Any, bool], Any]) -> Callable[[Any, bool], Any]:
+        cls = type(f"{body.__name__}_command", (DeclaredCommand,), {"spec": (request, body, force)})
+
+        def stub() -> None:  # replaced by the declared parameters when first needed
+            raise AssertionError("a declared command's parameters were not loaded")
+
+        stub.__name__, stub.__doc__ = body.__name__, body.__doc__
+        app.command(name, cls=cls, **settings)(stub)
+        return body
+
+    return register
+
+
+class DeclaredCommand(TyperCommand):
+    """A Typer command whose parameters are built from its request's fields on first use."""
+
+    spec: tuple[str, Callable, str | None]
+    _loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        from typer.main import get_callback, get_params_convertors_ctx_param_name_from_function
+
+        function, self._deprecated = build_function(*self.spec)
+        params, convertors, context_name = get_params_convertors_ctx_param_name_from_function(function)
+        self.params = params + self.params  # the group's own (-q, --debug) stay last
+        self.callback = get_callback(callback=function, params=params, convertors=convertors,
+                                     context_param_name=context_name, pretty_exceptions_short=False)
+        self._loaded = True
+
+    def get_params(self, ctx):
+        self._load()
+        return super().get_params(ctx)
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        self._load()
+        return super().parse_args(ctx, undeprecate(args, self._deprecated))
+
+
+def undeprecate(args: list[str], deprecated: dict[str, str]) -> list[str]:
+    """`args` with each deprecated option name replaced by the current one, with a warning."""
+    out = []
+    for i, token in enumerate(args):
+        if token == "--":
+            return out + args[i:]
+        flag, eq, value = token.partition("=")
+        if flag in deprecated:
+            warn(f"{flag} is deprecated and goes in a later release; use {deprecated[flag]}")
+            token = deprecated[flag] + eq + value
+        out.append(token)
+    return out
+
+
+def _annotation(field_type: Any, decl: Declared) -> Any:
+    """The type Typer gives the parameter: the declared command-line type, else the field's, with
+    choices as a Literal (values stay plain strings)."""
+    kind = decl.cli_type if decl.cli_type is not None else field_type
+    if decl.choices is not None:
+        choice = Literal[decl.choices]  # type: ignore[valid-type]
+        many = typing.get_origin(kind) in (list, List) or typing.get_origin(_unoptional(kind)) in (list, List)
+        kind = List[choice] if many else (Optional[choice] if _unoptional(kind) is not kind else choice)
+    return kind
+
+
+def _unoptional(kind: Any) -> Any:
+    args = typing.get_args(kind)
+    if type(None) in args and len(args) == 2:
+        return next(a for a in args if a is not type(None))
+    return kind
+
+
+def _click_type(kind: Any, decl: Declared):
+    """An exclusive lower bound (click's FloatRange/IntRange min_open), which typer.Option lacks."""
+    if not decl.min_open:
+        return None
+    from typer._click import types
+
+    base = _unoptional(kind)
+    rng = types.IntRange if base is int else types.FloatRange
+    return rng(min=decl.min, max=decl.max, min_open=True)
+
+
+def _default(field: dataclasses.Field, decl: Declared) -> Any:
+    if decl.has_cli_default:
+        return decl.cli_default
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return ...  # required
+
+
+def build_function(request: str, body: Callable, force: str | None) -> tuple[Callable, dict[str, str]]:
+    """The function Typer reads (its signature: one parameter per declared field, then --force)
+    that builds the request and calls body(req, force); and the deprecated spellings."""
+    cls = request_class(request)
+    hints = typing.get_type_hints(cls)
+    parameters, fields, deprecated = [], [], {}
+    for field in dataclasses.fields(cls):
+        decl = declared(field)
+        if decl is None:
+            continue
+        kind = _annotation(hints[field.name], decl)
+        default = _default(field, decl)
+        common = dict(help=decl.help_text(), metavar=decl.metavar, show_default=decl.show_default, hidden=decl.hidden)
+        click_type = _click_type(kind, decl)
+        if decl.argument:
+            info = typer.Argument(default, **common)
+        elif click_type is not None:
+            info = typer.Option(default, *decl.flags, click_type=click_type, **common)
+        else:
+            info = typer.Option(default, *decl.flags, min=decl.min, max=decl.max, **common)
+        parameters.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
+        fields.append((field.name, decl))
+        for old in decl.deprecated:
+            deprecated[old] = " / ".join(f for f in decl.flags if f.startswith("--"))
+    if force is not None:
+        parameters.append(inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                                            default=typer.Option(False, "--force", help=f"Overwrite {force}.")))
+
+    def run(**given: Any) -> Any:
+        values = {}
+        for name, decl in fields:
+            value = given[name]
+            if decl.parse is not None and value is not None:
+                try:
+                    value = decl.parse(value)
+                except ValueError as exc:
+                    raise typer.BadParameter(str(exc), param_hint=decl.name) from None
+            elif isinstance(value, tuple) or (value is None and typing.get_origin(hints[name]) is list):
+                value = list(value or ())
+            values[name] = value
+        return body(cls(**values), given.get("force", False))
+
+    run.__name__, run.__doc__ = body.__name__, body.__doc__
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run, deprecated
