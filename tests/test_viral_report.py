@@ -228,3 +228,49 @@ def test_simulate_reads_sample_mode_errors(cli, tmp_path):
     res = cli(*base, "--sample", "viral=human", "--count", "human=10", "--count", "viral=5")
     assert res.exit_code == 1 and "--viral-load" in res.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _multiqc() -> str | None:
+    """MultiQC as the workflows pin it (.venv-workflow/, make workflow-deps), else on PATH."""
+    import shutil
+    from pathlib import Path
+
+    pinned = Path(__file__).resolve().parent.parent / ".venv-workflow" / "bin" / "multiqc"
+    return str(pinned) if pinned.exists() else shutil.which("multiqc")
+
+
+def test_a_sample_named_with_a_hash_is_a_row_multiqc_reads(mix_run, cli, tmp_path):
+    """--sample '#7': MultiQC takes a line starting with '#' for a header comment (1.35 then fails
+    on the file and writes no report for any sample); the cells are quoted, which MultiQC unquotes,
+    so the sample keeps its name. The file is checked with MultiQC itself where it is installed."""
+    import subprocess
+
+    from genointerp.io.viral_report import write_multiqc_integrations
+
+    res = cli("classify-reads", MIX, "-o", tmp_path / "c.tsv", "--sample", "#7", "--host-genome-size", SLICE,
+              "--multiqc", tmp_path / "a_mqc.tsv", "--multiqc-types", tmp_path / "a.types_mqc.tsv")
+    assert res.exit_code == 0, res.output
+    with open(tmp_path / "a.integrations_mqc.tsv", "wb") as fh:
+        write_multiqc_integrations(fh, "#7", [])
+    (tmp_path / "b_mqc.tsv").write_text((mix_run / "mix_mqc.tsv").read_text())  # another sample beside it
+    headers = {}
+    for name in ("a_mqc.tsv", "a.types_mqc.tsv", "a.integrations_mqc.tsv"):
+        lines = (tmp_path / name).read_text().splitlines()
+        data = [line for line in lines if not line.startswith("#")]
+        headers[name] = [line for line in lines if line.startswith("#")]
+        assert data[1].split("\t")[0].startswith('"#7'), data
+    assert headers["a_mqc.tsv"] == [line for line in (mix_run / "mix_mqc.tsv").read_text().splitlines()
+                                    if line.startswith("#")]
+    multiqc = _multiqc()
+    if multiqc is None:
+        pytest.skip("MultiQC not installed (make workflow-deps)")
+    (tmp_path / "c.tsv").unlink()
+    done = subprocess.run([multiqc, str(tmp_path), "-o", str(tmp_path / "mq"), "-q", "--no-ansi"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    stats = (tmp_path / "mq" / "multiqc_data" / "multiqc_general_stats.txt").read_text().splitlines()
+    assert sorted(line.split("\t")[0] for line in stats[1:]) == ["#7", "mix"]
+    types = (tmp_path / "mq" / "multiqc_data" / "multiqc_genointerp_viral_types_table.txt").read_text().splitlines()
+    assert {line.split("\t")[1] for line in types[1:]} == {"#7"} and types[1].startswith("#7: ")
+    junctions = (tmp_path / "mq" / "multiqc_data" / "multiqc_genointerp_integrations_table.txt").read_text()
+    assert junctions.splitlines()[1].startswith("#7: none\t#7\t")

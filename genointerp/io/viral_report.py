@@ -140,10 +140,19 @@ def _copies(t: dict) -> str:
     return "NA" if t["copies_per_genome"] is None else f"{t['copies_per_genome']:.4f}"
 
 
+def _row_key(text: str) -> str:
+    """A custom-content cell (a row's key, a sample column) as MultiQC (1.35) reads it back as `text`: it takes a line
+    that starts with '#' for a header comment (a sample '#7' would break the whole file, and with
+    it the report of every sample), and it strips one pair of enclosing quotes from a cell; so such
+    a key is wrapped in double quotes, which MultiQC removes."""
+    quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'"
+    return f'"{text}"' if text.startswith("#") or quoted else text
+
+
 def write_multiqc(out: BinaryIO, summary: dict, reads_viral: int) -> None:
     """MultiQC custom content (a `*_mqc.tsv` file): one general-statistics row for the sample."""
     top = next((t for t in summary["types"] if t["status"] == "detected"), None)
-    row = (f"{summary['sample']}\t{reads_viral}\t{top['type'] if top else 'none'}\t{_copies(top) if top else 'NA'}\t"
+    row = (f"{_row_key(summary['sample'])}\t{reads_viral}\t{top['type'] if top else 'none'}\t{_copies(top) if top else 'NA'}\t"
            f"{summary['host_depth']:.6f}\n")
     out.write((MULTIQC_HEADER + "Sample\tviral_reads\ttop_type\tcopies_per_genome\thost_depth\n" + row).encode())
 
@@ -157,10 +166,10 @@ def write_multiqc_types(out: BinaryIO, summary: dict) -> None:
     sample = summary["sample"]
     for t in summary["types"]:
         fraction = "NA" if t["genome_fraction"] is None else f"{t['genome_fraction']:.4f}"
-        lines.append(f"{sample}: {t['type']}\t{sample}\t{t['virus']}\t{t['type']}\t{t['reads']:.2f}\t"
+        lines.append(f"{_row_key(f'{sample}: ' + t['type'])}\t{_row_key(sample)}\t{t['virus']}\t{t['type']}\t{t['reads']:.2f}\t"
                      f"{t['unique_reads']}\t{fraction}\t{_copies(t)}\t{t['status']}\t{','.join(t['flags']) or '.'}\n")
     if not summary["types"]:
-        lines.append(f"{sample}: none\t{sample}\tnone\tnone\t0.00\t0\tNA\tNA\tnot_detected\t"
+        lines.append(f"{_row_key(f'{sample}: none')}\t{_row_key(sample)}\tnone\tnone\t0.00\t0\tNA\tNA\tnot_detected\t"
                      f"{','.join(summary['flags']) or '.'}\n")
     out.write("".join(lines).encode())
 
@@ -234,8 +243,8 @@ def write_multiqc_integrations(out: BinaryIO, sample: str, junctions: list[dict]
     lines = [INTEGRATIONS_HEADER,
              "Row\tsample\tvirus\ttype\thost_position\tsplit_reads\tspanning_pairs\tnearest_genes\tstatus\n"]
     for j in junctions:
-        lines.append(f"{sample}: {j['junction_id']}\t{sample}\t{j['virus']}\t{j['type']}\t{j['host_chrom']}:"
+        lines.append(f"{_row_key(f'{sample}: ' + str(j['junction_id']))}\t{_row_key(sample)}\t{j['virus']}\t{j['type']}\t{j['host_chrom']}:"
                      f"{j['host_pos']}\t{j['split_reads']}\t{j['spanning_pairs']}\t{j['nearest_genes']}\t{j['status']}\n")
     if not junctions:
-        lines.append(f"{sample}: none\t{sample}\tnone\tnone\tNA\t0\t0\t.\tnone\n")
+        lines.append(f"{_row_key(f'{sample}: none')}\t{_row_key(sample)}\tnone\tnone\tNA\t0\t0\t.\tnone\n")
     out.write("".join(lines).encode())
