@@ -139,6 +139,25 @@ def test_a_large_file_crosses_the_readers_blocks_unchanged(tmp_path):
     assert [r for b in batches for r in b] == [r for b in _pysam_batches(str(path), 8192) for r in b]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_records_longer_than_the_buffer_grow_it_and_odd_ones_still_go_to_pysam(seed, tmp_path, pipe, monkeypatch):
+    """With a 16-byte buffer nearly every record is cut by a block's end, and many are longer
+    than the buffer: the buffer is moved into and doubled, and the records are pysam's."""
+    from genointerp.io import fastq_text
+
+    monkeypatch.setattr(fastq_text, "BLOCK", 16)
+    rng = random.Random(seed)
+    text = _plain_records(rng, 30) + b"@long\n" + b"ACGT" * 300 + b"\n+\n" + b"I" * 1200 + b"\n"
+    if seed % 2:
+        text += ODD_RECORDS[seed] + _plain_records(rng, 5)
+    path = tmp_path / "reads.fq"
+    path.write_bytes(text)
+    expected = _read(_pysam_batches(str(path), 4))
+    assert _same(_read(iter_read_batches(str(path), 4)), expected)
+    records, error = _read(iter_read_batches(pipe(text), 4))
+    assert _same((records, error and error.replace(error.split(":")[0], str(path), 1)), expected)
+
+
 def test_plain_files_never_reach_pysam_and_odd_ones_only_from_their_odd_record(tmp_path, monkeypatch):
     opened = []
     fastx = pysam.FastxFile

@@ -112,7 +112,7 @@ def test_crc32c_known_answers():
 
 
 @pytest.mark.parametrize("n", [2048, 5003, 70001])
-def test_crc32c_vectorised_matches_bitwise(n):
+def test_crc32c_matches_bitwise(n):
     data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8).tobytes()
     assert crc32c(data) == _reference_crc32c(data)
 

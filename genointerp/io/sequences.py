@@ -35,8 +35,8 @@ import pysam
 
 from genointerp.errors import InputError
 from genointerp.io.fastq_text import BLOCK, plain_batches
-from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, open_binary, open_text,
-                                  read_head)
+from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, looks_like, open_binary,
+                                  open_text, read_head)
 
 pysam.set_verbosity(0)  # htslib's own stderr chatter would duplicate our one-line errors
 
@@ -65,7 +65,7 @@ def _format_of(path: str, head: bytes) -> str:
         return "fastq"
     if text.startswith(b"LOCUS"):
         return "genbank"
-    raise InputError(f"{path}: not FASTA, FASTQ or GenBank (first line starts with {text[:20]!r})")
+    raise InputError(f"{path}: not FASTA, FASTQ or GenBank (it holds {looks_like(head)})")
 
 
 def sniff_format(path: str) -> str:
@@ -316,7 +316,7 @@ def _fastq(path: str, source: str, size: int) -> Iterator[list[tuple[str, str, s
             with _feeding(_Feed(path, chain([text], iter(read, b"")))) as feed:
                 yield from _fastx(path, feed.path, "fastq", size, n, name)
 
-        yield from plain_batches(read, size, rest)
+        yield from plain_batches(data.readinto1, size, rest)
 
 
 def iter_read_batches(path: str, size: int, unmapped_only: bool = False,
