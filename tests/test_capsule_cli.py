@@ -660,10 +660,32 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
     assert interaction["genes"] == ["chr1:G0", "chr1:G2"] and interaction["interacting"] is True
     assert interaction["pairs"] == 6 and interaction["gain"] > interaction["chance_gain"]
     assert "interacting pair: chr1:G0 x chr1:G2" in res.stderr.splitlines()[-1]  # the closing "wrote" line
+    # an interacting pair gets a pair capsule in the final model (and in every fold's): one more primary
+    # capsule, last, fed by the two genes' PCs and their products; genes.tsv still ranks the 4 genes
+    model = json.loads((tmp_path / "m" / "config.json").read_text())["model"]
+    assert model["pair"] == [0, 2]
+    coupling = [line.split("\t") for line in (tmp_path / "m" / "coupling.tsv").read_text().splitlines()]
+    assert [r[1] for r in coupling[1:]] == ["chr1:G0", "chr1:G1", "chr1:G2", "chr1:G3", "chr1:G0xchr1:G2"]
+    assert len((tmp_path / "m" / "genes.tsv").read_text().splitlines()) == 1 + 4
     assert cli(*base, "--no-pair-screen", "-o", tmp_path / "n").exit_code == 0
+    assert json.loads((tmp_path / "n" / "config.json").read_text())["model"]["pair"] == []
     assert "screened_pair" not in json.loads((tmp_path / "n" / "config.json").read_text())["training"]
     assert not (tmp_path / "n" / "pair.tsv").exists()
     res = cli(*base, "--pair-screen", "--primary", "conv", "-o", tmp_path / "x")
     assert res.exit_code == 2 and "--pair-screen" in res.stderr and not (tmp_path / "x").exists()
     res = cli(*base, "--pair-screen", "--gene-penalty", "0", "-o", tmp_path / "x")
     assert res.exit_code == 2 and "turns the penalty off" in res.stderr and not (tmp_path / "x").exists()
+
+
+def test_predict_applies_the_pair_capsule_as_trained(tmp_path, cli):
+    # the XOR cohort of the test above, with a test set: capsule-predict rebuilds the pair capsule from
+    # config.json and scores the test samples exactly as capsule-train did
+    features, _ = cohort(120, 4)
+    x = features.matrix
+    feats, pheno = write_cohort(tmp_path, features, ((x[:, 0] > 0) ^ (x[:, 4] > 0)).astype(int))
+    res = cli("capsule-train", feats, "-p", pheno, "--folds", "2", "--no-baselines", "--epochs", "2", "-o", tmp_path / "m")
+    assert res.exit_code == 0 and json.loads((tmp_path / "m" / "config.json").read_text())["model"]["pair"] == [0, 2]
+    assert cli("capsule-predict", tmp_path / "m", feats, "-o", tmp_path / "p.tsv").exit_code == 0
+    predicted = {r["sample"]: r for r in tsv(tmp_path / "p.tsv")}
+    test = tsv(tmp_path / "m" / "test_predictions.tsv")
+    assert test and all(predicted[r["sample"]]["p_case"] == r["p_case"] for r in test)

@@ -10,6 +10,9 @@ gene g gets the score
     mean over samples | |u_i(x with only g's PCs kept)| - |u_i(all PCs zeroed)| |
 where "zeroed" means 0 after standardisation, i.e. the training mean.
 
+coupling.tsv's last row, where capsule-train gave the model a pair capsule (an interacting pair:
+models/capsule.py), is that capsule, its gene named `chrom:geneA x chrom:geneB`.
+
 genes.tsv, gene primary capsules: capsule g is gene g, so its coupling is the gene's relevance:
     score_g = mean over classes t of c[t|t]_g - 1/C
 how much more than uniformly gene g routes a sample to its own class (class-balanced; for two
@@ -110,7 +113,8 @@ def gene_scores(model: CapsuleNet, x: np.ndarray, columns: list[str], primary: i
     norms = None
     if model.config.primary == "gene":
         n_classes = coupling.shape[0]
-        score = np.nanmean(coupling[np.arange(n_classes), :, np.arange(n_classes)], axis=0) - 1 / n_classes
+        genes = coupling[:, :len(groups)]  # a pair capsule, where there is one, comes after the genes
+        score = np.nanmean(genes[np.arange(n_classes), :, np.arange(n_classes)], axis=0) - 1 / n_classes
         with torch.no_grad():
             norms = model.gene_norms().cpu().double().numpy()  # gene g of the model is groups[g]
     else:
@@ -142,7 +146,8 @@ def primary_labels(model: CapsuleNet, columns: list[str]) -> tuple[list[str], li
     convolution channel and position, or its gene (chrom:gene)."""
     c = model.config
     if c.primary == "gene":
-        return ["gene"], [(name,) for name, _ in gene_groups(columns)]
+        names = [name for name, _ in gene_groups(columns)]
+        return ["gene"], [(name,) for name in names] + ([("x".join(names[g] for g in c.pair),)] if c.pair else [])
     return ["channel", "position"], [divmod(i, c.n_positions) for i in range(c.n_primary)]
 
 

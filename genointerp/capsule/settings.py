@@ -19,6 +19,8 @@ class CapsuleSettings:
     lr_decay: float = 0.97  # exponential: lr * lr_decay ** epoch
     gene_penalty: float = 0.0  # group lasso weight at PENALTY_ROWS training rows (fit.penalty_weight); 0: none
     pair_screen: bool = False  # exempt the pair screen's best gene pair from the group penalty
+    # give the screened pair a pair capsule of its PCs' products where it interacts beyond chance
+    pair_capsule: bool = False
     seed: int = 1
     device: str = "cpu"
     threads: int = 1

@@ -35,6 +35,8 @@ from genointerp.runtime import Precision, device_for, use_threads
 # best epochs 2-139, median 16, against 4-21 unpenalised), hence their longer schedule.
 GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True}
 CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False}
+# the screened pair gets a pair capsule (models/capsule.py) wherever the pair screen runs and the pair
+# interacts beyond chance (benchmarks/capsule_family.py: issue 60)
 
 
 @dataclass
@@ -134,7 +136,7 @@ class CapsuleTrainRequest:
             else self.pair_screen
         return CapsuleSettings(folds=self.folds, test_fraction=self.test_fraction, valid_fraction=self.valid_fraction,
                                batch_size=self.batch_size, weight_decay=self.weight_decay, lr_decay=self.lr_decay,
-                               pair_screen=pair_screen, seed=self.seed, device=device, threads=threads,
+                               pair_screen=pair_screen, pair_capsule=pair_screen, seed=self.seed, device=device, threads=threads,
                                baselines=self.baselines, train_fractions=list(self.train_fraction), **chosen)
 
 

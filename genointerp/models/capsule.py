@@ -18,7 +18,15 @@ rows past a gene's K_g are 0 at initialisation and get no gradient (their inputs
 so they stay 0 under Adam with L2 weight decay. The rest (W, routing, lengths) is the conv path's,
 so c_gj is directly how much gene g sends to phenotype capsule j. The dense layer, the
 convolution and `dropout` are not used. `gene_index` (F,) gives each feature column's gene (0..G-1).
-Trainable parameters: G*K_max*D_p (A, of which G*K_max - F rows are padding) + G*D_p (b) + N*C*D_c*D_p (W).
+Trainable parameters: G*K_max*D_p (A, of which G*K_max - F rows are padding) + G*D_p (b) + N*C*D_c*D_p (W),
+plus (with a `pair`) Q*D_p + D_p for the pair capsule below.
+
+"gene" with `pair` = (a, b): one more primary capsule, last (N = G + 1), for an interacting gene pair
+(capsule-train's pair screen finds it): u_pair = squash(z P + p), z = [x_a, x_b, vec(x_a x_b^T)]
+(B, Q), Q = K_a + K_b + K_a K_b, P (Q, D_p), p (D_p,): the design of the screen's product model
+(pair_screen.pair_design), learned end to end. Gene capsules are linear in their own PCs before
+the squash, so an exclusive-or of two genes, which no single gene's capsule carries, reaches the
+phenotype capsules only through routing's nonlinearity; the products give it a capsule of its own.
 `group_penalty()` is the group lasso sum_g sqrt(K_g) |A_g|_F that capsule-train adds to the training
 loss (--gene-penalty): it drives whole genes' maps to 0, so most of ~100 genes stop feeding noise
 into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for every sample).
@@ -58,12 +66,14 @@ class CapsuleConfig(ModelConfig):
     # what it is; capsule-train picks its own default (--primary)
     primary: str = "conv"
     gene_index: tuple[int, ...] = ()  # "gene": the gene (0..G-1) of every feature column, (F,)
+    pair: tuple[int, ...] = ()  # "gene": two gene numbers with a pair capsule of their PCs' products, or ()
 
     PRIMARY_KINDS: ClassVar[tuple[str, ...]] = ("conv", "gene")
 
     def __post_init__(self) -> None:
         # config.json gives a list; a tuple keeps the frozen config hashable and == its round trip
         object.__setattr__(self, "gene_index", tuple(self.gene_index))
+        object.__setattr__(self, "pair", tuple(self.pair))
 
     @property
     def n_positions(self) -> int:
@@ -80,9 +90,19 @@ class CapsuleConfig(ModelConfig):
 
     @property
     def n_primary(self) -> int:
-        """Primary capsules N: one per gene ("gene"), or channels x convolution positions, ordered
-        channel-major ("conv")."""
-        return self.n_genes if self.primary == "gene" else self.primary_channels * self.n_positions
+        """Primary capsules N: one per gene, then the pair's ("gene"), or channels x convolution
+        positions, ordered channel-major ("conv")."""
+        if self.primary == "gene":
+            return self.n_genes + (1 if self.pair else 0)
+        return self.primary_channels * self.n_positions
+
+    @property
+    def pair_inputs(self) -> int:
+        """Q = K_a + K_b + K_a K_b, the pair capsule's inputs (0 without a pair)."""
+        if not self.pair:
+            return 0
+        ka, kb = (gene_sizes(self.gene_index)[g] for g in self.pair)
+        return ka + kb + ka * kb
 
     def validate(self) -> None:
         if self.primary not in self.PRIMARY_KINDS:
@@ -102,6 +122,8 @@ class CapsuleConfig(ModelConfig):
             raise ValueError("margins need 0 <= m_minus < m_plus <= 1")
         if self.primary == "gene":
             self._validate_genes()
+        elif self.pair:
+            raise ValueError("a pair capsule needs gene primary capsules")
 
     def _validate_genes(self) -> None:
         index = self.gene_index
@@ -111,6 +133,10 @@ class CapsuleConfig(ModelConfig):
             raise ValueError("gene_index must hold whole numbers")
         if min(index) < 0 or set(index) != set(range(max(index) + 1)):
             raise ValueError("gene_index must number the genes 0, 1, ... without gaps")
+        if self.pair and (len(self.pair) != 2 or len(set(self.pair)) != 2
+                          or any(not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < self.n_genes
+                                 for g in self.pair)):
+            raise ValueError(f"pair must be two different gene numbers below {self.n_genes}")
 
 
 def gene_sizes(gene_index) -> list[int]:
@@ -199,14 +225,26 @@ class CapsuleNet(nn.Module):
         self.gene_weight = nn.Parameter((2 * torch.rand(c.n_genes, c.max_pcs, c.primary_dim) - 1)
                                         * bound[:, None, None] * mask[:, :, None])
         self.gene_bias = nn.Parameter((2 * torch.rand(c.n_genes, c.primary_dim) - 1) * bound[:, None])
+        if c.pair:
+            for name, g in zip(("pair_a", "pair_b"), c.pair):
+                self.register_buffer(name, columns[g, :sizes[g]].clone(), persistent=False)
+            bound = 1 / c.pair_inputs ** 0.5  # nn.Linear's default init over the pair's Q inputs
+            self.pair_weight = nn.Parameter((2 * torch.rand(c.pair_inputs, c.primary_dim) - 1) * bound)
+            self.pair_bias = nn.Parameter((2 * torch.rand(c.primary_dim) - 1) * bound)
 
     def primary(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, F) standardised Gene-PCs -> squashed primary capsules u float32 (B, N, D_p):
         one per gene in gene_index order ("gene"), or channel-major ("conv")."""
         c = self.config
         if c.primary == "gene":
-            xg = self.input_drop(x)[:, self.gene_columns] * self.gene_mask  # (B, G, K_max), padding 0
-            return squash(torch.einsum("bgk,gkd->bgd", xg, self.gene_weight) + self.gene_bias)
+            x = self.input_drop(x)
+            xg = x[:, self.gene_columns] * self.gene_mask  # (B, G, K_max), padding 0
+            u = squash(torch.einsum("bgk,gkd->bgd", xg, self.gene_weight) + self.gene_bias)
+            if not c.pair:
+                return u
+            xa, xb = x[:, self.pair_a], x[:, self.pair_b]  # (B, K_a), (B, K_b)
+            z = torch.cat([xa, xb, (xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)], dim=1)  # (B, Q)
+            return torch.cat([u, squash(z @ self.pair_weight + self.pair_bias).unsqueeze(1)], dim=1)
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
         a = self.conv(h)  # (B, P*D_p, L)
         a = a.view(x.shape[0], c.primary_channels, c.primary_dim, c.n_positions)
@@ -249,5 +287,5 @@ def parameter_count(config: CapsuleConfig) -> int:
     c = config
     routing = c.n_primary * c.n_classes * c.class_dim * c.primary_dim
     if c.primary == "gene":
-        return c.n_genes * (c.max_pcs + 1) * c.primary_dim + routing
+        return c.n_genes * (c.max_pcs + 1) * c.primary_dim + (c.pair_inputs + 1) * c.primary_dim * bool(c.pair) + routing
     return c.n_features * c.hidden + c.hidden + c.primary_channels * c.primary_dim * (c.kernel_size + 1) + routing
