@@ -19,6 +19,7 @@ imports lazily, and `genointerp --help` must stay free of torch.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import MISSING, dataclass
 from typing import Any, Callable
 
@@ -72,9 +73,14 @@ class Declared:
 
 
 def opt(default: Any = MISSING, *flags: str, default_factory: Any = MISSING, **declared: Any) -> Any:
-    """A request field that is the option `flags` (see Declared for the rest)."""
+    """A request field that is the option `flags` (see Declared for the rest); a default of ...
+    makes it required."""
+    if default is ...:
+        default = MISSING
     if isinstance(default, list):  # a mutable default is given as a copy per request
         default_factory, default = (lambda v=tuple(default): list(v)), MISSING
+    elif isinstance(default, dict):
+        default_factory, default = (lambda v=tuple(default.items()): dict(v)), MISSING
     return dataclasses.field(default=default, default_factory=default_factory,
                              metadata={"cli": Declared(flags=flags, **declared)})
 
@@ -90,35 +96,26 @@ def declared(field: dataclasses.Field) -> Declared | None:
 
 
 def check_declared(value: Any, decl: Declared) -> str | None:
-    """What is wrong with `value` against its declared bounds and choices (None: nothing); a
-    value of None (an option not given) is not checked."""
+    """What is wrong with `value` (each item of a list, each value of a dict) against its declared
+    bounds and choices, worded as genointerp.job.in_range words it; None: nothing. A value of None
+    (an option not given) is not checked."""
     if value is None:
         return None
-    if decl.choices is not None:
-        items = value if isinstance(value, (list, tuple)) else [value]
-        for item in items:
-            if item not in decl.choices:
-                return f"{item!r} is not one of {', '.join(decl.choices)}"
-    if decl.min is None and decl.max is None:
-        return None
-    items = value if isinstance(value, (list, tuple)) else [value]
+    items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
+        if decl.choices is not None and item not in decl.choices:
+            return f"{item!r} is not one of {', '.join(decl.choices)}"
+        if (decl.min is None and decl.max is None) or isinstance(item, bool) or not isinstance(item, (int, float)):
             continue
         if item != item:
             return f"{item} is not a number"
-        low = decl.min is not None and (item <= decl.min if decl.min_open else item < decl.min)
-        high = decl.max is not None and item > decl.max
-        if low or high:
-            return f"{item} is {_range_text(decl)}"
+        if decl.min_open and item <= decl.min:
+            return f"{item} is not above {decl.min}"
+        if (decl.min is not None and item < decl.min) or (decl.max is not None and item > decl.max):
+            if decl.max is None:
+                return f"{item} is below {decl.min}"
+            return f"{item} is outside {'' if decl.min is None else decl.min}..{decl.max}"
     return None
-
-
-def _range_text(decl: Declared) -> str:
-    if decl.max is None:
-        return f"{'not above' if decl.min_open else 'below'} {decl.min:g}"
-    lo = "" if decl.min is None else f"{decl.min:g}"
-    return f"outside {'(' if decl.min_open else ''}{lo}..{decl.max:g}"
 
 
 # ---- what several commands share, declared once ----
@@ -186,4 +183,38 @@ def pairs(what: str) -> Callable[[list[str]], list[tuple[str, str]]]:
                 raise ValueError(f"expected {what}, got {v!r}")
             out.append((key, val))
         return out
+    return parse
+
+
+def one_pair(what: str) -> Callable[[str], tuple[str, str]]:
+    """parse for a single KEY=VALUE option: its (key, value)."""
+    many = pairs(what)
+    return lambda value: many([value])[0]
+
+
+def number(text: str, kind: type, min_value=None, max_value=None, name: str = ""):
+    """`text` (a value inside an option, e.g. the F of --fraction LABEL=F) as int or float; a
+    ValueError saying what is wrong unless it is a finite number within min_value..max_value;
+    `name` says which value it is in the message."""
+    what = f"{name} {text!r}" if name else repr(text)
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{what} is not a {'whole ' if kind is int else ''}number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is not a finite number")
+    if (min_value is not None and value < min_value) or (max_value is not None and value > max_value):
+        lo, hi = ("" if v is None else f"{v:g}" for v in (min_value, max_value))
+        raise ValueError(f"{what} is outside {lo}..{hi}")
+    return value
+
+
+def numbers_by_key(what: str, kind: type, named: str = "") -> Callable[[list[str]], dict]:
+    """parse for a repeated KEY=NUMBER option (--fraction viral=0.001): {key: number}, each a
+    finite number of `kind` (named "KEY `named`" in messages where `named` is given); the field's
+    declared bounds apply to the numbers."""
+    many = pairs(what)
+
+    def parse(values: list[str]) -> dict:
+        return {key: number(text, kind, name=f"{key} {named}" if named else "") for key, text in many(values)}
     return parse

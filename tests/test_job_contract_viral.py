@@ -62,7 +62,7 @@ CASES = [
      ["kmerize", FQ, "--label", "a", "--label-field", "0"], "--label: choose one label source"),
     ("kmerize: k too large for uint16 tokens",
      lambda o, c: (kmerize, KmerizeRequest([FQ], output=o, k=9)),
-     ["kmerize", FQ, "-k", "9"], "-k: k must be 1..7"),
+     ["kmerize", FQ, "-k", "9"], "-k: 9 is outside 1..7"),
     ("train-xvir: a fresh-read option with datasets",
      lambda o, c: (train_xvir, TrainXvirRequest([FQ], o, mix={"viral": 1.0})),
      ["train-xvir", FQ, "--mix", "viral=1"], "--mix: --mix is for training on fresh reads (no DATASET)"),

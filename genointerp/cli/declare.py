@@ -112,14 +112,24 @@ def _unoptional(kind: Any) -> Any:
 
 
 def _click_type(kind: Any, decl: Declared):
-    """An exclusive lower bound (click's FloatRange/IntRange min_open), which typer.Option lacks."""
-    if not decl.min_open:
+    """A number's declared range as click shows it in --help ([1<=x<=7]), but not checked by click:
+    `execute` checks it (genointerp.job.check_values), so that the command line and a library
+    caller get the same one-line error. None where there is no bound or the value is no number."""
+    if decl.min is None and decl.max is None:
+        return None
+    base = _unoptional(kind)
+    if typing.get_origin(base) in (list, List):
+        base = typing.get_args(base)[0]
+    if base not in (int, float):
         return None
     from typer._click import types
 
-    base = _unoptional(kind)
-    rng = types.IntRange if base is int else types.FloatRange
-    return rng(min=decl.min, max=decl.max, min_open=True)
+    class Shown(types.IntRange if base is int else types.FloatRange):
+        def convert(self, value, param, ctx):
+            number = types.IntParamType if base is int else types.FloatParamType
+            return number.convert(self, value, param, ctx)
+
+    return Shown(min=decl.min, max=decl.max, min_open=decl.min_open)
 
 
 def _default(field: dataclasses.Field, decl: Declared) -> Any:
@@ -128,7 +138,8 @@ def _default(field: dataclasses.Field, decl: Declared) -> Any:
     if field.default is not dataclasses.MISSING:
         return field.default
     if field.default_factory is not dataclasses.MISSING:
-        return field.default_factory()
+        value = field.default_factory()
+        return [] if isinstance(value, dict) else value  # a dict is given as repeated KEY=VALUE
     return ...  # required
 
 
@@ -147,11 +158,11 @@ def build_function(request: str, body: Callable, force: str | None) -> tuple[Cal
         common = dict(help=decl.help_text(), metavar=decl.metavar, show_default=decl.show_default, hidden=decl.hidden)
         click_type = _click_type(kind, decl)
         if decl.argument:
-            info = typer.Argument(default, **common)
+            info = typer.Argument(default, click_type=click_type, **common)
         elif click_type is not None:
             info = typer.Option(default, *decl.flags, click_type=click_type, **common)
         else:
-            info = typer.Option(default, *decl.flags, min=decl.min, max=decl.max, **common)
+            info = typer.Option(default, *decl.flags, **common)
         parameters.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind))
         fields.append((field.name, decl))
         for old in decl.deprecated:

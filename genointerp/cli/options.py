@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import typer
 
-from genointerp.job import SEED_MAX
+from genointerp import options
+from genointerp.options import SEED_MAX
 
 
 
@@ -16,20 +15,11 @@ def seed_option(help: str = "Random seed: same inputs and seed, same outputs."):
 
 
 def number(text: str, kind: type, option: str, min_value=None, max_value=None, name: str = ""):
-    """`text` (a value inside an option, e.g. the F of --fraction LABEL=F) as int or float, a usage
-    error (exit 2) unless it is a finite number within min_value..max_value; `name` says which
-    value it is in the message."""
-    what = f"{name} {text!r}" if name else repr(text)
+    """genointerp.options.number as a usage error (exit 2) of `option`."""
     try:
-        value = kind(text)
-    except ValueError:
-        raise typer.BadParameter(f"{what} is not a {'whole ' if kind is int else ''}number", param_hint=option) from None
-    if not math.isfinite(value):
-        raise typer.BadParameter(f"{what} is not a finite number", param_hint=option)
-    if (min_value is not None and value < min_value) or (max_value is not None and value > max_value):
-        lo, hi = ("" if v is None else f"{v:g}" for v in (min_value, max_value))
-        raise typer.BadParameter(f"{what} is outside {lo}..{hi}", param_hint=option)
-    return value
+        return options.number(text, kind, min_value, max_value, name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 def fasta_option(required: bool = True, more: str = ""):

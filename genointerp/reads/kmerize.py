@@ -16,7 +16,8 @@ from genointerp.io.atomic import STDOUT, AtomicOutputs
 from genointerp.io.inputs import open_text
 from genointerp.io.kmer_dataset import KmerDatasetWriter
 from genointerp.io.sequences import iter_records
-from genointerp.job import in_ranges, one_stdout, stdin_once
+from genointerp.job import one_stdout, stdin_once
+from genointerp.options import arg, opt
 from genointerp.report import Reporter
 from genointerp.seq.alphabet import INVALID, N_CODE
 from genointerp.seq.joined import encode_joined
@@ -34,43 +35,58 @@ POLICIES = {"--n-policy": ("drop", "token"), "--short": ("drop", "pad"), "--long
 class KmerizeRequest:
     """kmerize: the fields are its options (files as paths, `-` for stdin/stdout)."""
 
-    reads: list[str]  # READS...
-    output: str | None = None  # dataset folder
-    tsv: str | None = None  # tokens as TSV
-    counts: str | None = None  # k-mer counts TSV
-    k: int = 6
-    count_k: int | None = None  # k of the counts; None: k
-    canonical: bool = False
-    length: int = 150
-    n_policy: str = "drop"  # drop | token
-    short: str = "drop"  # drop | pad
-    long: str = "truncate"  # truncate | tile
-    label: list[str] = field(default_factory=list)  # one per input, or empty
-    truth: str | None = None  # truth TSV: read id -> label
-    label_field: int | None = None  # labels from this field of the read name
-    label_sep: str = "|"
+    reads: list[str] = arg(metavar="READS...", help='FASTQ/FASTA files (gzip ok); - is stdin.')  # READS...
+    output: str | None = opt(
+        None, "-o", "--output",
+        help='Dataset folder for train-xvir (tokens.npy, labels.npy, read_ids.txt, header.json).')  # dataset folder
+    tsv: str | None = opt(
+        None, "--tsv",
+        help='Tokens as TSV for inspection (read_id, label, space-separated ids).')  # tokens as TSV
+    counts: str | None = opt(
+        None, "--counts",
+        help='k-mer counts TSV (like jellyfish dump -c -t, sorted); counts every k-mer of every read.')  # k-mer counts TSV
+    k: int = opt(
+        6, "-k", min=1, max=MAX_TOKEN_K, deprecated=("--k",),
+        help='k-mer size for tokens (ids are uint16).')
+    count_k: int | None = opt(
+        None, "--count-k", min=1, max=MAX_COUNT_K,
+        help='k for --counts (default: -k).')  # k of the counts; None: k
+    canonical: bool = opt(
+        False, "--canonical",
+        help='Count canonical k-mers (k-mer or reverse complement, whichever is smaller; jellyfish -C).')
+    length: int = opt(
+        150, "--length", min=1, max=100_000,
+        help='Model read length in bases: tokens per read = length - k + 1.')
+    n_policy: str = opt(
+        'drop', "--n-policy", choices=POLICIES["--n-policy"],
+        help='Reads with N/IUPAC letters: drop them (XVir) or use the UNKNOWN token (4^k).')  # drop | token
+    short: str = opt(
+        'drop', "--short", choices=POLICIES["--short"],
+        help='Reads shorter than --length: drop, or pad with the PAD token (4^k+1).')  # drop | pad
+    long: str = opt(
+        'truncate', "--long", choices=POLICIES["--long"],
+        help=('Reads longer than --length: keep the first --length bases, or tile into consecutive pieces (ids get '
+              '#0, #1, ...).'))  # truncate | tile
+    label: list[str] = opt(
+        [], "--label",
+        help='Label of each input file, in order (give one per input).')  # one per input, or empty
+    truth: str | None = opt(
+        None, "--truth",
+        help='Labels from a truth TSV (read_id, label columns; simulate-reads --truth).')  # truth TSV: read id -> label
+    label_field: int | None = opt(
+        None, "--label-field", min=0,
+        help='Labels from this 0-based field of the read name (simulate-reads names: 0).')  # labels from this field of the read name
+    label_sep: str = opt("|", "--label-sep", help='Read-name field separator for --label-field.')
 
     def check(self) -> None:
         if not (self.output or self.tsv or self.counts):
             raise UsageError("--output: nothing to write: give -o/--output, --tsv and/or --counts")
-        if not 1 <= self.k <= MAX_TOKEN_K:
-            raise UsageError(f"-k: k must be 1..{MAX_TOKEN_K}: token ids are uint16 and a 4^k embedding table must fit "
-                             "in memory")
-        if self.count_k is not None and not 1 <= self.count_k <= MAX_COUNT_K:
-            raise UsageError(f"--count-k: must be 1..{MAX_COUNT_K} (2-bit k-mers in 64 bits)")
-        if not 1 <= self.length <= 100_000:
-            raise UsageError(f"--length: {self.length} is outside 1..100000")
         if (self.output or self.tsv) and self.length < self.k:
             raise UsageError(f"--length: --length {self.length} is shorter than k={self.k}")
-        for option, allowed in POLICIES.items():
-            value = getattr(self, option.removeprefix("--").replace("-", "_"))
-            if value not in allowed:
-                raise UsageError(f"{option}: {value!r} is not one of {', '.join(allowed)}")
         if sum(x is not None for x in (self.label or None, self.truth, self.label_field)) > 1:
             raise UsageError("--label: choose one label source: --label, --truth or --label-field")
         if self.label and len(self.label) != len(self.reads):
             raise UsageError(f"--label: {len(self.label)} labels for {len(self.reads)} input files")
-        in_ranges(("--label-field", self.label_field, 0, None))
         if not self.label_sep:
             raise UsageError("--label-sep: the separator cannot be empty")
         stdin_once("READS...", self.reads, "it can be read only once")

@@ -24,7 +24,9 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.fastq import format_fastq
 from genointerp.io.junctions import write_bedpe
 from genointerp.io.sequences import read_reference
-from genointerp.job import in_ranges, one_stdout
+from genointerp import options
+from genointerp.job import one_stdout
+from genointerp.options import numbers_by_key, one_pair, opt, pairs
 from genointerp.report import Reporter
 from genointerp.reads.insertions import BEDPE_EXTRA, InsertionPlan, apply_insertions, insertion_counts
 from genointerp.reads.sample_mix import SamplePlan, sample_sources
@@ -42,51 +44,85 @@ class SimulateReadsRequest:
     """simulate-reads: the fields are its options, LABEL=VALUE ones as pairs or dicts (files as
     paths, `-` for stdout)."""
 
-    source: list[tuple[str, str]]  # (label, reference path), a label may repeat
-    output: str  # FASTQ (read 1, or interleaved pairs)
-    num_reads: int | None = None
-    count: dict[str, int] = field(default_factory=dict)
-    balance: bool = False
-    fraction: dict[str, float] = field(default_factory=dict)
-    circular: list[str] = field(default_factory=list)  # labels
-    read_length: int = 150
-    paired: bool = False
-    output2: str | None = None  # FASTQ of read 2
-    fragment_mean: float = 400.0
-    fragment_sd: float = 50.0
-    profile: str | None = None
-    profile2: str | None = None
-    read_ins_rate: float = 0.00009
-    read_del_rate: float = 0.00011
-    sub_rate: float = 0.0
-    ins_rate: float = 0.0
-    del_rate: float = 0.0
-    max_n_frac: float = 0.05
-    truth: str | None = None  # truth TSV
-    insert: tuple[str, str] | None = None  # insertion mode: (viral label, host label)
-    insertions: int = 10
-    insert_length: int = 2000
-    host_deletion: int = 10
-    depth: float | None = None
-    truth_bedpe: str | None = None
-    sample: tuple[str, str] | None = None  # sample mode: (viral label, host label)
-    viral_load: float = 1.0
-    type_mix: dict[str, float] = field(default_factory=dict)  # contig -> weight
-    host_genome_size: float | None = None
-    seed: int = 1
+    source: list[tuple[str, str]] = opt(
+        ..., "-s", "--source", metavar="LABEL=PATH", cli_type=list[str], parse=pairs("LABEL=PATH"),
+        help='Reference with its label: FASTA (plain/gzip/bgzip) or GenBank. Repeat for more; a label may repeat.')
+    output: str = opt(
+        ..., "-o", "--output",
+        help='FASTQ out (read 1, or interleaved pairs); .gz compresses; - is stdout.')
+    num_reads: int | None = opt(None, "-n", "--num-reads", min=1, help='Total reads (fragments when paired).')
+    count: dict[str, int] = opt(
+        {}, "--count", metavar="LABEL=N", min=0, cli_type=list[str], parse=numbers_by_key("LABEL=N", int),
+        help='Reads for one label (instead of -n); give every label.')
+    balance: bool = opt(
+        False, "--balance",
+        help=('Equal reads per label (default: proportional to reference length); with --fraction, among the labels'
+              ' without one.'))
+    fraction: dict[str, float] = opt(
+        {}, "--fraction", metavar="LABEL=F", min=0, max=1, cli_type=list[str], parse=numbers_by_key("LABEL=F",
+        float),
+        help='Fixed share of -n for a label, e.g. viral=0.001.')
+    circular: list[str] = opt(
+        [], "--circular", metavar="LABEL",
+        help='Contigs of this label are circular (reads may span the origin).')  # labels
+    read_length: int = opt(150, "-l", "--read-length", min=20, max=1000, help='Read length (bp).')
+    paired: bool = opt(False, "--paired", help='Paired-end reads (with --output2, or interleaved in --output).')
+    output2: str | None = opt(None, "--output2", help='FASTQ for read 2 of pairs.')  # FASTQ of read 2
+    fragment_mean: float = opt(400.0, "--fragment-mean", min=1, help='Mean fragment length (paired).')
+    fragment_sd: float = opt(50.0, "--fragment-sd", min=0, help='Fragment length standard deviation (paired).')
+    profile: str | None = opt(
+        None, "--profile",
+        help='ART empirical Illumina profile for read 1 (default: built-in HiSeq 2500 150 bp).')
+    profile2: str | None = opt(
+        None, "--profile2",
+        help='ART profile for read 2 (default: --profile, else built-in R2).')
+    read_ins_rate: float = opt(0.00009, "--read-ins-rate", min=0, max=0.1, help='Sequencing insertion rate per base.')
+    read_del_rate: float = opt(0.00011, "--read-del-rate", min=0, max=0.1, help='Sequencing deletion rate per base.')
+    sub_rate: float = opt(
+        0.0, "--sub-rate", min=0, max=0.75,
+        help='Mutate the references first: substitution rate (XVir used 0.0375-0.15).')
+    ins_rate: float = opt(0.0, "--ins-rate", min=0, max=0.5, help='Mutate the references first: insertion rate.')
+    del_rate: float = opt(0.0, "--del-rate", min=0, max=0.5, help='Mutate the references first: deletion rate.')
+    max_n_frac: float = opt(
+        0.05, "--max-n-frac", min=0, max=1,
+        help='Skip reference windows with more N than this fraction of the read.')
+    truth: str | None = opt(
+        None, "--truth",
+        help='Also write the truth as a TSV table (one row per read).')  # truth TSV
+    insert: tuple[str, str] | None = opt(
+        None, "--insert", metavar="VIRAL=HOST", cli_type=str | None, parse=one_pair("VIRAL=HOST"),
+        help=("Insertion mode: integrate fragments of the VIRAL label's genomes into the HOST label's contigs "
+              "(VIRUSBreakend's protocol); reads come from the host with its insertions at --depth, other labels "
+              'from --count.'))
+    insertions: int = opt(
+        10, "--insertions", min=1,
+        help='Insertion mode: how many fragments to integrate (two junctions each).')
+    insert_length: int = opt(
+        2000, "--insert-length", min=50,
+        help='Insertion mode: length of each viral fragment (bp).')
+    host_deletion: int = opt(10, "--host-deletion", min=0, help='Insertion mode: host bases deleted at each site.')
+    depth: float | None = opt(None, "--depth", min=0.01, help='Insertion mode: read depth of the host (instead of -n).')
+    truth_bedpe: str | None = opt(
+        None, "--truth-bedpe",
+        help='Insertion mode: write the junctions as BEDPE (host first).')
+    sample: tuple[str, str] | None = opt(
+        None, "--sample", metavar="VIRAL=HOST", cli_type=str | None, parse=one_pair("VIRAL=HOST"),
+        help=("Sample mode: a tumour-like sample of the HOST label's reads (--count) holding the VIRAL label's "
+              "genomes at --viral-load; each genome's reads are labelled VIRAL:CONTIG (e.g. viral:HPV16) in the "
+              'names and the truth table.'))
+    viral_load: float = opt(
+        1.0, "--viral-load", min=0,
+        help='Sample mode: viral copies per host haploid genome, all types together.')
+    type_mix: dict[str, float] = opt(
+        {}, "--type-mix", metavar="CONTIG=W", min=0, cli_type=list[str], parse=numbers_by_key("CONTIG=W", float),
+        help=('Sample mode: weight of a viral genome (repeatable); genomes not named get none (default: equal '
+              'weights).'))  # contig -> weight
+    host_genome_size: float | None = opt(
+        None, "--host-genome-size", min=1,
+        help="Sample mode: the host genome size the copies refer to (default: the HOST label's length).")
+    seed: int = options.seed("Random seed: same inputs and seed give byte-identical output.")
 
     def check(self) -> None:
-        in_ranges(("--num-reads", self.num_reads, 1, None), ("--read-length", self.read_length, 20, 1000),
-                  ("--fragment-mean", self.fragment_mean, 1, None), ("--fragment-sd", self.fragment_sd, 0, None),
-                  ("--read-ins-rate", self.read_ins_rate, 0, 0.1), ("--read-del-rate", self.read_del_rate, 0, 0.1),
-                  ("--sub-rate", self.sub_rate, 0, 0.75), ("--ins-rate", self.ins_rate, 0, 0.5),
-                  ("--del-rate", self.del_rate, 0, 0.5), ("--max-n-frac", self.max_n_frac, 0, 1),
-                  ("--insertions", self.insertions, 1, None), ("--insert-length", self.insert_length, 50, None),
-                  ("--host-deletion", self.host_deletion, 0, None), ("--depth", self.depth, 0.01, None),
-                  ("--viral-load", self.viral_load, 0, None), ("--host-genome-size", self.host_genome_size, 1, None),
-                  *(("--count", n, 0, None) for n in self.count.values()),
-                  *(("--fraction", f, 0, 1) for f in self.fraction.values()),
-                  *(("--type-mix", w, 0, None) for w in self.type_mix.values()))
         if self.sample is not None:
             if self.insert is not None or self.num_reads is not None or self.balance or self.fraction:
                 raise UsageError("--sample: with --sample the viral reads come from --viral-load and the others from "
