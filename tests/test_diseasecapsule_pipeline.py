@@ -5,7 +5,7 @@ import gzip
 
 import numpy as np
 
-from conftest import DATA
+from conftest import DATA, assert_one_error_line
 from genointerp.io.features import read_features
 
 VCF, BED = DATA / "eur_chr21_22_small.vcf.gz", DATA / "genes_chr21_22.bed"
@@ -50,3 +50,16 @@ def test_gene_pcs_of_real_genotypes_train_a_capsule_network_that_predicts_a_new_
     calls = {r["sample"]: r["call"] == "case" for r in tsv(tmp_path / "applied.tsv")}
     accuracy = np.mean([calls[s] == c for s, c in zip(feats.samples, case)])
     assert accuracy >= 0.9, accuracy  # one feature separates the classes by construction
+
+    # features of a fresh fit (other fit samples, the same genes) have other axes: the model knows
+    # its transform (a digest of the loadings, recorded by gene-pca and kept by capsule-train) and
+    # refuses them with one line, rather than scoring every sample on axes it was not trained on
+    (tmp_path / "fit2.txt").write_text("\n".join(samples[12:]) + "\n")
+    res = cli("-q", "gene-pca", VCF, "-g", BED, "--fit-samples", tmp_path / "fit2.txt", "-o", tmp_path / "refit")
+    assert res.exit_code == 0, res.output
+    digests = {name: read_features(tmp_path / name).info.get("transform_sha256") for name in ("pcs", "applied", "refit")}
+    assert digests["pcs"] == digests["applied"] != digests["refit"] and len(digests["refit"]) == 64
+    res = cli("-q", "capsule-predict", tmp_path / "model", tmp_path / "refit", "-o", tmp_path / "refit.tsv")
+    assert res.exit_code == 1 and not (tmp_path / "refit.tsv").exists()
+    assert_one_error_line(res, "made by another gene-pca transform than the model's")
+    assert "gene-pca --apply" in res.stderr

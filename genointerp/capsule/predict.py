@@ -80,6 +80,24 @@ def model_fields(config: dict, model_dir: str, network: CapsuleConfig) -> tuple[
     return columns, config["scaler"], classes
 
 
+def check_transform(config: dict, features: Features, source: str) -> None:
+    """InputError when `features` come from another gene-pca transform than the model's training
+    features: both record the transform's digest (transform_sha256, genointerp.genotypes.pca.
+    Transform.fingerprint; capsule-train keeps its features' in config's features.provenance).
+    PCs fitted anew, even on the same genes, have other axes and signs, and every probability would
+    be wrong without a word. Features or models that record none (a TSV, an older genointerp) are
+    not checked."""
+    entry = config.get("features")
+    provenance = entry.get("provenance") if isinstance(entry, dict) else None
+    trained = provenance.get("transform_sha256") if isinstance(provenance, dict) else None
+    given = features.info.get("transform_sha256")
+    if isinstance(trained, str) and isinstance(given, str) and trained != given:
+        fitted = entry.get("source", "its training features")
+        raise InputError(f"{source}: made by another gene-pca transform than the model's (transform_sha256 "
+                         f"{given[:12]}, the model's {trained[:12]}): PCs fitted anew have other axes; project the "
+                         f"cohort with gene-pca --apply on the model's feature folder ({fitted})")
+
+
 def model_matrix(features: Features, columns: list[str], source: str, warn: Callable[[str], None]) -> np.ndarray:
     """float64 (n, len(columns)): the model's feature columns in the model's order.
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genointerp.capsule.predict import capsule_lengths, class_probabilities, model_fields, model_matrix, \
-    predictions_table
+from genointerp.capsule.predict import capsule_lengths, check_transform, class_probabilities, model_fields, \
+    model_matrix, predictions_table
 from genointerp.capsule.scaler import Scaler
 from genointerp.io.atomic import STDOUT, AtomicOutputs
 from genointerp.io.features import read_features
@@ -47,6 +47,7 @@ def run(req: CapsulePredictRequest, outputs: AtomicOutputs, report: Reporter) ->
         model, config = load_model_dir(req.model_dir, expect="capsule")
         columns, scaler, classes = model_fields(config, req.model_dir, model.config)
         features = read_features(req.features)
+        check_transform(config, features, req.features)
         x = model_matrix(features, columns, req.features, report.warn)
         lengths = capsule_lengths(model.to(dev), Scaler.from_dict(scaler)(x), dev)
         streams[req.output].write(predictions_table(features.samples, class_probabilities(lengths), classes).encode())

@@ -204,7 +204,8 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn, fit_id
     summary = {**counts, "genes_with_sites": len(done), "genes_with_pcs": len(fitted)}
     if writer is not None:
         summary["dosage_snps"] = _finish_dosages(writer, transform, log, scratch_row)
-    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta, {**info, **summary}, req.tsv)
+    _write(folder, vcf.samples, fitted_columns(transform.genes), scores, genes_meta,
+           {**info, **summary, "transform_sha256": transform.fingerprint()}, req.tsv)
     return summary
 
 
@@ -398,7 +399,7 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     if writer is not None:
         counts["dosage_snps"] = _finish_dosages(writer, t, log)
     info = {"program": f"genointerp {__version__} gene-pca --apply", "vcf": req.vcf, "applied": req.apply,
-            "fit_vcf": t.info.get("vcf"), "pcs_rule": t.info.get("pcs_rule")}
+            "fit_vcf": t.info.get("vcf"), "pcs_rule": t.info.get("pcs_rule"), "transform_sha256": t.fingerprint()}
     _write(folder, vcf.samples, fitted_columns(t.genes), [scores[i] for i in range(len(t.genes))], t.genes,
            {**info, **counts}, req.tsv)
     return counts

@@ -179,6 +179,24 @@ class Transform:
         column = {keys[r]: j for j, r in enumerate(distinct)}
         return np.array(distinct, dtype=np.int64), np.array([column[k] for k in keys], dtype=np.int64)
 
+    def fingerprint(self) -> str:
+        """SHA-256 of what the projection is: each gene's name, chromosome and PC count, its SNPs'
+        chrom/pos/REF/ALT, means and loadings (float64 bytes). gene-pca records it in the features it
+        writes, fit or --apply (the same transform, the same digest: the arrays round-trip exactly
+        through transform.npz), and capsule-train keeps it in the model's config, so that
+        capsule-predict can tell features of another fit (other axes, other signs) from a projection
+        on the model's own."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        genes = [[g["name"], g["chrom"], int(g["n_snps"]), int(g["n_pcs"])] for g in self.genes]
+        snps = [list(map(str, self.chrom.tolist())), [int(p) for p in self.pos.tolist()],
+                list(map(str, self.ref.tolist())), list(map(str, self.alt.tolist()))]
+        digest.update(json.dumps([genes, snps]).encode())
+        for array in (self.means, self.components):
+            digest.update(np.ascontiguousarray(array, dtype="<f8").tobytes())
+        return digest.hexdigest()
+
     def save(self, folder: Path) -> None:
         meta = {"format": TRANSFORM_FORMAT, "version": TRANSFORM_VERSION, **self.info, "genes": self.genes}
         (folder / TRANSFORM_JSON).write_text(json.dumps(meta, indent=1) + "\n")
