@@ -109,8 +109,8 @@ def check_declared(value: Any, decl: Declared) -> str | None:
             continue
         if item != item:
             return f"{item} is not a number"
-        if decl.min_open and item <= decl.min:
-            return f"{item} is not above {decl.min}"
+        if decl.min_open and (item <= decl.min or (decl.max is not None and item > decl.max)):
+            return f"{item} is not above {decl.min}" if decl.max is None else f"{item} is not in ({decl.min}, {decl.max}]"
         if (decl.min is not None and item < decl.min) or (decl.max is not None and item > decl.max):
             if decl.max is None:
                 return f"{item} is below {decl.min}"
@@ -171,6 +171,14 @@ def summary(help: str = "Also write a summary JSON.") -> Any:
 def comma_list(value: str | None) -> list[str]:
     """A comma-separated option value (--chroms chr1,chr2) as its items, empty ones dropped."""
     return [c for c in (value or "").split(",") if c]
+
+
+def comma_numbers(value: str) -> list[float]:
+    """parse for a comma-separated list of numbers (--train-fraction 0.1,0.5,1)."""
+    try:
+        return [float(v) for v in value.split(",")] if value else []
+    except ValueError:
+        raise ValueError(f"expected comma-separated numbers, got {value!r}") from None
 
 
 def pairs(what: str) -> Callable[[list[str]], list[tuple[str, str]]]:

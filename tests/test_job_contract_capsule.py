@@ -50,7 +50,7 @@ CASES = [
     ("capsule-train: set sizes crossed", lambda o: _train(o, min_set_size=10, max_set_size=5),
      [*TRAIN, "--min-set-size", "10", "--max-set-size", "5"], "--min-set-size: 10 is above --max-set-size 5"),
     ("capsule-train: a training fraction above 1", lambda o: _train(o, train_fraction=[0.5, 1.5]),
-     [*TRAIN, "--train-fraction", "0.5,1.5"], "--train-fraction: fractions must be in (0, 1]"),
+     [*TRAIN, "--train-fraction", "0.5,1.5"], "--train-fraction: 1.5 is not in (0, 1]"),
     ("capsule-train: two inputs from stdin", lambda o: (train_job.run, train_job.CapsuleTrainRequest("-", "-", o)),
      ["capsule-train", "-", "-p", "-"], "--phenotypes: FEATURES and --phenotypes are both - (stdin)"),
     ("capsule-train: one fold", lambda o: _train(o, folds=1), None, "--folds: 1 is below 2"),

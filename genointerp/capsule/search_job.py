@@ -30,7 +30,9 @@ from genointerp.capsule.splits import make_splits
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_features, read_phenotypes
-from genointerp.job import SEED_MAX, in_ranges, one_stdin
+from genointerp import options
+from genointerp.job import one_stdin
+from genointerp.options import arg, opt
 from genointerp.report import Reporter
 from genointerp.runtime import usable_threads, use_threads
 
@@ -39,49 +41,78 @@ from genointerp.runtime import usable_threads, use_threads
 class CapsuleSearchRequest:
     """capsule-search: the fields are its options (files as paths, `-` for stdin)."""
 
-    features: str  # gene-pca folder or TSV
-    phenotypes: str
-    output: str  # folder
-    phenotype: str | None = None
-    case: str | None = None
-    population: int = 16
-    generations: int = 10
-    subset_size: str = "2"  # N or MIN-MAX genes per subset
-    folds: int = 3
-    repeats: int = 2
-    gate: float = 2.0
-    screen: bool = True
-    size_penalty: float = 0.005
-    elite: int = 1
-    mutation_rate: float = 0.5
-    time_budget: float | None = None  # seconds
-    resume: bool = False
-    primary: str = "gene"
-    epochs: int = 30
-    patience: int = 5
-    batch_size: int = 32
-    lr: float = 3e-3
-    valid_fraction: float = 0.15
-    hidden: int = 32
-    kernel_size: int = 5
-    capsule_dim: int = 8
-    class_dim: int = 16
-    routing: int = 3
-    threads: int = 1  # worker processes
-    seed: int = 1
+    features: str = arg(
+        metavar="FEATURES",
+        help='gene-pca output folder, or a TSV (sample column first, then chrom:gene:pcN columns).')  # gene-pca folder or TSV
+    phenotypes: str = opt(
+        ..., "-p", "--phenotypes",
+        help='Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing).')
+    output: str = opt(
+        ..., "-o", "--output",
+        help='Folder to write: best.tsv, screen.tsv, history.tsv, history.png, search.json.')  # folder
+    phenotype: str | None = opt(None, "--phenotype", help='Phenotype column (default: the first one); binary.')
+    case: str | None = opt(None, "--case", help='The value that marks cases (as capsule-train).')
+    population: int = opt(16, "--population", min=2, help='Gene subsets per generation.')
+    generations: int = opt(10, "--generations", min=1, help='Generations (the first is random).')
+    subset_size: str = opt(
+        "2", "--subset-size", metavar="N|MIN-MAX",
+        help='Genes per subset.')  # N or MIN-MAX genes per subset
+    folds: int = opt(
+        3, "--folds", min=2,
+        help='Stratified cross-validation folds; every subset is scored on the same ones.')
+    repeats: int = opt(
+        2, "--repeats", min=1,
+        help=('Fold splits (each a different stratified split) the accuracies are averaged over: more repeats, less'
+              ' noise, proportionally more time.'))
+    gate: float = opt(
+        2.0, "--gate", min=0, metavar="SE",
+        help=("A subset earns credit only where the capsule's CV accuracy exceeds chance (the majority-class share)"
+              " by this many standard errors of a no-signal model's accuracy (sqrt(p(1-p)/n))."))
+    screen: bool = opt(
+        True, "--screen/--no-screen",
+        help=('Start from the best pairs of a pair screen (every gene pair, a least-squares classifier with and '
+              "without the products of the two genes' PCs; screen.tsv) instead of random subsets; needs "
+              '--subset-size of at least 2.'))
+    size_penalty: float = opt(
+        0.005, "--size-penalty", min=0,
+        help='Fitness cost of every gene beyond the smallest --subset-size (ties go to the smaller subset anyway).')
+    elite: int = opt(1, "--elite", min=0, help='Best subsets copied unchanged into the next generation.')
+    mutation_rate: float = opt(
+        0.5, "--mutation-rate", min=0, max=0.99,
+        help='Chance that a child gets a gene swapped in/out (then another, with the same chance).')
+    time_budget: float | None = opt(
+        None, "--time-budget", min=0, metavar="SECONDS",
+        help=('Stop after the generation that crosses this many seconds (of search, summed over resumed runs), '
+              'keeping the best so far.'))  # seconds
+    resume: bool = opt(
+        False, "--resume",
+        help=('Continue from OUTPUT.checkpoint, the state an interrupted search saved after its last finished '
+              'generation (same inputs and settings: same result as an uninterrupted run).'))
+    primary: str = opt("gene", "--primary", metavar="gene|conv", help="Primary capsules, as capsule-train's.")
+    epochs: int = opt(30, "--epochs", min=1, help='Most epochs per capsule training (per fold and subset).')
+    patience: int = opt(
+        5, "--patience", min=1,
+        help='Stop after this many epochs without a lower validation margin loss.')
+    batch_size: int = opt(32, "--batch-size", min=1)
+    lr: float = opt(3e-3, "--lr", min=0, help='Adam learning rate.')
+    valid_fraction: float = opt(
+        0.15, "--valid-fraction", min=0.01, max=0.5,
+        help='Inner validation part of each training set, for early stopping.')
+    hidden: int = opt(32, "--hidden", min=2, help='Dense layer width (conv primary capsules only).')
+    kernel_size: int = opt(5, "--kernel-size", min=1, help='Convolution kernel (conv primary capsules only).')
+    capsule_dim: int = opt(
+        8, "--capsule-dim", min=1,
+        help=('Primary capsule dimension (with 4, gene capsules fit a strong gene worse than logistic regression '
+              'does).'))
+    class_dim: int = opt(16, "--class-dim", min=1, help='Phenotype capsule dimension.')
+    routing: int = opt(3, "--routing", min=1, help='Routing-by-agreement iterations.')
+    threads: int = options.threads(
+        'Fitness evaluations of a generation run in parallel in this many processes (one torch thread '
+        'each); results do not depend on it.')  # worker processes
+    seed: int = options.seed('Seeds the folds, the GA and every training: same inputs and seed, same result.')
 
     def check(self) -> None:
         self.subset_sizes()
-        in_ranges(("--population", self.population, 2, None), ("--generations", self.generations, 1, None),
-                  ("--folds", self.folds, 2, None), ("--repeats", self.repeats, 1, None), ("--gate", self.gate, 0, None),
-                  ("--size-penalty", self.size_penalty, 0, None), ("--elite", self.elite, 0, None),
-                  ("--mutation-rate", self.mutation_rate, 0, 0.99), ("--time-budget", self.time_budget, 0, None),
-                  ("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
-                  ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
-                  ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--hidden", self.hidden, 2, None),
-                  ("--kernel-size", self.kernel_size, 1, None), ("--capsule-dim", self.capsule_dim, 1, None),
-                  ("--class-dim", self.class_dim, 1, None), ("--routing", self.routing, 1, None),
-                  ("--threads", self.threads, 1, None), ("--seed", self.seed, 0, SEED_MAX))
         primary_kind(self.primary)
         if self.elite >= self.population:
             raise UsageError(f"--elite: {self.elite} elites leave no child in a population of {self.population}")

@@ -10,7 +10,7 @@ genes' enrichment goes to enrichment.tsv (enrichment.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from genointerp.capsule import enrichment as ce
 from genointerp.capsule.cohort import align, class_counts, order_case_last
@@ -23,7 +23,9 @@ from genointerp.capsule.tables import results_table
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_dosages, read_features, read_phenotypes
-from genointerp.job import SEED_MAX, in_ranges, one_stdin
+from genointerp import options
+from genointerp.job import one_stdin
+from genointerp.options import arg, opt
 from genointerp.models.capsule import CapsuleConfig
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, device_for, use_threads
@@ -45,57 +47,95 @@ class CapsuleTrainRequest:
     lr, gene_penalty and pair_screen left at None take the primary kind's default (GENE_DEFAULTS,
     CONV_DEFAULTS)."""
 
-    features: str  # gene-pca folder or TSV
-    phenotypes: str
-    output: str  # model directory
-    phenotype: str | None = None
-    case: str | None = None
-    folds: int = 5
-    test_fraction: float = 0.2
-    valid_fraction: float = 0.15
-    epochs: int | None = None
-    patience: int | None = None
-    batch_size: int = 32
-    lr: float | None = None
-    weight_decay: float = 1e-4
-    pair_screen: bool | None = None
-    gene_penalty: float | None = None
-    lr_decay: float = 0.97
-    hidden: int = 256
-    capsule_channels: int = 32
-    capsule_dim: int = 4
-    kernel_size: int = 9
-    stride: int = 2
-    class_dim: int = 16
-    routing: int = 3
-    primary: str = "gene"
-    input_dropout: float = 0.0
-    dropout: float = 0.0
-    baselines: bool = True
-    train_fraction: list[float] = field(default_factory=list)  # fractions of each training fold
-    primary_capsule: int | None = None
-    gene_sets: str | None = None  # GMT file
-    min_set_size: int = 5
-    max_set_size: int = 500
-    device: str = "auto"
-    threads: int = 1
-    seed: int = 1
+    features: str = arg(
+        metavar="FEATURES",
+        help='gene-pca output folder, or a TSV (sample column first, then chrom:gene:pcN columns).')  # gene-pca folder or TSV
+    phenotypes: str = opt(
+        ..., "-p", "--phenotypes",
+        help='Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing).')
+    output: str = opt(..., "-o", "--output", help='Model directory to write.')  # model directory
+    phenotype: str | None = opt(None, "--phenotype", help='Phenotype column (default: the first one); binary.')
+    case: str | None = opt(
+        None, "--case",
+        help=('The value that marks cases (default: case/affected/yes/true if present, else the second in sort '
+              'order: 2 of PLINK 1/2, 1 of 0/1).'))
+    folds: int = opt(5, "--folds", min=2, help='Stratified cross-validation folds on the non-test samples.')
+    test_fraction: float = opt(
+        0.2, "--test-fraction", min=0, max=0.9,
+        help='Held-out test set, equal numbers per class (0: none).')
+    valid_fraction: float = opt(
+        0.15, "--valid-fraction", min=0.01, max=0.5,
+        help='Inner validation part of each training set, for early stopping.')
+    epochs: int | None = opt(
+        None, "--epochs", min=1,
+        help='Most epochs per training \\[default: 200 gene capsules, 100 conv].')
+    patience: int | None = opt(
+        None, "--patience", min=1,
+        help=('Stop after this many epochs without a lower validation margin loss \\[default: 20 gene capsules, 10 '
+              'conv].'))
+    batch_size: int = opt(32, "--batch-size", min=1)
+    lr: float | None = opt(None, "--lr", min=0, help='Adam learning rate \\[default: 3e-3 gene capsules, 1e-3 conv].')
+    weight_decay: float = opt(1e-4, "--weight-decay", min=0, help='Adam weight decay.')
+    pair_screen: bool | None = opt(
+        None, "--pair-screen/--no-pair-screen",
+        help=("Spare one gene pair from the group penalty: the best pair of capsule-search's pair screen (least "
+              "squares with and without the products of the two genes' PCs), run on each training set's rows only, "
+              "if it passes the screen's chance gate; recorded as training.screened_pair in config.json. Without it"
+              ' an interacting pair with no marginal effect (XOR) stays switched off at ~1,000 samples. Costs one '
+              'screen per training, which grows with the square of the genes \\[default: on for gene capsules under '
+              'the group penalty].'))
+    gene_penalty: float | None = opt(
+        None, "--gene-penalty", min=0,
+        help=("Group lasso on gene capsules: sum over genes of sqrt(PCs) x the norm of the gene's map, weighted by "
+              'this x (1000 / training rows)^1.5 (rows below 500 count as 500), is added to the training loss, so '
+              'genes that do not help are switched off (0: none) \\[default: 0.0012, i.e. 0.003 at 1,000 samples and'
+              ' 0.0006 at 3,000; gene capsules only].'))
+    lr_decay: float = opt(0.97, "--lr-decay", min=0.01, max=1, help='Exponential learning-rate decay per epoch.')
+    hidden: int = opt(256, "--hidden", min=2, help='Dense layer width.')
+    capsule_channels: int = opt(32, "--capsule-channels", min=1, help='Primary capsule channels.')
+    capsule_dim: int = opt(4, "--capsule-dim", min=1, help='Primary capsule dimension.')
+    kernel_size: int = opt(9, "--kernel-size", min=1, help='Convolution kernel over the dense layer.')
+    stride: int = opt(2, "--stride", min=1, help='Convolution stride.')
+    class_dim: int = opt(16, "--class-dim", min=1, help='Phenotype capsule dimension.')
+    routing: int = opt(3, "--routing", min=1, help='Routing-by-agreement iterations.')
+    primary: str = opt(
+        "gene", "--primary", metavar="gene|conv",
+        help=("Primary capsules: gene (one capsule per gene, fed only by that gene's PCs; its coupling is the "
+              "gene's relevance, which genes.tsv ranks) or conv (the paper's: a convolution over a dense layer on "
+              'all Gene-PCs). --hidden, --capsule-channels, --kernel-size, --stride, --dropout and '
+              '--primary-capsule shape conv capsules only.'))
+    input_dropout: float = opt(
+        0.0, "--input-dropout", min=0, max=0.95,
+        help='Dropout on the Gene-PC input while training.')
+    dropout: float = opt(0.0, "--dropout", min=0, max=0.95, help="Dropout on the dense layer's output while training.")
+    baselines: bool = opt(
+        True, "--baselines/--no-baselines",
+        help=('Also score logistic regression, SVM, random forest, AdaBoost, an MLP and, when FEATURES holds SNP '
+              'dosages (gene-pca --keep-dosages), a polygenic risk score on the same folds.'))
+    train_fraction: list[float] = opt(
+        [], "--train-fraction", metavar="F,F,...", min=0, min_open=True, max=1, cli_type=str | None,
+        parse=options.comma_numbers,
+        help=('Data-efficiency curve: accuracy when training on these fractions of each training fold '
+              '(train_fraction.tsv).'))  # fractions of each training fold
+    primary_capsule: int | None = opt(
+        None, "--primary-capsule", min=0,
+        help='Primary capsule for the gene scores (default: highest mean coupling to the case capsule).')
+    gene_sets: str | None = opt(
+        None, "--gene-sets", metavar="FILE.gmt",
+        help=('Gene sets (GMT: name, description, gene symbols; tab-separated; gzip or - read too), e.g. an MSigDB '
+              'or GO export: test the decisive genes for enrichment in each (hypergeometric, Benjamini-Hochberg '
+              'FDR) into enrichment.tsv. Example: --gene-sets h.all.v2024.1.Hs.symbols.gmt'))  # GMT file
+    min_set_size: int = opt(
+        5, "--min-set-size", min=1,
+        help='With --gene-sets: test only sets with at least this many feature genes.')
+    max_set_size: int = opt(
+        500, "--max-set-size", min=1,
+        help='With --gene-sets: test only sets with at most this many feature genes.')
+    device: str = options.device()
+    threads: int = options.threads('CPU threads (torch and the random forest).')
+    seed: int = options.seed('Seeds splits, initialisation and shuffling: same inputs and seed, same outputs.')
 
     def check(self) -> None:
-        in_ranges(("--folds", self.folds, 2, None), ("--test-fraction", self.test_fraction, 0, 0.9),
-                  ("--valid-fraction", self.valid_fraction, 0.01, 0.5), ("--epochs", self.epochs, 1, None),
-                  ("--patience", self.patience, 1, None), ("--batch-size", self.batch_size, 1, None),
-                  ("--lr", self.lr, 0, None), ("--weight-decay", self.weight_decay, 0, None),
-                  ("--gene-penalty", self.gene_penalty, 0, None), ("--lr-decay", self.lr_decay, 0.01, 1),
-                  ("--hidden", self.hidden, 2, None), ("--capsule-channels", self.capsule_channels, 1, None),
-                  ("--capsule-dim", self.capsule_dim, 1, None), ("--kernel-size", self.kernel_size, 1, None),
-                  ("--stride", self.stride, 1, None), ("--class-dim", self.class_dim, 1, None),
-                  ("--routing", self.routing, 1, None), ("--input-dropout", self.input_dropout, 0, 0.95),
-                  ("--dropout", self.dropout, 0, 0.95), ("--primary-capsule", self.primary_capsule, 0, None),
-                  ("--min-set-size", self.min_set_size, 1, None), ("--max-set-size", self.max_set_size, 1, None),
-                  ("--threads", self.threads, 1, None), ("--seed", self.seed, 0, SEED_MAX))
-        if any(not 0 < f <= 1 for f in self.train_fraction):
-            raise UsageError("--train-fraction: fractions must be in (0, 1]")
         primary_kind(self.primary)
         if self.primary == "conv" and self.pair_screen:  # only an explicit --pair-screen: None is the default
             raise UsageError("--pair-screen: the pair screen spares genes from the gene capsules' group penalty: "

@@ -139,7 +139,10 @@ def _default(field: dataclasses.Field, decl: Declared) -> Any:
         return field.default
     if field.default_factory is not dataclasses.MISSING:
         value = field.default_factory()
-        return [] if isinstance(value, dict) else value  # a dict is given as repeated KEY=VALUE
+        if decl.cli_type is not None and not value:  # given otherwise on the command line (KEY=VALUE, A,B)
+            many = typing.get_origin(decl.cli_type) in (list, List)
+            return [] if many else None
+        return value
     return ...  # required
 
 
