@@ -317,4 +317,11 @@ def test_a_cram_without_its_reference_says_to_pass_reference(cli, tmp_path, monk
     res = cli("classify-reads", tmp_path / "x.cram", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1
     assert_one_error_line(res, "cannot decode this CRAM without its reference: pass --reference FASTA")
+    assert "truncated" not in res.stderr  # htslib's words for it: they would send a user to fetch a good file again
+    # a --reference that is not there is named as missing (issue 61), for a BAM too
+    for reads in (tmp_path / "x.cram", INT / "host.bam"):
+        res = cli("classify-reads", reads, "--reference", tmp_path / "nope.fa", "-o", tmp_path / "c.tsv")
+        assert res.exit_code == 1
+        assert_one_error_line(res, f"--reference {tmp_path / 'nope.fa'}: no such file")
+        assert "truncated" not in res.stderr
     assert not (tmp_path / "c.tsv").exists()

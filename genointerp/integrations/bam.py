@@ -10,7 +10,7 @@ import pysam
 from genointerp.errors import InputError
 from genointerp.integrations.pieces import PieceCollector, add_splits, pair_piece
 from genointerp.integrations.request import IntegrationRequest
-from genointerp.io.inputs import check_readable
+from genointerp.io.inputs import check_readable, wrong_kind
 from genointerp.report import Reporter
 from genointerp.viral.panel import known_virus
 from genointerp.viral.typing.placement import revcomp
@@ -94,8 +94,9 @@ def scan_bam(req: IntegrationRequest, col: PieceCollector, host, report: Reporte
     check_readable(req.bam)
     try:
         fh = pysam.AlignmentFile(req.bam, "r", reference_filename=req.host, threads=req.threads)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{req.bam}: cannot open as BAM/CRAM ({exc})") from None
+    except (ValueError, OSError):
+        raise wrong_kind(req.bam, "a BAM/CRAM file", "give a host-aligned BAM/CRAM, or the reads as --reads1/--reads2") \
+            from None
     stats = col.stats
     stats.mode = "bam"
     with fh:

@@ -150,6 +150,43 @@ def read_head(path: str | os.PathLike, n: int = 4096) -> bytes:
         return data.read(n)
 
 
+# first bytes (after gzip) -> what a file holding them is, for errors that name what was given
+_SIGNATURES = ((b"BAM\x01", "BAM"), (b"CRAM", "CRAM"), (b"BCF\x02", "BCF"), (b"\x89PNG", "a PNG image"),
+               (b"\xff\xd8\xff", "a JPEG image"), (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a ZIP archive"),
+               (b"\x93NUMPY", "a NumPy array"), (b"bigWig", "bigWig"), (b"\x26\xfc\x8f\x88", "bigWig"),
+               (b"##fileformat=VCF", "VCF"), (b"@HD\t", "SAM"), (b"@SQ\t", "SAM"), (b"LOCUS", "GenBank"),
+               (b"@", "FASTQ"), (b">", "FASTA"))
+
+
+def looks_like(head: bytes) -> str:
+    """What a file whose first decompressed bytes are `head` holds, in words ("FASTQ", "a PNG
+    image", "empty", "binary data", "text"): named in the one-line error of a reader given the
+    wrong kind of file, in place of its library's internals or the raw bytes."""
+    for magic, what in _SIGNATURES:
+        if head.startswith(magic):
+            return what
+    if not head.strip():
+        return "empty"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of `head`
+            return "binary data"
+    return "binary data" if b"\x00" in head else "text"
+
+
+def wrong_kind(path: str | os.PathLike, expected: str, hint: str = "") -> InputError:
+    """InputError "PATH: not EXPECTED (it holds WHAT)[; HINT]" for a reader given another kind of file;
+    what it holds is told from a regular file's first bytes (a stream is not read again)."""
+    what = ""
+    if not is_stream(path):
+        try:
+            what = f" (it holds {looks_like(read_head(path, 512))})"
+        except (InputError, OSError):
+            pass
+    return InputError(f"{path}: not {expected}{what}{'; ' + hint if hint else ''}")
+
+
 def check_gzip_intact(path: str | os.PathLike) -> None:
     """Decompress a regular gzip/bgzip file to its end (a plain file is not read further), raising
     the one-line InputError of truncated or corrupt gzip data if it is damaged. For readers whose C

@@ -33,7 +33,7 @@ from typing import Iterable, Iterator
 
 import pysam
 
-from genointerp.errors import InputError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.fastq_text import BLOCK, plain_batches
 from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, looks_like, open_binary,
                                   open_text, read_head)
@@ -276,12 +276,15 @@ def _alignment_reads(path: str, source: str, fmt: str, unmapped_only: bool,
                 yield name, seq, qual
     except (OSError, ValueError) as exc:
         msg = str(exc).replace(source, path)
-        if fmt == "cram" and n == 0:  # htslib says "truncated file" when it has no reference to decode with
+        # htslib says "truncated file" when it has no reference to decode with: its words would send a
+        # user to fetch a good file again, so they are left out
+        if fmt == "cram" and n == 0:
             if reference is None:
-                raise InputError(f"{path}: cannot decode this CRAM without its reference: pass --reference "
-                                 f"FASTA, the genome it was aligned to ({msg})") from None
+                raise InputError(f"{path}: cannot decode this CRAM without its reference: pass --reference FASTA, the "
+                                 "genome it was aligned to (none where its header points, nor in REF_PATH/REF_CACHE)") \
+                    from None
             raise InputError(f"{path}: cannot decode this CRAM with --reference {reference}: is it the genome the "
-                             f"file was aligned to? ({msg})") from None
+                             "file was aligned to?") from None
         raise InputError(f"{path}: malformed or truncated alignment file after {n} reads ({msg})") from None
 
 
@@ -334,15 +337,37 @@ def iter_read_batches(path: str, size: int, unmapped_only: bool = False,
         if fmt == "genbank":
             raise InputError(f"{path}: GenBank is accepted for references only; reads must be FASTA/FASTQ/BAM/CRAM")
         if fmt in _ALIGNMENTS:
+            check_reference(reference)
             reads = _alignment_reads(path, source, fmt, unmapped_only, reference)
             batch = list(islice(reads, 1))
             while batch:
                 yield batch
                 batch = list(islice(reads, size))
+        elif unmapped_only:
+            refuse_unmapped_only(path, fmt)
         elif fmt == "fastq":
             yield from _fastq(path, source, size)
         else:
             yield from _fastx(path, source, fmt, size)
+
+
+def refuse_unmapped_only(path: str, fmt: str) -> None:
+    """UsageError for --unmapped-only on reads that are not an alignment file (`fmt` as sniffed):
+    they have no unmapped reads to pick, and classifying all of them without a word would hide
+    that the option did nothing."""
+    if fmt not in _ALIGNMENTS:
+        raise UsageError(f"--unmapped-only: {path} is {fmt.upper() if fmt != 'genbank' else 'GenBank'}, not BAM/CRAM: "
+                         "the option picks an alignment file's unmapped reads; leave it out for FASTA/FASTQ")
+
+
+def check_reference(reference: str | None) -> None:
+    """InputError naming --reference when the FASTA it names is missing or a folder (htslib would
+    only say that the CRAM it decodes is a "truncated file")."""
+    if reference is not None:
+        try:
+            check_readable(reference)
+        except InputError as exc:
+            raise InputError(f"--reference {exc}") from None
 
 
 def read_reference(path: str) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 from genointerp.errors import InputError
 from genointerp.io.chroms import chrom_alias
-from genointerp.io.inputs import check_gzip_intact, check_readable, compression, is_stream
+from genointerp.io.inputs import check_gzip_intact, check_readable, compression, is_stream, wrong_kind
 from genointerp.io.bgzf import has_bgzf_eof
 
 MAX_INDEL = 50  # bp: longer insertions and deletions are skipped (`too_long`)
@@ -74,9 +74,9 @@ def open_variants(path: str):
     quiet = pysam.set_verbosity(0)
     try:
         return pysam.VariantFile(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError):
         _intact(path)
-        raise InputError(f"{path}: not a readable VCF/BCF ({exc})") from None
+        raise wrong_kind(path, "a readable VCF/BCF") from None
     finally:
         pysam.set_verbosity(quiet)
 

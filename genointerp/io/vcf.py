@@ -34,7 +34,8 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.io.bgzf import has_bgzf_eof
-from genointerp.io.inputs import GZIP_ERRORS, check_readable, compression, first_duplicate, is_stream, open_binary
+from genointerp.io.inputs import (GZIP_ERRORS, check_readable, compression, first_duplicate, is_stream, open_binary,
+                                  wrong_kind)
 
 MISSING = -1
 _TAB, _ZERO, _DOT, _SLASH, _PIPE = ord("\t"), ord("0"), ord("."), ord("/"), ord("|")
@@ -176,8 +177,8 @@ class VcfGenotypes:
                 self.all_samples = list(header.samples)
                 self._has_gt = "GT" in header.formats
                 self.contigs = list(header.contigs)
-        except (OSError, ValueError, NotImplementedError) as exc:
-            raise InputError(f"{self.path}: not a readable VCF/BCF ({exc})") from None
+        except (OSError, ValueError, NotImplementedError):
+            raise wrong_kind(self.path, "a readable VCF/BCF") from None
         finally:
             pysam.set_verbosity(quiet)
 

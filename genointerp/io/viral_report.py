@@ -179,8 +179,9 @@ def write_sample_report(outputs: dict, summary: dict, rows, reads_total: int, re
     kraken, multiqc, multiqc_types."""
     if outputs.get("tsv") is not None:
         write_report_tsv(outputs["tsv"], rows)
-    if outputs.get("kraken") is not None:
-        write_kraken_report(outputs["kraken"], reads_total, reads_viral, summary["kraken"])
+    if outputs.get("kraken") is not None:  # the reads --unmapped-only left out are the sample's too: unclassified
+        write_kraken_report(outputs["kraken"], reads_total + summary.get("reads_left_out", 0), reads_viral,
+                            summary["kraken"])
     if outputs.get("multiqc") is not None:
         write_multiqc(outputs["multiqc"], summary, reads_viral)
     if outputs.get("multiqc_types") is not None:

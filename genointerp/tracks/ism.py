@@ -266,7 +266,10 @@ def window_effects(model, codes: np.ndarray, offs: np.ndarray, bins: slice, cols
 def write_rows(tsv, bases_tsv, chrom: str, starts: np.ndarray, ref_codes: np.ndarray, eff: np.ndarray,
                importance: np.ndarray, max_drop: np.ndarray, track_ids: list[str]) -> None:
     """ism.tsv rows (base, then alternative, then track) and ism.bases.tsv rows (base, then track)
-    of one window's bases: eff (n, 3, T), importance and max_drop (n, T); positions 1-based."""
+    of one window's bases: eff (n, 3, T), importance and max_drop (n, T); positions 1-based.
+    A value of -0.0 (a difference or a negated mean of zeros) is written 0, not -0: adding +0.0
+    turns -0.0 into +0.0 and leaves every other value as it is."""
+    eff, importance, max_drop = eff + 0.0, importance + 0.0, max_drop + 0.0
     lines = []
     base_lines = []
     for j, (pos, rc) in enumerate(zip((starts + 1).tolist(), ref_codes.tolist())):

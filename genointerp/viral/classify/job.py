@@ -136,6 +136,7 @@ def run(req: ClassifyRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     files = req.report_files()
     with outputs.streams(req.output, req.summary, req.viral_out, *(path for _, _, path in files),
                          plain=[req.summary]) as out:  # the summary is plain JSON whatever its name
+        req.check_inputs()  # before the model loads
         summary = _classify(req, out[req.output], out.get(req.viral_out), report,
                             {fmt: out[path] for _, fmt, path in files})
         if req.summary:
@@ -261,15 +262,20 @@ def report_spec(req: ClassifyRequest, log) -> dict:
     inputs' indexes. Refused where they cannot be known and a report is asked for; a chunk job
     records them as unknown (merge-calls then refuses its report)."""
     mapped: MappedBases | None = None
-    if req.host_bases is None:
+    # with --host-bases too, the index gives the reads --unmapped-only leaves out (the kraken-style
+    # report's unclassified row); there, where it cannot, the report goes on without them
+    if req.host_bases is None or req.unmapped_only:
         try:
             mapped = sum_mapped([mapped_host_bases(p, req.reference) if req.unmapped_only else MappedBases(0, 0, 0, {})
                                  for p in req.reads])
         except InputError as exc:
-            if req.reports():
+            if req.host_bases is not None:
+                log(f"the kraken-style report's unclassified reads leave out the mapped reads: {exc}")
+            elif req.reports():
                 raise
-            log(f"the host's bases are unknown, so merge-calls will refuse this chunk's report: {exc}")
-        if mapped is not None and mapped.records:
+            else:
+                log(f"the host's bases are unknown, so merge-calls will refuse this chunk's report: {exc}")
+        if mapped is not None and mapped.records and req.host_bases is None:
             log(f"host bases of the mapped reads --unmapped-only leaves out: {mapped.bases:,} "
                 f"({'counted' if mapped.exact else f'estimated from {mapped.sampled:,} of'} {mapped.records:,} "
                 "mapped records in the index)")

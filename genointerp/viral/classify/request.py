@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from genointerp.chunks import chunk_option
-from genointerp.errors import UsageError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.inputs import is_stream
 from genointerp.io.viral_report import report_files
 from genointerp.job import one_stdout, stdin_once
+from genointerp.options import opt
 from genointerp.resources import builtin_model_dir
 from genointerp.runtime import check_settings
 from genointerp.viral.report.sample_report import check_sample_name
 
 EVIDENCE_MODES = ("both", "model", "kmer")
+# bp: --host-genome-size's bound, above the largest genome known (Tmesipteris oblanceolata, 1.6e11 bp);
+# a value past it is a typo, not a genome (1e308 gave a copies figure of 300 digits)
+HOST_GENOME_SIZE_MAX = 10**12
 
 
 @dataclass
@@ -33,7 +38,8 @@ class ClassifyRequest:
     multiqc: str | None = None  # the report's MultiQC general-statistics row (custom content, *_mqc.tsv)
     multiqc_types: str | None = None  # the report's MultiQC table of types (custom content, *_mqc.tsv)
     sample: str | None = None  # the report's sample name; None: from the first input's file name
-    host_genome_size: float = 3.1e9  # the report's copies per genome: GRCh38's size by default
+    # the report's copies per genome: GRCh38's size by default; its bounds declared here, held by execute
+    host_genome_size: float = opt(3.1e9, "--host-genome-size", min=1, max=HOST_GENOME_SIZE_MAX)
     host_bases: int | None = None  # the host's bases; None: counted (genointerp.viral.report.host_depth)
     viral_out: str | None = None  # the reads called viral
     unmapped_only: bool = False
@@ -53,8 +59,6 @@ class ClassifyRequest:
             raise UsageError(f"--min-bits: must be above 0, not {self.min_bits}")
         if self.threshold is not None and not 0 <= self.threshold <= 1:
             raise UsageError(f"--threshold: must be from 0 to 1, not {self.threshold}")
-        if not self.host_genome_size > 0:
-            raise UsageError(f"--host-genome-size: must be above 0, not {self.host_genome_size}")
         if self.host_bases is not None and not self.host_bases > 0:
             raise UsageError(f"--host-bases: must be above 0, not {self.host_bases}")
         check_sample_name(self.sample)
@@ -71,6 +75,22 @@ class ClassifyRequest:
                 what = "stdin (-)" if streams[0] == "-" else f"{streams[0]} (a pipe, not a file)"
                 raise UsageError(f"--chunk: {what} cannot be chunked: every job must count the whole input, "
                                  "so it is read twice; give a file")
+
+    def check_inputs(self) -> None:
+        """Refuse, before any reading, --unmapped-only on reads that are not BAM/CRAM (regular files:
+        their first bytes; a stream is refused when it is read) and a --reference that is not there."""
+        from genointerp.io.sequences import check_reference, refuse_unmapped_only, sniff_format
+
+        check_reference(self.reference)
+        if self.unmapped_only:
+            for path in self.reads:
+                if is_stream(path) or not os.path.isfile(path):
+                    continue
+                try:
+                    fmt = sniff_format(path)
+                except InputError:
+                    continue  # an unreadable input gets its own error where it is read
+                refuse_unmapped_only(path, fmt)
 
     def chunk_of(self) -> tuple[int, int] | None:
         """--chunk as (I, N), None without it."""

@@ -41,6 +41,7 @@ class MappedBases:
     records: int  # mapped records on host contigs, by the index
     sampled: int  # of them read for the bases per record
     viral_records: dict[str, int]  # contig naming a virus -> its mapped records (neither host nor classified)
+    reads: int = 0  # the mapped host reads (primary records): counted, or estimated as the bases are
 
     @property
     def exact(self) -> bool:
@@ -69,18 +70,20 @@ def mapped_host_bases(path: str, reference: str | None = None) -> MappedBases:
             host = [(s.contig, s.mapped) for s in stats if not known_virus(s.contig)]
             viral = {s.contig: s.mapped for s in stats if known_virus(s.contig)}
             records = sum(n for _, n in host)
-            bases = sampled = 0
+            bases = sampled = reads = 0
             for contig, n in host:
                 quota = n if records <= SAMPLE else max(1, round(SAMPLE * n / records))
                 for rec in islice((r for r in fh.fetch(contig) if not r.is_unmapped), quota):
                     sampled += 1
                     if not (rec.is_secondary or rec.is_supplementary):
                         bases += rec.infer_read_length() or rec.query_length
+                        reads += 1
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: cannot read its index or mapped reads ({exc})") from None
     if sampled < records:
         bases = round(records * bases / sampled) if sampled else 0
-    return MappedBases(bases, records, sampled, viral)
+        reads = round(records * reads / sampled) if sampled else 0
+    return MappedBases(bases, records, sampled, viral, reads)
 
 
 def sum_mapped(parts: list[MappedBases]) -> MappedBases:
@@ -90,4 +93,4 @@ def sum_mapped(parts: list[MappedBases]) -> MappedBases:
         for contig, n in m.viral_records.items():
             viral[contig] = viral.get(contig, 0) + n
     return MappedBases(sum(m.bases for m in parts), sum(m.records for m in parts), sum(m.sampled for m in parts),
-                       viral)
+                       viral, sum(m.reads for m in parts))

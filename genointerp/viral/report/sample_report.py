@@ -172,6 +172,8 @@ def report_summary(typing: dict, rows: list[ReportRow], iterations: int) -> dict
         "host_bases_from": {"given": host["given"], "reads_not_called_viral": host["classified"],
                             "mapped_reads": host["mapped"], "mapped_records": host["mapped_records"],
                             "mapped_records_read": host["mapped_records_read"]},
+        # reads of the sample not classified because --unmapped-only left them out (mapped host reads)
+        "reads_left_out": host.get("mapped_reads_left_out") or 0,
         "host_genome_size": typing["host_genome_size"],
         "host_depth": round(host_bases / typing["host_genome_size"], 6),
         "flags": list(load_flags(host_bases / typing["host_genome_size"])),

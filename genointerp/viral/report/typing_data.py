@@ -29,7 +29,9 @@ def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, ma
             "host_bases": {"given": host_bases,
                            "mapped": None if mapped is None else mapped.bases,
                            "mapped_records": None if mapped is None else mapped.records,
-                           "mapped_records_read": None if mapped is None else mapped.sampled}}
+                           "mapped_records_read": None if mapped is None else mapped.sampled,
+                           # the host reads --unmapped-only left out: the kraken-style report's unclassified
+                           "mapped_reads_left_out": None if mapped is None else mapped.reads}}
 
 
 def typing_part(spec: dict, placed: list[TypeHits], refs: dict[str, tuple], unplaced: int, named: dict[str, int],
