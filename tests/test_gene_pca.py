@@ -50,6 +50,32 @@ def test_pcs_rule_steps_and_bad_rules():
             PcsRule.parse(bad)
 
 
+def test_pcs_rule_variance_target_cuts_the_count():
+    rule = PcsRule.parse("inf:8,var:0.9")
+    assert str(rule) == "inf:8,var:0.9" and str(PcsRule.parse(str(rule))) == str(rule)
+    # 0.5 + 0.3 = 0.8 < 0.9, one more reaches 0.95: 3 PCs; the steps stay a cap; without ratios, the steps
+    assert rule.n_pcs(30, np.array([0.5, 0.3, 0.15, 0.05])) == 3
+    assert rule.n_pcs(30, np.array([0.95, 0.05])) == 1 and rule.n_pcs(30) == 8
+    assert PcsRule.parse("inf:2,var:0.99").n_pcs(30, np.array([0.5, 0.3, 0.2])) == 2
+    # a target of 1 is met by all the PCs even where their ratios sum to a hair below it
+    assert PcsRule.parse("inf:8,var:1").n_pcs(3, np.array([0.5, 0.3, 0.2 - 1e-12])) == 3
+    for bad in ("inf:8,var:0", "inf:8,var:1.5", "var:0.9", "inf:8,var:x"):
+        with pytest.raises(ValueError):
+            PcsRule.parse(bad)
+
+
+def test_pcs_rule_variance_target_through_the_cli(cli, tmp_path):
+    res = cli("-q", "gene-pca", VCF, "-g", BED, "--pcs-rule", "inf:64,var:0.8", "-o", tmp_path / "o")
+    assert res.exit_code == 0, res.output
+    rows = [r for r in genes_tsv(tmp_path / "o") if int(r["n_pcs"])]  # genes with kept SNPs
+    for r in rows:
+        # the fewest PCs that explain 80 % of the gene's variance: with one PC fewer it would not
+        per_pc = [float(v) for v in r["explained_per_pc"].split(",")]
+        assert sum(per_pc) >= 0.8 - 1e-6 and sum(per_pc[:-1]) < 0.8, r
+    assert max(int(r["n_pcs"]) for r in rows) > 8  # more than the default rule's 8 for some gene
+    assert json.loads((tmp_path / "o" / "features.json").read_text())["pcs_rule"] == "inf:64,var:0.8"
+
+
 def test_pca_matches_sklearn_up_to_sign():
     from sklearn.decomposition import PCA
 

@@ -13,7 +13,10 @@ for missing calls. Fitting uses only the fit (training) rows:
 - scores for every row are (X_imputed - mean) @ W, float32.
 
 How many PCs: `PcsRule` (default 1 PC for 1-4 SNPs, 4 for 5-20, 8 above), never more than the
-rank of Xc, which is at most min(m, n_fit - 1).
+rank of Xc, which is at most min(m, n_fit - 1). A rule with a variance target (`var:0.99`) keeps
+the fewest PCs that explain that share of the gene's variance, the count steps as a cap: a gene
+acting through low-frequency SNPs (a burden) varies little along them, so its leading PCs, which
+follow the common SNPs, miss it (benchmarks/capsule_family.py).
 """
 
 from __future__ import annotations
@@ -39,18 +42,26 @@ TRANSFORM_VERSION = 1
 @dataclass(frozen=True)
 class PcsRule:
     """steps: ((max_snps, n_pcs), ...) ascending; a gene with m SNPs gets the first step's n_pcs
-    whose max_snps >= m."""
+    whose max_snps >= m. variance: with it, fewer where fewer PCs explain that share of the gene's
+    variance."""
 
     steps: tuple[tuple[float, int], ...]
+    variance: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> "PcsRule":
-        """`4:1,20:4,inf:8`: up to 4 SNPs 1 PC, up to 20 4 PCs, any more 8 PCs. ValueError if bad."""
-        steps = []
+        """`4:1,20:4,inf:8`: up to 4 SNPs 1 PC, up to 20 4 PCs, any more 8 PCs; a `var:F` term
+        (0 < F <= 1) adds the variance target. ValueError if bad."""
+        steps, variance = [], None
         for part in text.split(","):
             bound, sep, k = part.strip().partition(":")
             if not sep:
                 raise ValueError(f"expected MAX_SNPS:N_PCS pairs, got {part!r}")
+            if bound.strip().lower() == "var":
+                variance = float(k)
+                if not 0 < variance <= 1:
+                    raise ValueError(f"{part!r}: the variance target must be in (0, 1]")
+                continue
             b = math.inf if bound.strip().lower() in ("inf", "*") else float(int(bound))
             n = int(k)
             if n < 1 or b < 1:
@@ -58,15 +69,22 @@ class PcsRule:
             steps.append((b, n))
         if [b for b, _ in steps] != sorted({b for b, _ in steps}):
             raise ValueError("SNP bounds must increase")
-        if steps[-1][0] != math.inf:
+        if not steps or steps[-1][0] != math.inf:
             raise ValueError("the last step must be inf:N (genes of any size)")
-        return cls(tuple(steps))
+        return cls(tuple(steps), variance)
 
-    def n_pcs(self, n_snps: int) -> int:
-        return next(k for b, k in self.steps if n_snps <= b)
+    def n_pcs(self, n_snps: int, explained: np.ndarray | None = None) -> int:
+        """PCs for a gene of n_snps SNPs; with a variance target, `explained` (the variance ratios
+        of its PCs, descending) cuts the count to the fewest that reach it."""
+        k = next(k for b, k in self.steps if n_snps <= b)
+        if self.variance is not None and explained is not None and len(explained):
+            # 1e-9: a target of 1 is reached where rounding leaves the sum a hair below it
+            k = min(k, int(np.searchsorted(np.cumsum(explained), self.variance - 1e-9)) + 1)
+        return k
 
     def __str__(self) -> str:
-        return ",".join(f"{'inf' if b == math.inf else int(b)}:{k}" for b, k in self.steps)
+        return ",".join([f"{'inf' if b == math.inf else int(b)}:{k}" for b, k in self.steps]
+                        + ([f"var:{self.variance:g}"] if self.variance is not None else []))
 
 
 @dataclass
@@ -122,7 +140,7 @@ def fit_gene(x: np.ndarray, fit_rows: np.ndarray, rule: PcsRule) -> GeneFit:
     # lambda_max * eps, so an axis counts when its eigenvalue stands clear of that
     tol = (evals[0] if len(evals) else 0.0) * max(n_fit, m) * np.finfo(np.float64).eps
     rank = int((evals > tol).sum()) if total > 0 else 0
-    k = min(rule.n_pcs(m), rank, m, max(n_fit - 1, 0))
+    k = min(rule.n_pcs(m, evals[:rank] / total if total > 0 else None), rank, m, max(n_fit - 1, 0))
     if axes is None:
         axes = xc.T @ evecs[:, :k] / np.sqrt(evals[:k])
     components = np.ascontiguousarray(axes[:, :k])
