@@ -168,3 +168,66 @@ def test_an_error_without_a_signal_is_still_the_error(cli, tmp_path, monkeypatch
     res = cli("classify-reads", DATA / "tumor_small.fq.gz", "--evidence", "model", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1
     assert_one_error_line(res, "damaged or not a safetensors file")
+
+
+# What the console script pip writes does (`import re, sys; from genointerp.__main__ import main`),
+# with a hook that sends SIGINT when Python looks for genointerp.__main__: the first moment after the
+# package's own first line. The file is named `genointerp`, as the console script is.
+_CONSOLE_SCRIPT = """
+import importlib.abc, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's, even where CI started us ignoring it
+class SignalAtImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target_=None):
+        if name == "genointerp.__main__":
+            sys.meta_path.remove(self)
+            sys.stderr.write("hook: importing " + name + "\\n")
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, SignalAtImport())
+from genointerp.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m"])
+def test_ctrl_c_right_after_the_package_starts_ends_with_one_line(tmp_path, how):
+    """Ctrl-C in the first fraction of a second, on a busy machine: the program's handlers are in
+    place from the package's first line (genointerp/__init__.py, which Python runs before
+    genointerp.__main__ whichever way the program starts), not only once main() runs: the signal
+    sent as Python looks for genointerp.__main__ ends the run with 130 and one line."""
+    work = tmp_path / "work"
+    work.mkdir()
+    if how == "console script":
+        script = tmp_path / "genointerp"
+        script.write_text(_CONSOLE_SCRIPT)
+        argv = [sys.executable, str(script)]
+    else:  # runpy imports the package, then looks for genointerp.__main__: the hook goes in by sitecustomize
+        (tmp_path / "sitecustomize.py").write_text(_CONSOLE_SCRIPT.split("sys.meta_path.insert(0, SignalAtImport())")[0]
+                                                  + "sys.meta_path.insert(0, SignalAtImport())\n")
+        argv = [sys.executable, "-m", "genointerp"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = subprocess.run([*argv, "kmerize", str(DATA / "tumor_small.fq.gz"), "-k", "3", "--length", "50", "--tsv",
+                          str(work / "t.tsv")], cwd=work, capture_output=True, text=True, timeout=EXIT_WITHIN, env=env)
+    assert "hook: importing genointerp.__main__" in res.stderr, res.stderr  # the signal was sent where meant
+    assert res.returncode == 130, res.stderr
+    assert "Traceback" not in res.stderr and "KeyboardInterrupt" not in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines()[-1] == "genointerp: interrupted by SIGINT while starting", res.stderr
+    assert list(work.iterdir()) == []
+
+
+def test_only_the_program_takes_the_signals_at_import():
+    """A library, a test runner or a worker process that imports genointerp keeps its handlers:
+    the interpreter's own command line (sys.orig_argv) must name the program."""
+    from genointerp import _is_the_program
+
+    py = sys.executable
+    for argv in ([py, "/usr/bin/genointerp", "kmerize"], [py, "-m", "genointerp", "--version"],
+                 [py, "-X", "importtime", "-m", "genointerp"], [py, "-u", "/opt/venv/bin/genointerp"]):
+        assert _is_the_program(argv), argv
+    for argv in ([py, "-c", "from multiprocessing.spawn import spawn_main; spawn_main()", "--multiprocessing-fork"],
+                 [py, "-m", "pytest", "tests"], [py, "my_pipeline.py"], [py, "-m", "genointerp_tools"], [py], [py, "-"],
+                 [py, "-X", "genointerp"]):
+        assert not _is_the_program(argv), argv
+    assert signal.getsignal(signal.SIGINT) is not None  # this process (pytest) imported genointerp long ago
+    import genointerp.__main__  # noqa: F401
+    assert signal.getsignal(signal.SIGINT).__module__ != "genointerp"
