@@ -12,7 +12,7 @@ WF_VENV ?= .venv-workflow
 WF_STAMP := $(WF_VENV)/.installed
 HADOLINT_VERSION ?= 2.15.1
 
-.PHONY: install test docs run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
+.PHONY: install test test-fast docs run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
 # The package compiles three C extensions (genointerp/_scan.c, _fused.c, _fastq.c: gcc or clang and the Python headers).
 # Then the built-in model's viral indexes are stored prebuilt (genointerp index-model: a few
@@ -32,6 +32,11 @@ $(STAMP): pyproject.toml setup.py genointerp/_scan.c genointerp/_fused.c genoint
 # The workflow tooling too, so that `make test` runs what CI runs (the Snakemake tests would skip).
 test: install workflow-deps
 	$(BIN)/python -m pytest
+
+# The edit-test loop: every command's CLI basics, bad inputs and byte-identity promises, without the
+# tests tests/slow.txt names (training runs, DDP, the workflows); about a minute on 2 quiet cores.
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow"
 
 # The command reference, docs/cli.md, generated from the CLI (tests/test_docs.py fails when it is stale).
 docs: install

@@ -13,6 +13,7 @@ import pytest
 import torch  # noqa: F401 - classify-reads then runs its model in the test process (genointerp.viral.classify.model_process)
 from typer.testing import CliRunner
 
+import genointerp.runtime  # noqa: F401 - sets cuBLAS's fixed workspace before any test's first product on a GPU
 from genointerp.cli import app
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
@@ -24,6 +25,34 @@ os.environ["GENOINTERP_CACHE"] = _CACHE
 
 def pytest_unconfigure(config) -> None:
     shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+def slow_node_ids() -> set[str]:
+    """The node ids tests/slow.txt names, one a line; lines starting with '#' are comments (a test
+    id itself may hold '#')."""
+    lines = (line.strip() for line in (Path(__file__).parent / "slow.txt").read_text().splitlines())
+    return {line for line in lines if line and not line.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Mark `slow` every test tests/slow.txt names (by itself, its module or a fixture of its module
+    that it uses), so `pytest -m "not slow"` is the fast subset."""
+    slow, used = slow_node_ids(), set()
+    for item in items:
+        function = item.nodeid.split("[", 1)[0]
+        module = function.split("::", 1)[0]
+        for name in (item.nodeid, function, module, *(f"{module}::{f}" for f in getattr(item, "fixturenames", ()))):
+            if name in slow:
+                item.add_marker(pytest.mark.slow)
+                used.add(name)
+    whole_suite = {Path(item.nodeid.split("::", 1)[0]).name for item in items} >= \
+        {p.name for p in Path(__file__).parent.glob("test_*.py")}
+    if whole_suite and slow - used:
+        import warnings
+
+        warnings.warn(pytest.PytestConfigWarning(
+            f"tests/slow.txt names {len(slow - used)} test(s) that no longer exist: {', '.join(sorted(slow - used))}"))
 
 
 @pytest.fixture
