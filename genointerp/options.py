@@ -81,6 +81,8 @@ def opt(default: Any = MISSING, *flags: str, default_factory: Any = MISSING, **d
         default_factory, default = (lambda v=tuple(default): list(v)), MISSING
     elif isinstance(default, dict):
         default_factory, default = (lambda v=tuple(default.items()): dict(v)), MISSING
+    if "cli_default" in declared:
+        declared["has_cli_default"] = True
     return dataclasses.field(default=default, default_factory=default_factory,
                              metadata={"cli": Declared(flags=flags, **declared)})
 

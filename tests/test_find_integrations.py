@@ -51,7 +51,7 @@ def bam_run(tmp_path_factory):
     from genointerp.cli import app
 
     out = tmp_path_factory.mktemp("fi")
-    args = ["find-integrations", str(INT / "host.bam"), "--host", str(HOST), "--viral-refs", str(HBV), "--genes",
+    args = ["find-integrations", str(INT / "host.bam"), "-R", str(HOST), "--viral-refs", str(HBV), "--genes",
             str(INT / "genes.bed"), "-o", str(out / "j.tsv"), "--vcf", str(out / "j.vcf"), "--bedpe",
             str(out / "j.bedpe"), "--summary", str(out / "s.json"), "--multiqc", str(out / "j_mqc.tsv"), "--sample", "T1"]
     res = CliRunner().invoke(app, args, catch_exceptions=False)
@@ -177,7 +177,7 @@ def test_multiqc_rows_are_the_tables_junctions(bam_run, cli, tmp_path):
     for g, t in zip(got, table):
         assert (g["type"], g["host_position"], g["nearest_genes"], g["split_reads"], g["status"]) == \
             (t["type"], f"{t['host_chrom']}:{t['host_pos']}", t["nearest_genes"], t["split_reads"], t["status"])
-    res = cli("find-integrations", INT / "host.bam", "--host", HOST, "-o", tmp_path / "j.tsv", "--multiqc", tmp_path / "j.tsv2")
+    res = cli("find-integrations", INT / "host.bam", "-R", HOST, "-o", tmp_path / "j.tsv", "--multiqc", tmp_path / "j.tsv2")
     assert res.exit_code == 2 and "_mqc.tsv" in res.stderr and list(tmp_path.iterdir()) == []
 
 
@@ -206,7 +206,7 @@ def test_vcf_breakends_come_in_mate_pairs(bam_run):
 
 
 def test_same_inputs_give_byte_identical_outputs(cli, bam_run, tmp_path):
-    res = cli("-q", "find-integrations", INT / "host.bam", "--host", HOST, "--viral-refs", HBV, "--genes",
+    res = cli("-q", "find-integrations", INT / "host.bam", "-R", HOST, "--viral-refs", HBV, "--genes",
               INT / "genes.bed", "-o", tmp_path / "j.tsv", "--vcf", tmp_path / "j.vcf", "--bedpe", tmp_path / "j.bedpe",
               "--summary", tmp_path / "s.json")
     assert res.exit_code == 0
@@ -215,7 +215,7 @@ def test_same_inputs_give_byte_identical_outputs(cli, bam_run, tmp_path):
 
 
 def test_paired_fastq_finds_the_same_junctions(cli, bam_run):
-    res = cli("-q", "find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", INT / "R2.fq.gz", "--host", HOST,
+    res = cli("-q", "find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", INT / "R2.fq.gz", "-R", HOST,
               "--viral-refs", HBV)
     assert res.exit_code == 0, res.stderr
     calls = rows(res.stdout)
@@ -225,14 +225,14 @@ def test_paired_fastq_finds_the_same_junctions(cli, bam_run):
 def test_bam_with_sa_tags_on_a_host_plus_virus_reference(cli):
     with pysam.AlignmentFile(str(INT / "sa.bam")) as fh:
         assert sum(r.has_tag("SA") for r in fh) > 20
-    res = cli("-q", "find-integrations", INT / "sa.bam", "--host", INT / "combined.fa", "--viral-refs", HBV)
+    res = cli("-q", "find-integrations", INT / "sa.bam", "-R", INT / "combined.fa", "--viral-refs", HBV)
     assert res.exit_code == 0, res.stderr
     calls = rows(res.stdout)
     assert all(matches(calls, host_bp=5)) and len(calls) == 6 and {c["host_chrom"] for c in calls} == {"20"}
 
 
 def test_unmapped_only_bam_anchors_pairs_on_the_mate_fields(cli):
-    res = cli("find-integrations", INT / "unmapped.bam", "--host", HOST, "--viral-refs", HBV)
+    res = cli("find-integrations", INT / "unmapped.bam", "-R", HOST, "--viral-refs", HBV)
     assert res.exit_code == 0, res.stderr
     assert "unmapped-only" in res.stderr
     calls = rows(res.stdout)
@@ -247,7 +247,7 @@ def test_without_added_references_hbv_is_called_only_if_the_model_holds_it(cli):
 
     with gzip.open(builtin_model_dir() / "kmer_refs.fa.gz", "rt") as fh:
         builtin_hbv = any(line.startswith(">HBV") for line in fh)
-    res = cli("-q", "find-integrations", INT / "host.bam", "--host", HOST)
+    res = cli("-q", "find-integrations", INT / "host.bam", "-R", HOST)
     calls = rows(res.stdout)
     assert res.exit_code == 0
     assert {c["virus"] for c in calls} == ({"HPV", "HBV"} if builtin_hbv else {"HPV"})
@@ -332,7 +332,7 @@ def test_bad_inputs_get_one_line_and_no_outputs(cli, tmp_path):
     out = tmp_path / "j.tsv"
 
     def fails(bam, message, host=HOST, code=1):
-        res = cli("find-integrations", bam, "--host", host, "-o", out, "--vcf", tmp_path / "j.vcf")
+        res = cli("find-integrations", bam, "-R", host, "-o", out, "--vcf", tmp_path / "j.vcf")
         assert res.exit_code == code, res.stderr
         assert_one_error_line(res, message)
         assert not out.exists() and not (tmp_path / "j.vcf").exists()
@@ -356,10 +356,10 @@ def test_bad_inputs_get_one_line_and_no_outputs(cli, tmp_path):
     import gzip
     lines = gzip.open(INT / "R2.fq.gz", "rt").read().splitlines()
     r2.write_text("\n".join(lines[4:]) + "\n")
-    res = cli("find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", r2, "--host", HOST, "-o", out)
+    res = cli("find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", r2, "-R", HOST, "-o", out)
     assert res.exit_code == 1 and not out.exists()
     assert_one_error_line(res, "do not hold the same pairs")
-    res = cli("find-integrations", INT / "host.bam", "--reads1", INT / "R1.fq.gz", "--reads2", r2, "--host", HOST)
+    res = cli("find-integrations", INT / "host.bam", "--reads1", INT / "R1.fq.gz", "--reads2", r2, "-R", HOST)
     assert res.exit_code == 2
 
 

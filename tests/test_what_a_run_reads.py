@@ -101,7 +101,7 @@ def integrations(tmp_path, monkeypatch) -> Path:
 @pytest.mark.parametrize("index", ["host.fa.fai", "host.bam.bai", "host.bai", "host.fa.gzi"])
 def test_an_output_cannot_replace_an_index_read_beside_an_input(cli, integrations, index):
     before = {p.name: p.read_bytes() for p in integrations.iterdir()}
-    res = cli("find-integrations", "host.bam", "--host", "host.fa", "-o", index, "--force")
+    res = cli("find-integrations", "host.bam", "-R", "host.fa", "-o", index, "--force")
     assert res.exit_code == 2, res.output
     assert_one_error_line(res, "the index of the input")
     assert {p.name: p.read_bytes() for p in integrations.iterdir()} == before
@@ -120,7 +120,7 @@ def test_find_integrations_refuses_an_existing_output_before_reading_the_bam(cli
     whole = Path("host.bam").read_bytes()
     Path("host.bam").write_bytes(whole[: len(whole) // 2])
     Path("junctions.tsv").write_text("mine\n")
-    res = cli("find-integrations", "host.bam", "--host", "host.fa", "-o", "junctions.tsv")
+    res = cli("find-integrations", "host.bam", "-R", "host.fa", "-o", "junctions.tsv")
     assert res.exit_code == 1
     assert_one_error_line(res, "junctions.tsv: output exists")
     assert Path("junctions.tsv").read_text() == "mine\n"
@@ -135,7 +135,7 @@ def test_paired_reads_must_be_two_files_however_spelt(cli, tmp_path, monkeypatch
     os.symlink("R1.fq.gz", "link.fq.gz")
     os.link("R1.fq.gz", "hard.fq.gz")
     first = "/dev/stdin" if spelling == "-" else "R1.fq.gz"
-    res = cli("find-integrations", "--reads1", first, "--reads2", spelling, "--host", INT / "host.fa", "-o", "j.tsv")
+    res = cli("find-integrations", "--reads1", first, "--reads2", spelling, "-R", INT / "host.fa", "-o", "j.tsv")
     assert res.exit_code == 2, res.output
     assert_one_error_line(res, "--reads2: --reads1 and --reads2 name the same file")
     assert not Path("j.tsv").exists()
@@ -273,7 +273,7 @@ def test_bam_records_without_qualities_still_give_one_fastq(cli, tmp_path):
 def test_a_gz_vcf_is_bgzf_and_its_index_is_offered(cli, integrations):
     from genointerp.io.inputs import compression
 
-    res = cli("-q", "find-integrations", "host.bam", "--host", "host.fa", "--viral-refs", "hbv.fa", "-o", "j.tsv",
+    res = cli("-q", "find-integrations", "host.bam", "-R", "host.fa", "--viral-refs", "hbv.fa", "-o", "j.tsv",
               "--vcf", "j.vcf.gz", "--index-vcf")
     assert res.exit_code == 0, res.output
     assert compression("j.vcf.gz") == "BGZF" and Path("j.vcf.gz.tbi").stat().st_size > 0
@@ -288,7 +288,7 @@ def test_a_gz_vcf_is_bgzf_and_its_index_is_offered(cli, integrations):
 
 @pytest.mark.parametrize("vcf", [None, "j.vcf", "-"])
 def test_index_vcf_needs_a_bgzipped_vcf_file(cli, integrations, vcf):
-    res = cli("find-integrations", "host.bam", "--host", "host.fa", "-o", "j.tsv", "--index-vcf",
+    res = cli("find-integrations", "host.bam", "-R", "host.fa", "-o", "j.tsv", "--index-vcf",
               *(["--vcf", vcf] if vcf else []))
     assert res.exit_code == 2, res.output
     assert_one_error_line(res, "--index-vcf: needs --vcf naming a file that ends in .gz")

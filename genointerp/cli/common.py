@@ -67,7 +67,8 @@ class ErrorReportingGroup(TyperGroup):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for command in self.commands.values():
-            command.params.extend(run_options())
+            later = getattr(command, "later_params", None)  # a declared command's, built on first use
+            (later if later is not None else command.params).extend(run_options())
 
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)  # keep declaration order in --help

@@ -33,14 +33,17 @@ def request_class(path: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def command(name: str, request: str, *, force: str | None = "existing outputs", **settings: Any):
+def command(name: str, request: str, *, force: str | None = "existing outputs", prepare: Callable[[], None] | None = None,
+            **settings: Any):
     """Register the decorated `body(req, force)` as command `name` of the application, its
     parameters the declared fields of `request` ("module:Class") and --force (overwrite `force`;
-    None: the command has no --force). `settings` go to app.command (rich_help_panel, epilog, help);
-    the command's help is the body's docstring unless `help` is given."""
+    None: the command has no --force). `prepare` runs before the request's module is imported
+    (e.g. genointerp.runtime.single_threaded_numpy_blas, which must precede numpy). `settings` go
+    to app.command (rich_help_panel, epilog, help); the command's help is the body's docstring
+    unless `help` is given."""
 
     def register(body: Callable[[Any, bool], Any]) -> Callable[[Any, bool], Any]:
-        cls = type(f"{body.__name__}_command", (DeclaredCommand,), {"spec": (request, body, force)})
+        cls = type(f"{body.__name__}_command", (DeclaredCommand,), {"spec": (request, body, force), "prepare": staticmethod(prepare) if prepare else None})
 
         def stub() -> None:  # replaced by the declared parameters when first needed
             raise AssertionError("a declared command's parameters were not loaded")
@@ -53,29 +56,41 @@ def command(name: str, request: str, *, force: str | None = "existing outputs", 
 
 
 class DeclaredCommand(TyperCommand):
-    """A Typer command whose parameters are built from its request's fields on first use."""
+    """A Typer command whose parameters are built from its request's fields on first use (read
+    through `params`, as click and Typer read them)."""
 
     spec: tuple[str, Callable, str | None]
-    _loaded = False
+    prepare: Callable[[], None] | None = None
+
+    def __init__(self, *args, **kwargs):
+        self._loaded = False
+        self.later_params: list = []  # the group's own (-q, --debug), after the declared ones
+        super().__init__(*args, **kwargs)
+
+    @property
+    def params(self) -> list:
+        if not self._loaded:
+            self._load()
+        return self._params
+
+    @params.setter
+    def params(self, value: list) -> None:
+        self._params = value
 
     def _load(self) -> None:
-        if self._loaded:
-            return
         from typer.main import get_callback, get_params_convertors_ctx_param_name_from_function
 
+        self._loaded = True
+        if self.prepare is not None:
+            self.prepare()
         function, self._deprecated = build_function(*self.spec)
         params, convertors, context_name = get_params_convertors_ctx_param_name_from_function(function)
-        self.params = params + self.params  # the group's own (-q, --debug) stay last
+        self._params = params + self._params + self.later_params
         self.callback = get_callback(callback=function, params=params, convertors=convertors,
                                      context_param_name=context_name, pretty_exceptions_short=False)
-        self._loaded = True
-
-    def get_params(self, ctx):
-        self._load()
-        return super().get_params(ctx)
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        self._load()
+        self.params  # noqa: B018 (loads them, and the deprecated spellings)
         return super().parse_args(ctx, undeprecate(args, self._deprecated))
 
 

@@ -9,7 +9,6 @@ import typer
 from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log
 from genointerp.cli.options import force_option, threads_option
-from genointerp.runtime import usable_threads
 
 PANEL = "Genotypes (DiseaseCapsule)"
 
@@ -55,7 +54,7 @@ def gene_pca(
 
     req = GenePcaRequest(vcf=vcf, output=output, genes=genes, apply=apply, samples=samples, phenotypes=phenotypes,
                          phenotype_column=phenotype_column, fit_samples=fit_samples, maf=maf, max_missing=max_missing,
-                         nearest_gene=nearest_gene, pcs_rule=pcs_rule, threads=usable_threads(threads), tsv=tsv,
+                         nearest_gene=nearest_gene, pcs_rule=pcs_rule, threads=threads, tsv=tsv,
                          keep_dosages=keep_dosages)
     summary = execute(run, req, force, REPORTER)
     n_features = summary.get("genes_with_pcs")

@@ -12,8 +12,9 @@ from typing import List, Optional
 import typer
 
 from genointerp.cli.app import app
-from genointerp.cli.common import REPORTER, device_for, is_main_rank, log, parse_pairs
-from genointerp.cli.options import device_option, force_option, number, seed_option, threads_option
+from genointerp.cli.common import REPORTER, device_for, is_main_rank, log
+from genointerp.cli.declare import command
+from genointerp.cli.options import device_option, force_option, threads_option
 from genointerp.runtime import Precision
 
 PANEL = "Viral detection"
@@ -25,15 +26,10 @@ class Evidence(str, Enum):
     kmer = "kmer"
 
 
-class Position(str, Enum):
-    sinusoidal = "sinusoidal"
-    learned = "learned"
-    rope = "rope"
-    relative = "relative"
-
-
-@app.command(
+@command(
     "train-xvir",
+    "genointerp.viral.training.job:TrainXvirRequest",
+    force='an existing model directory / discard an old checkpoint',
     rich_help_panel=PANEL,
     epilog=(
         "Examples:\n\n"
@@ -43,46 +39,7 @@ class Position(str, Enum):
         "  torchrun --nproc_per_node 4 -m genointerp train-xvir train.kmers -o hpv_model --device cuda"
     ),
 )
-def train_xvir(
-    datasets: List[str] = typer.Argument(None, metavar="[DATASET]...", help="kmerize dataset folders, or FASTQ/FASTA files (tokenised with -k/--length, labels from --truth or --label-field). None: train on fresh reads simulated from --viral and --negative references."),
-    output: str = typer.Option(..., "-o", "--output", help="Model directory to write (model.safetensors, config.json, metrics)."),
-    valid: List[str] = typer.Option([], "--valid", help="Validation dataset(s) instead of the 8:1:1 split (with --test)."),
-    test: List[str] = typer.Option([], "--test", help="Test dataset(s) instead of the 8:1:1 split (with --valid)."),
-    positive: str = typer.Option("viral", "--positive", help="The label that counts as viral; every other label is not."),
-    truth: Optional[str] = typer.Option(None, "--truth", help="Read files only: labels from a truth TSV (simulate-reads --truth)."),
-    label_field: int = typer.Option(0, "--label-field", min=0, help="Read files only: label = this '|'-separated field of the read name."),
-    k: int = typer.Option(6, "-k", min=1, max=7, help="Read files and fresh reads: k-mer size."),
-    length: int = typer.Option(150, "--length", min=1, help="Read files and fresh reads: model read length."),
-    epochs: int = typer.Option(25, "--epochs", min=1, help="Most epochs to train."),
-    patience: int = typer.Option(5, "--patience", min=1, help="Stop after this many epochs without a better validation AUROC."),
-    batch_size: int = typer.Option(256, "--batch-size", min=1),
-    lr: float = typer.Option(1e-3, "--lr", min=0, help="Adam learning rate."),
-    weight_decay: float = typer.Option(1e-6, "--weight-decay", min=0),
-    rc_augment: bool = typer.Option(False, "--rc-augment", help="Reverse-complement half of the training reads each epoch."),
-    d_model: int = typer.Option(128, "--d-model", min=4),
-    heads: int = typer.Option(4, "--heads", min=1),
-    layers: int = typer.Option(1, "--layers", min=1),
-    dropout: float = typer.Option(0.1, "--dropout", min=0, max=0.9),
-    position: Position = typer.Option(Position.sinusoidal, "--position", help="Position encoding (the paper: sinusoidal)."),
-    pre_norm: bool = typer.Option(False, "--pre-norm", help="LayerNorm before each block (the paper: after)."),
-    device: str = device_option(),
-    precision: Precision = typer.Option(Precision.fp32, "--precision", help="Autocast precision: 32, bf16 (CPU or CUDA), 16 (CUDA)."),
-    threads: int = threads_option(),
-    seed: int = seed_option(),
-    viral_refs: List[str] = typer.Option([], "--viral", metavar="REF", help="Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated from it."),
-    negative_refs: List[str] = typer.Option([], "--negative", metavar="LABEL=REF", help="Negative reference (repeatable; with --viral), e.g. human=chr20.fa.gz: its k-mers are left out of the index; without DATASET, negative training reads are simulated from it."),
-    circular: bool = typer.Option(False, "--circular", help="The --viral references are circular genomes (k-mers across the origin count)."),
-    kmer_seed: Optional[str] = typer.Option(None, "--kmer-seed", metavar="PATTERN", help="Seed of the index: 1 = compared base, 0 = skipped (a palindrome, at least 11 compared bases, at most 31 long). Default 11011011011011011011011011: every third base skipped, which tolerates the synonymous codon changes between related viral types."),
-    kmer_k: Optional[int] = typer.Option(None, "--kmer-k", min=11, max=31, help="Plain k-mers of this k instead of --kmer-seed."),
-    kmer_min_entropy: float = typer.Option(1.5, "--kmer-min-entropy", min=0, max=2, help="Leave out windows whose base composition has less Shannon entropy (bits): low-complexity stretches match other genomes by chance."),
-    reads_per_epoch: Optional[int] = typer.Option(None, "--reads-per-epoch", min=100, help="Fresh reads only: reads simulated for each epoch (default 200,000; validation and test sets a tenth each)."),
-    mix: List[str] = typer.Option([], "--mix", metavar="LABEL=W", help="Fresh reads only: weight of each label (viral and every --negative label), e.g. --mix viral=0.4 --mix human=0.4 --mix bacterial=0.2 (default: half viral, the rest split evenly)."),
-    viral_sub_rate: float = typer.Option(0.0, "--viral-sub-rate", min=0, max=0.3, help="Fresh reads only: half the viral reads come from genomes mutated anew each epoch with this substitution rate (unseen strains)."),
-    target_fpr: Optional[float] = typer.Option(None, "--target-fpr", min=0, max=0.5, help="Set the model's calling threshold so that at most this share of negative reads is called viral: per negative label on fresh reads (with the k-mer index, under classify-reads' combined rule), or on the test split for datasets."),
-    init_from: Optional[str] = typer.Option(None, "--init-from", help="Start from this model directory's weights (fine-tuning; same architecture)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was started with; others are refused."),
-    force: bool = force_option("an existing model directory / discard an old checkpoint"),
-) -> None:
+def train_xvir(req, force: bool) -> None:
     """Train an XVir read classifier (transformer over k-mer tokens) on kmerize datasets.
 
     Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
@@ -94,26 +51,15 @@ def train_xvir(
     a read twice.
     """
     from genointerp.job import execute
-    from genointerp.viral.training.job import TrainXvirRequest, run
+    from genointerp.viral.training.job import run
 
-    mix_weights = {label: number(value, float, "--mix", min_value=0, name=f"{label} weight")
-                   for label, value in parse_pairs(mix, "--mix", "LABEL=WEIGHT")}
-    req = TrainXvirRequest(
-        datasets or [], output, valid=valid, test=test, positive=positive, truth=truth, label_field=label_field, k=k,
-        length=length, epochs=epochs, patience=patience, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-        rc_augment=rc_augment, d_model=d_model, heads=heads, layers=layers, dropout=dropout, position=position.value,
-        pre_norm=pre_norm, device=device_for(device, precision), precision=precision.value, threads=threads, seed=seed,
-        viral=viral_refs, negative=parse_pairs(negative_refs, "--negative", "LABEL=REF (e.g. human=chr20.fa.gz)"),
-        circular=circular, kmer_seed=kmer_seed, kmer_k=kmer_k, kmer_min_entropy=kmer_min_entropy,
-        reads_per_epoch=reads_per_epoch, mix=mix_weights, viral_sub_rate=viral_sub_rate, target_fpr=target_fpr,
-        init_from=init_from, resume=resume)
     metrics = execute(run, req, force, REPORTER)
     log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
         f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
-    if target_fpr is not None and is_main_rank():
+    if req.target_fpr is not None and is_main_rank():
         import json
 
-        calling = json.loads((Path(output) / "config.json").read_text())["calling"]
+        calling = json.loads((Path(req.output) / "config.json").read_text())["calling"]
         fpr = calling["fpr"] if isinstance(calling["fpr"], dict) else {"negatives": calling["fpr"]}
         log(f"calling threshold {calling['threshold']} ({calling['rule']}): viral recall {calling['tpr']:.4f}, called "
             f"viral {', '.join(f'{label} {v:.4%}' for label, v in fpr.items())}")

@@ -14,12 +14,14 @@ from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.kmer_dataset import open_kmer_dataset
 from genointerp.io.sequences import read_reference
-from genointerp.job import in_ranges
+from genointerp import options
+from genointerp.options import arg, opt
 from genointerp.model_folder import load_model_dir
-from genointerp.models.xvir import XVir, XVirConfig, count_parameters
+from genointerp.models.xvir import POSITIONS, XVir, XVirConfig, count_parameters
+from genointerp.seq.kmers import MAX_TOKEN_K
 from genointerp.reads.kmerize import KmerizeRequest, read_truth_labels, tokenize_into
 from genointerp.report import Reporter
-from genointerp.runtime import use_threads
+from genointerp.runtime import job_device, use_threads
 from genointerp.train.driver import TrainingJob, run_training
 from genointerp.train.run_folder import checkpoint_dir, is_main_rank, model_folder
 from genointerp.train.fingerprint import fingerprint
@@ -48,53 +50,92 @@ FRESH_READS_PER_EPOCH = 200_000  # --reads-per-epoch's default
 class TrainXvirRequest:
     """train-xvir: the fields are its options (files and folders as paths)."""
 
-    datasets: list[str]  # DATASET...: kmerize dataset folders or read files; none: fresh reads
-    output: str  # the model folder
-    valid: list[str] = field(default_factory=list)
-    test: list[str] = field(default_factory=list)
-    positive: str = "viral"
-    truth: str | None = None  # read files: labels from a truth TSV
-    label_field: int = 0  # read files: labels from this field of the read name
-    k: int = 6
-    length: int = 150
-    epochs: int = 25
-    patience: int = 5
-    batch_size: int = 256
-    lr: float = 1e-3
-    weight_decay: float = 1e-6
-    rc_augment: bool = False
-    d_model: int = 128
-    heads: int = 4
-    layers: int = 1
-    dropout: float = 0.1
-    position: str = "sinusoidal"
-    pre_norm: bool = False
-    device: str = "cpu"  # a torch device (the CLI resolves --device auto)
-    precision: str = "32"
-    threads: int = 1
-    seed: int = 1
-    viral: list[str] = field(default_factory=list)  # viral references: the k-mer index, and fresh reads
-    negative: list[tuple[str, str]] = field(default_factory=list)  # (label, reference)
-    circular: bool = False
-    kmer_seed: str | None = None
-    kmer_k: int | None = None
-    kmer_min_entropy: float = 1.5
-    reads_per_epoch: int | None = None  # fresh reads; None: FRESH_READS_PER_EPOCH
-    mix: dict[str, float] = field(default_factory=dict)  # fresh reads: label -> weight
-    viral_sub_rate: float = 0.0
-    target_fpr: float | None = None
-    init_from: str | None = None
-    resume: bool = False
+    datasets: list[str] = arg(
+        metavar="[DATASET]...", cli_default=None,
+        help=('kmerize dataset folders, or FASTQ/FASTA files (tokenised with -k/--length, labels from --truth or '
+              '--label-field). None: train on fresh reads simulated from --viral and --negative references.'))
+    output: str = opt(
+        ..., "-o", "--output",
+        help='Model directory to write (model.safetensors, config.json, metrics).')  # the model folder
+    valid: list[str] = opt([], "--valid", help='Validation dataset(s) instead of the 8:1:1 split (with --test).')
+    test: list[str] = opt([], "--test", help='Test dataset(s) instead of the 8:1:1 split (with --valid).')
+    positive: str = opt("viral", "--positive", help='The label that counts as viral; every other label is not.')
+    truth: str | None = opt(
+        None, "--truth",
+        help='Read files only: labels from a truth TSV (simulate-reads --truth).')  # read files: labels from a truth TSV
+    label_field: int = opt(
+        0, "--label-field", min=0,
+        help="Read files only: label = this '|'-separated field of the read name.")  # read files: labels from this field of the read name
+    k: int = opt(6, "-k", min=1, max=MAX_TOKEN_K, help='Read files and fresh reads: k-mer size.')
+    length: int = opt(150, "--length", min=1, help='Read files and fresh reads: model read length.')
+    epochs: int = opt(25, "--epochs", min=1, help='Most epochs to train.')
+    patience: int = opt(5, "--patience", min=1, help='Stop after this many epochs without a better validation AUROC.')
+    batch_size: int = opt(256, "--batch-size", min=1)
+    lr: float = opt(1e-3, "--lr", min=0, help='Adam learning rate.')
+    weight_decay: float = opt(1e-6, "--weight-decay", min=0)
+    rc_augment: bool = opt(False, "--rc-augment", help='Reverse-complement half of the training reads each epoch.')
+    d_model: int = opt(128, "--d-model", min=4)
+    heads: int = opt(4, "--heads", min=1)
+    layers: int = opt(1, "--layers", min=1)
+    dropout: float = opt(0.1, "--dropout", min=0, max=0.9)
+    position: str = opt(
+        'sinusoidal', "--position", choices=POSITIONS,
+        help='Position encoding (the paper: sinusoidal).')
+    pre_norm: bool = opt(False, "--pre-norm", help='LayerNorm before each block (the paper: after).')
+    device: str = options.device()
+    precision: str = options.precision('Autocast precision: 32, bf16 (CPU or CUDA), 16 (CUDA).')
+    threads: int = options.threads()
+    seed: int = options.seed()
+    viral: list[str] = opt(
+        [], "--viral", metavar="REF",
+        help=('Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, '
+              "classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated"
+              ' from it.'))  # viral references: the k-mer index, and fresh reads
+    negative: list[tuple[str, str]] = opt(
+        [], "--negative", metavar="LABEL=REF", cli_type=list[str],
+        parse=options.pairs("LABEL=REF (e.g. human=chr20.fa.gz)"),
+        help=('Negative reference (repeatable; with --viral), e.g. human=chr20.fa.gz: its k-mers are left out of '
+              'the index; without DATASET, negative training reads are simulated from it.'))
+    circular: bool = opt(
+        False, "--circular",
+        help='The --viral references are circular genomes (k-mers across the origin count).')
+    kmer_seed: str | None = opt(
+        None, "--kmer-seed", metavar="PATTERN",
+        help=('Seed of the index: 1 = compared base, 0 = skipped (a palindrome, at least 11 compared bases, at most'
+              ' 31 long). Default 11011011011011011011011011: every third base skipped, which tolerates the '
+              'synonymous codon changes between related viral types.'))
+    kmer_k: int | None = opt(None, "--kmer-k", min=11, max=31, help='Plain k-mers of this k instead of --kmer-seed.')
+    kmer_min_entropy: float = opt(
+        1.5, "--kmer-min-entropy", min=0, max=2,
+        help=('Leave out windows whose base composition has less Shannon entropy (bits): low-complexity stretches '
+              'match other genomes by chance.'))
+    reads_per_epoch: int | None = opt(
+        None, "--reads-per-epoch", min=100,
+        help=('Fresh reads only: reads simulated for each epoch (default 200,000; validation and test sets a tenth '
+              'each).'))  # fresh reads; None: FRESH_READS_PER_EPOCH
+    mix: dict[str, float] = opt(
+        {}, "--mix", metavar="LABEL=W", min=0, cli_type=list[str], parse=options.numbers_by_key("LABEL=WEIGHT",
+        float, "weight"),
+        help=('Fresh reads only: weight of each label (viral and every --negative label), e.g. --mix viral=0.4 '
+              '--mix human=0.4 --mix bacterial=0.2 (default: half viral, the rest split evenly).'))  # label -> weight
+    viral_sub_rate: float = opt(
+        0.0, "--viral-sub-rate", min=0, max=0.3,
+        help=('Fresh reads only: half the viral reads come from genomes mutated anew each epoch with this '
+              'substitution rate (unseen strains).'))
+    target_fpr: float | None = opt(
+        None, "--target-fpr", min=0, max=0.5,
+        help=("Set the model's calling threshold so that at most this share of negative reads is called viral: per "
+              "negative label on fresh reads (with the k-mer index, under classify-reads' combined rule), or on the"
+              ' test split for datasets.'))
+    init_from: str | None = opt(
+        None, "--init-from",
+        help="Start from this model directory's weights (fine-tuning; same architecture).")
+    resume: bool = opt(
+        False, "--resume",
+        help=('Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was'
+              ' started with; others are refused.'))
 
     def check(self) -> None:
-        in_ranges(("-k", self.k, 1, 7), ("--length", self.length, 1, None), ("--epochs", self.epochs, 1, None),
-                  ("--patience", self.patience, 1, None), ("--batch-size", self.batch_size, 1, None),
-                  ("--lr", self.lr, 0, None), ("--weight-decay", self.weight_decay, 0, None),
-                  ("--d-model", self.d_model, 4, None), ("--heads", self.heads, 1, None), ("--layers", self.layers, 1, None),
-                  ("--dropout", self.dropout, 0, 0.9), ("--threads", self.threads, 1, None),
-                  ("--label-field", self.label_field, 0, None), ("--kmer-min-entropy", self.kmer_min_entropy, 0, 2),
-                  ("--viral-sub-rate", self.viral_sub_rate, 0, 0.3), ("--target-fpr", self.target_fpr, 0, 0.5),
-                  ("--kmer-k", self.kmer_k, 11, 31), ("--reads-per-epoch", self.reads_per_epoch, 100, None))
         if self.viral:
             if self.kmer_k is not None and self.kmer_seed is not None:
                 raise UsageError("--kmer-k: give --kmer-seed or --kmer-k, not both")
@@ -365,6 +406,7 @@ def run(req: TrainXvirRequest, outputs: AtomicOutputs, report: Reporter) -> dict
     training-run folder OUTPUT.checkpoint/ guarded, locked and dropped once the model folder is in
     place (genointerp.train.run_folder.model_folder). Returns the test metrics."""
     use_threads(req.threads)
+    req = replace(req, device=job_device(req.device, req.precision, report.warn))
     plan, settings = req.plan(), req.settings()
     with model_folder(outputs, req.output, req.resume, report.warn) as folder:
         if is_main_rank() and plan.datasets:
