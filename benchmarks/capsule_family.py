@@ -46,7 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from capsule import BASELINES, METHODS, decisive_genes, dosages, fold_accuracy, limits_from_parts, way_to_limit  # noqa: E402
-from capsule_primary import lr_fold_accuracy  # noqa: E402
+from capsule_primary import lr_accuracy, lr_fold_accuracy  # noqa: E402
 from common import GENOINTERP, out_dir, table, timed  # noqa: E402
 
 from genointerp.genotypes.cohort import (ARCHITECTURES, INTERACTIONS, PlantedGene, plant_gene,  # noqa: E402
@@ -149,6 +149,13 @@ class FamilyCohort:
         return f"{architecture}: " + ", ".join(f"{g.name} ({len(g.columns)} SNPs)" for g in self.planted[architecture])
 
 
+def test_accuracy(model: Path) -> dict[str, float]:
+    """method -> held-out test accuracy, from a capsule-train model folder's results.tsv ({} without a test set)."""
+    rows = [line.split("\t") for line in (model / "results.tsv").read_text().splitlines()]
+    col = rows[0].index("test_accuracy")
+    return {r[0]: float(r[col]) for r in rows[1:] if r[col] != "NA"}
+
+
 def model_pair(model: Path) -> set[str]:
     """The pair a capsule-train model reports as interacting (config.json), empty where none."""
     found = json.loads((model / "config.json").read_text()).get("interaction") or {}
@@ -207,39 +214,57 @@ def main() -> None:
     rows = []
     for seed, name in runs:
         cohort, model = cohorts[seed], Path(f"{args.out}/n{args.samples}_seed{seed}/{name}")
-        split = [line.split("\t") for line in (model / "split.tsv").read_text().splitlines()[1:]]
-        cv_rows = [i for i, r in enumerate(split) if r[2] != "test"]
-        bayes, additive_limit = cohort.limits(name, cv_rows)
-        acc = {m: float(np.mean(f)) for m, f in fold_accuracy(model).items()}
-        if args.baselines == "lr":
-            acc["logistic_regression"] = float(np.mean(lr_fold_accuracy(
-                cohort.features.matrix.astype(np.float64), cohort.labels[name], model / "split.tsv", seed)))
+        split = [line.split("\t")[2] for line in (model / "split.tsv").read_text().splitlines()[1:]]
+        x, y = cohort.features.matrix.astype(np.float64), cohort.labels[name]
+        cv_rows = np.array([i for i, r in enumerate(split) if r != "test"])
+        test_rows = np.array([i for i, r in enumerate(split) if r == "test"])
         causal, planted_pair = cohort.causal(name)
         decisive, _ = decisive_genes(model)
         reported = model_pair(model)
         found = set(causal) & (set(decisive) | reported)
-        row = {"seed": seed, "phenotype": name, "Bayes": f"{bayes:.3f}",
-               "additive limit": f"{additive_limit:.3f}" if planted_pair else "",
-               **{METHODS.get(m, m): f"{a:.3f} ({way_to_limit(a, bayes):.0%})" for m, a in acc.items()},
-               "capsule - LR": f"{acc['capsule'] - acc['logistic_regression']:+.3f}",
+        row = {"seed": seed, "phenotype": name,
                "pair": ("planted" if reported == planted_pair else ",".join(sorted(reported))) if reported else "-",
                "planted found": f"{len(found)}/{len(causal)}", "train_s": f"{seconds[(seed, name)]:.0f}",
-               "_share": way_to_limit(acc["capsule"], bayes), "_above_additive": acc["capsule"] > additive_limit,
                "_pair_ok": reported == planted_pair, "_found": len(found) / len(causal)}
+        # two views: the CV folds (mean over folds, limits on the non-test rows) and the held-out test
+        # set (the final model, trained as capsule-train's saved model is, limits on the test rows)
+        tested = test_accuracy(model)
+        views = {"cv": (cv_rows, {m: float(np.mean(f)) for m, f in fold_accuracy(model).items()}),
+                 "test": (test_rows, tested)}
+        for view, (where, acc) in views.items():
+            if not len(where):
+                continue
+            if args.baselines == "lr":
+                acc["logistic_regression"] = (
+                    float(np.mean(lr_fold_accuracy(x, y, model / "split.tsv", seed))) if view == "cv"
+                    else lr_accuracy(x, y, cv_rows, test_rows, seed))
+            bayes, additive_limit = cohort.limits(name, where)
+            row[f"{view}: Bayes"] = f"{bayes:.3f}"
+            row[f"{view}: additive limit"] = f"{additive_limit:.3f}" if planted_pair else ""
+            row.update({f"{view}: {METHODS.get(m, m)}": f"{a:.3f} ({way_to_limit(a, bayes):.0%})" for m, a in acc.items()})
+            row[f"{view}: capsule - LR"] = f"{acc['capsule'] - acc['logistic_regression']:+.3f}"
+            row[f"_{view}"] = {"share": way_to_limit(acc["capsule"], bayes), "lr": acc["capsule"] - acc["logistic_regression"],
+                               "above": acc["capsule"] > additive_limit}
         rows.append(row)
-    methods = [METHODS.get(m, m) for m in ("capsule", *BASELINES) if any(METHODS.get(m, m) in r for r in rows)]
-    cols = ["seed", "phenotype", "Bayes", "additive limit", *methods, "capsule - LR", "pair", "planted found", "train_s"]
-    print("CV accuracy (share of the way from chance to the Bayes limit)")
-    print(table([{c: r.get(c, "") for c in cols} for r in rows], cols))
     interacting = [r for r in rows if "-none-" not in r["phenotype"]]
     additive = [r for r in rows if "-none-" in r["phenotype"]]
-    print(f"\nworst share of the way: {min(r['_share'] for r in rows):.0%}; "
-          f"capsule - LR at least {min(float(r['capsule - LR']) for r in rows):+.3f}; "
-          f"above the additive-only limit in {sum(r['_above_additive'] for r in interacting)}/{len(interacting)} "
-          f"interacting cohorts; planted pair reported in {sum(r['_pair_ok'] for r in interacting)}/{len(interacting)}, "
-          f"a pair in {sum(r['pair'] != '-' for r in additive)}/{len(additive)} additive ones; planted genes found "
-          f"(decisive or the pair) {np.mean([r['_found'] for r in rows]):.0%} on average, "
-          f">= 5 of 6 in {sum(r['_found'] >= 5 / 6 - 1e-9 for r in rows)}/{len(rows)}")
+    for view in ("cv", "test"):
+        methods = [f"{view}: {METHODS.get(m, m)}" for m in ("capsule", *BASELINES)
+                   if any(f"{view}: {METHODS.get(m, m)}" in r for r in rows)]
+        cols = ["seed", "phenotype", f"{view}: Bayes", f"{view}: additive limit", *methods, f"{view}: capsule - LR"]
+        print(f"{'CV accuracy (mean over the folds)' if view == 'cv' else 'test-set accuracy (final model)'}: share of "
+              "the way from chance to the Bayes limit in brackets")
+        print(table([{c: r.get(c, "") for c in cols} for r in rows], cols))
+        got = [r[f"_{view}"] for r in rows]
+        print(f"{view}: worst share of the way {min(g['share'] for g in got):.0%}; capsule - LR at least "
+              f"{min(g['lr'] for g in got):+.3f}; above the additive-only limit in "
+              f"{sum(r[f'_{view}']['above'] for r in interacting)}/{len(interacting)} interacting cohorts\n")
+    cols = ["seed", "phenotype", "pair", "planted found", "train_s"]
+    print(table([{c: r[c] for c in cols} for r in rows], cols))
+    print(f"planted pair reported in {sum(r['_pair_ok'] for r in interacting)}/{len(interacting)} interacting cohorts, "
+          f"a pair in {sum(r['pair'] != '-' for r in additive)}/{len(additive)} additive ones; planted genes among the "
+          f"decisive genes or the pair: >= 5 of 6 (all 4 of 4 additive) in "
+          f"{sum(r['_found'] >= 5 / 6 - 1e-9 for r in rows)}/{len(rows)}")
     Path(f"{args.out}/result_n{args.samples}.json").write_text(json.dumps(
         {"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], "samples": args.samples,
          "seeds": seeds, "train_args": args.train_args, "gene_pca_args": args.gene_pca_args,

@@ -45,14 +45,16 @@ def lr_fold_accuracy(x: np.ndarray, y: np.ndarray, split_tsv: Path, seed: int) -
     """Logistic regression's accuracy on each CV fold of a capsule-train split.tsv (rows = x's rows)."""
     sets = [line.split("\t")[2] for line in split_tsv.read_text().splitlines()[1:]]
     folds = sorted({s for s in sets if s != "test"}, key=lambda s: int(s[4:]))
-    acc = []
-    for fold in folds:
-        tr = np.array([i for i, s in enumerate(sets) if s not in ("test", fold)])
-        ev = np.array([i for i, s in enumerate(sets) if s == fold])
-        scaler = Scaler.fit(x[tr])
-        model = baseline_models(seed, 1)["logistic_regression"]().fit(scaler(x[tr]), y[tr])
-        acc.append(float((model.predict(scaler(x[ev])) == y[ev]).mean()))
-    return acc
+    return [lr_accuracy(x, y, np.array([i for i, s in enumerate(sets) if s not in ("test", fold)]),
+                        np.array([i for i, s in enumerate(sets) if s == fold]), seed) for fold in folds]
+
+
+def lr_accuracy(x: np.ndarray, y: np.ndarray, train: np.ndarray, evaluate: np.ndarray, seed: int) -> float:
+    """Logistic regression (capsule-train's baseline, standardised on the training rows as there)
+    fitted on rows `train` of x (n, F), y (n,), its accuracy on rows `evaluate`."""
+    scaler = Scaler.fit(x[train])
+    model = baseline_models(seed, 1)["logistic_regression"]().fit(scaler(x[train]), y[train])
+    return float((model.predict(scaler(x[evaluate])) == y[evaluate]).mean())
 
 
 def fold_accuracy(model: Path) -> list[float]:
