@@ -21,6 +21,16 @@ from genointerp.errors import InputError, UsageError
 if TYPE_CHECKING:
     import numpy as np
 
+# cuBLAS's workspace: a fixed one is what makes its matrix products give the same bits on every run
+# (torch's reproducibility notes). torch reads the setting once per process, when the first cuBLAS
+# handle is made (the first matrix product on a GPU), so it is set here, when any job, model or
+# test first imports this module, not where deterministic_kernels is entered: in a process that
+# had already run a product on the GPU (a test suite, a notebook, a training run after a model
+# ran) setting it there changed nothing, and torch's check of the variable passed all the same.
+# A user's own value stands. Nothing changes on the CPU.
+CUBLAS_WORKSPACE = ":4096:8"
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+
 
 class Precision(str, Enum):
     """--precision: fp32, or autocast to bf16 (CPU or CUDA) or fp16 (CUDA only)."""
@@ -177,9 +187,7 @@ def deterministic_kernels(device: str) -> Iterator[None]:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    # read when the process's cuBLAS handle is made (its first matrix product): training is the
-    # first CUDA work of a command, so this is early enough
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)  # set at import already (see there)
     before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:

@@ -398,3 +398,17 @@ def test_a_resumed_run_draws_its_dropout_as_the_uninterrupted_one_did(tmp_path, 
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
     fresh = run(tmp_path / "other", False, OnDevice(x, y))
     assert all(torch.equal(whole[k], fresh[k]) for k in whole)  # and the same seed gives the same run
+
+
+@pytest.mark.parametrize("given, expected", [(None, ":4096:8"), (":16:8", ":16:8")])
+def test_cublas_gets_its_fixed_workspace_when_genointerp_loads(given, expected):
+    """torch reads CUBLAS_WORKSPACE_CONFIG once per process, at its first matrix product on a GPU:
+    it is set when genointerp.runtime is imported (every job, every CLI command), so a training run
+    that follows other GPU work in one process (a test suite, a notebook) still gets the fixed
+    workspace its byte-identity needs (issue 61's GPU failures); a user's own value stands."""
+    env = {k: v for k, v in os.environ.items() if k != "CUBLAS_WORKSPACE_CONFIG"}
+    if given is not None:
+        env["CUBLAS_WORKSPACE_CONFIG"] = given
+    code = "import os, genointerp.runtime; print(os.environ.get('CUBLAS_WORKSPACE_CONFIG'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.strip() == expected
