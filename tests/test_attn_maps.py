@@ -189,7 +189,7 @@ def test_attn_maps_on_a_region_with_a_swin1d_model(swin, tmp_path, cli):
     import pyBigWig
 
     out = tmp_path / "site"
-    res = cli("-q", "attn-maps", "-m", swin, "--fasta", FASTA, "--region", "chr1:20000-20100",
+    res = cli("-q", "attn-maps", "-m", swin, "-R", FASTA, "--region", "chr1:20000-20100",
               "--region", "chr2:100-300", "--device", "cpu", "-o", out)
     assert res.exit_code == 0, res.output
     doc = json.loads((out / "attention.json").read_text())
@@ -229,7 +229,7 @@ def test_attn_maps_on_a_region_with_a_swin1d_model(swin, tmp_path, cli):
 
 def test_regions_bed_with_mean_and_layer(swin, tmp_path, cli, hostile):
     (tmp_path / "r.bed").write_text("chr1\t20000\t20100\nchr2\t100\t300\n")
-    base = ["-q", "attn-maps", "-m", swin, "--fasta", FASTA, "--device", "cpu"]
+    base = ["-q", "attn-maps", "-m", swin, "-R", FASTA, "--device", "cpu"]
     assert cli(*base, "--region", "chr1:20000-20100", "--region", "chr2:100-300", "--plot-items", 0,
                "-o", tmp_path / "each").exit_code == 0
     res = cli(*base, "--regions", tmp_path / "r.bed", "--mean", "--layer", -10, "-o", tmp_path / "mean")
@@ -249,7 +249,7 @@ def test_regions_bed_with_mean_and_layer(swin, tmp_path, cli, hostile):
     assert not any("layer9" in f for f in figs)
 
 def test_region_off_the_chromosome_is_refused(swin, tmp_path, cli):
-    res = cli("attn-maps", "-m", swin, "--fasta", FASTA, "--region", "chr1:39000-41000", "-o", tmp_path / "o")
+    res = cli("attn-maps", "-m", swin, "-R", FASTA, "--region", "chr1:39000-41000", "-o", tmp_path / "o")
     assert_one_error_line(res, "off the end of chr1")
     assert res.exit_code == 1 and not list(tmp_path.iterdir())
 
@@ -262,6 +262,6 @@ def test_a_cnn_model_is_refused(tmp_path, cli):
     folder.mkdir()
     model = build_model(default_track_config("maxpool-cnn", 1024, 32, 16, 1, width=16).to_dict())
     save_model_dir(folder, model, {"task": "track prediction", "window": {"seq_len": 1024, "bin_size": 32, "target_bins": 16}})
-    res = cli("attn-maps", "-m", folder, "--fasta", FASTA, "--region", "chr1:20000-20100", "-o", tmp_path / "o")
+    res = cli("attn-maps", "-m", folder, "-R", FASTA, "--region", "chr1:20000-20100", "-o", tmp_path / "o")
     assert_one_error_line(res, "a maxpool-cnn model has no attention layers")
     assert res.exit_code == 1 and not (tmp_path / "o").exists()

@@ -80,11 +80,11 @@ CASES = [
      [*EVALUATE, "-m", "cpg", "-m", "gc", "-m", "cpg"], "--model: give at most two models"),
     ("attn-maps: --read-id without reads",
      lambda o: _attn(o, read_ids=["r1"], fasta=FASTA, region=["chr1:0-100"]),
-     ["attn-maps", "--read-id", "r1", "--fasta", FASTA, "--region", "chr1:0-100"], "--read-id: --read-id picks reads"),
+     ["attn-maps", "--read-id", "r1", "-R", FASTA, "--region", "chr1:0-100"], "--read-id: --read-id picks reads"),
     ("attn-maps: reads and regions", lambda o: _attn(o, reads=[READS], fasta=FASTA, region=["chr1:0-100"]),
-     ["attn-maps", READS, "--fasta", FASTA, "--region", "chr1:0-100"], "READS: give READS (XVir) or --fasta"),
+     ["attn-maps", READS, "-R", FASTA, "--region", "chr1:0-100"], "READS: give READS (XVir) or -R/--reference"),
     ("attn-maps: a malformed --region", lambda o: _attn(o, fasta=FASTA, region=["chr1:100"]),
-     ["attn-maps", "--fasta", FASTA, "--region", "chr1:100"], "--region 'chr1:100': expected chr:start-end"),
+     ["attn-maps", "-R", FASTA, "--region", "chr1:100"], "--region 'chr1:100': expected chr:start-end"),
     ("attn-maps: no reads to take", lambda o: _attn(o, reads=[READS], max_reads=0), None, "--max-reads: 0 is below 1"),
 ]
 

@@ -32,11 +32,12 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.reference import Reference
 from genointerp.io.regions import parse_region, read_regions
 from genointerp.io.sequences import iter_records
-from genointerp.job import in_range
+from genointerp import options
+from genointerp.options import arg, opt
 from genointerp.model_folder import load_model_dir
 from genointerp.report import Reporter
 from genointerp.resources import BUILTIN_TRACKS, builtin_model_dir
-from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp.runtime import job_device, use_threads
 from genointerp.seq.alphabet import INVALID, N_CODE, encode
 from genointerp.seq.kmers import PAD_CODE, tokenize
 from genointerp.tracks.inference import TRACK_TASK, load_track_model, window_batch
@@ -49,38 +50,51 @@ DEFAULT_READS = 10
 class AttnMapsRequest:
     """attn-maps: the fields are its options (READS for an XVir model, or --fasta with --region/--regions)."""
 
-    output: str  # folder
-    reads: list[str] = field(default_factory=list)
-    model: str | None = None  # None: the built-in XVir model (reads) or tracks model (regions)
-    read_ids: list[str] = field(default_factory=list)
-    max_reads: int | None = None  # None: DEFAULT_READS, or every read with mean
-    fasta: str | None = None
-    region: list[str] = field(default_factory=list)  # chr:start-end, 0-based half-open
-    regions: str | None = None  # BED
-    mean: bool = False
-    layer: int | None = None  # layer for the one-layer figures; None = the deepest windowed layer
-    zoom: str | None = None  # START-END (bp from the window/read start) or chr:START-END
-    plot_items: int = 1
-    batch_size: int = 8
-    device: str = "auto"
-    threads: int = 1
+    output: str = opt(
+        ..., "-o", "--output",
+        help='Output folder: attention.npz + attention.json, distance.tsv, rollout, figures/.')  # folder
+    reads: list[str] = arg([], metavar="READS", help='FASTQ/FASTA reads (gzip ok; - is stdin) for an XVir model.')
+    model: str | None = options.model(
+        'Model directory: XVir (train-xvir) or a swin1d / enformer-like track model (train-tracks). '
+            'Default: the built-in HPV model for reads, the built-in tracks model for regions.')
+    read_ids: list[str] = opt(
+        [], "--read-id",
+        help='Read(s) to show, by name (repeatable). Default: the first --max-reads reads.')
+    max_reads: int | None = opt(
+        None, "--max-reads", min=1,
+        help=f'Reads to take when no --read-id is given (default {DEFAULT_READS}; every read with --mean).')  # None: DEFAULT_READS, or every read with mean
+    fasta: str | None = options.reference(required=False, more="track models only")
+    region: list[str] = opt(
+        [], "--region",
+        help='Track models: chr:start-end (0-based, end exclusive; repeatable). The model window is centred on it.')  # chr:start-end, 0-based half-open
+    regions: str | None = opt(
+        None, "--regions",
+        help='Track models: BED of regions, one model window centred on each.')  # BED
+    mean: bool = opt(False, "--mean", help='Keep only the mean over all reads/regions (streamed, bounded memory).')
+    layer: int | None = opt(
+        None, "--layer",
+        help=('Attention layer (0-based, forward order; negative counts from the end) for the heads, windows and '
+              'zoom figures. Default: the deepest windowed layer, else the last.'))  # layer for the one-layer figures; None = the deepest windowed layer
+    zoom: str | None = opt(
+        None, "--zoom",
+        help=('Zoom figure range: START-END bp from the input start, or chr:START-END (regions). Default: the '
+              'region and a window either side; reads: the whole read.'))
+    plot_items: int = opt(1, "--plot-items", min=0, help='Items to draw figures for (0 = no figures).')
+    batch_size: int = options.batch_size(8)
+    device: str = options.device()
+    threads: int = options.threads()
 
     def check(self) -> None:
         if self.reads and (self.fasta or self.region or self.regions):
-            raise UsageError("READS: give READS (XVir) or --fasta with --region/--regions (track models), not both")
+            raise UsageError("READS: give READS (XVir) or -R/--reference with --region/--regions (track models), not both")
         if not self.reads and not (self.fasta and (self.region or self.regions)):
-            raise UsageError("READS: give READS for an XVir model, or --fasta with --region/--regions for a track model")
+            raise UsageError("READS: give READS for an XVir model, or -R/--reference with --region/--regions for a track model")
         if self.read_ids and not self.reads:
             raise UsageError("--read-id: --read-id picks reads: give READS")
         if self.read_ids and self.max_reads is not None:
             raise UsageError("--max-reads: give --read-id or --max-reads, not both")
         for text in self.region:  # a malformed chr:start-end is a usage error before the model is loaded
             parse_region(text, "--region")
-        if self.max_reads is not None:
-            in_range("--max-reads", self.max_reads, 1)
-        in_range("--plot-items", self.plot_items, 0)
-        in_range("--batch-size", self.batch_size, 1)
-        check_settings(self.threads)
 
     def inputs(self) -> list[str | None]:
         return [self.model, *self.reads, self.fasta, self.regions]
