@@ -348,3 +348,28 @@ def test_the_interaction_table_tells_an_exclusive_or_from_co_occurrence_and_addi
     assert sorted(both.values())[-1] > 0.8 and sorted(both.values())[-2] < 0.2
     rows = interaction_rows(xa, xb, (pa ^ pb).astype(np.int64))
     assert sum(r["samples"] for r in rows) == n and sum(r["cases"] for r in rows) == int((pa ^ pb).sum())
+
+
+def test_a_pair_capsule_reads_its_two_genes_pcs_and_their_products():
+    # G1 (columns 1, 2, 4: 3 PCs) and G2 (columns 3, 9: 2 PCs): Q = 3 + 2 + 3 x 2 = 11 inputs
+    c = CapsuleConfig(**{**{k: v for k, v in gene_config().to_dict().items() if k != "architecture"}, "pair": (1, 2)})
+    torch.manual_seed(0)
+    model = CapsuleNet(c).eval()
+    assert c.n_primary == 5 and c.pair_inputs == 11
+    assert count_parameters(model) == parameter_count(c) == 4 * 4 * 4 + 4 * 4 + 11 * 4 + 4 + 5 * 2 * 8 * 4
+    assert CapsuleConfig.from_dict(json_round_trip(c.to_dict())) == c
+    x = torch.randn(6, 10)
+    u = model.primary(x)
+    xa, xb = x[:, [1, 2, 4]], x[:, [3, 9]]
+    z = torch.cat([xa, xb, (xa[:, :, None] * xb[:, None, :]).reshape(6, 6)], dim=1)
+    assert torch.allclose(u[:, 4], squash(z @ model.pair_weight + model.pair_bias), atol=1e-6)
+    # the gene capsules are those of the same weights without the pair
+    plain = CapsuleNet(gene_config()).eval()
+    plain.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("pair")} | {"W": model.W[:4]})
+    assert torch.equal(plain.primary(x), u[:, :4])
+    fields = {k: v for k, v in c.to_dict().items() if k != "architecture"}
+    for bad in ((1, 1), (0, 4), (0,), (0, 1, 2)):
+        with pytest.raises(ValueError, match="pair must be two different gene numbers below 4"):
+            CapsuleNet(CapsuleConfig(**{**fields, "pair": bad}))
+    with pytest.raises(ValueError, match="a pair capsule needs gene primary capsules"):
+        CapsuleNet(CapsuleConfig(**{**{k: v for k, v in SMALL.to_dict().items() if k != "architecture"}, "pair": (0, 1)}))
