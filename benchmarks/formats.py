@@ -8,8 +8,8 @@ Four pairs, each on inputs users have, one thread, every run in a fresh process:
   (htslib): the 1000 Genomes VCF as shipped (379 samples) and its samples tiled to ~10,000;
 - FASTQ records (genointerp/_fastq.c through genointerp.io.sequences.iter_records) against dnaio
   (and pysam's FastxFile, what the project used before): 150 bp HPV reads, plain and gzip;
-- Basenji TFRecord records (genointerp.io.tfrecord) against the `tfrecord` package, and the
-  CRC32C the reader checks against the crc32c and google-crc32c packages.
+- Basenji TFRecord records (genointerp.io.tfrecord, its CRC32C from the crc32c package) against
+  the `tfrecord` package, on real chr20 sequence and ENCODE-DREAM peak signal.
 
 Each case is run --repeats times, the implementations interleaved (the machine is shared: the
 best time is the one least disturbed; the median is shown beside it). Seconds are measured inside
@@ -18,7 +18,7 @@ peak resident set above its resident set when the work starts. Every implementat
 hashed (the compressed bytes; the dosage matrix; the records; the arrays) and compared with the
 project's: "same" or "DIFFERENT".
 
-    pip install -e '.[bench-formats]'   # cyvcf2, dnaio, tfrecord, crc32c, google-crc32c
+    pip install -e '.[bench-formats]'   # cyvcf2, dnaio, tfrecord
     python benchmarks/formats.py --shared ../shared/data [--repeats 5] [--reads 200000]
 """
 
@@ -240,32 +240,6 @@ def tfr_tfrecord(folder: str) -> Work:
     return Work(run, lambda: _arrays_digest(run()))
 
 
-def _crc_case(folder: str, fn) -> Work:
-    from genointerp.io.tfrecord import iter_tfrecord
-
-    records = [r for f in sorted(Path(folder, "tfrecords").glob("train-*.tfr")) for r in iter_tfrecord(f, False)]
-    run = lambda: map(fn, records)  # noqa: E731
-    return Work(run, lambda: hashlib.sha256(repr(list(run())).encode()).hexdigest())
-
-
-def crc_genointerp(folder: str) -> Work:
-    from genointerp.io.tfrecord import crc32c
-
-    return _crc_case(folder, crc32c)
-
-
-def crc_crc32c(folder: str) -> Work:
-    import crc32c
-
-    return _crc_case(folder, crc32c.crc32c)
-
-
-def crc_google(folder: str) -> Work:
-    import google_crc32c
-
-    return _crc_case(folder, google_crc32c.value)
-
-
 def _vm(key: str) -> float:
     """A /proc/self/status size in MB (VmRSS: now; VmHWM: the peak since the last reset)."""
     with open("/proc/self/status") as fh:
@@ -356,7 +330,7 @@ def make_basenji(shared: Path, out: Path, windows: int) -> tuple[Path, Path]:
     from tfrecord.writer import TFRecordWriter
 
     L, B, T = 131_072, 128, 896
-    zfolder, pfolder = out / "basenji_zlib", out / "basenji_plain"
+    zfolder, pfolder = out / f"basenji_{windows}_zlib", out / f"basenji_{windows}_plain"
     if (zfolder / "statistics.json").exists() and (pfolder / "statistics.json").exists():
         return zfolder, pfolder
     sets: dict[str, int] = {}
@@ -480,10 +454,6 @@ def main() -> None:
             ("genointerp.io.tfrecord", "tfr_genointerp", [str(pfolder)]),
             ("genointerp, no data CRC", "tfr_genointerp", [str(pfolder), "0"]),
             ("tfrecord (no CRC check)", "tfr_tfrecord", [str(pfolder)])]))
-        cases.append(("CRC32C of records", what, [
-            ("genointerp.io.tfrecord", "crc_genointerp", [str(pfolder)]),
-            ("crc32c", "crc_crc32c", [str(pfolder)]),
-            ("google-crc32c", "crc_google", [str(pfolder)])]))
     print(f"one thread, best (and median) of {args.repeats} runs in fresh processes, interleaved; "
           "peak MB: resident set above its size at the start of the work (median)\n", flush=True)
     rows = measure(cases, args.repeats)

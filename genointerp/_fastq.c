@@ -7,7 +7,9 @@
  * It never decides anything about an unusual record: at the first record that is not plain it
  * stops and says where, and the caller (genointerp.io.fastq_text) hands the rest of the file to
  * pysam, whose answers and error messages stay those of the reads. So it only has to agree with
- * kseq on plain records, which it does field for field (tests/test_fastq_text.py compares them):
+ * kseq on plain records, which it does field for field (tests/test_fastq_text.py compares them;
+ * why not dnaio, which parses at about this pace but reads some records otherwise than kseq: see
+ * genointerp.io.fastq_text):
  *
  *   @NAME[ or tab, then any comment]\n     NAME: bytes 0x21-0x7E (kseq: up to the first space)
  *   SEQUENCE\n                            one line of bytes 0x21-0x7E, not starting with '@', '>'

@@ -6,6 +6,16 @@ BGZF (the SAM/BAM specification, section 4.1) is a series of gzip members, each 
 Blocks hold 0xff00 bytes of data, as htslib's do, so that even incompressible data fit the 64 KiB
 limit on a block's compressed size. Headers carry no time and no name: the same data give the same
 bytes (with the same zlib).
+
+Why not a library's writer (benchmarks/formats.py, "BGZF write"; benchmarks/README.md): htslib's
+(pysam.libcbgzf.BGZFile) gives these very bytes at the same pace (0.93-1.18x this one's time on 68 MB
+of FASTQ and 16 Mb of chr20: all three writers spend it in zlib's deflate), but it writes only to a
+path it opens itself, not to the stream genointerp.io.atomic hands over (stdout with its `| head`
+handling, a descriptor the shell opened for `-o /dev/fd/N`); it ends a block at every flush(), so
+its bytes would depend on when a caller flushes; and a failed write is "Error closing BGZFile
+object" at close, without the errno or the file's name. Biopython's (Bio.bgzf.BgzfWriter) writes to
+a stream at the same pace (0.95-1.04x) but puts 65,536 bytes in a block: every `.gz` output's bytes would
+change.
 """
 
 from __future__ import annotations

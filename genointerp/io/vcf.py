@@ -7,6 +7,13 @@ contigs, and its records are parsed with numpy, because pysam's per-sample acces
 htslib is not used for text: it cannot seek in plain gzip, and a pipe cannot be opened twice. A
 BCF (binary) is opened by pysam and must be a file.
 
+Nor is cyvcf2 (htslib's parser, genotypes into numpy): it gives the same dosage matrices, but
+4.1-4.7x slower on the 1000 Genomes VCF (379 samples x 2,000 SNPs) and 15-16x slower with its samples
+tiled to 9,854 (benchmarks/formats.py, "VCF GT -> dosages"), through `genotype.array()`, which
+haploid, polyploid and multi-allelic calls need; its `gt_types`, right only where every call is
+diploid and biallelic, is still 2.1-2.7x and 7.7-8.5x slower. htslib parses every FORMAT field of every
+sample into its own arrays; the fast path below looks at each call's 4 bytes once.
+
 Dosage conventions (int8, one value per selected sample):
 
 - diploid GT (`a/b` or `a|b`): the number of non-REF alleles, 0, 1 or 2. At a multi-allelic site
