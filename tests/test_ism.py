@@ -193,6 +193,11 @@ def test_outputs_do_not_depend_on_batch_size_or_other_regions(model, cli, tmp_pa
         assert ism(cli, model, MANY, tmp_path / f"b{batch}", "--batch-size", batch).exit_code == 0
         runs[batch] = {n: (tmp_path / f"b{batch}" / n).read_bytes() for n in names}
     assert runs[1] == runs[200]
+    for batch in (1, 200):  # with --shifts and --rc-average: six passes of each block, in the same order
+        assert ism(cli, model, MANY, tmp_path / f"s{batch}", "--batch-size", batch, "--shifts", "-1,0,1",
+                   "--rc-average").exit_code == 0
+        runs[f"s{batch}"] = {n: (tmp_path / f"s{batch}" / n).read_bytes() for n in names}
+    assert runs["s1"] == runs["s200"] and runs["s1"] != runs[1]
     assert json.loads((tmp_path / "b1" / "summary.json").read_text())["windows"] == 1 + 1 + 3
     assert ism(cli, model, "chr1\t20000\t20040\n", tmp_path / "one").exit_code == 0
     for table in ("ism.tsv", "ism.bases.tsv"):

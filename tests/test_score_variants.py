@@ -244,6 +244,12 @@ def test_scores_do_not_depend_on_batch_size_or_chunks(cli, tmp_path, hostile):
             outs[(bs, bool(wide))] = out.read_bytes()
     assert outs[(1, False)] == outs[(8, False)] == outs[(64, False)]
     assert outs[(1, True)] == outs[(8, True)] == outs[(64, True)]
+    shifted_runs = []
+    for bs in (1, 64):  # --shifts: three passes of each block, summed in shift order
+        out = tmp_path / f"s{bs}.tsv"
+        assert cli(*base, "-o", out, "--batch-size", bs, "--shifts", "-1,0,1").exit_code == 0
+        shifted_runs.append(out.read_bytes())
+    assert shifted_runs[0] == shifted_runs[1] != outs[(1, False)]
     for n in (2, 5):  # 5 chunks of 3 blocks: two are empty
         parts = []
         for i in range(1, n + 1):

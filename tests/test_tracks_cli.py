@@ -204,9 +204,10 @@ def test_predicted_bins_equal_the_model_on_the_window(model, cli, tmp_path, host
         np.testing.assert_array_equal(got, expect[:, t])
 
 
-def _window_outputs(model, starts, rc=False):
+def _window_outputs(model, starts, rc=False, edge=0):
     """The model's output (W, 16, 4) for the 1,024 bp windows at `starts` on chr1; with rc, for
-    their reverse complements, flipped back to forward bin order."""
+    their reverse complements, flipped back to forward bin order; edge > 0 (< 0): the window's last
+    (first) |edge| bases read as N."""
     import torch
 
     from genointerp.model_folder import load_model_dir
@@ -215,6 +216,11 @@ def _window_outputs(model, starts, rc=False):
 
     ref = Reference(str(FASTA))
     codes = [ref.codes("chr1", s, s + 1024) for s in starts]
+    for c in codes:
+        if edge > 0:
+            c[-edge:] = 4
+        elif edge < 0:
+            c[:-edge] = 4
     if rc:  # A C G T N = 0 1 2 3 4: complement 3 - c, N stays N
         codes = [np.where(c < 4, 3 - c, 4).astype(np.uint8)[::-1] for c in codes]
     net, _ = load_model_dir(model)
@@ -238,6 +244,28 @@ def test_rc_average_is_the_mean_of_both_strands(model, cli, tmp_path, hostile):
         np.testing.assert_array_equal(_bins(tmp_path / "p", tid, "chr1", 20480, 20992), (fwd[:, t] + rev[:, t]) / 2)
     # the strands disagree (by hundreds of float32 ulps of values below 2), so forward alone would fail
     assert np.abs(fwd - rev).max() > 1e-4
+
+
+def test_shifts_average_the_windows_moved_by_each_shift(model, cli, tmp_path, hostile):
+    """--shifts -1,0,2 --rc-average: each bin is the float32 mean of six passes of one window (the
+    window moved by each shift, N past its ends, and its reverse complement), summed in shift order,
+    strands first: the same bits as those passes here, also under `hostile` arithmetic."""
+    (tmp_path / "one.bed").write_text("chr1\t20480\t20992\n")
+    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "one.bed", "--rc-average",
+               "--shifts", "-1,0,2", "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
+    start = 20480 - 256
+    passes = []
+    for s in (-1, 0, 2):
+        # the window moved by s is the reference at start + s, but only where the unmoved window had
+        # sequence: the bases it never read are N (all-zero one-hot)
+        fwd = _window_outputs(model, [start + s], edge=s)[0]
+        rev = _window_outputs(model, [start + s], rc=True, edge=s)[0]
+        passes.append(fwd + rev)
+    expect = (passes[0] + passes[1] + passes[2]) / np.float32(6)
+    for t, tid in enumerate(TRACK_IDS):
+        np.testing.assert_array_equal(_bins(tmp_path / "p", tid, "chr1", 20480, 20992), expect[:, t])
+    plain = _window_outputs(model, [start])[0]
+    assert np.abs(expect - plain).max() > 1e-4  # the shifts move the prediction: plain output would fail
 
 
 @pytest.mark.parametrize("overlap", [0, 8])

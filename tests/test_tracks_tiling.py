@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from genointerp.io.track_writers import BinnedRun
-from genointerp.tracks.tiling import Stitcher, merge_regions, plan_windows
+from genointerp.errors import UsageError
+from genointerp.tracks.tiling import Stitcher, merge_regions, parse_shifts, plan_windows, shifted
 
 SEQ_LEN, TARGET_BINS, BIN = 64, 6, 8  # flank = (64 - 48) / 2 = 8 bp
 N_TRACKS = 3
@@ -153,3 +154,21 @@ def test_merge_regions():
         merge_regions([("z", 0, 1)], ["a"])
     with pytest.raises(ValueError, match="empty"):
         merge_regions([("a", 5, 5)], ["a"])
+
+
+def test_shifted_reads_the_window_moved_with_n_past_its_ends():
+    from genointerp.seq.onehot import one_hot
+
+    codes = np.array([[0, 1, 2, 3, 0, 2]], dtype=np.uint8)
+    x = one_hot(codes)
+    assert shifted(x, 0) is x
+    # +2: the window starting 2 bp later, its last 2 bp unknown (N, code 4)
+    np.testing.assert_array_equal(shifted(x, 2), one_hot(np.array([[2, 3, 0, 2, 4, 4]], dtype=np.uint8)))
+    np.testing.assert_array_equal(shifted(x, -1), one_hot(np.array([[4, 0, 1, 2, 3, 0]], dtype=np.uint8)))
+
+
+def test_parse_shifts_takes_comma_separated_bp_and_refuses_the_rest():
+    assert parse_shifts("0") == (0,) and parse_shifts("-1,0,1") == (-1, 0, 1)
+    for bad in ("", "a", "1,1", "0,33", "1.5"):
+        with pytest.raises(UsageError, match="--shifts"):
+            parse_shifts(bad)

@@ -38,6 +38,7 @@ def ism(
                                 "region with the largest total importance, as letters as tall as their importance."),
     rc_average: bool = typer.Option(False, "--rc-average", help="Score the mean of the forward and reverse-complement "
                                     "predictions (twice the time)."),
+    shifts: str = typer.Option("0", "--shifts", help="Comma-separated input shifts in bp (e.g. -1,0,1): the predictions of the window moved by each are averaged (Basenji's --shifts; one pass per shift, with --rc-average two)."),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Windows one-hot encoded and sent to the device per "
                                    "step (rounded up to a multiple of 16); the model always runs 16 at a time, so the "
                                    "results do not depend on it."),
@@ -55,7 +56,7 @@ def ism(
 
     req = IsmRequest(regions=regions, fasta=fasta, output=output, model=model,
                      tracks=[t.strip() for t in (tracks or "").split(",")] if tracks is not None else [],
-                     figure=figure, rc_average=rc_average, batch_size=batch_size, device=device,
+                     figure=figure, rc_average=rc_average, shifts=shifts, batch_size=batch_size, device=device,
                      precision=precision.value, threads=threads)
     summary = execute(run, req, force, REPORTER)
     log(f"scored {summary['mutations']:,} mutations of {summary['bases_scored']:,} bases in {summary['regions']:,} "

@@ -190,6 +190,7 @@ def predict_tracks(
     chroms: Optional[str] = typer.Option(None, "--chroms", help="Comma-separated whole chromosomes to predict (instead of --regions)."),
     overlap: Optional[int] = typer.Option(None, "--overlap-bins", min=0, help="Bins shared by neighbouring windows (default: a quarter of the model's)."),
     rc_average: bool = typer.Option(False, "--rc-average", help="Average the forward and reverse-complement predictions."),
+    shifts: str = typer.Option("0", "--shifts", help="Comma-separated input shifts in bp (e.g. -1,0,1): the predictions of the window moved by each are averaged (Basenji's --shifts; one pass per shift, with --rc-average two)."),
     peak_threshold: Optional[float] = typer.Option(None, "--peak-threshold", help="Peaks: bins with predicted signal >= this (and above 0)."),
     peak_quantile: float = typer.Option(0.99, "--peak-quantile", min=0, max=1, help="Peaks: bins above this quantile of the track and above 0 (unless --peak-threshold)."),
     bedgraph: bool = typer.Option(False, "--bedgraph", help="Also write <track id>.bedGraph.gz."),
@@ -208,7 +209,7 @@ def predict_tracks(
     from genointerp.tracks.predict import PredictTracksRequest, run
 
     req = PredictTracksRequest(fasta=fasta, output=output, model=model, regions=regions, chroms=_chroms(chroms),
-                               overlap_bins=overlap, rc_average=rc_average, peak_threshold=peak_threshold,
+                               overlap_bins=overlap, rc_average=rc_average, shifts=shifts, peak_threshold=peak_threshold,
                                peak_quantile=peak_quantile, bedgraph=bedgraph, tsv=tsv, batch_size=batch_size,
                                device=device, precision=precision.value, threads=threads)
     summary = execute(run, req, force, REPORTER)
@@ -246,6 +247,7 @@ def evaluate_tracks(
                                              "(with --basenji: its train split)."),
     rc_average: bool = typer.Option(False, "--rc-average", help="Score the models' mean of the forward and "
                                     "reverse-complement predictions (predict-tracks --rc-average; twice the time)."),
+    shifts: str = typer.Option("0", "--shifts", help="Comma-separated input shifts in bp (e.g. -1,0,1): the predictions of the window moved by each are averaged (Basenji's --shifts; one pass per shift, with --rc-average two)."),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
     device: str = device_option(),
     precision: Precision = typer.Option(Precision.fp32, "--precision"),
@@ -263,7 +265,7 @@ def evaluate_tracks(
     req = EvaluateTracksRequest(output=output, models=list(models), fasta=fasta, targets=targets, regions=regions,
                                 chroms=_chroms(chroms), basenji=basenji, split=split, scatter=scatter,
                                 plot_region=plot_region, plot=plot, controls=controls, fit_regions=fit_regions,
-                                fit_chroms=_chroms(fit_chroms), rc_average=rc_average, batch_size=batch_size,
+                                fit_chroms=_chroms(fit_chroms), rc_average=rc_average, shifts=shifts, batch_size=batch_size,
                                 device=device, precision=precision.value, threads=threads)
     summary = execute(run, req, force, REPORTER)
     log("mean Pearson r: " + json.dumps(summary))

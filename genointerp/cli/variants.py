@@ -60,6 +60,7 @@ def score_variants(
     center_bins: int = typer.Option(1, "--center-bins", min=0, help="center_diff sums alt - ref over the variant's bin "
                                     "and this many bins each side."),
     rc_average: bool = typer.Option(False, "--rc-average", help="Average the forward and reverse-complement predictions (twice the time)."),
+    shifts: str = typer.Option("0", "--shifts", help="Comma-separated input shifts in bp (e.g. -1,0,1): the predictions of the window moved by each are averaged (Basenji's --shifts; one pass per shift, with --rc-average two)."),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first variant that cannot be scored (exit 1, no "
                                 "outputs) instead of skipping it."),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Variant alleles built per step (whole blocks of 8; "
@@ -73,7 +74,7 @@ def score_variants(
 
     req = ScoreVariantsRequest(vcf=vcf, fasta=fasta, output=output, model=model, vcf_out=vcf_out, index_vcf=index_vcf,
                                summary=summary, wide=wide, regions=regions, chunk=chunk, center_bins=center_bins,
-                               rc_average=rc_average, strict=strict, batch_size=batch_size, device=device,
+                               rc_average=rc_average, shifts=shifts, strict=strict, batch_size=batch_size, device=device,
                                precision=precision.value, threads=threads)
     execute(run, req, force, REPORTER)
 

@@ -25,7 +25,7 @@ from genointerp.tracks.data import (SplitRule, WindowGeometry, assign_splits, ba
 from genointerp.tracks.inference import load_track_model, predict_run
 from genointerp.tracks.pearson import plot_pearson_scatter, plot_region, write_evaluation_tsv
 from genointerp.tracks.task import evaluate
-from genointerp.tracks.tiling import plan_windows
+from genointerp.tracks.tiling import parse_shifts, plan_windows
 
 FIT_HINT = ("the cpg/gc controls are fitted per track on training data: give --fit-regions BED or --fit-chroms "
             "(the model's training regions)")
@@ -51,6 +51,7 @@ class EvaluateTracksRequest:
     fit_regions: str | None = None  # training regions the controls are fitted on (BED) ...
     fit_chroms: list[str] = field(default_factory=list)  # ... or training chromosomes; a Basenji set's train split
     rc_average: bool = False  # models (not controls) score the mean of both strands' predictions
+    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
     batch_size: int = 8
     device: str = "auto"
     precision: str = "32"
@@ -61,6 +62,7 @@ class EvaluateTracksRequest:
     def check(self) -> None:
         if len(self.models) > 2:
             raise UsageError("--model: give at most two models")
+        parse_shifts(self.shifts)
         if self.scatter and len(self.models) != 2:
             raise UsageError("--scatter: --scatter compares two models: give -m twice")
         if not self.basenji and not (self.fasta and self.targets):
@@ -222,7 +224,8 @@ def score(req: EvaluateTracksRequest, device: str, report: Reporter) -> dict:
             # the folder name, not the path: labels go into plot titles and legends
             label = config["model"]["architecture"] + (" (built-in)" if path is None else f" ({Path(path).name})")
         r, _ = evaluate(model, source, device, req.precision, req.batch_size,
-                        rc_average=req.rc_average and path not in CONTROLS)
+                        rc_average=req.rc_average and path not in CONTROLS,
+                        shifts=parse_shifts(req.shifts) if path not in CONTROLS else (0,))
         report.log(f"{label}: mean Pearson r {np.nanmean(r):.4f} over {len(source):,} windows")
         results.append(r)
         labels.append(label)

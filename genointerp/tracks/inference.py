@@ -14,7 +14,7 @@ from genointerp.model_folder import load_model_dir
 from genointerp.resources import BUILTIN_TRACKS, builtin_model_dir
 from genointerp.runtime import autocast
 from genointerp.seq.onehot import one_hot
-from genointerp.tracks.tiling import Stitcher
+from genointerp.tracks.tiling import Stitcher, shifted
 
 TRACK_TASK = "track prediction"
 
@@ -36,20 +36,27 @@ def window_batch(ref, chrom: str, starts: np.ndarray, seq_len: int) -> np.ndarra
     return one_hot(np.stack([ref.codes(chrom, int(s), int(s) + seq_len) for s in starts]))
 
 
-def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average: bool) -> np.ndarray:
+def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average: bool,
+                  shifts: tuple[int, ...] = (0,)) -> np.ndarray:
     """float32 (B, bins, T) for one-hot x (B, seq_len, 4); with rc_average the mean of the forward
-    and the reverse-complement pass (its bins flipped back), which removes strand bias the model learnt."""
+    and the reverse-complement pass (its bins flipped back), which removes strand bias the model
+    learnt, and over `shifts` (bp) the mean of the passes on x moved by each (tracks.inference.shifted;
+    Basenji's --shifts): 2 * len(shifts) passes at most, summed in this fixed order per window, so
+    each window's values do not depend on the batch it is in."""
+    total = None
     with torch.inference_mode(), autocast(device, precision):
-        xt = torch.from_numpy(x).to(device)
-        out = model(xt).float()
-        if rc_average:
-            out = (out + model(xt.flip(1, 2)).float().flip(1)) / 2
-    return out.cpu().numpy()
+        for s in shifts:
+            xt = torch.from_numpy(shifted(x, s)).to(device)
+            out = model(xt).float()
+            if rc_average:
+                out = out + model(xt.flip(1, 2)).float().flip(1)
+            total = out if total is None else total + out
+    return (total / (len(shifts) * (2 if rc_average else 1))).cpu().numpy()
 
 
 def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_start: int, n_bins: int,
                 batch_size: int, device: str, precision: str, rc_average: bool,
-                advance: Callable[[int], None] = lambda n: None) -> BinnedRun:
+                advance: Callable[[int], None] = lambda n: None, shifts: tuple[int, ...] = (0,)) -> BinnedRun:
     """The stitched BinnedRun (values float32 (n_bins, T)) of the windows `starts` (from
     plan_windows) on `chrom`; `window` is the model config's window geometry (seq_len, bin_size, target_bins)."""
     seq_len, bin_size, target_bins = window["seq_len"], window["bin_size"], window["target_bins"]
@@ -57,6 +64,6 @@ def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_st
     for a in range(0, len(starts), batch_size):
         idx = np.arange(a, min(a + batch_size, len(starts)))
         x = window_batch(ref, chrom, starts[idx], seq_len)
-        stitch.add(idx, predict_rates(model, x, device, precision, rc_average))
+        stitch.add(idx, predict_rates(model, x, device, precision, rc_average, shifts))
         advance(len(idx))
     return BinnedRun(chrom, run_start, bin_size, stitch.result(), ref.lengths[chrom])

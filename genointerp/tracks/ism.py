@@ -50,6 +50,7 @@ from genointerp.runtime import check_settings, job_device, use_threads
 from genointerp.seq.alphabet import N_CODE
 from genointerp.seq.onehot import one_hot
 from genointerp.tracks.inference import load_track_model, predict_rates
+from genointerp.tracks.tiling import parse_shifts
 
 MAX_REGION = 5_000  # bp per region: 3 x 5,000 windows through the model
 BLOCK = 16  # windows per forward pass, fixed (see the module's docstring)
@@ -70,6 +71,7 @@ class IsmRequest:
     tracks: list[str] = field(default_factory=list)  # track ids to score; empty = all of the model's
     figure: bool = False
     rc_average: bool = False
+    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
     batch_size: int = 64  # windows one-hot encoded per step; the model always runs BLOCK at a time
     device: str = "auto"
     precision: str = "32"
@@ -77,6 +79,7 @@ class IsmRequest:
 
     def check(self) -> None:
         in_range("--batch-size", self.batch_size, 1)
+        parse_shifts(self.shifts)
         check_settings(self.threads, self.precision)
         seen = set()
         for tid in self.tracks:
@@ -165,7 +168,7 @@ def run(req: IsmRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
                     advance(w.hi - w.lo)
                     continue
                 effects, n_passes = window_effects(model, codes, offs, w.bins, cols, step_rows, device,
-                                                   req.precision, req.rc_average)
+                                                   req.precision, req.rc_average, parse_shifts(req.shifts))
                 eff = effects.reshape(len(offs), 3, len(cols))
                 importance = -eff.sum(axis=1) / 3
                 spool[offset + w.start - region.start + offs] = importance.astype(np.float32)
@@ -194,7 +197,7 @@ def run(req: IsmRequest, outputs: AtomicOutputs, report: Reporter) -> dict:
     spool_path.unlink()
     summary = {"regions": len(regions), "bases": n_bases, "bases_scored": scored, "mutations": 3 * scored,
                "tracks": len(track_ids), "windows": n_windows, "model_passes": passes, "block": BLOCK,
-               "rc_average": req.rc_average, "seconds": round(time.perf_counter() - began, 3)}
+               "rc_average": req.rc_average, "shifts": list(parse_shifts(req.shifts)), "seconds": round(time.perf_counter() - began, 3)}
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     make_readable(folder / "summary.json")
     return summary
@@ -237,7 +240,8 @@ def ism_regions(path: str, ref: Reference, report: Reporter) -> list[Region]:
 
 
 def window_effects(model, codes: np.ndarray, offs: np.ndarray, bins: slice, cols: list[int], step_rows: int,
-                   device: str, precision: str, rc_average: bool) -> tuple[np.ndarray, int]:
+                   device: str, precision: str, rc_average: bool,
+                   shifts: tuple[int, ...] = (0,)) -> tuple[np.ndarray, int]:
     """(effects float64 (3 * len(offs), len(cols)), forward passes run) of mutating window `codes`
     (uint8 (seq_len,)) at offsets `offs` to each other base (rows: offset-major, alternatives in
     A, C, G, T order). Rows: the reference, then the mutations, padded to passes of BLOCK."""
@@ -255,7 +259,7 @@ def window_effects(model, codes: np.ndarray, offs: np.ndarray, bins: slice, cols
         rows = np.flatnonzero((m >= 0) & (m < n_mut))
         x[rows, mut_off[m[rows]]] = 0
         x[rows, mut_off[m[rows]], mut_alt[m[rows]]] = 1
-        sel = np.concatenate([predict_rates(model, x[c:c + BLOCK], device, precision, rc_average)[:, bins][:, :, cols]
+        sel = np.concatenate([predict_rates(model, x[c:c + BLOCK], device, precision, rc_average, shifts)[:, bins][:, :, cols]
                               for c in range(0, b - a, BLOCK)]).astype(np.float64)  # (rows, bins, tracks)
         if ref_sel is None:
             ref_sel = sel[0]

@@ -19,7 +19,7 @@ from genointerp.runtime import check_settings, job_device, use_threads
 from genointerp.seq.alphabet import N_CODE
 from genointerp.tracks.inference import load_track_model, predict_run
 from genointerp.tracks.peaks import call_peaks_all
-from genointerp.tracks.tiling import merge_regions, plan_windows
+from genointerp.tracks.tiling import merge_regions, parse_shifts, plan_windows
 
 
 @dataclass
@@ -33,6 +33,7 @@ class PredictTracksRequest:
     chroms: list[str] = field(default_factory=list)  # ... or whole chromosomes
     overlap_bins: int | None = None  # default: a quarter of the model's target bins
     rc_average: bool = False
+    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
     peak_threshold: float | None = None  # peaks: bins >= this; None: --peak-quantile
     peak_quantile: float = 0.99
     bedgraph: bool = False
@@ -51,6 +52,7 @@ class PredictTracksRequest:
             in_range("--overlap-bins", self.overlap_bins, 0)
         in_range("--peak-quantile", self.peak_quantile, 0, 1)
         in_range("--batch-size", self.batch_size, 1)
+        parse_shifts(self.shifts)
         check_settings(self.threads, self.precision)
 
     def inputs(self) -> list[str | None]:
@@ -94,7 +96,7 @@ def predict(req: PredictTracksRequest, device: str, report: Reporter) -> tuple[l
                f"of {seq_len:,} bp; {len(track_ids)} tracks")
     with report.progress("predicting", total) as advance:
         runs = [predict_run(model, win, ref, chrom, starts, run_start, n_bins, req.batch_size, device,
-                            req.precision, req.rc_average, advance)
+                            req.precision, req.rc_average, advance, parse_shifts(req.shifts))
                 for chrom, starts, run_start, n_bins in plans]
     kept = [part for r in runs for part in drop_all_n_bins(ref, r)]
     gap = sum(r.n_bins for r in runs) - sum(r.n_bins for r in kept)

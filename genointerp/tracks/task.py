@@ -109,22 +109,26 @@ def balanced_weights(source, batch_size: int = 256) -> np.ndarray:
 
 
 def predict_batches(model, source, idx: np.ndarray, device: str, precision: str = "32", batch_size: int = 32,
-                    rc_average: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+                    rc_average: bool = False, shifts: tuple[int, ...] = (0,)
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Yield (window indices (B,), predicted rates float32 (B, bins, T), targets (B, bins, T)); with
-    rc_average the rates are the mean of both strands' (tracks.inference.predict_rates)."""
+    rc_average the rates are the mean of both strands', over `shifts` of the shifted inputs'
+    (tracks.inference.predict_rates)."""
     model.eval()
     for a in range(0, len(idx), batch_size):
         i = idx[a : a + batch_size]
         x, y = source.batch(i)
-        yield i, predict_rates(model, x, device, precision, rc_average), y
+        yield i, predict_rates(model, x, device, precision, rc_average, shifts), y
 
 
 def evaluate(model, source, device: str, precision: str = "32", batch_size: int = 32,
-             tracks: int | None = None, rc_average: bool = False) -> tuple[np.ndarray, float]:
+             tracks: int | None = None, rc_average: bool = False,
+             shifts: tuple[int, ...] = (0,)) -> tuple[np.ndarray, float]:
     """Per-track Pearson r (T,) over every window and bin of `source`, and the mean Poisson loss; of
     the first `tracks` tracks only when given (T = tracks); rc_average: of both strands' mean."""
     acc, total, n = None, 0.0, 0
-    for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size, rc_average):
+    for _, rate, y in predict_batches(model, source, np.arange(len(source)), device, precision, batch_size,
+                                            rc_average, shifts):
         rate, y = rate[..., :tracks], y[..., :tracks]
         if acc is None:
             acc = PearsonAccumulator(rate.shape[-1])

@@ -18,6 +18,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from genointerp.errors import UsageError
+
 
 def _check_geometry(seq_len: int, target_bins: int, bin_size: int) -> int:
     """Validate the window geometry; return the flank (bp) on each side of the targets."""
@@ -214,3 +216,32 @@ def merge_regions(
                 continue
         merged.append((chrom, start, end))
     return merged
+
+
+def shifted(x: np.ndarray, shift: int) -> np.ndarray:
+    """One-hot x (B, L, 4) moved `shift` bp: the window that starts `shift` bp later (earlier when
+    negative), read from x with N (all-zero rows) past its ends; a new array (x itself for 0)."""
+    if shift == 0:
+        return x
+    out = np.zeros_like(x)
+    if shift > 0:
+        out[:, :-shift] = x[:, shift:]
+    else:
+        out[:, -shift:] = x[:, :shift]
+    return out
+
+
+def parse_shifts(text: str, option: str = "--shifts") -> tuple[int, ...]:
+    """"-1,0,1" -> (-1, 0, 1): the input shifts in bp that --shifts averages over (Basenji's)."""
+    try:
+        shifts = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise UsageError(f"{option}: give whole numbers of bp separated by commas, e.g. -1,0,1 (got {text!r})") from None
+    if len(set(shifts)) != len(shifts):
+        raise UsageError(f"{option}: shift listed twice in {text!r}")
+    if any(abs(s) > MAX_SHIFT for s in shifts):
+        raise UsageError(f"{option}: shifts are at most {MAX_SHIFT} bp either way (got {text!r})")
+    return shifts
+
+
+MAX_SHIFT = 32  # bp: well inside the crop of every window geometry the track models use

@@ -44,7 +44,7 @@ from genointerp.io.variants import SKIP_REASONS, Allele, Record, fasta_bases, he
 from genointerp.job import in_range, one_stdout
 from genointerp.report import Reporter
 from genointerp.runtime import check_settings, job_device, use_threads
-from genointerp.tracks.tiling import merge_regions
+from genointerp.tracks.tiling import merge_regions, parse_shifts
 from genointerp.tracks.variant_windows import PSEUDOCOUNT, Geometry, allele_scores, allele_windows
 
 BLOCK = 8  # variant alleles per forward pass (2 * BLOCK windows): chunks and steps are whole blocks
@@ -75,6 +75,7 @@ class ScoreVariantsRequest:
     chunk: str | None = None  # "I/N"
     center_bins: int = 1
     rc_average: bool = False
+    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
     strict: bool = False
     batch_size: int = 64  # variant alleles built per step (rounded up to whole blocks)
     device: str = "auto"
@@ -86,6 +87,7 @@ class ScoreVariantsRequest:
             raise UsageError("--output: give -o TSV and/or --vcf-out VCF")
         in_range("--center-bins", self.center_bins, 0)
         in_range("--batch-size", self.batch_size, 1)
+        parse_shifts(self.shifts)
         check_settings(self.threads, self.precision)
         one_stdout(("--output", self.output), ("--vcf-out", self.vcf_out), ("--summary", self.summary))
         if self.chunk is not None:
@@ -252,7 +254,7 @@ def run(req: ScoreVariantsRequest, outputs: AtomicOutputs, report: Reporter) -> 
         lo, hi = chunk_range(*chunk, total) if chunk else (0, total if total is not None else float("inf"))
         report.log(f"{tally.records:,} record(s), {tally.alleles:,} variant allele(s)" if total is not None else
                    f"reading {req.vcf}")
-        scorer = _Scorer(model, geometry, center, device, req.precision, req.rc_average)
+        scorer = _Scorer(model, geometry, center, device, req.precision, req.rc_average, parse_shifts(req.shifts))
         second = Tally()
         with open_streams(paths) as out:
             writer = _Writer(out.get(req.output), out.get(req.vcf_out), req.wide, track_ids)
@@ -333,9 +335,10 @@ def _summary(req: ScoreVariantsRequest, tally: Tally, track_ids: list[str], lo: 
 
 
 class _Scorer:
-    def __init__(self, model, geometry: Geometry, center, device: str, precision: str, rc_average: bool) -> None:
+    def __init__(self, model, geometry: Geometry, center, device: str, precision: str, rc_average: bool,
+                 shifts: tuple[int, ...] = (0,)) -> None:
         self.model, self.geometry, self.center = model, geometry, center
-        self.device, self.precision, self.rc_average = device, precision, rc_average
+        self.device, self.precision, self.rc_average, self.shifts = device, precision, rc_average, shifts
 
     def score(self, ref: Reference, items: list, writer: "_Writer") -> None:
         """Score items [(record, alt index, Allele)] (whole blocks, but for the VCF's last) and
@@ -355,7 +358,7 @@ class _Scorer:
             pick = np.arange(b, b + BLOCK)
             pick[n:] = b  # the VCF's last block: padded with copies of its first allele
             x = one_hot(np.concatenate([refs[pick], alts[pick]]))
-            pred = predict_rates(self.model, x, self.device, self.precision, self.rc_average)
+            pred = predict_rates(self.model, x, self.device, self.precision, self.rc_average, self.shifts)
             scores = allele_scores(pred[:BLOCK], pred[BLOCK:], self.center)
             for i in range(n):
                 rec, j, a = items[b + i]
@@ -387,7 +390,8 @@ class _Writer:
                  if not any(line.startswith(f"##INFO=<ID={k},") for k in _INFO_KEYS)]
         meta = [f"##INFO=<{d}>" for d in INFO_DEFS]
         meta.append(f"##genointerp_score_variants=<Version={__version__},Model=\"{vcf_text(req.model or 'built-in')}\","
-                    f"CenterBins={req.center_bins},RcAverage={'yes' if req.rc_average else 'no'}>")
+                    f"CenterBins={req.center_bins},RcAverage={'yes' if req.rc_average else 'no'}"
+                    + (f",Shifts=\"{req.shifts}\"" if parse_shifts(req.shifts) != (0,) else "") + ">")
         self.vcf.write(("\n".join(lines[:-1] + meta + lines[-1:]) + "\n").encode())
 
     def hold(self, rec: Record) -> None:
