@@ -410,3 +410,13 @@ def test_a_chunk_summary_with_a_wrong_type_is_one_line(four_chunks, tmp_path, ke
               "-o", tmp_path / "m.tsv", "--summary", tmp_path / "m.json")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, f"{odd}: ")
+
+
+def test_the_input_digest_does_not_depend_on_how_the_reads_are_listed():
+    from genointerp.viral.classify.scatter import count_records
+
+    reads = [(f"r{i}", "ACGT" * (i + 1), None) for i in range(40)]
+    one = count_records([reads], lambda n: None)
+    assert count_records([reads[:1], reads[1:17], reads[17:]], lambda n: None) == one == (40, one[1])
+    moved = reads[:5] + [("r5", "ACGA" * 6, None)] + reads[6:]  # one base of one read
+    assert count_records([moved], lambda n: None)[1] != one[1]
