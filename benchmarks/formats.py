@@ -6,8 +6,9 @@ Four pairs, each on inputs users have, one thread, every run in a fresh process:
   (Bio.bgzf.BgzfWriter): FASTQ text from `genointerp simulate-reads` and a chr20 FASTA;
 - VCF genotypes to an int8 dosage matrix (genointerp.io.vcf.VcfGenotypes) against cyvcf2
   (htslib): the 1000 Genomes VCF as shipped (379 samples) and its samples tiled to ~10,000;
-- FASTQ records (genointerp/_fastq.c through genointerp.io.sequences.iter_records) against dnaio
-  (and pysam's FastxFile, what the project used before): 150 bp HPV reads, plain and gzip;
+- FASTQ records (genointerp/_fastq.c through genointerp.io.sequences.iter_read_batches, lists of
+  1,024 as classify-reads takes them) against dnaio (and pysam's FastxFile, what the project used
+  before): 150 bp HPV reads, plain and gzip;
 - Basenji TFRecord records (genointerp.io.tfrecord, its CRC32C from the crc32c package) against
   the `tfrecord` package, on real chr20 sequence and ENCODE-DREAM peak signal.
 
@@ -47,7 +48,7 @@ WRITE_PIECE = 1 << 16  # bytes per write() call into a BGZF writer (callers writ
 
 
 # ------------------------------------------------------------------------------------------------
-# the work, run in a child process: each returns a digest of what it produced
+# the work, run in a child process: each function returns a Work for its implementation and input
 
 
 class Work(NamedTuple):
@@ -254,10 +255,11 @@ def child(name: str, args: list[str]) -> None:
         fh.write("5")  # resets VmHWM: the peak is the work's, not the imports'
     start = _vm("VmRSS")
     t0 = time.perf_counter()
-    items = sum(1 for _ in work.run())
+    for _ in work.run():
+        pass
     seconds = time.perf_counter() - t0
     peak = _vm("VmHWM")
-    print(json.dumps({"seconds": seconds, "mb": max(0.0, peak - start), "digest": work.digest(), "items": items}))
+    print(json.dumps({"seconds": seconds, "mb": max(0.0, peak - start), "digest": work.digest()}))
 
 
 # ------------------------------------------------------------------------------------------------
