@@ -33,7 +33,6 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.paths import names_stdin, names_stdout, same_input
 from genointerp.options import SEED_MAX, check_declared, declared  # noqa: F401 (SEED_MAX: --seed's range, for the jobs)
 from genointerp.report import SILENT, Reporter
-from genointerp.runtime import usable_threads
 
 
 class Request(Protocol):
@@ -53,21 +52,9 @@ def execute(run: Job, req: R, force: bool = False, report: Reporter | None = Non
     removed when it fails). `force` lets outputs replace existing files; `report` receives logs,
     warnings and progress (silent by default)."""
     check_values(req)
-    req = with_usable_threads(req)
     req.check()
     with AtomicOutputs(force, inputs=req.inputs()) as outputs:
         return run(req, outputs, report or SILENT)
-
-
-def with_usable_threads(req: R) -> R:
-    """`req` with its --threads capped at the CPUs this process may use (genointerp.runtime.
-    usable_threads), here once for every command, so that a library caller's request runs with
-    the threads the command line's does."""
-    threads = getattr(req, "threads", None)
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        return req
-    usable = usable_threads(threads)
-    return req if usable == threads else dataclasses.replace(req, threads=usable)
 
 
 # characters no output format here can hold in a name or value: TSV and BED columns end at a tab,

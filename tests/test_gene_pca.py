@@ -333,11 +333,7 @@ def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, c
     """-t N against the fixture's -t 1. --threads is capped at the usable CPUs, which would make this
     1 against 1 on a one-CPU runner: lift the cap, and check the per-gene fits really went to a pool
     of N threads (finishing out of order is what the gene-order bookkeeping must undo)."""
-    import importlib
-
     import genointerp.genotypes.gene_pca
-
-    cli_module = importlib.import_module("genointerp.cli.genotypes")  # the package deletes its submodule names
 
     pools = []
 
@@ -350,7 +346,7 @@ def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, c
             pools[-1][1] += 1
             return super().submit(*args)
 
-    monkeypatch.setattr(cli_module, "usable_threads", lambda n: n)
+    monkeypatch.setattr(genointerp.genotypes.gene_pca, "usable_threads", lambda n: n)
     monkeypatch.setattr(genointerp.genotypes.gene_pca, "ThreadPoolExecutor", Recorded)
     d, _, _ = fitted
     res = cli("-q", "gene-pca", VCF, "-g", BED, "--fit-samples", d / "fit.txt", "-o", tmp_path / "again", "-t", threads)

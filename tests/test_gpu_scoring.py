@@ -91,9 +91,10 @@ def test_the_gpu_agrees_with_the_cpu(cuda_model):
 ])
 def test_auto_puts_the_model_on_a_gpu_only_where_it_scores_every_read(monkeypatch, evidence, model_all, precision,
                                                                       device, runs_on):
+    from genointerp import runtime
     from genointerp.viral.classify import classifier
     from genointerp.viral.classify.request import ClassifyRequest
 
-    monkeypatch.setattr(classifier, "resolve_device", lambda requested: "cuda" if requested == "auto" else requested)
+    monkeypatch.setattr(runtime, "resolve_device", lambda requested: "cuda" if requested == "auto" else requested)
     req = ClassifyRequest(["reads.fq"], model_all=model_all, precision=precision, device=device)
     assert classifier.model_device(req, evidence) == runs_on

@@ -83,7 +83,7 @@ CASES = [
      ["classify-reads", "-", "-"], "READS...: - (stdin) is given 2 times"),
     ("classify-reads: a threshold above 1",
      lambda o, c: (classify_reads, ClassifyRequest([FQ], output=o, threshold=1.5)),
-     None, "--threshold: must be from 0 to 1"),
+     ["classify-reads", FQ, "--threshold", "1.5"], "--threshold: 1.5 is outside 0..1"),
     ("merge-calls: two outputs to stdout",
      lambda o, c: (merge_calls, MergeCallsRequest([c], output=o, summary="-", viral_out="-")),
      ["merge-calls", "{calls}", "--summary", "-", "--viral-out", "-"],

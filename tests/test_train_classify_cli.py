@@ -514,7 +514,7 @@ def test_kmer_evidence_needs_a_model_with_an_index(model, indexed_model, dataset
     assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
     assert_one_error_line(res, "has no viral index")
     res = cli("classify-reads", dataset / "r.fq", "-m", indexed_model, "--min-bits", 0, "-o", tmp_path / "c.tsv")
-    assert res.exit_code == 2 and "--min-bits: must be above 0" in res.stderr
+    assert res.exit_code == 2 and "--min-bits: 0.0 is not above 0" in res.stderr
     res = cli("train-xvir", dataset / "ds", "-o", tmp_path / "m", "--negative", f"human={dataset / 'r.fq'}", "--epochs", 1)
     assert res.exit_code == 2 and "give --viral" in res.stderr and not (tmp_path / "m").exists()
     from conftest import DATA

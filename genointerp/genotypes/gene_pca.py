@@ -32,6 +32,7 @@ from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, Site, VcfGenotypes
 from genointerp.report import Reporter
+from genointerp.runtime import usable_threads
 
 GENES_TABLE = "genes.tsv"
 
@@ -177,7 +178,7 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn, fit_id
     def keep(site: Site) -> None:  # a duplicated record ends as its last copy, as in --apply
         scratch_row[(site.chrom, site.pos, site.ref, site.alt)] = writer.append(site.dosage)
 
-    with _Fitter(fit_rows, rule, req.threads) as fitter:
+    with _Fitter(fit_rows, rule, usable_threads(req.threads)) as fitter:
         counts, vcf_chroms = _gene_sites(req, vcf, fit_rows, by_chrom, aliases, fitter.close,
                                          keep if writer is not None else None)
         fitter.wait()

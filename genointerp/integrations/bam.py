@@ -12,6 +12,7 @@ from genointerp.integrations.pieces import PieceCollector, add_splits, pair_piec
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.inputs import check_readable, wrong_kind
 from genointerp.report import Reporter
+from genointerp.runtime import usable_threads
 from genointerp.viral.panel import known_virus
 from genointerp.viral.typing.placement import revcomp
 
@@ -93,7 +94,7 @@ def _clipped_host_alignment(rec, on_host: bool, host_tids: set[int], min_mapq: i
 def scan_bam(req: IntegrationRequest, col: PieceCollector, host, report: Reporter) -> None:
     check_readable(req.bam)
     try:
-        fh = pysam.AlignmentFile(req.bam, "r", reference_filename=req.host, threads=req.threads)
+        fh = pysam.AlignmentFile(req.bam, "r", reference_filename=req.host, threads=usable_threads(req.threads))
     except (ValueError, OSError):
         raise wrong_kind(req.bam, "a BAM/CRAM file", "give a host-aligned BAM/CRAM, or the reads as --reads1/--reads2") \
             from None

@@ -14,7 +14,7 @@ Both mates of a pair share the name up to `/1` / `/2`, as aligners expect.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 import numpy as np

@@ -11,7 +11,7 @@ import numpy as np
 
 from genointerp.errors import InputError
 from genointerp.model_folder import check_calling, read_model_config
-from genointerp.runtime import resolve_device
+from genointerp.runtime import job_device
 from genointerp.seq.joined import encode_text
 from genointerp.viral.classify.batch_work import BatchEvidence
 from genointerp.viral.classify.blocks import BLOCK
@@ -46,7 +46,11 @@ class Classifier:
     evidence: str  # both, model or kmer
 
 
-def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classifier:
+def log_nothing(message: str) -> None:
+    pass
+
+
+def load_classifier(req: ClassifyRequest, log: Callable[[str], None], warn: Callable[[str], None] = log_nothing) -> Classifier:
     """The request's model folder (or the built-in one), with its threshold, calling rule and
     evidence indexes (bits and kmer_hits are reported in every mode that has them; prebuilt
     where the folder or the cache has them, genointerp.viral.evidence.prebuilt)."""
@@ -64,7 +68,7 @@ def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classif
                          "works; train-xvir --viral REF builds one")
     if index is None and req.min_bits is not None:
         raise InputError(f"{path}: --min-bits needs a model with a viral index")
-    device = model_device(req, evidence)
+    device = model_device(req, evidence, warn)
     note = folded_note(path, config, device, req.precision)
     if note:
         log(note)
@@ -72,16 +76,17 @@ def load_classifier(req: ClassifyRequest, log: Callable[[str], None]) -> Classif
                       protein, rule, evidence)
 
 
-def model_device(req: ClassifyRequest, evidence: str) -> str:
+def model_device(req: ClassifyRequest, evidence: str, warn: Callable[[str], None] = log_nothing) -> str:
     """The device the model runs on. `auto` is a GPU only where the model scores every read
     (--model-all, --evidence model) or needs autocast: at the default the evidence decides all but
     a handful of reads, and a GPU costs its start for them (importing torch and opening CUDA, 3.5 s
     on an H200 machine, where a million tumour-like reads took 8.4 s on the GPU and 5.5 s on the
-    CPU at 16 threads, with the same calls)."""
+    CPU at 16 threads, with the same calls). Otherwise --device is resolved with --precision
+    (genointerp.runtime.job_device: fp16 needs CUDA; bf16 emulated on this CPU is `warn`ed)."""
     every_read = evidence == "model" or (req.model_all and evidence == "both")
     if req.device == "auto" and not every_read and req.precision == "32":
         return "cpu"
-    return resolve_device(req.device)
+    return job_device(req.device, req.precision, warn)
 
 
 def folded_note(path: str, config: dict, device: str, precision: str) -> str | None:

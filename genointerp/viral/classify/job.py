@@ -148,7 +148,7 @@ def _classify(req: ClassifyRequest, out, viral_out, report: Reporter, sample_out
     """Classify every read; write TSV rows to `out` and reads called viral to `viral_out` (open
     binary streams, viral_out None for none); `sample_out` (format -> open binary stream or None,
     see genointerp.io.viral_report.write_sample_report) gets the per-sample report."""
-    clf = load_classifier(req, report.log)
+    clf = load_classifier(req, report.log, report.warn)
     # --threads counts this process (reading, the calling rule, writing): N - 1 workers beside it
     workers = usable_threads(req.threads) - 1 if clf.index else 0
     # one typer for the job: the reads a batch's evidence calls viral, wherever the batch is

@@ -16,10 +16,12 @@ from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.paths import file_id
 from genointerp.io.calls_table import summary_json
 from genointerp.job import one_stdout, stdin_once
+from genointerp.options import arg, opt
 from genointerp.io.viral_report import report_files, write_sample_report
 from genointerp.report import Reporter
 from genointerp.viral.report.sample_report import report_from_typing
 from genointerp.viral.report.typing_data import merge_typing
+from genointerp.viral.classify.request import kraken_report_field, multiqc_field, multiqc_types_field, report_field
 from genointerp.viral.classify.scatter import ChunkFile, merge_calls, open_chunk_files
 
 
@@ -27,14 +29,19 @@ from genointerp.viral.classify.scatter import ChunkFile, merge_calls, open_chunk
 class MergeCallsRequest:
     """merge-calls: the fields are its options (files as paths, `-` for stdout)."""
 
-    chunks: list[str]  # CHUNK...: calls TSVs, summary JSONs and viral-read files of the chunk jobs
-    output: str = "-"  # merged calls TSV
-    summary: str | None = None  # merged summary JSON (needs the chunks' summaries)
-    viral_out: str | None = None  # merged reads called viral (needs the chunks' viral-read files)
-    report: str | None = None  # the per-sample report TSV, from the chunk summaries' typings
-    kraken_report: str | None = None  # the report in kraken2's format
-    multiqc: str | None = None  # the report's MultiQC general-statistics row (*_mqc.tsv)
-    multiqc_types: str | None = None  # the report's MultiQC table of types (*_mqc.tsv)
+    chunks: list[str] = arg(
+        metavar="CHUNK...",
+        help=('Outputs of classify-reads --chunk jobs: calls TSVs, and their summary JSONs and --viral-out files if'
+              ' any, told apart by content (gzip ok). List each kind in the same order.'))  # CHUNK...: calls TSVs, summary JSONs and viral-read files of the chunk jobs
+    output: str = opt("-", "-o", "--output", help='Merged calls TSV; - is stdout.')  # merged calls TSV
+    summary: str | None = opt(None, "--summary", help="Write the merged summary JSON (needs the chunks' summaries).")
+    viral_out: str | None = opt(
+        None, "--viral-out",
+        help="Write the merged reads called viral (needs the chunks' --viral-out files).")
+    report: str | None = report_field()  # from the chunk summaries' typings
+    kraken_report: str | None = kraken_report_field()
+    multiqc: str | None = multiqc_field()  # *_mqc.tsv
+    multiqc_types: str | None = multiqc_types_field()  # *_mqc.tsv
 
     def check(self) -> None:
         one_stdout(("--output", self.output), ("--summary", self.summary), ("--viral-out", self.viral_out),

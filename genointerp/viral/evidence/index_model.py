@@ -17,6 +17,7 @@ from pathlib import Path
 from genointerp.errors import InputError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.model_folder import read_model_config
+from genointerp.options import arg, opt
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.models.xvir_folded import foldable
@@ -30,8 +31,9 @@ from genointerp.viral.typing.placement import PANEL_INDEX, store_panel_index
 class IndexModelRequest:
     """index-model: the fields are its options."""
 
-    model: str | None = None  # model folder from train-xvir; None: the built-in model
-    check_only: bool = False  # say whether the folder's prebuilt index is current, write nothing
+    model: str | None = arg(None, metavar="[MODEL]", help="Model folder from train-xvir (default: the built-in model).")
+    check_only: bool = opt(False, "--check", help="Only say whether the folder's prebuilt index and folded model are "
+                           "current (exit 1 if not); write nothing.")
 
     def check(self) -> None:
         pass
