@@ -12,7 +12,7 @@ WF_VENV ?= .venv-workflow
 WF_STAMP := $(WF_VENV)/.installed
 HADOLINT_VERSION ?= 2.15.1
 
-.PHONY: install test test-fast docs run default-model example-genomes tracks-model bench bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
+.PHONY: install test test-fast docs run default-model example-genomes tracks-model bench bench-formats bench-tracks bench-deps test-data profiles clean workflow-deps docker-check
 
 # The package compiles three C extensions (genointerp/_scan.c, _fused.c, _fastq.c: gcc or clang and the Python headers).
 # Then the built-in model's viral indexes are stored prebuilt (genointerp index-model: a few
@@ -112,7 +112,13 @@ bench: install bench-deps example-genomes
 	$(BIN)/python benchmarks/classify_reads.py --speed-only --shared $(SHARED)
 	$(BIN)/python benchmarks/gene_pca.py --shared $(SHARED)
 	$(BIN)/python benchmarks/capsule.py --shared $(SHARED)
-	$(MAKE) bench-tracks
+	$(MAKE) bench-formats bench-tracks
+
+# The hand-written format code (BGZF, VCF genotypes, FASTQ, TFRecord) against the libraries that do
+# the same job (cyvcf2, dnaio, tfrecord, pysam/htslib, Biopython; the `bench-formats` extra).
+bench-formats: install
+	$(BIN)/pip install --quiet -e ".[bench-formats]"
+	$(BIN)/python benchmarks/formats.py --shared $(SHARED)
 
 # Track models: Table 1 of the Genomic Interpreter paper on chr20 peaks, and cost against input
 # length beside enformer-pytorch (installed here for the benchmark only, torch kept as pinned), and
