@@ -252,8 +252,9 @@ def test_ctrl_c_to_capsule_search_with_workers_is_one_line(tmp_path):
     samples = __import__("json").loads((tmp_path / "pcs" / "features.json").read_text())["samples"]
     (tmp_path / "pheno.tsv").write_text("sample\tstatus\n" + "".join(
         f"{s}\t{'case' if i % 2 else 'control'}\n" for i, s in enumerate(samples)))
-    exe = Path(sys.executable).with_name("genointerp")
-    cmd = [str(exe), "capsule-search", "pcs", "-p", "pheno.tsv", "--population", "8", "--generations", "50",
+    # the program as `python -m genointerp`, not the console script: a venv carried to another machine
+    # (the GPU machine's) may not have it, and the test then failed before any signal was sent
+    cmd = [sys.executable, "-m", "genointerp", "capsule-search", "pcs", "-p", "pheno.tsv", "--population", "8", "--generations", "50",
            "--epochs", "50", "--patience", "50", "--subset-size", "2", "-t", "2", "-o", "out"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
