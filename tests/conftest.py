@@ -14,7 +14,6 @@ import torch  # noqa: F401 - classify-reads then runs its model in the test proc
 from typer.testing import CliRunner
 
 import genointerp.runtime  # noqa: F401 - sets cuBLAS's fixed workspace before any test's first product on a GPU
-import genointerp.runtime  # noqa: F401 - sets cuBLAS's fixed workspace before any test's first product on a GPU
 from genointerp.cli import app
 
 DATA = Path(__file__).resolve().parent.parent / "test-data"
