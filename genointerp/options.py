@@ -172,7 +172,7 @@ def summary(help: str = "Also write a summary JSON.") -> Any:
 
 def comma_list(value: str | None) -> list[str]:
     """A comma-separated option value (--chroms chr1,chr2) as its items, empty ones dropped."""
-    return [c for c in (value or "").split(",") if c]
+    return [c.strip() for c in (value or "").split(",") if c.strip()]
 
 
 def comma_numbers(value: str) -> list[float]:

@@ -40,15 +40,6 @@ class Precision(str, Enum):
     fp16 = "16"
 
 
-def check_settings(threads: int, precision: Precision | str = Precision.fp32) -> None:
-    """UsageError for a --threads below 1 or a --precision that is not one of its values: what a
-    request of a command that runs torch checks (a library caller's typo must not run at fp32 silently)."""
-    if threads < 1:
-        raise UsageError(f"--threads: {threads} is below 1")
-    if precision not in {p.value for p in Precision}:
-        raise UsageError(f"--precision: {precision!r} is not one of {', '.join(p.value for p in Precision)}")
-
-
 class PrecisionUnsupported(UsageError):
     """--precision asks for an autocast type the device does not have (fp16 on CPU)."""
 

@@ -178,7 +178,7 @@ def swin(tmp_path_factory):
     from genointerp.cli import app
 
     out = tmp_path_factory.mktemp("attn") / "swin"
-    args = ["-q", "train-tracks", "--fasta", FASTA, "--targets", TRACKS / "targets.tsv", "--seq-len", 1024,
+    args = ["-q", "train-tracks", "-R", FASTA, "--targets", TRACKS / "targets.tsv", "--seq-len", 1024,
             "--bin-size", 32, "--target-bins", 16, "--width", 16, "--epochs", 1, "--device", "cpu", "-o", out]
     res = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
     assert res.exit_code == 0, res.output

@@ -77,7 +77,7 @@ def fx(tmp_path_factory) -> dict[str, Path]:
     f["ism_regions"] = d / "ism.bed"
     f["ism_regions"].write_text("chr1\t20500\t20504\n")
     f["track_model"] = d / "tm"
-    assert run("train-tracks", "--fasta", FASTA, "--targets", f["targets"], "--regions", TRACKS / "regions.bed",
+    assert run("train-tracks", "-R", FASTA, "--targets", f["targets"], "--regions", TRACKS / "regions.bed",
                *TRACK_SMALL, "-o", f["track_model"]).exit_code == 0
     # capsule inputs: 2 Gene-PCs of 4 genes for 80 samples, one gene separating the classes
     rng = np.random.default_rng(0)
@@ -119,20 +119,20 @@ COMMANDS: dict[str, Command] = {
     "train-xvir": Command(lambda f, i, o: ["train-xvir", i, *XVIR_SMALL, "-o", o], "reads", ".fq", True),
     "classify-reads": Command(lambda f, i, o: ["classify-reads", i, "-o", o], "reads", ".fq", False),
     "merge-calls": Command(lambda f, i, o: ["merge-calls", i, f["chunk2"], "-o", o], "chunk1", ".tsv", False),
-    "train-tracks": Command(lambda f, i, o: ["train-tracks", "--fasta", FASTA, "--targets", i, "--regions",
+    "train-tracks": Command(lambda f, i, o: ["train-tracks", "-R", FASTA, "--targets", i, "--regions",
                                              TRACKS / "regions.bed", *TRACK_SMALL, "-o", o], "targets", ".tsv", True,
-                            side=lambda f, s: ["train-tracks", "--fasta", FASTA, "--targets", f["targets"], "--regions",
+                            side=lambda f, s: ["train-tracks", "-R", FASTA, "--targets", f["targets"], "--regions",
                                                s, *TRACK_SMALL, "-o", "out/x"]),
-    "predict-tracks": Command(lambda f, i, o: ["predict-tracks", "-m", f["track_model"], "--fasta", FASTA,
+    "predict-tracks": Command(lambda f, i, o: ["predict-tracks", "-m", f["track_model"], "-R", FASTA,
                                                "--regions", i, "--device", "cpu", "-o", o], "regions", ".bed", True),
-    "evaluate-tracks": Command(lambda f, i, o: ["evaluate-tracks", "-m", f["track_model"], "--fasta", FASTA,
+    "evaluate-tracks": Command(lambda f, i, o: ["evaluate-tracks", "-m", f["track_model"], "-R", FASTA,
                                                 "--targets", i, "--regions", f["regions"], "--device", "cpu", "-o", o],
                                "targets", ".tsv", False,
-                               side=lambda f, s: ["evaluate-tracks", "-m", f["track_model"], "--fasta", FASTA,
+                               side=lambda f, s: ["evaluate-tracks", "-m", f["track_model"], "-R", FASTA,
                                                   "--targets", f["targets"], "--regions", s, "-o", "out/x"]),
-    "score-variants": Command(lambda f, i, o: ["score-variants", i, "-m", f["track_model"], "--fasta", FASTA,
+    "score-variants": Command(lambda f, i, o: ["score-variants", i, "-m", f["track_model"], "-R", FASTA,
                                                "--device", "cpu", "-o", o], "track_vcf", ".vcf", False),
-    "ism": Command(lambda f, i, o: ["ism", "-m", f["track_model"], "--fasta", FASTA, "--regions", i, "--device", "cpu",
+    "ism": Command(lambda f, i, o: ["ism", "-m", f["track_model"], "-R", FASTA, "--regions", i, "--device", "cpu",
                                     "-o", o], "ism_regions", ".bed", True),
     "gene-pca": Command(lambda f, i, o: ["gene-pca", i, "-g", GENES, "-o", o], "vcf", ".vcf", True,
                         side=lambda f, s: ["gene-pca", f["vcf"], "-g", GENES, "--samples", s, "-o", "out/x"]),
@@ -353,7 +353,7 @@ def test_a_track_without_signal_in_the_validation_windows_still_trains(fx, cli, 
     the first epoch's model instead of ending with 'no epoch was trained'."""
     (workdir / "sparse.bed").write_text("".join(f"chr1\t{s}\t{s + 200}\n" for s in range(2000, 40000, 3000)))
     (workdir / "t.tsv").write_text("id\tpath\tgroup\nsparse\tsparse.bed\tChIP\n")  # chr1 only; chr2 validates
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", "t.tsv", "--regions", TRACKS / "regions.bed",
+    res = cli("train-tracks", "-R", FASTA, "--targets", "t.tsv", "--regions", TRACKS / "regions.bed",
               *TRACK_SMALL, "-o", "out/m")
     assert res.exit_code == 0, res.output
     assert (workdir / "out" / "m" / "model.safetensors").exists()
@@ -370,7 +370,7 @@ def test_gzipped_targets_and_regions_read_like_plain_ones(fx, cli, workdir):
     (workdir / "t.tsv.gz").write_bytes(gzip.compress(fx["targets"].read_bytes()))
     (workdir / "r.bed.gz").write_bytes(gzip.compress(fx["regions"].read_bytes()))
     for targets, regions, out in ((fx["targets"], fx["regions"], "plain.tsv"), ("t.tsv.gz", "r.bed.gz", "gz.tsv")):
-        res = cli("evaluate-tracks", "-m", fx["track_model"], "--fasta", FASTA, "--targets", targets, "--regions",
+        res = cli("evaluate-tracks", "-m", fx["track_model"], "-R", FASTA, "--targets", targets, "--regions",
                   regions, "--device", "cpu", "-o", f"out/{out}")
         assert res.exit_code == 0, res.output
     assert (workdir / "out" / "gz.tsv").read_bytes() == (workdir / "out" / "plain.tsv").read_bytes()
@@ -378,7 +378,7 @@ def test_gzipped_targets_and_regions_read_like_plain_ones(fx, cli, workdir):
 
 def test_a_reference_through_a_pipe_is_refused_in_one_line(fx, cli, workdir):
     feeder = _Feeder(workdir, "ref.fa", gzip.decompress(FASTA.read_bytes()))
-    res = cli("predict-tracks", "-m", fx["track_model"], "--fasta", feeder.path.name, "--regions", fx["regions"],
+    res = cli("predict-tracks", "-m", fx["track_model"], "-R", feeder.path.name, "--regions", fx["regions"],
               "--device", "cpu", "-o", "out/p")
     feeder.close()
     assert res.exit_code == 1

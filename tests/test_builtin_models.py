@@ -243,7 +243,7 @@ def predict_region(cli, tmp_path, *model) -> tuple[list[str], np.ndarray]:
     """(track ids, float64 (tracks, bins) of 128 bp bins from 39936) of predict-tracks over TRACKS_REGION."""
     chrom, start, end = TRACKS_REGION
     (tmp_path / "r.bed").write_text(f"{chrom}\t{start}\t{end}\n")
-    res = cli("-q", "predict-tracks", "--fasta", DATA / "chr20_slice.fa.gz", "--regions", tmp_path / "r.bed",
+    res = cli("-q", "predict-tracks", "-R", DATA / "chr20_slice.fa.gz", "--regions", tmp_path / "r.bed",
               *model, "-o", tmp_path / "p", "--device", "cpu")
     assert res.exit_code == 0, res.output
     cfg = json.loads((builtin_model_dir(BUILTIN_TRACKS) / "config.json").read_text())

@@ -44,7 +44,7 @@ def _peaks(folder):
 
 def test_predict_tracks_on_all_n_sequence_writes_no_values_and_no_peaks(cli, tmp_path, gapped_fasta):
     (tmp_path / "gap.bed").write_text("t\t0\t11904\n")
-    res = cli("predict-tracks", "--fasta", gapped_fasta, "--regions", tmp_path / "gap.bed", "-o", tmp_path / "p",
+    res = cli("predict-tracks", "-R", gapped_fasta, "--regions", tmp_path / "gap.bed", "-o", tmp_path / "p",
               "--device", "cpu", "--tsv")
     assert res.exit_code == 0, res.output
     assert "all-N" in res.stderr
@@ -56,7 +56,7 @@ def test_predict_tracks_on_all_n_sequence_writes_no_values_and_no_peaks(cli, tmp
 
 def test_predict_tracks_leaves_out_all_n_bins_and_calls_peaks_only_on_signal(cli, tmp_path, gapped_fasta):
     (tmp_path / "r.bed").write_text("t\t0\t24000\n")
-    res = cli("predict-tracks", "--fasta", gapped_fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+    res = cli("predict-tracks", "-R", gapped_fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
               "--device", "cpu")
     assert res.exit_code == 0, res.output
     peaks = _peaks(tmp_path / "p")
@@ -84,13 +84,13 @@ def test_a_fai_left_from_before_the_fasta_was_rewrapped_is_refused(cli, tmp_path
     pysam.faidx(str(fasta))
     write_fasta(fasta, contigs, width)  # rewrapped; the .fai still describes 60 columns
     (tmp_path / "r.bed").write_text("a\t0\t3000\n")
-    res = cli("predict-tracks", "--fasta", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+    res = cli("predict-tracks", "-R", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
               "--device", "cpu")
     assert res.exit_code == 1 and not (tmp_path / "p").exists()
     assert_one_error_line(res, f"{fasta}.fai does not match {fasta}")
     assert f"samtools faidx {fasta}" in res.stderr
     pysam.faidx(str(fasta))  # re-indexed: accepted
-    assert cli("predict-tracks", "--fasta", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+    assert cli("predict-tracks", "-R", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
                "--device", "cpu").exit_code == 0
 
 
@@ -103,7 +103,7 @@ def test_a_stale_fai_of_a_bgzip_fasta_is_refused(cli, tmp_path):
     write_fasta(plain, contigs, 80)
     pysam.tabix_compress(str(plain), str(fasta), force=True)
     (tmp_path / "r.bed").write_text("a\t0\t3000\n")
-    res = cli("predict-tracks", "--fasta", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
+    res = cli("predict-tracks", "-R", fasta, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p",
               "--device", "cpu")
     assert res.exit_code == 1
     assert_one_error_line(res, f"{fasta}.fai does not match {fasta}")

@@ -31,7 +31,7 @@ def model(tmp_path_factory):
     from genointerp.cli import app
 
     out = tmp_path_factory.mktemp("ism") / "tiny"
-    res = CliRunner().invoke(app, [str(a) for a in ["train-tracks", "--fasta", FASTA, "--targets", TARGETS, *TINY,
+    res = CliRunner().invoke(app, [str(a) for a in ["train-tracks", "-R", FASTA, "--targets", TARGETS, *TINY,
                                                     "-o", out]], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return out
@@ -40,7 +40,7 @@ def model(tmp_path_factory):
 def ism(cli, model, bed_text: str, out: Path, *extra):
     bed = out.parent / f"{out.name}.bed"
     bed.write_text(bed_text)
-    return cli("ism", "-m", model, "--fasta", FASTA, "--regions", bed, "-o", out, "--device", "cpu", *extra)
+    return cli("ism", "-m", model, "-R", FASTA, "--regions", bed, "-o", out, "--device", "cpu", *extra)
 
 
 def rows(path: Path) -> list[list[str]]:
@@ -232,11 +232,11 @@ def test_a_fasta_without_index_and_a_non_track_model_are_refused(model, cli, tmp
     shutil.copy(FASTA, tmp_path / "ref.fa.gz")
     shutil.copy(str(FASTA) + ".gzi", tmp_path / "ref.fa.gz.gzi")
     (tmp_path / "r.bed").write_text(AP1)
-    res = cli("ism", "-m", model, "--fasta", tmp_path / "ref.fa.gz", "--regions", tmp_path / "r.bed",
+    res = cli("ism", "-m", model, "-R", tmp_path / "ref.fa.gz", "--regions", tmp_path / "r.bed",
               "-o", tmp_path / "o")
     assert_one_error_line(res, "no index")
     assert res.exit_code == 1 and not (tmp_path / "o").exists()
-    res = cli("ism", "-m", builtin_model_dir(), "--fasta", FASTA, "--regions", tmp_path / "r.bed", "-o", tmp_path / "o")
+    res = cli("ism", "-m", builtin_model_dir(), "-R", FASTA, "--regions", tmp_path / "r.bed", "-o", tmp_path / "o")
     assert_one_error_line(res, "not a track model")
     assert res.exit_code == 1 and not (tmp_path / "o").exists()
 
@@ -271,7 +271,7 @@ def test_a_bad_request_gets_the_cli_error_without_the_cli(model, cli, tmp_path):
     check_case(case, cli, tmp_path)
     case = ("tracks", lambda out: (run, IsmRequest(regions=bed, fasta=str(FASTA), output=out, model=str(model),
                                                     tracks=["motif_a", "motif_a"])),
-            ["ism", "-m", str(model), "--fasta", str(FASTA), "--regions", bed, "--tracks", "motif_a,motif_a"],
+            ["ism", "-m", str(model), "-R", str(FASTA), "--regions", bed, "--tracks", "motif_a,motif_a"],
             "--tracks: motif_a is given twice")
     check_case(case, cli, tmp_path)
 

@@ -44,8 +44,8 @@ def _attn(output: str, **fields):
     return run, AttnMapsRequest(output=output, **fields)
 
 
-TRAIN = ["train-tracks", "--fasta", FASTA, "--targets", TARGETS]
-EVALUATE = ["evaluate-tracks", "--fasta", FASTA, "--targets", TARGETS, "--chroms", "chr2"]
+TRAIN = ["train-tracks", "-R", FASTA, "--targets", TARGETS]
+EVALUATE = ["evaluate-tracks", "-R", FASTA, "--targets", TARGETS, "--chroms", "chr2"]
 
 # (id, job and request for an output path, the same command line or None, the message both give)
 CASES = [
@@ -53,7 +53,7 @@ CASES = [
      lambda o: _train(o, fasta=FASTA, targets=TARGETS, loss="mse", track_weights="balanced"),
      [*TRAIN, "--loss", "mse", "--track-weights", "balanced"], "--track-weights: --loss mse weighs each track"),
     ("train-tracks: --basenji with --fasta", lambda o: _train(o, fasta=FASTA, targets=TARGETS, basenji=o + "_set"),
-     [*TRAIN, "--basenji", "{out}_set"], "--basenji: give either --basenji or --fasta/--targets"),
+     [*TRAIN, "--basenji", "{out}_set"], "--basenji: give either --basenji or -R/--reference and --targets"),
     ("train-tracks: --motif-freeze-epochs without --motif-init",
      lambda o: _train(o, fasta=FASTA, targets=TARGETS, motif_freeze_epochs=1),
      [*TRAIN, "--motif-freeze-epochs", "1"], "give --motif-init jaspar"),
@@ -62,10 +62,10 @@ CASES = [
     ("train-tracks: a negative seed", lambda o: _train(o, fasta=FASTA, targets=TARGETS, seed=-1),
      None, "--seed: -1 is outside 0.."),
     ("predict-tracks: --regions and --chroms", lambda o: _predict(o, regions=TARGETS, chroms=["chr1"]),
-     ["predict-tracks", "--fasta", FASTA, "--regions", TARGETS, "--chroms", "chr1"],
+     ["predict-tracks", "-R", FASTA, "--regions", TARGETS, "--chroms", "chr1"],
      "--regions: give --regions or --chroms, not both"),
     ("predict-tracks: nothing to predict", lambda o: _predict(o),
-     ["predict-tracks", "--fasta", FASTA], "--regions: give --regions BED or --chroms"),
+     ["predict-tracks", "-R", FASTA], "--regions: give --regions BED or --chroms"),
     ("predict-tracks: a quantile above 1", lambda o: _predict(o, chroms=["chr1"], peak_quantile=2.0),
      None, "--peak-quantile: 2.0 is outside 0..1"),
     ("predict-tracks: an unknown precision", lambda o: _predict(o, chroms=["chr1"], precision="fp32"),

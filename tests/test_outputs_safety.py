@@ -156,7 +156,7 @@ def test_refused_training_runs_leave_no_checkpoint_folder(cli, tmp_path, command
     out = tmp_path / "m"
     out.mkdir()  # "output exists"
     args = [tmp_path / "missing.kmers"] if command == "train-xvir" else \
-        ["--fasta", DATA / "tracks" / "ref.fa.gz", "--targets", DATA / "tracks" / "targets.tsv"]
+        ["-R", DATA / "tracks" / "ref.fa.gz", "--targets", DATA / "tracks" / "targets.tsv"]
     res = cli(command, *args, "-o", out)
     assert res.exit_code == 1
     assert_one_error_line(res, "output exists")
@@ -215,7 +215,7 @@ def test_sigterm_keeps_finished_epochs_and_resume_leaves_no_temporaries(tmp_path
 def test_sigterm_during_predict_tracks_leaves_nothing(tmp_path):
     started = lambda: any(tmp_path.glob(".genointerp-tmp-*pred"))  # noqa: E731
     # the built-in model over the synthetic genome, windows one bin apart: many seconds of work
-    res = _interrupt_when(["predict-tracks", "--fasta", DATA / "tracks" / "ref.fa.gz", "--chroms", "chr1,chr2",
+    res = _interrupt_when(["predict-tracks", "-R", DATA / "tracks" / "ref.fa.gz", "--chroms", "chr1,chr2",
                            "--overlap-bins", "15", "--batch-size", "1", "-o", tmp_path / "pred"], tmp_path, started)
     assert res.returncode == 143, res.stderr
     assert list(tmp_path.iterdir()) == []

@@ -32,8 +32,8 @@ def test_importing_runtime_loads_neither_torch_nor_numpy():
 def test_classify_reads_loads_numpy_with_one_openblas_thread_unless_the_user_set_it(tmp_path):
     """The program as a user runs it: numpy is first imported by the command's job, after the
     command set OPENBLAS_NUM_THREADS (OpenBLAS reads it as it loads); a user's own value stands."""
-    probe = ("import os, sys; from genointerp.cli.viral import classify_reads\n"
-             "try:\n    classify_reads(['missing.fq'])\nexcept BaseException:\n    pass\n"
+    probe = ("import os, sys; from genointerp.cli import app\n"
+             "try:\n    app(['classify-reads', 'missing.fq'], prog_name='genointerp')\nexcept BaseException:\n    pass\n"
              "from threadpoolctl import threadpool_info\n"
              "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules,"
              " [i['num_threads'] for i in threadpool_info() if i['internal_api'] == 'openblas'])")
@@ -182,7 +182,7 @@ from typer.testing import CliRunner
 from genointerp.cli import app
 runs = [
     ["classify-reads", "{DATA / 'tumor_small.fq.gz'}", "-o", "{tmp_path / 'calls.tsv'}"],
-    ["predict-tracks", "--fasta", "{DATA / 'chr20_slice.fa.gz'}", "--chroms", "20", "--device", "cpu",
+    ["predict-tracks", "-R", "{DATA / 'chr20_slice.fa.gz'}", "--chroms", "20", "--device", "cpu",
      "-o", "{tmp_path / 'pred'}"],
     ["attn-maps", "{DATA / 'tumor_small.fq.gz'}", "--max-reads", "1", "--plot-items", "0", "--device", "cpu",
      "-o", "{tmp_path / 'attn'}"],

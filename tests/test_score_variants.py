@@ -144,7 +144,7 @@ def scored(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("sv")
     v = vcf(d / "in.vcf", mixed())
-    res = CliRunner().invoke(app, ["score-variants", v, "--fasta", str(FASTA), "-o", str(d / "out.tsv"),
+    res = CliRunner().invoke(app, ["score-variants", v, "-R", str(FASTA), "-o", str(d / "out.tsv"),
                                    "--vcf-out", str(d / "out.vcf.gz"), "--index-vcf", "--summary", str(d / "s.json"),
                                    "--device", "cpu"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -221,7 +221,7 @@ def test_vcf_out_keeps_every_record_with_gi_info_per_alt(scored):
 
 def test_wide_has_a_sad_column_per_track(scored, cli, tmp_path):
     d, rows, _, _ = scored
-    res = cli("score-variants", d / "in.vcf", "--fasta", FASTA, "-o", tmp_path / "w.tsv", "--wide", "--device", "cpu")
+    res = cli("score-variants", d / "in.vcf", "-R", FASTA, "-o", tmp_path / "w.tsv", "--wide", "--device", "cpu")
     assert res.exit_code == 0, res.output
     wide = tsv_rows(tmp_path / "w.tsv")
     assert len(wide) == 7 and list(wide[0])[:5] == COLUMNS[:5] and len(wide[0]) == 5 + 87
@@ -235,7 +235,7 @@ def test_scores_do_not_depend_on_batch_size_or_chunks(cli, tmp_path, hostile):
     shape: every --batch-size and every chunking gives the same bytes, and the chunks' TSVs
     concatenated (one header) are the whole run's."""
     v = vcf(tmp_path / "in.vcf", snvs(21))
-    base = ["score-variants", v, "--fasta", FASTA, "--device", "cpu"]
+    base = ["score-variants", v, "-R", FASTA, "--device", "cpu"]
     outs = {}
     for bs in (1, 8, 64):
         for wide in ([], ["--wide"]):
@@ -270,7 +270,7 @@ def test_scores_do_not_depend_on_batch_size_or_chunks(cli, tmp_path, hostile):
 def test_regions_keep_only_variants_inside(cli, tmp_path):
     v = vcf(tmp_path / "in.vcf", mixed())
     (tmp_path / "r.bed").write_text("chr20\t59000\t59850\n")  # chr20 is taken as 20, with a warning
-    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--regions", tmp_path / "r.bed",
+    res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "o.tsv", "--regions", tmp_path / "r.bed",
               "--summary", tmp_path / "s.json", "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert {r["id"] for r in tsv_rows(tmp_path / "o.tsv")} == {"ins", "del", "same"}  # and "long", skipped
@@ -281,14 +281,14 @@ def test_regions_keep_only_variants_inside(cli, tmp_path):
 
 def test_chr_names_are_aliased_with_a_warning(cli, tmp_path):
     rows = [("chr20", p, i, r, a) for _, p, i, r, a in snvs(2)]
-    res = cli("score-variants", vcf(tmp_path / "in.vcf", rows), "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
+    res = cli("score-variants", vcf(tmp_path / "in.vcf", rows), "-R", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
     assert res.exit_code == 0 and "chromosome chr20 taken as 20" in res.stderr
     assert {r["chrom"] for r in tsv_rows(tmp_path / "o.tsv")} == {"chr20"}
 
 
 def test_strict_stops_at_the_first_unscorable_variant(cli, tmp_path):
     v = vcf(tmp_path / "in.vcf", mixed())
-    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--strict", "--device", "cpu")
+    res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "o.tsv", "--strict", "--device", "cpu")
     assert res.exit_code == 1
     assert_one_error_line(res, "20:1200 N>A: REF or ALT with a base other than A, C, G, T (--strict)")
     assert not (tmp_path / "o.tsv").exists()
@@ -296,7 +296,7 @@ def test_strict_stops_at_the_first_unscorable_variant(cli, tmp_path):
 
 def test_nothing_scorable_is_an_error(cli, tmp_path):
     v = vcf(tmp_path / "in.vcf", [("7", 5000, "a", "A", "G"), ("7", 6000, "b", "C", "T")])
-    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
+    res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
     assert res.exit_code == 1
     assert_one_error_line(res, "no variant allele can be scored: 2 contig not in the FASTA (first: 7:5000 A>G)")
     assert not (tmp_path / "o.tsv").exists()
@@ -311,7 +311,7 @@ def test_bad_inputs_are_one_line_and_leave_no_outputs(cli, tmp_path):
 
     good = vcf(tmp_path / "in.vcf", snvs(3))
     out = tmp_path / "o.tsv"
-    run = lambda v, *extra, fasta=FASTA: cli("score-variants", v, "--fasta", fasta, "-o", out, "--device", "cpu", *extra)  # noqa: E731
+    run = lambda v, *extra, fasta=FASTA: cli("score-variants", v, "-R", fasta, "-o", out, "--device", "cpu", *extra)  # noqa: E731
     # truncated bgzip
     _bgzip(good, tmp_path / "in.vcf.gz")
     data = (tmp_path / "in.vcf.gz").read_bytes()
@@ -349,14 +349,14 @@ def test_bad_inputs_are_one_line_and_leave_no_outputs(cli, tmp_path):
     (["-o", "x.tsv", "--vcf-out", "x.vcf", "--index-vcf"], "--index-vcf"),
 ])
 def test_usage_errors(cli, tmp_path, extra, message):
-    res = cli("score-variants", vcf(tmp_path / "in.vcf", snvs(1)), "--fasta", FASTA, *extra)
+    res = cli("score-variants", vcf(tmp_path / "in.vcf", snvs(1)), "-R", FASTA, *extra)
     assert res.exit_code == 2 and message in res.stderr
 
 
 def test_the_documented_example(cli, tmp_path):
     """docs/tracks.md's example: a base of the CTCF motif in the slice's CTCF peak lowers the
     predicted signal of every CTCF track; the far SNV barely moves anything; VCF records all kept."""
-    res = cli("score-variants", DATA / "chr20_variants.vcf", "--fasta", FASTA, "-o", tmp_path / "s.tsv",
+    res = cli("score-variants", DATA / "chr20_variants.vcf", "-R", FASTA, "-o", tmp_path / "s.tsv",
               "--vcf-out", tmp_path / "s.vcf.gz", "--index-vcf", "--device", "cpu")
     assert res.exit_code == 0, res.output
     rows = tsv_rows(tmp_path / "s.tsv")
@@ -374,10 +374,10 @@ def test_vcf_from_a_pipe_can_be_annotated(cli, tmp_path, pipe):
     """`score-variants <(cat x.vcf) --vcf-out`: a stream is read once, its header handed on to the VCF
     writer (it used to be opened a second time for the header: "not a readable VCF/BCF")."""
     v = vcf(tmp_path / "in.vcf", snvs(3))
-    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "f.tsv", "--vcf-out", tmp_path / "f.vcf",
+    res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "f.tsv", "--vcf-out", tmp_path / "f.vcf",
               "--device", "cpu")
     assert res.exit_code == 0, res.output
-    res = cli("score-variants", pipe((tmp_path / "in.vcf").read_bytes()), "--fasta", FASTA, "-o", tmp_path / "p.tsv",
+    res = cli("score-variants", pipe((tmp_path / "in.vcf").read_bytes()), "-R", FASTA, "-o", tmp_path / "p.tsv",
               "--vcf-out", tmp_path / "p.vcf", "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert (tmp_path / "p.tsv").read_bytes() == (tmp_path / "f.tsv").read_bytes()
@@ -393,7 +393,7 @@ def test_an_unsorted_vcf_is_refused_for_index_vcf_before_scoring(cli, tmp_path, 
     v = vcf(tmp_path / "in.vcf", [rows[1], rows[0], rows[2]])
     scored = []
     monkeypatch.setattr(job._Scorer, "score", lambda self, ref, items, writer: scored.append(items))
-    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--vcf-out", tmp_path / "o.vcf.gz",
+    res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "o.tsv", "--vcf-out", tmp_path / "o.vcf.gz",
               "--index-vcf", "--device", "cpu")
     assert res.exit_code == 1
     assert_one_error_line(res, f"{v}: not sorted")
@@ -401,10 +401,10 @@ def test_an_unsorted_vcf_is_refused_for_index_vcf_before_scoring(cli, tmp_path, 
     assert not (tmp_path / "o.tsv").exists() and not (tmp_path / "o.vcf.gz").exists()
     # contigs in two separate runs are unsorted for tabix too
     v2 = vcf(tmp_path / "in2.vcf", [rows[0], ("21", 10, ".", "A", "C"), rows[1]])
-    res = cli("score-variants", v2, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--vcf-out", tmp_path / "o.vcf.gz",
+    res = cli("score-variants", v2, "-R", FASTA, "-o", tmp_path / "o.tsv", "--vcf-out", tmp_path / "o.vcf.gz",
               "--index-vcf", "--device", "cpu")
     assert res.exit_code == 1 and "not sorted" in res.stderr and scored == []
     # without --index-vcf an unsorted VCF is scored as it is
     monkeypatch.undo()
-    res = cli("score-variants", v, "--fasta", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
+    res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
     assert res.exit_code == 0, res.output

@@ -24,7 +24,7 @@ TRACK_IDS = ["motif_a", "motif_b", "cellX.TF1.conservative", "cellX.TF2.conserva
 
 
 def train_args(out, *extra):
-    return ["train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "-o", out, *extra]
+    return ["train-tracks", "-R", FASTA, "--targets", TARGETS, *SMALL, "-o", out, *extra]
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_same_seed_gives_byte_identical_models(tmp_path, cli):
 
 def test_predict_tracks_writes_bigwigs_and_peaks(model, cli, tmp_path):
     out = tmp_path / "pred"
-    res = cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", REGIONS, "-o", out, "--bedgraph",
+    res = cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", REGIONS, "-o", out, "--bedgraph",
               "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert {p.name for p in out.iterdir()} == ({f"{t}.bw" for t in TRACK_IDS} | {f"{t}.peaks.bed" for t in TRACK_IDS}
@@ -193,7 +193,7 @@ def test_predicted_bins_equal_the_model_on_the_window(model, cli, tmp_path, host
     from genointerp.seq.onehot import one_hot
 
     (tmp_path / "one.bed").write_text("chr1\t20480\t20992\n")  # 16 bins x 32 bp
-    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "one.bed",
+    assert cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", tmp_path / "one.bed",
                "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
     net, _ = load_model_dir(model)
     codes = Reference(str(FASTA)).codes("chr1", 20480 - 256, 20480 - 256 + 1024)  # crop = (1024 - 512) / 2
@@ -237,7 +237,7 @@ def test_rc_average_is_the_mean_of_both_strands(model, cli, tmp_path, hostile):
     """Each strand is one pass of one window, in predict-tracks as here, and the mean is the same
     float32 (a + b) / 2: equal bits on any CPU, also under `hostile` arithmetic."""
     (tmp_path / "one.bed").write_text("chr1\t20480\t20992\n")  # one window's 16 target bins
-    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "one.bed", "--rc-average",
+    assert cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", tmp_path / "one.bed", "--rc-average",
                "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
     fwd, rev = _window_outputs(model, [20480 - 256])[0], _window_outputs(model, [20480 - 256], rc=True)[0]
     for t, tid in enumerate(TRACK_IDS):
@@ -251,7 +251,7 @@ def test_shifts_average_the_windows_moved_by_each_shift(model, cli, tmp_path, ho
     window moved by each shift, N past its ends, and its reverse complement), summed in shift order,
     strands first: the same bits as those passes here, also under `hostile` arithmetic."""
     (tmp_path / "one.bed").write_text("chr1\t20480\t20992\n")
-    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "one.bed", "--rc-average",
+    assert cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", tmp_path / "one.bed", "--rc-average",
                "--shifts", "-1,0,2", "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
     start = 20480 - 256
     passes = []
@@ -275,7 +275,7 @@ def test_overlap_bins_sets_the_windows_and_which_one_each_bin_takes(model, cli, 
     Each grid's windows are run as predict-tracks runs them, in order in one batch (3 or 5 <= its 8),
     so a window's output has the same float32 bits here as there on any CPU (also under `hostile`)."""
     (tmp_path / "r.bed").write_text("chr1\t20480\t22016\n")
-    assert cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "r.bed", "--overlap-bins",
+    assert cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", tmp_path / "r.bed", "--overlap-bins",
                overlap, "-o", tmp_path / "p", "--device", "cpu").exit_code == 0
 
     def stitched(firsts):  # firsts: first target bin of each window
@@ -306,7 +306,7 @@ def test_peak_quantile_and_threshold_cut_the_predicted_track(model, cli, tmp_pat
     (tmp_path / "r.bed").write_text("chr1\t20480\t24576\n")  # 128 bins
     peaks = lambda folder: [tuple(int(v) for v in line.split("\t")[1:3])  # noqa: E731
                             for line in (folder / "motif_a.peaks.bed").read_text().splitlines()]
-    args = ["predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "r.bed", "--device", "cpu"]
+    args = ["predict-tracks", "-m", model, "-R", FASTA, "--regions", tmp_path / "r.bed", "--device", "cpu"]
     assert cli(*args, "--peak-quantile", 0.75, "-o", tmp_path / "q").exit_code == 0
     values = _bins(tmp_path / "q", "motif_a", "chr1", 20480, 24576).astype(np.float32)
     assert peaks(tmp_path / "q") == _expected_peaks(values, np.quantile(values, 0.75), 20480) != []
@@ -318,7 +318,7 @@ def test_peak_quantile_and_threshold_cut_the_predicted_track(model, cli, tmp_pat
 def test_chroms_predicts_whole_chromosomes_and_tsv_holds_every_bin(model, cli, tmp_path):
     import gzip
 
-    res = cli("predict-tracks", "-m", model, "--fasta", FASTA, "--chroms", "chr2", "--tsv", "-o", tmp_path / "p",
+    res = cli("predict-tracks", "-m", model, "-R", FASTA, "--chroms", "chr2", "--tsv", "-o", tmp_path / "p",
               "--device", "cpu")
     assert res.exit_code == 0, res.output
     bw = pyBigWig.open(str(tmp_path / "p" / "motif_a.bw"))
@@ -340,7 +340,7 @@ def test_evaluate_tracks_compares_two_models(model, cli, tmp_path):
     other = tmp_path / "cnn"
     assert cli(*train_args(other, "--epochs", 1, "--arch", "maxpool-cnn")).exit_code == 0
     (tmp_path / "test.bed").write_text("chr2\t10000\t20000\n")
-    res = cli("evaluate-tracks", "-m", other, "-m", model, "--fasta", FASTA, "--targets", TARGETS,
+    res = cli("evaluate-tracks", "-m", other, "-m", model, "-R", FASTA, "--targets", TARGETS,
               "--regions", tmp_path / "test.bed", "-o", tmp_path / "eval.tsv", "--scatter", tmp_path / "fig2.png",
               "--plot-region", "chr2:12000-16000", "--plot", tmp_path / "fig3.png", "--device", "cpu",
               "--batch-size", 8)
@@ -399,7 +399,7 @@ def numpy_pearson(model_dir, bed, batch_size: int | None = None, rc_average: boo
 
 def test_evaluate_equals_numpy_pearson_over_the_windows(model, cli, tmp_path, hostile):
     (tmp_path / "test.bed").write_text("chr1\t30000\t40000\n")
-    assert cli("evaluate-tracks", "-m", model, "--fasta", FASTA, "--targets", TARGETS, "--regions",
+    assert cli("evaluate-tracks", "-m", model, "-R", FASTA, "--targets", TARGETS, "--regions",
                tmp_path / "test.bed", "-o", tmp_path / "e.tsv", "--device", "cpu", "--batch-size", 8).exit_code == 0
     got = [float(r.split("\t")[2]) for r in (tmp_path / "e.tsv").read_text().splitlines()[1:5]]
     # the same batches of 8 windows as evaluate-tracks (model outputs differ in their last float32
@@ -415,7 +415,7 @@ def test_evaluate_rc_average_scores_the_mean_of_both_strands(model, cli, tmp_pat
     (tmp_path / "fit.bed").write_text("chr1\t0\t25000\n")
     rows = {}
     for name, extra in (("plain", []), ("rc", ["--rc-average"])):
-        res = cli("evaluate-tracks", "-m", model, "--fasta", FASTA, "--targets", TARGETS, "--regions", tmp_path / "test.bed",
+        res = cli("evaluate-tracks", "-m", model, "-R", FASTA, "--targets", TARGETS, "--regions", tmp_path / "test.bed",
                   "--controls", "--fit-regions", tmp_path / "fit.bed", "-o", tmp_path / f"{name}.tsv", "--device", "cpu",
                   "--batch-size", 8, *extra)
         assert res.exit_code == 0, res.output
@@ -467,7 +467,7 @@ def test_train_on_a_basenji_tfrecord_set(tmp_path, cli):
 
 def test_bigwig_from_another_assembly_is_refused(tmp_path, cli):
     (tmp_path / "t.tsv").write_text(f"id\tpath\tgroup\nx\t{TRACKS / 'other_assembly.bw'}\tDNase\n")
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", tmp_path / "t.tsv", *SMALL, "--epochs", 1,
+    res = cli("train-tracks", "-R", FASTA, "--targets", tmp_path / "t.tsv", *SMALL, "--epochs", 1,
               "-o", tmp_path / "m")
     assert_one_error_line(res, "another assembly")
     assert res.exit_code == 1 and not (tmp_path / "m").exists()
@@ -475,7 +475,7 @@ def test_bigwig_from_another_assembly_is_refused(tmp_path, cli):
 
 def test_targets_with_a_missing_file_is_refused(tmp_path, cli):
     (tmp_path / "t.tsv").write_text("id\tpath\tgroup\nx\tnowhere.bw\tDNase\n")
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", tmp_path / "t.tsv", *SMALL, "-o", tmp_path / "m")
+    res = cli("train-tracks", "-R", FASTA, "--targets", tmp_path / "t.tsv", *SMALL, "-o", tmp_path / "m")
     assert_one_error_line(res, "nowhere.bw")
     assert not (tmp_path / "m").exists() and not (tmp_path / "m.checkpoint" / "last.pt").exists()
 
@@ -487,7 +487,7 @@ def test_targets_with_a_missing_file_is_refused(tmp_path, cli):
 ])
 def test_bad_regions_are_refused(model, cli, tmp_path, bed, message):
     (tmp_path / "r.bed").write_text(bed)
-    res = cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p")
+    res = cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", tmp_path / "r.bed", "-o", tmp_path / "p")
     assert_one_error_line(res, message)
     assert res.exit_code == 1 and not (tmp_path / "p").exists()
 
@@ -495,16 +495,16 @@ def test_bad_regions_are_refused(model, cli, tmp_path, bed, message):
 def test_predict_refuses_an_xvir_model_and_an_existing_output(model, cli, tmp_path):
     from genointerp.resources import builtin_model_dir
 
-    res = cli("predict-tracks", "-m", builtin_model_dir(), "--fasta", FASTA, "--regions", REGIONS, "-o", tmp_path / "p")
+    res = cli("predict-tracks", "-m", builtin_model_dir(), "-R", FASTA, "--regions", REGIONS, "-o", tmp_path / "p")
     assert_one_error_line(res, "not a track model")
     (tmp_path / "p").mkdir()
-    res = cli("predict-tracks", "-m", model, "--fasta", FASTA, "--regions", REGIONS, "-o", tmp_path / "p")
+    res = cli("predict-tracks", "-m", model, "-R", FASTA, "--regions", REGIONS, "-o", tmp_path / "p")
     assert_one_error_line(res, "output exists")
 
 
 def test_evaluate_refuses_targets_without_the_models_tracks(model, cli, tmp_path):
     (tmp_path / "t.tsv").write_text(f"id\tpath\tgroup\nmotif_a\t{TRACKS / 'motif_a.bw'}\tDNase\n")
-    res = cli("evaluate-tracks", "-m", model, "--fasta", FASTA, "--targets", tmp_path / "t.tsv", "--chroms", "chr2",
+    res = cli("evaluate-tracks", "-m", model, "-R", FASTA, "--targets", tmp_path / "t.tsv", "--chroms", "chr2",
               "-o", tmp_path / "e.tsv")
     assert_one_error_line(res, "motif_b")
     assert not (tmp_path / "e.tsv").exists()
@@ -674,7 +674,7 @@ def test_cpg_control_is_smoothed_cpg_density_fitted_on_the_training_regions(mode
 
     (tmp_path / "test.bed").write_text("chr2\t10000\t20000\n")
     (tmp_path / "fit.bed").write_text("chr1\t0\t40000\n")
-    res = cli("evaluate-tracks", "-m", model, "--controls", "--fit-regions", tmp_path / "fit.bed", "--fasta", FASTA,
+    res = cli("evaluate-tracks", "-m", model, "--controls", "--fit-regions", tmp_path / "fit.bed", "-R", FASTA,
               "--targets", TARGETS, "--regions", tmp_path / "test.bed", "-o", tmp_path / "e.tsv", "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert "over the cpg control" in res.stderr
@@ -698,7 +698,7 @@ def test_cpg_control_is_smoothed_cpg_density_fitted_on_the_training_regions(mode
     np.testing.assert_allclose(got, want, atol=1e-5)
 
     # -m cpg first: the same control, its column first, on the windows and tracks of the model after it
-    res = cli("evaluate-tracks", "-m", "cpg", "-m", model, "--fit-regions", tmp_path / "fit.bed", "--fasta", FASTA,
+    res = cli("evaluate-tracks", "-m", "cpg", "-m", model, "--fit-regions", tmp_path / "fit.bed", "-R", FASTA,
               "--targets", TARGETS, "--regions", tmp_path / "test.bed", "-o", tmp_path / "e2.tsv", "--device", "cpu")
     assert res.exit_code == 0, res.output
     rows2 = [r.split("\t") for r in (tmp_path / "e2.tsv").read_text().splitlines()]
@@ -707,12 +707,12 @@ def test_cpg_control_is_smoothed_cpg_density_fitted_on_the_training_regions(mode
 
 
 def test_controls_without_training_regions_are_a_usage_error(model, cli, tmp_path):
-    res = cli("evaluate-tracks", "-m", model, "--controls", "--fasta", FASTA, "--targets", TARGETS, "--chroms", "chr2",
+    res = cli("evaluate-tracks", "-m", model, "--controls", "-R", FASTA, "--targets", TARGETS, "--chroms", "chr2",
               "-o", tmp_path / "e.tsv")
     assert res.exit_code == 2
     assert_one_error_line(res, "--fit-regions")
     (tmp_path / "fit.bed").write_text("chr2\t0\t20000\n")
-    res = cli("evaluate-tracks", "-m", model, "-m", "gc", "--fit-regions", tmp_path / "fit.bed", "--fasta", FASTA,
+    res = cli("evaluate-tracks", "-m", model, "-m", "gc", "--fit-regions", tmp_path / "fit.bed", "-R", FASTA,
               "--targets", TARGETS, "--chroms", "chr2", "-o", tmp_path / "e.tsv")
     assert res.exit_code == 1
     assert_one_error_line(res, "no windows to fit the controls on")
@@ -736,7 +736,7 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     from genointerp.model_folder import load_model_dir
     from genointerp.tracks.motifs import RELEASE, _profiles, motif_filter, stem_conv
 
-    args = ["train-tracks", "--fasta", FASTA, "--targets", _jund_targets(tmp_path), *SMALL, "--epochs", 1, "--motif-init",
+    args = ["train-tracks", "-R", FASTA, "--targets", _jund_targets(tmp_path), *SMALL, "--epochs", 1, "--motif-init",
             "jaspar"]
     assert cli(*args, "--motif-freeze-epochs", 1, "-o", tmp_path / "frozen").exit_code == 0
     info = json.loads((tmp_path / "frozen" / "config.json").read_text())["training"]["motif_init"]
@@ -755,7 +755,7 @@ def test_motif_init_starts_the_stem_from_jaspar_and_freezing_keeps_it(tmp_path, 
     free = json.loads((tmp_path / "free" / "config.json").read_text())["training"]["motif_init"]["filters"]
     assert free == info["filters"][:3]
 
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-freeze-epochs", 1, "-o", tmp_path / "x")
+    res = cli("train-tracks", "-R", FASTA, "--targets", TARGETS, *SMALL, "--motif-freeze-epochs", 1, "-o", tmp_path / "x")
     assert res.exit_code == 2
     assert_one_error_line(res, "--motif-init jaspar")
 
@@ -772,7 +772,7 @@ def test_motif_scan_reads_the_named_factors_motif_and_predicts(model, cli, tmp_p
     from genointerp.tracks.motifs import scan_motifs
 
     targets = _jund_targets(tmp_path)
-    base = ["train-tracks", "--fasta", FASTA, "--targets", targets, *SMALL, "--epochs", 2, "--motif-scan", "jaspar"]
+    base = ["train-tracks", "-R", FASTA, "--targets", targets, *SMALL, "--epochs", 2, "--motif-scan", "jaspar"]
     res = cli(*base, "-o", tmp_path / "scan")
     assert res.exit_code == 0, res.output
     assert "motif scan: 1 JASPAR profiles of the tracked factors (JUND)" in res.output
@@ -782,18 +782,18 @@ def test_motif_scan_reads_the_named_factors_motif_and_predicts(model, cli, tmp_p
     np.testing.assert_array_equal(scanned.output.scan.pwm[0].numpy(), want[0].weight)
     assert "motif read-out fitted by least squares" in res.output
     assert scanned.output.motif_heads[0].weight[0].abs().sum() > 0  # fitted, then trained
-    res = cli("predict-tracks", "--model", tmp_path / "scan", "--fasta", FASTA, "--regions", REGIONS, "-o", tmp_path / "pred")
+    res = cli("predict-tracks", "--model", tmp_path / "scan", "-R", FASTA, "--regions", REGIONS, "-o", tmp_path / "pred")
     assert res.exit_code == 0, res.output
     assert (tmp_path / "pred" / "cellX.JUND.bw").exists()
 
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", targets, *SMALL, "--epochs", 1, "--lr", 0,
+    res = cli("train-tracks", "-R", FASTA, "--targets", targets, *SMALL, "--epochs", 1, "--lr", 0,
               "--motif-scan", "jaspar", "--init-from", model, "-o", tmp_path / "ft")
     assert_one_error_line(res, "--init-from")  # the model's tracks are named otherwise
     res = cli(*base[:-2], "--epochs", 1, "--lr", 0, "--init-from", tmp_path / "scan", "--motif-scan", "jaspar",
               "-o", tmp_path / "twice")
     assert_one_error_line(res, "has a motif scan already")
     plain = tmp_path / "plain"
-    assert cli("train-tracks", "--fasta", FASTA, "--targets", targets, *SMALL, "--epochs", 1, "-o", plain).exit_code == 0
+    assert cli("train-tracks", "-R", FASTA, "--targets", targets, *SMALL, "--epochs", 1, "-o", plain).exit_code == 0
     res = cli(*base, "--lr", 0, "--epochs", 1, "--init-from", plain, "-o", tmp_path / "added")
     assert res.exit_code == 0, res.output
     assert "a motif scan added beside its trunk" in res.output
@@ -806,7 +806,7 @@ def test_motif_scan_reads_the_named_factors_motif_and_predicts(model, cli, tmp_p
             head.weight.zero_()
             head.bias.zero_()
         torch.testing.assert_close(b(x.float()), a(x.float()))
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--motif-scan", "jaspar", "-o", tmp_path / "none")
+    res = cli("train-tracks", "-R", FASTA, "--targets", TARGETS, *SMALL, "--motif-scan", "jaspar", "-o", tmp_path / "none")
     assert_one_error_line(res, "no track names a factor")
     assert not any((tmp_path / d).exists() for d in ("ft", "twice", "none"))
 
@@ -814,14 +814,14 @@ def test_motif_scan_reads_the_named_factors_motif_and_predicts(model, cli, tmp_p
 def test_init_from_fine_tunes_a_trained_model(model, cli, tmp_path):
     """--init-from starts from the model's weights and architecture: with lr 0 nothing moves, so
     the fine-tuned model is the starting one; other windows or tracks are one error line."""
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, *SMALL, "--lr", 0, "--epochs", 1, "--width", 32,
+    res = cli("train-tracks", "-R", FASTA, "--targets", TARGETS, *SMALL, "--lr", 0, "--epochs", 1, "--width", 32,
               "--init-from", model, "-o", tmp_path / "ft")
     assert res.exit_code == 0, res.output
     a, b = load_file(str(model / "model.safetensors")), load_file(str(tmp_path / "ft" / "model.safetensors"))
     assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)  # --width 32 was not used
     cfg = json.loads((tmp_path / "ft" / "config.json").read_text())
     assert cfg["training"]["init_from"]["path"] == str(model.resolve()) and cfg["training"]["width"] == 16
-    res = cli("train-tracks", "--fasta", FASTA, "--targets", TARGETS, "--seq-len", 1024, "--bin-size", 32,
+    res = cli("train-tracks", "-R", FASTA, "--targets", TARGETS, "--seq-len", 1024, "--bin-size", 32,
               "--target-bins", 8, "--epochs", 1, "--device", "cpu", "--init-from", model, "-o", tmp_path / "bad")
     assert_one_error_line(res, "--init-from")
     assert not (tmp_path / "bad").exists()
@@ -837,7 +837,7 @@ def test_aux_targets_are_trained_on_and_dropped_from_the_saved_model(model, cli,
         row[1] = str(TRACKS / row[1])
     main.write_text("\n".join("\t".join(r) for r in [header, rows[0], rows[2]]) + "\n")  # motif_a (DNase), cellX.TF1
     aux.write_text("\n".join("\t".join(r) for r in [header, rows[1], rows[3]]) + "\n")  # motif_b, cellX.TF2 (ChIP)
-    base = ["train-tracks", "--fasta", FASTA, "--targets", main, *SMALL, "--epochs", 1]
+    base = ["train-tracks", "-R", FASTA, "--targets", main, *SMALL, "--epochs", 1]
     res = cli(*base, "--aux-targets", aux, "-o", tmp_path / "aux")
     assert res.exit_code == 0, res.output
     assert "2 auxiliary tracks in 1 group(s)" in res.output
@@ -848,7 +848,7 @@ def test_aux_targets_are_trained_on_and_dropped_from_the_saved_model(model, cli,
     assert not any(k.startswith("output.heads.2") for k in load_file(str(tmp_path / "aux" / "model.safetensors")))
     table = (tmp_path / "aux" / "test_pearson.tsv").read_text()
     assert "motif_a" in table and "motif_b" not in table
-    res = cli("predict-tracks", "--model", tmp_path / "aux", "--fasta", FASTA, "--regions", REGIONS, "-o", tmp_path / "pred")
+    res = cli("predict-tracks", "--model", tmp_path / "aux", "-R", FASTA, "--regions", REGIONS, "-o", tmp_path / "pred")
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in (tmp_path / "pred").glob("*.bw")) == ["cellX.TF1.conservative.bw", "motif_a.bw"]
 

@@ -22,7 +22,7 @@ TRACKS = DATA / "tracks"
 FASTA = TRACKS / "ref.fa.gz"
 XVIR = ["-k", "4", "--length", "50", "--d-model", "16", "--heads", "2", "--batch-size", "64", "--seed", "3",
         "--epochs", "2", "--patience", "5"]
-TRACK = ["--fasta", FASTA, "--seq-len", "1024", "--bin-size", "32", "--target-bins", "16", "--width", "16",
+TRACK = ["-R", FASTA, "--seq-len", "1024", "--bin-size", "32", "--target-bins", "16", "--width", "16",
          "--batch-size", "8", "--arch", "maxpool-cnn", "--epochs", "2", "--patience", "5", "--seed", "2",
          "--device", "cpu"]
 

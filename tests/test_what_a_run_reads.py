@@ -80,7 +80,7 @@ def test_a_track_a_targets_table_names_is_an_input(cli, tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     tracks = Path(shutil.copytree(DATA / "tracks", tmp_path / "tracks"))
     before = (tracks / "motif_b.bedgraph.gz").read_bytes()
-    common = ["--fasta", tracks / "ref.fa.gz", "--targets", tracks / "targets.tsv", "--regions", tracks / "regions.bed"]
+    common = ["-R", tracks / "ref.fa.gz", "--targets", tracks / "targets.tsv", "--regions", tracks / "regions.bed"]
     model = ["-m", BUILTIN] if command == "evaluate-tracks" else []  # refused before the model is read
     res = cli(command, *model, *common, "-o", "tracks/motif_b.bedgraph.gz", "--force")
     assert res.exit_code == 2, res.output

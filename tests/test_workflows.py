@@ -300,7 +300,7 @@ def test_snakemake_predicts_a_bigwig_per_track(smk_run):
             bw.close()
     # the workflow's predictions and peaks are what predict-tracks gives by hand with its model
     data = ROOT / "test-data" / "tracks"
-    direct = subprocess.run([GENOINTERP, "predict-tracks", "--model", "models/tracks", "--fasta", str(data / "ref.fa.gz"),
+    direct = subprocess.run([GENOINTERP, "predict-tracks", "--model", "models/tracks", "-R", str(data / "ref.fa.gz"),
                              "--regions", str(data / "regions.bed"), "--device", "cpu", "-t", "1", "-o", "direct_tracks"],
                             cwd=work, capture_output=True, text=True, env=env)
     assert direct.returncode == 0, direct.stderr

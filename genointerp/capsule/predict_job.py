@@ -15,7 +15,8 @@ from genointerp.capsule.predict import capsule_lengths, check_transform, class_p
 from genointerp.capsule.scaler import Scaler
 from genointerp.io.atomic import STDOUT, AtomicOutputs
 from genointerp.io.features import read_features
-from genointerp.job import in_ranges
+from genointerp import options
+from genointerp.options import arg, opt
 from genointerp.model_folder import load_model_dir
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, device_for, use_threads
@@ -25,14 +26,19 @@ from genointerp.runtime import Precision, device_for, use_threads
 class CapsulePredictRequest:
     """capsule-predict: the fields are its options."""
 
-    model_dir: str
-    features: str  # gene-pca folder or TSV with the model's feature columns
-    output: str = STDOUT  # TSV: sample, p_<class>..., call
-    device: str = "auto"
-    threads: int = 1
+    model_dir: str = arg(metavar="MODEL_DIR", help='Model directory from capsule-train.')
+    features: str = arg(
+        metavar="FEATURES",
+        help=("gene-pca output folder or TSV with the model's feature columns (extra columns are ignored); for a "
+              "new cohort, gene-pca --apply the training cohort's folder."))  # gene-pca folder or TSV with the model's feature columns
+    output: str = opt(
+        STDOUT, "-o", "--output",
+        help='TSV: sample, p_<class> (capsule lengths normalised to sum 1), call; - is stdout.')  # TSV: sample, p_<class>..., call
+    device: str = options.device()
+    threads: int = options.threads()
 
     def check(self) -> None:
-        in_ranges(("--threads", self.threads, 1, None))
+        pass
 
     def inputs(self) -> list[str | None]:
         return [self.model_dir, self.features]

@@ -5,15 +5,9 @@ import torch."""
 
 from __future__ import annotations
 
-from typing import Optional
-
-import typer
-
-from genointerp.cli.app import app
 from genointerp.cli.common import REPORTER, log
-from genointerp.cli.genotypes import PANEL
 from genointerp.cli.declare import command
-from genointerp.cli.options import device_option, force_option, threads_option
+from genointerp.cli.genotypes import PANEL
 from genointerp.job import execute
 
 
@@ -52,25 +46,19 @@ def capsule_train(req, force: bool) -> None:
         + (" ..." if len(decisive) > 10 else "") + (f"; interacting pair: {' x '.join(pair)}" if pair else ""))
 
 
-@app.command(
+@command(
     "capsule-predict",
+    "genointerp.capsule.predict_job:CapsulePredictRequest",
+    force="an existing output file",
     rich_help_panel=PANEL,
     epilog=("Examples:\n\n  genointerp gene-pca new.vcf.gz --apply genepcs/ -o new_genepcs\n\n"
             "  genointerp capsule-predict capsule_model new_genepcs/ -o predictions.tsv"),
 )
-def capsule_predict(
-    model_dir: str = typer.Argument(..., metavar="MODEL_DIR", help="Model directory from capsule-train."),
-    features_path: str = typer.Argument(..., metavar="FEATURES", help="gene-pca output folder or TSV with the model's feature columns (extra columns are ignored); for a new cohort, gene-pca --apply the training cohort's folder."),
-    output: str = typer.Option("-", "-o", "--output", help="TSV: sample, p_<class> (capsule lengths normalised to sum 1), call; - is stdout."),
-    device: str = device_option(),
-    threads: int = threads_option(),
-    force: bool = force_option("an existing output file"),
-) -> None:
+def capsule_predict(req, force: bool) -> None:
     """Score samples with a capsule-train model: per-class probabilities and the called class."""
-    from genointerp.capsule.predict_job import CapsulePredictRequest, run
+    from genointerp.capsule.predict_job import run
 
-    summary = execute(run, CapsulePredictRequest(model_dir=model_dir, features=features_path, output=output,
-                                                 device=device, threads=threads), force, REPORTER)
+    summary = execute(run, req, force, REPORTER)
     log(f"scored {summary['samples']} samples")
 
 

@@ -14,8 +14,6 @@ from typer.core import TyperGroup
 from genointerp.errors import GenointerpError, UsageError
 from genointerp.interrupts import Interrupted, message, received, signals_as_exceptions
 from genointerp.report import Reporter
-from genointerp.runtime import Precision, PrecisionUnsupported
-from genointerp.runtime import device_for as checked_device
 
 
 # click's UsageError as Typer raises it (Typer 0.29 vendors click as typer._click, which it does
@@ -193,18 +191,7 @@ def progress(description: str, total: int | None) -> Iterator:
 REPORTER = Reporter(log=log, warn=warn, progress=progress)
 
 
-def parse_pairs(values: list[str], option: str, what: str) -> list[tuple[str, str]]:
-    """Split repeated KEY=VALUE option values; a missing '=' is a usage error (exit 2)."""
-    pairs = []
-    for v in values:
-        key, sep, val = v.partition("=")
-        if not sep or not key or not val:
-            raise typer.BadParameter(f"expected {what}, got {v!r}", param_hint=option)
-        pairs.append((key, val))
-    return pairs
-
-
-# train-xvir (cli/viral.py) still calls these two by their old names here; the training-run
+# train-xvir (cli/viral.py) asks this by its old name here; the training-run
 # folder's lifecycle lives in genointerp.train.run_folder, imported when called: inference commands
 # load nothing of genointerp.train (tests/test_runtime.py).
 def is_main_rank() -> bool:
@@ -213,11 +200,3 @@ def is_main_rank() -> bool:
 
     return run_folder.is_main_rank()
 
-
-def device_for(requested: str, precision: Precision) -> str:
-    """The torch device for --device (genointerp.runtime.device_for), an unsupported --precision
-    reported as that option's usage error and the bf16-emulation warning on stderr."""
-    try:
-        return checked_device(requested, precision, warn)
-    except PrecisionUnsupported as exc:
-        raise typer.BadParameter(str(exc), param_hint="--precision") from None

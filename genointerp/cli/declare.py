@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import shutil
 import typing
 from typing import Any, Callable, List, Literal, Optional
 
@@ -49,10 +50,21 @@ def command(name: str, request: str, *, force: str | None = "existing outputs", 
             raise AssertionError("a declared command's parameters were not loaded")
 
         stub.__name__, stub.__doc__ = body.__name__, body.__doc__
+        settings["help"] = one_line_paragraphs(settings.get("help") or inspect.getdoc(body) or "")
         app.command(name, cls=cls, **settings)(stub)
         return body
 
     return register
+
+
+def one_line_paragraphs(text: str) -> str:
+    """`text` with each paragraph on one line: Typer's rich help keeps a docstring's line breaks,
+    which at another terminal width leave a word alone on a line; unbroken, it wraps to the width."""
+    return "\n\n".join(" ".join(line.strip() for line in block.splitlines())
+                        for block in inspect.cleandoc(text).split("\n\n") if block.strip())
+
+
+RICH_MIN_WIDTH = 100  # columns from which a command's help is drawn by rich
 
 
 class DeclaredCommand(TyperCommand):
@@ -88,6 +100,19 @@ class DeclaredCommand(TyperCommand):
         self._params = params + self._params + self.later_params
         self.callback = get_callback(callback=function, params=params, convertors=convertors,
                                      context_param_name=context_name, pretty_exceptions_short=False)
+
+    def format_help(self, ctx, formatter) -> None:
+        """Rich's boxed tables on a wide terminal; below RICH_MIN_WIDTH columns (a pipe, a CI log,
+        `less` on a laptop) click's plain two-column layout, whose help column stays wide enough
+        to read (rich's four columns left it a word or two wide)."""
+        if shutil.get_terminal_size().columns >= RICH_MIN_WIDTH:
+            return super().format_help(ctx, formatter)
+        rich, self.rich_markup_mode = self.rich_markup_mode, None
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.rich_markup_mode = rich
+        formatter.buffer[:] = [text.replace("\\[", "[") for text in formatter.buffer]  # rich's escape
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         self.params  # noqa: B018 (loads them, and the deprecated spellings)

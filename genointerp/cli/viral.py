@@ -89,11 +89,10 @@ def classify_reads(req, force: bool) -> None:
 
 
 def log_sample(vr: dict) -> None:
-    """One line for the per-sample report: the types detected, and what flags their load."""
-    found = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['copies_per_genome']} copies/genome)"
-                      for t in vr["types"] if t["status"] == "detected")
-    flags = f"; host depth {vr['host_depth']:g}x: {', '.join(vr['flags'])}" if vr["flags"] else ""
-    log(f"sample {vr['sample']}: {found or 'no virus detected'}{flags}")
+    """One line for the per-sample report (genointerp.viral.report.sample_report.summary_line)."""
+    from genointerp.viral.report.sample_report import summary_line
+
+    log(summary_line(vr))
 
 
 @command(

@@ -27,7 +27,9 @@ from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, 
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import DosageWriter, Features, read_phenotypes, write_features
 from genointerp.io.ids import read_ids
-from genointerp.job import in_ranges, one_stdin
+from genointerp import options
+from genointerp.job import one_stdin
+from genointerp.options import arg, opt
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.genes import Gene, read_genes
 from genointerp.io.vcf import MISSING, Site, VcfGenotypes
@@ -41,21 +43,54 @@ GENES_TABLE = "genes.tsv"
 class GenePcaRequest:
     """gene-pca: the fields are its options (files as paths, `-` for stdin)."""
 
-    vcf: str
-    output: str  # folder
-    genes: str | None = None  # annotation (fit mode)
-    apply: str | None = None  # fitted transform folder (apply mode)
-    samples: str | None = None  # ids file: restrict to these (None: all in the VCF)
-    phenotypes: str | None = None  # or: the samples with a value in this phenotype table
-    phenotype_column: str | None = None
-    fit_samples: str | None = None  # ids file: fit on these (None: all selected)
-    maf: float = 0.01
-    max_missing: float = 0.1
-    nearest_gene: bool = False
-    pcs_rule: str = DEFAULT_RULE
-    threads: int = 1
-    tsv: bool = True  # also write features.tsv
-    keep_dosages: bool = False  # also write dosages.npy + snps.tsv (the SNPs behind the PCs)
+    vcf: str = arg(
+        metavar="VCF",
+        help='VCF (plain, gzip or bgzip; - or a pipe too) or BCF file with GT calls, sorted by position.')
+    output: str = opt(
+        ..., "-o", "--output",
+        help=('Output folder: features.npy/.json/.tsv, genes.tsv, transform.json/.npz (and dosages.npy, snps.tsv '
+              'with --keep-dosages).'))  # folder
+    genes: str | None = opt(
+        None, "-g", "--genes",
+        help="Gene annotation: BED (chrom start end \\[name]) or GTF 'gene' records (gene_name). Not with --apply.")
+    apply: str | None = opt(
+        None, "--apply",
+        help='Project onto a transform fitted earlier (a gene-pca output folder) instead of fitting.')
+    samples: str | None = opt(None, "--samples", help='Only these samples (one id per line).')
+    phenotypes: str | None = opt(
+        None, "-p", "--phenotypes",
+        help='Only the samples with a value in this phenotype TSV (sample/IID column + phenotype).')  # or: the samples with a value in this phenotype table
+    phenotype_column: str | None = opt(
+        None, "--phenotype-column",
+        help='Phenotype column of --phenotypes (default: the first).')
+    fit_samples: str | None = opt(
+        None, "--fit-samples",
+        help=('Fit means, filters and PCs on these samples only (one id per line; default: all selected). Every '
+              'selected sample is projected.'))
+    maf: float = opt(
+        0.01, "--maf", min=0, max=0.5,
+        help=('Fit only: drop SNPs whose minor allele frequency in the fit samples is below this (monomorphic SNPs '
+              'are always dropped).'))
+    max_missing: float = opt(
+        0.1, "--max-missing", min=0, max=1,
+        help='Fit only: drop SNPs missing in more than this fraction of the fit samples.')
+    nearest_gene: bool = opt(
+        False, "--nearest-gene",
+        help='Assign SNPs outside every gene to the nearest gene (default: drop them).')
+    pcs_rule: str = opt(
+        DEFAULT_RULE, "--pcs-rule",
+        help=('Fit only: PCs kept per gene as MAX_SNPS:N_PCS steps: the default keeps 1 PC for 1-4 SNPs, 4 for '
+              '5-20, 8 for more (never above the rank).'))
+    threads: int = options.threads('Threads for the per-gene PCAs (parsing runs alongside).')
+    tsv: bool = opt(
+        True, "--tsv/--no-tsv",
+        help=('Also write features.tsv (text: about 10 bytes per value, 10 GB at 10,000 samples x 100,000 PCs; '
+              'capsule-train reads features.npy).'))  # also write features.tsv
+    keep_dosages: bool = opt(
+        False, "--keep-dosages",
+        help=('Also write dosages.npy (int8 samples x SNPs, -1 missing) and snps.tsv: the SNPs behind the PCs, for '
+              "capsule-train's PRS baseline. With --apply: the fit's SNPs, oriented as there. 1 byte per call: 45 "
+              'MB at 3,000 samples x 15,000 SNPs.'))
 
     def check(self) -> None:
         if self.apply is None and self.genes is None:
@@ -69,7 +104,6 @@ class GenePcaRequest:
             raise UsageError("--samples: give --samples or --phenotypes, not both")
         one_stdin(("VCF", self.vcf), ("--genes", self.genes), ("--samples", self.samples),
                   ("--phenotypes", self.phenotypes), ("--fit-samples", self.fit_samples))
-        in_ranges(("--maf", self.maf, 0, 0.5), ("--max-missing", self.max_missing, 0, 1), ("--threads", self.threads, 1, None))
         self.rule()
 
     def rule(self) -> PcsRule:

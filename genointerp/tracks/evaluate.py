@@ -5,7 +5,7 @@ one TSV, plus the paper's figures (Figure 2: r of model 1 vs model 2; Figure 3: 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +17,16 @@ from genointerp.io.regions import parse_region, read_regions, whole_chromosomes
 from genointerp.io.tfrecord import read_statistics
 from genointerp.io.tracks import read_targets, tracks_named_in
 from genointerp.report import Reporter
-from genointerp.job import in_range
-from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp import options
+from genointerp.options import opt
+from genointerp.runtime import job_device, use_threads
 from genointerp.tracks.controls import CONTROLS, ControlConfig, ControlModel, fit_controls
 from genointerp.tracks.data import (SplitRule, WindowGeometry, assign_splits, basenji_tracks, basenji_windows,
                                     build_windows, load_chromosome_targets, soft_clip)
 from genointerp.tracks.inference import load_track_model, predict_run
 from genointerp.tracks.pearson import plot_pearson_scatter, plot_region, write_evaluation_tsv
 from genointerp.tracks.task import evaluate
-from genointerp.tracks.tiling import parse_shifts, plan_windows
+from genointerp.tracks.tiling import parse_shifts, plan_windows, shifts_option
 
 FIT_HINT = ("the cpg/gc controls are fitted per track on training data: give --fit-regions BED or --fit-chroms "
             "(the model's training regions)")
@@ -36,26 +37,45 @@ PLOT_TRACKS = 6  # Figure 3 shows the tracks with the most measured signal in th
 class EvaluateTracksRequest:
     """evaluate-tracks: the fields are its options (stat and max_n_fraction: library settings only)."""
 
-    output: str  # TSV
-    models: list[str] = field(default_factory=list)  # model directories or control names (cpg, gc); []: built-in
-    fasta: str | None = None
-    targets: str | None = None
-    regions: str | None = None
-    chroms: list[str] = field(default_factory=list)
-    basenji: str | None = None
-    split: str = "test"  # the Basenji split evaluated
-    scatter: str | None = None  # PNG: Figure 2 (two models)
-    plot_region: str | None = None  # chr:start-end of Figure 3 ...
-    plot: str | None = None  # ... and its PNG
-    controls: bool = False  # also score every control (after the models)
-    fit_regions: str | None = None  # training regions the controls are fitted on (BED) ...
-    fit_chroms: list[str] = field(default_factory=list)  # ... or training chromosomes; a Basenji set's train split
-    rc_average: bool = False  # models (not controls) score the mean of both strands' predictions
-    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
-    batch_size: int = 8
-    device: str = "auto"
-    precision: str = "32"
-    threads: int = 1
+    output: str = opt(
+        ..., "-o", "--output",
+        help='TSV: track, group, pearson per model; then group and overall means.')  # TSV
+    models: list[str] = opt(
+        [], "-m", "--model",
+        help=('Model directory; give two to compare (default: the built-in model). `cpg` or `gc` names a control '
+              'that needs no training (a folder of that name: ./cpg).'))
+    fasta: str | None = options.reference(required=False)
+    targets: str | None = opt(
+        None, "--targets",
+        help='Tracks TSV holding every track the model predicts (matched by id).')
+    regions: str | None = opt(None, "--regions", help='BED of held-out regions to evaluate on.')
+    chroms: list[str] = opt(
+        [], "--chroms", cli_type=str | None, parse=options.comma_list,
+        help='Held-out chromosomes to evaluate on (instead of --regions).')
+    basenji: str | None = opt(None, "--basenji", help='Evaluate on a Basenji TFRecord set instead (see --split).')
+    split: str = opt("test", "--split", help='Basenji split to evaluate on.')  # the Basenji split evaluated
+    scatter: str | None = opt(None, "--scatter", help='PNG: per-track Pearson r of model 1 vs model 2 (needs two -m).')
+    plot_region: str | None = opt(
+        None, "--plot-region",
+        help='chr:start-end to plot prediction vs truth (with --plot).')  # chr:start-end of Figure 3 ...
+    plot: str | None = opt(None, "--plot", help='PNG of --plot-region (first model).')  # ... and its PNG
+    controls: bool = opt(
+        False, "--controls",
+        help=('Also score the cpg and gc controls (columns pearson_cpg, pearson_gc): CpG count or GC fraction per '
+              'bin, smoothed over 9 bins, fitted per track by a linear map on --fit-regions/--fit-chroms.'))
+    fit_regions: str | None = opt(None, "--fit-regions", help='BED of training regions the controls are fitted on.')
+    fit_chroms: list[str] = opt(
+        [], "--fit-chroms", cli_type=str | None, parse=options.comma_list,
+        help='Training chromosomes the controls are fitted on (with --basenji: its train split).')  # ... or training chromosomes; a Basenji set's train split
+    rc_average: bool = opt(
+        False, "--rc-average",
+        help=("Score the models' mean of the forward and reverse-complement predictions (predict-tracks "
+              '--rc-average; twice the time).'))
+    shifts: str = shifts_option()
+    batch_size: int = options.batch_size(8)
+    device: str = options.device()
+    precision: str = options.precision()
+    threads: int = options.threads()
     stat: str | None = None  # default: the model's own bin statistic
     max_n_fraction: float = 0.5
 
@@ -66,7 +86,7 @@ class EvaluateTracksRequest:
         if self.scatter and len(self.models) != 2:
             raise UsageError("--scatter: --scatter compares two models: give -m twice")
         if not self.basenji and not (self.fasta and self.targets):
-            raise UsageError("--fasta: give --fasta and --targets (or --basenji DIR)")
+            raise UsageError("--reference: give -R/--reference and --targets (or --basenji DIR)")
         if not self.basenji and not (self.regions or self.chroms):
             raise UsageError("--regions: give the regions to evaluate on: --regions BED or --chroms (held out of "
                              "training)")
@@ -77,11 +97,9 @@ class EvaluateTracksRequest:
         if bool(self.plot_region) != bool(self.plot):
             raise UsageError("--plot: give --plot-region and --plot together")
         if self.plot and not (self.fasta and self.targets):
-            raise UsageError("--plot: --plot needs --fasta and --targets")
+            raise UsageError("--plot: --plot needs -R/--reference and --targets")
         if self.plot_region:
             parse_region(self.plot_region, "--plot-region")
-        in_range("--batch-size", self.batch_size, 1)
-        check_settings(self.threads, self.precision)
 
     def inputs(self) -> list[str | None]:
         return [*(m for m in self.models if m not in CONTROLS), self.fasta, self.targets, self.regions, self.basenji,

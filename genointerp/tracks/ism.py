@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,13 +44,14 @@ from genointerp.io.atomic import AtomicOutputs, make_readable
 from genointerp.io.reference import Reference
 from genointerp.io.regions import Region, read_regions
 from genointerp.io.track_writers import BinnedRun, check_track_ids, write_bigwigs
-from genointerp.job import in_range
+from genointerp import options
+from genointerp.options import opt
 from genointerp.report import Reporter
-from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp.runtime import job_device, use_threads
 from genointerp.seq.alphabet import N_CODE
 from genointerp.seq.onehot import one_hot
 from genointerp.tracks.inference import load_track_model, predict_rates
-from genointerp.tracks.tiling import parse_shifts
+from genointerp.tracks.tiling import parse_shifts, shifts_option, track_model_option
 
 MAX_REGION = 5_000  # bp per region: 3 x 5,000 windows through the model
 BLOCK = 16  # windows per forward pass, fixed (see the module's docstring)
@@ -64,23 +65,35 @@ COLOURS = {"A": "#109648", "C": "#255c99", "G": "#f7b32b", "T": "#d62839"}
 class IsmRequest:
     """ism: the fields are its options."""
 
-    regions: str  # BED
-    fasta: str
-    output: str  # folder
-    model: str | None = None  # model directory; None = the built-in tracks model
-    tracks: list[str] = field(default_factory=list)  # track ids to score; empty = all of the model's
-    figure: bool = False
-    rc_average: bool = False
-    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
-    batch_size: int = 64  # windows one-hot encoded per step; the model always runs BLOCK at a time
-    device: str = "auto"
-    precision: str = "32"
-    threads: int = 1
+    regions: str = opt(
+        ..., "--regions",
+        help='BED of regions to mutate, at most 5,000 bp each (overlapping ones are merged).')  # BED
+    fasta: str = options.reference()
+    output: str = opt(
+        ..., "-o", "--output",
+        help='Output folder: <track id>.ism.bw per track, ism.tsv, ism.bases.tsv, summary.json.')  # folder
+    model: str | None = track_model_option()
+    tracks: list[str] = opt(
+        [], "--tracks", cli_type=str | None, parse=lambda text: [t.strip() for t in text.split(",")],
+        help="Comma-separated track ids to score (default: all of the model's).")  # track ids to score; empty = all of the model's
+    figure: bool = opt(
+        False, "--figure",
+        help=('Also draw <track id>.ism.png: the reference bases of the region with the largest total importance, '
+              'as letters as tall as their importance.'))
+    rc_average: bool = opt(
+        False, "--rc-average",
+        help='Score the mean of the forward and reverse-complement predictions (twice the time).')
+    shifts: str = shifts_option()
+    batch_size: int = options.batch_size(
+        64,
+        help=('Windows one-hot encoded and sent to the device per step (rounded up to a multiple of 16); the model '
+              'always runs 16 at a time, so the results do not depend on it.'))  # windows one-hot encoded per step; the model always runs BLOCK at a time
+    device: str = options.device()
+    precision: str = options.precision()
+    threads: int = options.threads()
 
     def check(self) -> None:
-        in_range("--batch-size", self.batch_size, 1)
         parse_shifts(self.shifts)
-        check_settings(self.threads, self.precision)
         seen = set()
         for tid in self.tracks:
             if not tid:

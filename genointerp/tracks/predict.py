@@ -3,7 +3,7 @@ stitched, written as a bigWig and a peak BED per track (optionally bedGraphs and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,46 +14,52 @@ from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions, whole_chromosomes
 from genointerp.io.track_writers import BinnedRun, write_bedgraph, write_bigwigs, write_peaks_bed, write_tsv
 from genointerp.report import Reporter
-from genointerp.job import in_range
-from genointerp.runtime import check_settings, job_device, use_threads
+from genointerp import options
+from genointerp.options import opt
+from genointerp.runtime import job_device, use_threads
 from genointerp.seq.alphabet import N_CODE
 from genointerp.tracks.inference import load_track_model, predict_run
 from genointerp.tracks.peaks import call_peaks_all
-from genointerp.tracks.tiling import merge_regions, parse_shifts, plan_windows
+from genointerp.tracks.tiling import merge_regions, parse_shifts, plan_windows, shifts_option, track_model_option
 
 
 @dataclass
 class PredictTracksRequest:
     """predict-tracks: the fields are its options."""
 
-    fasta: str
-    output: str  # folder
-    model: str | None = None  # model directory; None = the built-in tracks model
-    regions: str | None = None  # BED ...
-    chroms: list[str] = field(default_factory=list)  # ... or whole chromosomes
-    overlap_bins: int | None = None  # default: a quarter of the model's target bins
-    rc_average: bool = False
-    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
-    peak_threshold: float | None = None  # peaks: bins >= this; None: --peak-quantile
-    peak_quantile: float = 0.99
-    bedgraph: bool = False
-    tsv: bool = False
-    batch_size: int = 8
-    device: str = "auto"
-    precision: str = "32"
-    threads: int = 1
+    fasta: str = options.reference()
+    output: str = opt(
+        ..., "-o", "--output",
+        help='Output folder: <track id>.bw and <track id>.peaks.bed per track.')  # folder
+    model: str | None = track_model_option()
+    regions: str | None = opt(None, "--regions", help='BED of regions to predict (merged where they touch).')  # BED ...
+    chroms: list[str] = opt(
+        [], "--chroms", cli_type=str | None, parse=options.comma_list,
+        help='Comma-separated whole chromosomes to predict (instead of --regions).')  # ... or whole chromosomes
+    overlap_bins: int | None = opt(
+        None, "--overlap-bins", min=0,
+        help="Bins shared by neighbouring windows (default: a quarter of the model's).")  # default: a quarter of the model's target bins
+    rc_average: bool = opt(False, "--rc-average", help='Average the forward and reverse-complement predictions.')
+    shifts: str = shifts_option()
+    peak_threshold: float | None = opt(
+        None, "--peak-threshold",
+        help='Peaks: bins with predicted signal >= this (and above 0).')  # peaks: bins >= this; None: --peak-quantile
+    peak_quantile: float = opt(
+        0.99, "--peak-quantile", min=0, max=1,
+        help='Peaks: bins above this quantile of the track and above 0 (unless --peak-threshold).')
+    bedgraph: bool = opt(False, "--bedgraph", help='Also write <track id>.bedGraph.gz.')
+    tsv: bool = opt(False, "--tsv", help='Also write tracks.tsv.gz (one column per track).')
+    batch_size: int = options.batch_size(8)
+    device: str = options.device()
+    precision: str = options.precision()
+    threads: int = options.threads()
 
     def check(self) -> None:
         if self.regions and self.chroms:
             raise UsageError("--regions: give --regions or --chroms, not both")
         if not self.regions and not self.chroms:
             raise UsageError("--regions: give --regions BED or --chroms")
-        if self.overlap_bins is not None:
-            in_range("--overlap-bins", self.overlap_bins, 0)
-        in_range("--peak-quantile", self.peak_quantile, 0, 1)
-        in_range("--batch-size", self.batch_size, 1)
         parse_shifts(self.shifts)
-        check_settings(self.threads, self.precision)
 
     def inputs(self) -> list[str | None]:
         return [self.model, self.fasta, self.regions]

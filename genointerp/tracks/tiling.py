@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from genointerp import options
 from genointerp.errors import UsageError
 
 
@@ -229,6 +230,18 @@ def shifted(x: np.ndarray, shift: int) -> np.ndarray:
     else:
         out[:, -shift:] = x[:, :shift]
     return out
+
+
+# the options the track commands that run a model share (predict-tracks, evaluate-tracks, score-variants, ism)
+def shifts_option():
+    """--shifts (default 0: no shift), checked by parse_shifts."""
+    return options.opt("0", "--shifts", help="Comma-separated input shifts in bp (e.g. -1,0,1): the predictions of the "
+                       "window moved by each are averaged (Basenji's --shifts; one pass per shift, with --rc-average two).")
+
+
+def track_model_option():
+    """-m/--model of the commands that run a track model (default: the built-in one)."""
+    return options.model("Model directory from train-tracks (default: the built-in chr20 TF ChIP-seq model).")
 
 
 def parse_shifts(text: str, option: str = "--shifts") -> tuple[int, ...]:

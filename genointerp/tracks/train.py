@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +18,14 @@ from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions, whole_chromosomes
 from genointerp.io.tfrecord import read_statistics
 from genointerp.io.tracks import read_targets, tracks_named_in
-from genointerp.job import SEED_MAX, in_ranges, one_of
+from genointerp import options
+from genointerp.options import opt
 from genointerp.model_folder import build_model
 from genointerp.models.swin1d import widen_stem
 from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
 from genointerp.models.track_heads import add_motif_scan, add_track_groups, drop_track_groups, widen_head
 from genointerp.report import Reporter
-from genointerp.runtime import Precision, check_settings, job_device, use_threads
+from genointerp.runtime import Precision, job_device, use_threads
 from genointerp.tracks.data import (SPLITS, SplitRule, WindowGeometry, assign_splits, basenji_tracks, basenji_windows,
                                     build_windows, describe_split)
 from genointerp.tracks.inference import TRACK_TASK, load_track_model
@@ -40,106 +41,161 @@ from genointerp.train.run_folder import check_resume, checkpoint_dir, model_fold
 METRIC_COLUMNS = ["epoch", "train_loss", "valid_loss", "valid_pearson", "seconds"]
 
 
+STATS = ("mean", "sum", "max")  # how a bin summarises its bases' signal (--stat)
+
+
 @dataclass
 class TrackTrainRequest:
-    fasta: str | None = None
-    targets: str | None = None
-    regions: str | None = None  # BED of training regions; default: every chromosome in `chroms`
-    chroms: list[str] = field(default_factory=list)
-    valid_chroms: list[str] = field(default_factory=list)
-    test_chroms: list[str] = field(default_factory=list)
-    valid_regions: str | None = None
-    test_regions: str | None = None
-    basenji: str | None = None  # a Basenji/Enformer TFRecord data set folder instead of fasta + targets
-    arch: str = "swin1d"
-    width: int = 64
-    dropout: float = 0.1
-    patch: int = 1  # bp per token after the stem
-    seq_len: int = 4096
-    bin_size: int = 128
-    target_bins: int = 16
-    stat: str = "mean"
-    clip: float | None = 32.0  # soft-clip targets above this (Basenji's clip_soft); None: as measured
-    max_n_fraction: float = 0.5
-    motif_init: str = "none"  # "jaspar" / "jaspar-centred": the stem's filters start as JASPAR motifs (tracks.motifs)
-    motif_freeze_epochs: int = 0  # keep those filters fixed for this many first epochs
-    motif_filters: int = 0  # how many stem filters start as motifs (0: all); the rest stay random
-    init_from: str | None = None  # start from this track model's weights and architecture (fine-tuning)
-    motif_scan: str = "none"  # "jaspar": scan the tracked factors' JASPAR motifs beside the trunk (models.motif_scan)
-    stem_filters: int = 0  # swin1d stem conv filters (0: width/2)
-    head_width: int = 0  # output head hidden units (0: 2 x the final width)
-    track_weights: str = "none"  # "balanced": each track's loss rescaled to a common mean signal (tracks.task)
+    fasta: str | None = options.reference(required=False)
+    targets: str | None = opt(
+        None, "--targets",
+        help='Tracks TSV: id, path (bigWig, bedGraph, narrowPeak/BED), group, description, name.')
+    regions: str | None = opt(
+        None, "--regions",
+        help='BED of regions to train on (default: whole chromosomes, see --chroms).')  # BED of training regions; default: every chromosome in `chroms`
+    chroms: list[str] = opt(
+        [], "--chroms", cli_type=str | None, parse=options.comma_list,
+        help='Comma-separated chromosomes to use (default: all in the FASTA).')
+    valid_chroms: list[str] = opt(
+        [], "--valid-chroms", cli_type=str | None, parse=options.comma_list,
+        help='Chromosomes held out for validation.')
+    test_chroms: list[str] = opt(
+        [], "--test-chroms", cli_type=str | None, parse=options.comma_list,
+        help='Chromosomes held out for testing.')
+    valid_regions: str | None = opt(None, "--valid-regions", help='BED of regions held out for validation.')
+    test_regions: str | None = opt(
+        None, "--test-regions",
+        help=('BED of regions held out for testing. Without any held-out option: 80-90 % of each chromosome '
+              'validates, 90-100 % tests.'))
+    basenji: str | None = opt(
+        None, "--basenji",
+        help='Train on a Basenji/Enformer TFRecord data set folder instead (statistics.json + tfrecords/).')  # a Basenji/Enformer TFRecord data set folder instead of fasta + targets
+    arch: str = opt(
+        'swin1d', "--arch", choices=TRACK_ARCHITECTURES,
+        help="swin1d (Genomic Interpreter) or a baseline of the paper's Table 1.")
+    width: int = opt(
+        64, "--width", min=8,
+        help='Model width (channels of the first stage); baselines are matched to it.')
+    dropout: float = opt(0.1, "--dropout", min=0, max=0.9, help='Dropout rate inside the model.')
+    patch: int = opt(
+        1, "--patch", min=1,
+        help=('bp per token after the stem: 1 = single-nucleotide tokens (the paper); 4 or 8 trains several times '
+              'faster on CPU.'))  # bp per token after the stem
+    seq_len: int = opt(4096, "--seq-len", min=64, help='bp of DNA per window.')
+    bin_size: int = opt(128, "--bin-size", min=1, help='bp per target bin.')
+    target_bins: int = opt(16, "--target-bins", min=1, help='Bins predicted at the centre of each window.')
+    stat: str = opt('mean', "--stat", choices=STATS, help='How a bin summarises the signal of its bases.')
+    clip: float | None = opt(
+        32.0, "--clip", min=0, parse=lambda value: value or None,
+        help="Soft-clip targets above this: clip + sqrt(excess) (Basenji's); 0 = off.")
+    max_n_fraction: float = opt(
+        0.5, "--max-n", min=0, max=1,
+        help='Skip windows whose target span has more N than this fraction.')
+    motif_init: str = opt(
+        'none', "--motif-init", choices=('none', 'jaspar', 'jaspar-centred'),
+        help=("jaspar: start the stem's filters as JASPAR motifs, the tracked factors' first, then one per TF "
+              'family (needs pyjaspar), each firing near its matches; jaspar-centred: the same motifs, mean-centred'
+              ' and scaled like random filters.'))
+    motif_freeze_epochs: int = opt(
+        0, "--motif-freeze-epochs", min=0,
+        help='Keep the --motif-init filters fixed for this many first epochs.')  # keep those filters fixed for this many first epochs
+    motif_filters: int = opt(
+        0, "--motif-filters", min=0,
+        help='How many stem filters --motif-init sets (0: all; the rest keep their random start).')
+    init_from: str | None = opt(
+        None, "--init-from",
+        help=("Fine-tune: start from this track model's weights (its architecture; same tracks and window "
+              'geometry).'))
+    motif_scan: str = opt(
+        'none', "--motif-scan", choices=('none', 'jaspar'),
+        help=('jaspar: scan the JASPAR motifs of the factors the track ids name on both strands of each bin and let'
+              ' every track read the match scores beside the trunk (needs pyjaspar to train, not to predict). It '
+              'teaches long, rare motifs (REST, CEBPB) that a small model does not learn from one chromosome. Its '
+              'read-out starts from a least-squares fit of what the trunk leaves unexplained on the training '
+              'windows. With --init-from: add it to that model.'))
+    stem_filters: int = opt(
+        0, "--stem-filters", min=0,
+        help=("swin1d: motif detectors in the stem's convolution, pooled and projected to width/2 per token (0: "
+              'width/2 of them). More lets the first layer hold more motifs; with 48 the stem is about a third of '
+              "the cost per bp. With --init-from: widen that model's stem to this many (it starts predicting as "
+              'before).'))
+    head_width: int = opt(
+        0, "--head-width", min=0,
+        help=('Hidden units of the output head, read by every track (0: twice the final width). It runs once per '
+              "bin, so it costs little per bp. With --init-from: widen that model's head to this many (it starts "
+              'predicting as before).'))
+    track_weights: str = opt(
+        'none', "--track-weights", choices=('none', 'balanced'),
+        help=('none: every bin of every track weighs the same in the Poisson loss, so high-signal tracks steer '
+              "training; balanced: each track's loss is rescaled as if its mean training signal were the tracks' "
+              'common mean.'))
     # tracks trained alongside as auxiliary tasks (own heads, shared trunk), dropped from the saved
     # model; validation and test r are over `targets` only
-    aux_targets: str | None = None
-    loss: str = "poisson"  # or "mse": squared error over each track's training variance (tracks.task)
+    aux_targets: str | None = opt(
+        None, "--aux-targets",
+        help=('Tracks TSV like --targets, trained alongside as auxiliary tasks (e.g. relaxed peak sets beside '
+              'conservative ones): they share the trunk, get heads of their own, and are dropped from the saved '
+              'model; validation and test r are over --targets only.'))
+    loss: str = opt(
+        'poisson', "--loss", choices=('poisson', 'mse'),
+        help=("poisson: Poisson NLL of the rates (Enformer's); mse: squared error over each track's training "
+              "variance, which weighs the peaks as the per-track Pearson r does (metrics.tsv's valid_loss stays the"
+              ' Poisson NLL, comparable between runs).'))
 
     def check(self) -> None:
         """The rules between the data and model options (UsageError naming the option)."""
         if self.basenji and (self.fasta or self.targets):
-            raise UsageError("--basenji: give either --basenji or --fasta/--targets")
+            raise UsageError("--basenji: give either --basenji or -R/--reference and --targets")
         if not self.basenji and not (self.fasta and self.targets):
-            raise UsageError("--fasta: give --fasta and --targets (or --basenji DIR)")
+            raise UsageError("--reference: give -R/--reference and --targets (or --basenji DIR)")
         if self.loss == "mse" and self.track_weights != "none":
             raise UsageError("--track-weights: --loss mse weighs each track by its training variance already")
         if self.basenji and self.motif_scan != "none":
-            raise UsageError("--motif-scan: the motif scan names its motifs from track ids: give --fasta/--targets, "
-                             "not --basenji")
+            raise UsageError("--motif-scan: the motif scan names its motifs from track ids: give -R/--reference and "
+                             "--targets, not --basenji")
         if self.basenji and self.aux_targets:
-            raise UsageError("--aux-targets: auxiliary tracks need --fasta/--targets, not --basenji")
+            raise UsageError("--aux-targets: auxiliary tracks need -R/--reference and --targets, not --basenji")
         if self.init_from and self.motif_init != "none":
             raise UsageError("--init-from: --init-from starts from trained filters: leave out --motif-init")
         if self.motif_freeze_epochs and self.motif_init == "none":
             raise UsageError("--motif-freeze-epochs: freezes the --motif-init filters: give --motif-init jaspar")
         if self.motif_filters and self.motif_init == "none":
             raise UsageError("--motif-filters: sets how many --motif-init filters: give --motif-init jaspar")
-        for option, value, choices in (("--arch", self.arch, TRACK_ARCHITECTURES), ("--stat", self.stat, STATS),
-                                       ("--motif-init", self.motif_init, ("none", "jaspar", "jaspar-centred")),
-                                       ("--motif-scan", self.motif_scan, ("none", "jaspar")),
-                                       ("--track-weights", self.track_weights, ("none", "balanced")),
-                                       ("--loss", self.loss, ("poisson", "mse"))):
-            one_of(option, value, choices)
-        in_ranges(("--width", self.width, 8, None), ("--patch", self.patch, 1, None),
-                  ("--stem-filters", self.stem_filters, 0, None),
-                  ("--head-width", self.head_width, 0, None),
-                  ("--motif-freeze-epochs", self.motif_freeze_epochs, 0, None),
-                  ("--motif-filters", self.motif_filters, 0, None),
-                  ("--dropout", self.dropout, 0, 0.9), ("--seq-len", self.seq_len, 64, None),
-                  ("--bin-size", self.bin_size, 1, None), ("--target-bins", self.target_bins, 1, None),
-                  ("--clip", self.clip or 0, 0, None), ("--max-n", self.max_n_fraction, 0, 1))
 
-
-STATS = ("mean", "sum", "max")  # how a bin summarises its bases' signal (--stat)
 
 
 @dataclass
 class TrainTracksRequest(TrackTrainRequest):
     """train-tracks: the fields are its options (clip None: --clip 0, off; max_n_fraction: --max-n)."""
 
-    output: str = ""  # model directory; OUTPUT.checkpoint/ beside it holds the run until it is in place
-    epochs: int = 20
-    patience: int = 5
-    batch_size: int = 16
-    lr: float = 3e-4
-    weight_decay: float = 0.0
-    rc_augment: bool = True
-    shift: int = 3
-    grad_clip: float = 1.0
-    device: str = "auto"
-    precision: str = "32"
-    threads: int = 1
-    seed: int = 1
-    resume: bool = False
+    output: str = opt(
+        "", "-o", "--output", cli_default=...,
+        help='Model directory to write (model.safetensors, config.json, metrics).')  # model directory; OUTPUT.checkpoint/ beside it holds the run until it is in place
+    epochs: int = opt(20, "--epochs", min=1)
+    patience: int = opt(
+        5, "--patience", min=1,
+        help='Stop after this many epochs without a better validation Pearson r.')
+    batch_size: int = options.batch_size(16)
+    lr: float = opt(3e-4, "--lr", min=0, help='Adam learning rate (the paper: 3e-4), cosine-annealed to 0.')
+    weight_decay: float = opt(0.0, "--weight-decay", min=0)
+    rc_augment: bool = opt(
+        True, "--rc-augment/--no-rc-augment",
+        help='Reverse-complement half of the windows each epoch.')
+    shift: int = opt(3, "--shift", min=0, help='Shift each training window by up to this many bp (augmentation).')
+    grad_clip: float = opt(1.0, "--grad-clip", min=0, help='Clip the gradient norm to this (0 = off).')
+    device: str = options.device()
+    precision: str = options.precision()
+    threads: int = options.threads()
+    seed: int = options.seed()
+    resume: bool = opt(
+        False, "--resume",
+        help=('Continue an interrupted run from OUTPUT.checkpoint/, with the inputs (by content) and options it was'
+              ' started with; others are refused.'))
 
     def check(self) -> None:
         if not self.output:
             raise UsageError("--output: give the model directory to write")
         super().check()
-        in_ranges(("--epochs", self.epochs, 1, None), ("--patience", self.patience, 1, None),
-                  ("--batch-size", self.batch_size, 1, None), ("--lr", self.lr, 0, None),
-                  ("--weight-decay", self.weight_decay, 0, None), ("--shift", self.shift, 0, None),
-                  ("--grad-clip", self.grad_clip, 0, None), ("--seed", self.seed, 0, SEED_MAX))
-        check_settings(self.threads, self.precision)
         check_resume(checkpoint_dir(self.output), self.resume)
 
     def inputs(self) -> list[str | None]:

@@ -41,10 +41,12 @@ from genointerp.io.paths import names_stdout, own_descriptor
 from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions
 from genointerp.io.variants import SKIP_REASONS, Allele, Record, fasta_bases, header_text, open_variants, records
-from genointerp.job import in_range, one_stdout
+from genointerp import options
+from genointerp.job import one_stdout
+from genointerp.options import arg, opt
 from genointerp.report import Reporter
-from genointerp.runtime import check_settings, job_device, use_threads
-from genointerp.tracks.tiling import merge_regions, parse_shifts
+from genointerp.runtime import job_device, use_threads
+from genointerp.tracks.tiling import merge_regions, parse_shifts, shifts_option, track_model_option
 from genointerp.tracks.variant_windows import PSEUDOCOUNT, Geometry, allele_scores, allele_windows
 
 BLOCK = 8  # variant alleles per forward pass (2 * BLOCK windows): chunks and steps are whole blocks
@@ -63,32 +65,56 @@ _INFO_KEYS = ("GI_SAD", "GI_TRACK", "GI_LOG2FC")
 class ScoreVariantsRequest:
     """score-variants: the fields are its options."""
 
-    vcf: str
-    fasta: str
-    output: str | None = None  # TSV; `-` stdout
-    model: str | None = None  # track model directory; None = the built-in one
-    vcf_out: str | None = None  # the input VCF with GI_* INFO per ALT
-    index_vcf: bool = False  # also VCF_OUT.tbi
-    summary: str | None = None  # JSON
-    wide: bool = False
-    regions: str | None = None  # BED: only variants whose POS lies inside
-    chunk: str | None = None  # "I/N"
-    center_bins: int = 1
-    rc_average: bool = False
-    shifts: str = "0"  # --shifts: comma-separated input shifts in bp whose predictions are averaged
-    strict: bool = False
-    batch_size: int = 64  # variant alleles built per step (rounded up to whole blocks)
-    device: str = "auto"
-    precision: str = "32"
-    threads: int = 1
+    vcf: str = arg(metavar="VCF", help='Variants: VCF (plain, gzip or bgzip) or BCF; - for stdin.')
+    fasta: str = options.reference(more="chr20 and 20 are matched with a warning")
+    output: str | None = opt(
+        None, "-o", "--output",
+        help=('TSV: a row per variant allele and track (chrom pos id ref alt track ref_sum alt_sum sad center_diff '
+              'log2fc; pos 1-based as in the VCF), or with --wide a row per allele; - for stdout.'))  # TSV; `-` stdout
+    model: str | None = track_model_option()
+    vcf_out: str | None = opt(
+        None, "--vcf-out",
+        help=('The input VCF with INFO per ALT: GI_SAD (the SAD of largest magnitude over the tracks, signed), '
+              "GI_TRACK (its track), GI_LOG2FC (its log2 fold change); skipped alleles get '.'. bgzipped when the "
+              'name ends in .gz.'))  # the input VCF with GI_* INFO per ALT
+    index_vcf: bool = opt(
+        False, "--index-vcf",
+        help='With --vcf-out NAME.vcf.gz: also write its tabix index NAME.vcf.gz.tbi.')  # also VCF_OUT.tbi
+    summary: str | None = opt(
+        None, "--summary",
+        help='JSON: records and alleles read, scored, and skipped by reason.')  # JSON
+    wide: bool = opt(
+        False, "--wide",
+        help='One TSV row per variant allele: chrom pos id ref alt, then a sad:TRACK column per track.')
+    regions: str | None = opt(
+        None, "--regions",
+        help='BED: score only variants whose POS lies inside.')  # BED: only variants whose POS lies inside
+    chunk: str | None = opt(
+        None, "--chunk", metavar="I/N",
+        help=("Score only chunk I of N (1-based) of the scorable alleles, for scatter/gather: the chunks' TSVs, "
+              "concatenated in order with one header, are the whole run's byte for byte."))  # "I/N"
+    center_bins: int = opt(
+        1, "--center-bins", min=0,
+        help="center_diff sums alt - ref over the variant's bin and this many bins each side.")
+    rc_average: bool = opt(
+        False, "--rc-average",
+        help='Average the forward and reverse-complement predictions (twice the time).')
+    shifts: str = shifts_option()
+    strict: bool = opt(
+        False, "--strict",
+        help='Stop at the first variant that cannot be scored (exit 1, no outputs) instead of skipping it.')
+    batch_size: int = options.batch_size(
+        64,
+        help=('Variant alleles built per step (whole blocks of 8; the model runs one block of 16 windows per pass, '
+              'so this never changes a number).'))
+    device: str = options.device()
+    precision: str = options.precision()
+    threads: int = options.threads()
 
     def check(self) -> None:
         if self.output is None and self.vcf_out is None:
             raise UsageError("--output: give -o TSV and/or --vcf-out VCF")
-        in_range("--center-bins", self.center_bins, 0)
-        in_range("--batch-size", self.batch_size, 1)
         parse_shifts(self.shifts)
-        check_settings(self.threads, self.precision)
         one_stdout(("--output", self.output), ("--vcf-out", self.vcf_out), ("--summary", self.summary))
         if self.chunk is not None:
             self.chunk_numbers()

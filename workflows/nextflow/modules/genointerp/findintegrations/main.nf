@@ -36,7 +36,7 @@ process GENOINTERP_FINDINTEGRATIONS {
     """
     genointerp find-integrations \\
         ${bam} \\
-        --host ${fasta} \\
+        --reference ${fasta} \\
         ${refs_arg} \\
         ${genes_arg} \\
         --threads $task.cpus \\

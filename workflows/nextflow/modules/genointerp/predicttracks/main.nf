@@ -29,7 +29,7 @@ process GENOINTERP_PREDICTTRACKS {
     """
     genointerp predict-tracks \\
         ${model_arg} \\
-        --fasta ${fasta} \\
+        --reference ${fasta} \\
         ${regions_arg} \\
         --device ${device} \\
         --threads $task.cpus \\

@@ -26,7 +26,7 @@ process GENOINTERP_TRAINTRACKS {
     def device = task.accelerator ? 'cuda' : 'cpu'
     """
     genointerp train-tracks \\
-        --fasta ${fasta} \\
+        --reference ${fasta} \\
         --targets ${targets} \\
         --device ${device} \\
         --threads $task.cpus \\
