@@ -189,6 +189,21 @@ def report_summary(typing: dict, rows: list[ReportRow], iterations: int) -> dict
     }
 
 
+def summary_line(vr: dict) -> str:
+    """The one line classify-reads and merge-calls log for a sample's report (`vr`, its summary):
+    the types detected with their reads and copies; where none is, what the reads called viral
+    came to (the rows short of detection, or that no reference places them), so that the line says
+    "no virus detected" only where no read was called viral; and the flags of the host's depth."""
+    found = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['copies_per_genome']} copies/genome)"
+                      for t in vr["types"] if t["status"] == "detected")
+    called = vr["viral_reads_placed"] + vr["viral_reads_unplaced"]
+    if not found and called:
+        rows = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['status']})" for t in vr["types"])
+        found = f"no type detected; {called:,} reads called viral" + (f": {rows}" if rows else ", placed on no reference")
+    flags = f"; host depth {vr['host_depth']:g}x: {', '.join(vr['flags'])}" if vr["flags"] else ""
+    return f"sample {vr['sample']}: {found or 'no virus detected'}{flags}"
+
+
 class _Name(NamedTuple):
     virus: str
     display: str

@@ -10,6 +10,11 @@ steps:
 - **placement**: minimap2 (mappy) aligns it to the panel with short seeds (k = 11), sensitive
   enough for HPV types the panel lacks (they align to their nearest relatives, at 80-90 %
   identity).
+Long reads (LONG_READ bases and more: nanopore, HiFi) are placed whole by `place_long` with
+minimap2's long-read preset (map-ont: 15-mer minimizers, chaining that spans indel-rich stretches;
+the short-read settings break a 10 %-error read into pieces no one of which covers much of it).
+A long read's split alignments to one reference (across a circular genome's origin, or viral
+pieces between host sequence in an integration) are joined into one placement there.
 Added references have no seed index: pieces are placed on them with minimap2's short-read preset
 (21-mer seeds), whose exact seeds are the evidence; one the model folder holds already (same name
 and sequence) is left out. Circular genomes are indexed with their first
@@ -45,6 +50,11 @@ MIN_EXTRA_IDENTITY = 0.9  # on added references (no seed index to vouch for the 
 # sensitive placement on the seed-vetted panel: 11-mer minimizers in windows of 3
 _SENSITIVE = dict(preset="sr", k=11, w=3, min_chain_score=15, min_dp_score=20, best_n=5)
 _PLAIN = dict(preset="sr", best_n=5)
+LONG_READ = 500  # reads of this many bases and more are placed with the long-read preset
+MIN_LONG_IDENTITY = 0.6  # matching bases over the joined alignments' length (reads of 75-90 % accuracy)
+MIN_LONG_ALIGNED = 100  # read bases in a long read's joined alignments
+MAX_PIECE_OVERLAP = 0.1  # a further piece of a long read overlaps those kept by at most this share of itself
+_LONG = dict(preset="map-ont")
 # minimap2's index of a model folder's references, in its prebuilt index folder: the name holds
 # what the index depends on beyond the references (which the prebuilt folder's digest covers)
 PANEL_INDEX = f"panel.k{_SENSITIVE['k']}.w{_SENSITIVE['w']}.wrap{WRAP}.mmi"
@@ -75,6 +85,19 @@ class Placement:
     blen: int  # alignment length (mlen / blen: identity)
     kmer_hits: int
     edits: int = 0  # edit distance of the aligned part (minimap2's NM); place_all fills it
+
+
+@dataclass(frozen=True)
+class LongPlacement:
+    """A long read's alignments to one reference joined: the reference span of its longest piece
+    (0-based, modulo a circular genome's length as in Placement), the read bases in all its pieces
+    and their edits (minimap2's NM summed)."""
+
+    ref: str
+    r_st: int
+    r_en: int
+    aligned: int
+    edits: int
 
 
 def with_descriptions(records: list[tuple[str, str, str]], table: Path) -> list[tuple[str, str, str]]:
@@ -130,6 +153,9 @@ class ViralPanel:
         self.sequences: dict[str, str] = {}
         self._keep_sequences = keep_sequences
         self._digests: dict[str, str] = {}
+        self._best_n = best_n
+        self._fasta: list[str] = []  # the references as indexed (FASTA records), for the long-read aligner
+        self._long = None  # minimap2's long-read aligner, built at the first long read
         self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
         try:
             builtin = with_descriptions(read_described(str(model_dir / REFS_FILE)), model_dir / DESCRIPTIONS_FILE)
@@ -175,6 +201,7 @@ class ViralPanel:
                     self.sequences[name] = seq
                 wrapped = seq + seq[:WRAP] if naming.circular else seq
                 fh.write(f">{name}\n{wrapped}\n")
+                self._fasta.append(f">{name}\n{wrapped}\n")
         if not written:
             return None
         if prebuilt is not None and prebuilt.is_file():
@@ -192,13 +219,19 @@ class ViralPanel:
 
     def place(self, pieces: list[str]) -> list[Placement | None]:
         """The best placement of each piece on the panel (None: no viral evidence or no alignment).
-        Deterministic: the best by matching bases, ties to the first reference name."""
+        Deterministic: the best by matching bases, ties to the first reference name. Pieces of
+        LONG_READ bases and more (of long reads) are aligned with the long-read preset, at
+        MIN_LONG_IDENTITY, to the model folder's and the added references alike."""
         out: list[Placement | None] = [None] * len(pieces)
         if not pieces:
             return out
         hits, _ = self.index.hits(*encode_joined(pieces))
         for i, piece in enumerate(pieces):
             best = None
+            if len(piece) >= LONG_READ:  # a long read's piece: every reference on the long-read preset
+                out[i] = self._best(self.long_aligner(), piece, MIN_LONG_IDENTITY, int(hits[i])) \
+                    if hits[i] >= self.min_hits else None
+                continue
             if hits[i] >= self.min_hits:
                 best = self._best(self._sensitive, piece, MIN_IDENTITY, int(hits[i]))
             if self._plain is not None:
@@ -223,6 +256,43 @@ class ViralPanel:
                 if h.ctg not in best or key < best[h.ctg][0]:
                     best[h.ctg] = (key, h)
         return [self._placement(h, 0, h.NM) for _, (_, h) in sorted(best.items())]
+
+    def long_aligner(self):
+        """minimap2's aligner of every reference of the panel with the long-read preset (built the
+        first time, about 0.3 s for the built-in model's references)."""
+        if self._long is None:
+            with tempfile.TemporaryDirectory(prefix=".genointerp-panel-") as tmp:
+                path = os.path.join(tmp, "long.fa")
+                with open(path, "w") as fh:
+                    fh.write("".join(self._fasta))
+                aligner = mappy.Aligner(path, **_LONG, best_n=self._best_n)
+            if not aligner:
+                raise InputError("minimap2 could not index the viral references for long reads")
+            self._long = aligner
+        return self._long
+
+    def place_long(self, seq: str) -> list[LongPlacement]:
+        """Every placement of a long read (called viral) on the panel's references, at most one per
+        reference: its alignments there (primary, supplementary and secondary) joined, the longest
+        first, each further one kept where it overlaps those kept by at most MAX_PIECE_OVERLAP of its
+        read bases; kept where the pieces cover MIN_LONG_ALIGNED read bases at MIN_LONG_IDENTITY or
+        more. Sorted by reference name."""
+        by_ref: dict[str, list] = {}
+        for h in self.long_aligner().map(seq):
+            by_ref.setdefault(h.ctg, []).append(h)
+        out = []
+        for name in sorted(by_ref):
+            kept: list = []
+            for h in sorted(by_ref[name], key=lambda h: (-(h.q_en - h.q_st), h.q_st, h.r_st, h.strand)):
+                overlap = sum(max(0, min(h.q_en, k.q_en) - max(h.q_st, k.q_st)) for k in kept)
+                if overlap <= MAX_PIECE_OVERLAP * (h.q_en - h.q_st):
+                    kept.append(h)
+            aligned = sum(h.q_en - h.q_st for h in kept)
+            if aligned < MIN_LONG_ALIGNED or sum(h.mlen for h in kept) < MIN_LONG_IDENTITY * sum(h.blen for h in kept):
+                continue
+            first = self._placement(kept[0], 0)
+            out.append(LongPlacement(name, first.r_st, first.r_en, aligned, sum(h.NM for h in kept)))
+        return out
 
     def _placement(self, h, kmer_hits: int, edits: int = 0) -> Placement:
         ref = self.refs[h.ctg]

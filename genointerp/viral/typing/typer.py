@@ -4,7 +4,10 @@ Placement: every read called viral is aligned with minimap2 (mappy, through
 genointerp.viral.typing.placement's panel of the model folder's references) to all references; each
 reference keeps its best alignment, and the read keeps the references within MARGIN edits of its
 best (edits = the alignment's edit distance plus the read's unaligned bases). A placement must
-cover at least half of the read at 75 % identity or more. The read's `reference` is the type
+cover at least half of the read at 75 % identity or more. Long reads (placement.LONG_READ bases
+and more) are placed with minimap2's long-read preset, their split alignments to a reference
+joined (placement.ViralPanel.place_long): one read is one placement whatever its length, and a
+long read with host sequence beside the virus (an integration) is placed by its viral part. The read's `reference` is the type
 (display name: HPV16, HBV genotype C) of its best alignment, or the tied types joined by ','.
 
 EM: a read's likelihood on a reference is (1 - e)^(n - d) e^d with d its edits and e = ERROR_RATE,
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from genointerp.viral.typing.placement import ViralPanel
+from genointerp.viral.typing.placement import LONG_READ, ViralPanel
 
 MARGIN = 6  # edits behind a read's best alignment that still count as a match
 ERROR_RATE = 0.02  # per-base mismatch rate of the likelihood (sequencing errors + strain variation)
@@ -76,11 +79,19 @@ class Typer:
             self._panel.close()
 
     def place(self, seq: str) -> TypeHits | None:
-        need = math.ceil(MIN_READ_SHARE * len(seq))
         hits = []
+        if len(seq) >= LONG_READ:
+            hits = [Hit(p.ref, p.edits + len(seq) - p.aligned, p.r_st, p.r_en, p.aligned)
+                    for p in self.panel.place_long(seq)]
+            return self._within_margin(hits)
+        need = math.ceil(MIN_READ_SHARE * len(seq))
         for p in self.panel.place_all(seq, need):
             edits = p.edits + p.q_st + (len(seq) - p.q_en)
             hits.append(Hit(p.ref, edits, p.r_st, p.r_en, p.q_en - p.q_st))
+        return self._within_margin(hits)
+
+    @staticmethod
+    def _within_margin(hits: list[Hit]) -> TypeHits | None:
         if not hits:
             return None
         best = min(h.edits for h in hits)
