@@ -18,3 +18,11 @@ def format_fastq(names: list[str], codes: np.ndarray, quals: np.ndarray) -> byte
     text = body.tobytes().decode("ascii")  # one decode, then cheap str slices per read
     step = 2 * L + 4
     return "".join([f"@{name}\n{text[i * step:(i + 1) * step]}" for i, name in enumerate(names)]).encode()
+
+
+def format_fastq_varied(names: list[str], codes: list[np.ndarray], quals: list[np.ndarray]) -> bytes:
+    """FASTQ text for n reads of any lengths (long reads). codes, quals: n uint8 arrays each, a
+    read's codes 0..4 and its Phred qualities (the same length)."""
+    return "".join([f"@{name}\n{DECODE[c].tobytes().decode('ascii')}\n+\n"
+                    f"{(q + 33).astype(np.uint8).tobytes().decode('ascii')}\n"
+                    for name, c, q in zip(names, codes, quals)]).encode()

@@ -14,14 +14,14 @@ Both mates of a pair share the name up to `/1` / `/2`, as aligners expect.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, Callable
 
 import numpy as np
 
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
-from genointerp.io.fastq import format_fastq
+from genointerp.io.fastq import format_fastq, format_fastq_varied
 from genointerp.io.junctions import write_bedpe
 from genointerp.io.sequences import read_reference
 from genointerp import options
@@ -33,6 +33,7 @@ from genointerp.reads.sample_mix import SamplePlan, sample_sources
 from genointerp.seq.alphabet import clean_reference
 from genointerp.seq.error_profile import QualityProfile, builtin_profile, load_art_profile
 from genointerp.seq.mutate import mutate_codes
+from genointerp.seq.long_reads import PLATFORMS, LongReadModel, simulate_long
 from genointerp.seq.simulate import ErrorModel, Layout, Source, allocate, simulate
 
 CHUNK = 50_000  # fragments per generation step: bounds memory, sets progress granularity
@@ -120,9 +121,45 @@ class SimulateReadsRequest:
     host_genome_size: float | None = opt(
         None, "--host-genome-size", min=1,
         help="Sample mode: the host genome size the copies refer to (default: the HOST label's length).")
+    platform: str = opt(
+        "illumina", "--platform", choices=("illumina",) + tuple(PLATFORMS),
+        help=("Sequencer: illumina (short reads, -l, --profile); nanopore (log-normal lengths 1-20 kb, mean 8 kb, "
+              "90 % accuracy, indel-rich) or hifi (mean 12 kb, 99 %): long single-end reads, pbsim-like."))
+    long_mean: float | None = opt(None, "--long-mean", min=100,
+                                  help="Long reads: mean length (bp; default the platform's).")
+    long_sd: float | None = opt(None, "--long-sd", min=0, help="Long reads: length standard deviation (bp).")
+    long_min: int | None = opt(None, "--long-min", min=50, help="Long reads: shortest read (bp; default 1000).")
+    long_max: int | None = opt(None, "--long-max", min=50, max=1_000_000,
+                               help="Long reads: longest read (bp; default 20000).")
+    accuracy: float | None = opt(
+        None, "--accuracy", min=0.7, max=0.9999,
+        help="Long reads: mean per-read accuracy (default: nanopore 0.90, hifi 0.99).")
     seed: int = options.seed("Random seed: same inputs and seed give byte-identical output.")
 
+    def long_model(self) -> LongReadModel | None:
+        """The long-read platform with the options given (None: illumina)."""
+        if self.platform == "illumina":
+            return None
+        base = PLATFORMS[self.platform]
+        given = {"length_mean": self.long_mean, "length_sd": self.long_sd, "min_length": self.long_min,
+                 "max_length": self.long_max, "accuracy": self.accuracy}
+        return replace(base, **{k: v for k, v in given.items() if v is not None})
+
     def check(self) -> None:
+        if self.platform == "illumina":
+            given = [f for f, v in (("--long-mean", self.long_mean), ("--long-sd", self.long_sd),
+                                    ("--long-min", self.long_min), ("--long-max", self.long_max),
+                                    ("--accuracy", self.accuracy)) if v is not None]
+            if given:
+                raise UsageError(f"{given[0]}: long-read options need --platform nanopore or hifi")
+        else:
+            if self.paired or self.insert is not None or self.sample is not None or self.profile or self.profile2:
+                raise UsageError(f"--platform: {self.platform} reads are single-end reads of -n/--count; drop "
+                                 "--paired/--insert/--sample/--profile")
+            try:
+                self.long_model().check()
+            except InputError as exc:
+                raise UsageError(f"--platform: {exc}") from None
         if self.sample is not None:
             if self.insert is not None or self.num_reads is not None or self.balance or self.fraction:
                 raise UsageError("--sample: with --sample the viral reads come from --viral-load and the others from "
@@ -153,6 +190,9 @@ class SimulateReadsRequest:
         return [path for _, path in self.source] + [self.profile, self.profile2]
 
     def layout(self) -> Layout:
+        model = self.long_model()
+        if model is not None:  # max_span = the longest read: circular contigs are padded for it
+            return Layout(model.min_length, True, float(model.max_length), 0.0)
         return Layout(self.read_length, self.paired, self.fragment_mean, self.fragment_sd,
                       max_n=int(self.max_n_frac * self.read_length))
 
@@ -237,10 +277,11 @@ def _simulate(req: SimulateReadsRequest, out1: BinaryIO, out2: BinaryIO | None, 
     """Simulate and write reads (to out1, read 2 of pairs to out2 or interleaved in out1 without it,
     the truth table to out_truth if given, an insertion run's junctions to out_bedpe); returns reads
     per label."""
-    layout, insertion, sample = req.layout(), req.insertion_plan(), req.sample_plan()
+    layout, insertion, sample, long_model = req.layout(), req.insertion_plan(), req.sample_plan(), req.long_model()
     L = layout.read_length
-    samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
-    errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)
+    if long_model is None:
+        samplers = (_profile(req.profile, 1).sampler(L), _profile(req.profile2 or req.profile, 2).sampler(L))
+        errors = ErrorModel(samplers, req.read_ins_rate, req.read_del_rate)
     sources = load_sources(req.source, layout, set(req.circular), req.seed, report.log, req.sub_rate, req.ins_rate,
                            req.del_rate)
     if insertion is not None:
@@ -277,9 +318,15 @@ def _simulate(req: SimulateReadsRequest, out1: BinaryIO, out2: BinaryIO | None, 
                 serial = first + np.flatnonzero(chunk == li)
                 if serial.size == 0:
                     continue
+                if long_model is not None:
+                    reads = simulate_long(sources[lab], serial.size, long_model, req.max_n_frac, rng)
+                    _collect_long(lab, serial, reads, contig_names[lab], records, truth_rows)
+                    continue
                 frags = simulate(sources[lab], serial.size, layout, errors, rng)
                 _collect(lab, serial, frags, contig_names[lab], paired, records, truth_rows)
-            if interleave:
+            if long_model is not None:
+                out1.write(_fastq_block_varied(records[0]))
+            elif interleave:
                 out1.write(_interleave(records))
             else:
                 out1.write(_fastq_block(records[0]))
@@ -316,6 +363,29 @@ def _collect(label, serial, frags, names, paired, records, truth_rows) -> None:
                                                mate_strand, reads.errors.tolist())
             ]
         records[mate].append((serial, ids, reads.codes, reads.quals))
+
+
+def _collect_long(label, serial, reads, names, records, truth_rows) -> None:
+    """Read names (and truth rows) of one label's long reads (genointerp.seq.long_reads.LongReads),
+    named as single-end reads are."""
+    sid, contig = serial.tolist(), names[reads.contig].tolist()
+    strand = np.where(reads.reverse, "-", "+").tolist()
+    ids = [f"{label}|{s}|{c}|{a}|{b}|{d}|{x}" for s, c, a, b, d, x in
+           zip(sid, contig, reads.start.tolist(), reads.end.tolist(), strand, reads.errors.tolist())]
+    if truth_rows is not None:
+        truth_rows += [(s, f"{i}\t{label}\t{c}\t{a}\t{b}\t{d}\t0\t{e}\n") for s, i, c, a, b, d, e in
+                       zip(sid, ids, contig, reads.start.tolist(), reads.end.tolist(), strand, reads.errors.tolist())]
+    records[0].append((serial, ids, reads.codes, reads.quals))
+
+
+def _fastq_block_varied(mate_records) -> bytes:
+    """FASTQ of long reads (each read its own length), in serial order."""
+    serial = np.concatenate([r[0] for r in mate_records])
+    order = np.argsort(serial, kind="stable").tolist()
+    names = [n for r in mate_records for n in r[1]]
+    codes = [c for r in mate_records for c in r[2]]
+    quals = [q for r in mate_records for q in r[3]]
+    return format_fastq_varied([names[i] for i in order], [codes[i] for i in order], [quals[i] for i in order])
 
 
 def _sorted_mate(mate_records):
