@@ -14,8 +14,9 @@ from genointerp.io.inputs import check_readable, wrong_kind
 from genointerp.report import Reporter
 from genointerp.runtime import usable_threads
 from genointerp.viral.panel import known_virus
-from genointerp.viral.typing.placement import revcomp
+from genointerp.viral.typing.placement import LONG_READ, revcomp
 
+MIN_LONG_INSERTION = 100  # inserted bases in a long read's host alignment placed as a possible viral insertion
 _CIGAR = re.compile(r"(\d+)([MIDNSHP=X])")
 
 
@@ -72,17 +73,69 @@ def _clipped_host_alignment(rec, on_host: bool, host_tids: set[int], min_mapq: i
     if not seq:
         return None
     best = None
+    for mapq, f in _host_sa_entries(rec, host_tids, min_mapq):
+        if best is None or mapq > best[0]:
+            best = (mapq, f)
+    if best is None:
+        return None
+    return _sa_alignment(rec, best[1])
+
+
+def _host_sa_entries(rec, host_tids: set[int], min_mapq: int) -> list[tuple[int, list[str]]]:
+    """(mapq, fields) of each host alignment in a record's SA tag at min_mapq or above, in its order."""
+    out = []
     for entry in str(rec.get_tag("SA")).rstrip(";").split(";"):
         f = entry.split(",")
         if len(f) < 6 or f[0] not in rec.header.references:
             continue
-        tid = rec.header.get_tid(f[0])
         mapq = int(f[4])
-        if tid in host_tids and mapq >= min_mapq and (best is None or mapq > best[0]):
-            best = (mapq, f)
-    if best is None:
-        return None
-    f = best[1]
+        if rec.header.get_tid(f[0]) in host_tids and mapq >= min_mapq:
+            out.append((mapq, f))
+    return out
+
+
+def _long_read_splits(rec, host_tids: set[int], min_mapq: int, min_clip: int) -> list[tuple]:
+    """The other host alignments of a long read (LONG_READ bases and more) whose primary alignment
+    is on the host, from its SA tag, with a clip of at least min_clip bases: a read across an
+    insertion has its host sides as primary and supplementary alignments, and each side's clip is a
+    junction (the supplementary records themselves carry no clipped bases: minimap2 hard-clips them)."""
+    if (rec.query_length or 0) < LONG_READ or not rec.has_tag("SA") or not rec.query_sequence:
+        return []
+    out = []
+    for _, f in _host_sa_entries(rec, host_tids, min_mapq):
+        aln = _sa_alignment(rec, f)
+        if max(aln[4], aln[5]) >= min_clip:
+            out.append(aln)
+    return out
+
+
+def _long_read_insertions(rec) -> list[tuple]:
+    """The insertions of MIN_LONG_INSERTION bases and more in a long read's host alignment (its
+    CIGAR's I operations), each as an alignment clipped on both sides to the inserted bases: minimap2
+    aligns a long read across a viral insertion of a few kb as one host alignment with the virus
+    inserted, so both junctions lie in the one record (host base before it, host base after it)."""
+    if (rec.query_length or 0) < LONG_READ or not rec.query_sequence:
+        return []
+    out, ref, q, seq = [], rec.reference_start, 0, rec.query_sequence
+    for op, n in rec.cigartuples:
+        if op in (0, 7, 8):  # M, =, X
+            ref += n
+            q += n
+        elif op == 1:  # I
+            if n >= MIN_LONG_INSERTION:
+                out.append((rec.reference_name, ref, ref, rec.is_reverse, n, n, seq[q:q + n]))
+            q += n
+        elif op in (2, 3):  # D, N
+            ref += n
+        elif op == 4:  # S
+            q += n
+    return out
+
+
+def _sa_alignment(rec, f: list[str]) -> tuple:
+    """(chrom, start, end, reverse, left clip, right clip, host-oriented sequence) of the SA entry
+    `f` (its fields) of a record holding the read's whole sequence."""
+    seq = rec.query_sequence
     left, ref_len, right = _cigar_parts(f[3])
     original = revcomp(seq) if rec.is_reverse else seq
     reverse = f[2] == "-"
@@ -128,6 +181,10 @@ def scan_bam(req: IntegrationRequest, col: PieceCollector, host, report: Reporte
                     aln = _clipped_host_alignment(rec, on_host, host_tids, req.min_mapq, req.min_clip)
                     if aln is not None:
                         add_splits(col, aln, rec.query_name, req.min_clip)
+                    if on_host and rec.mapping_quality >= req.min_mapq:
+                        for other in _long_read_splits(rec, host_tids, req.min_mapq, req.min_clip) + \
+                                _long_read_insertions(rec):
+                            add_splits(col, other, rec.query_name, req.min_clip)
                     if not rec.is_paired:
                         continue
                     name = rec.query_name

@@ -103,7 +103,8 @@ def _viral_end(call: _Call, panel: ViralPanel) -> _ViralEnd:
         vpos = min(pos) if vside == "-" else max(pos)
     hits = sum(e.place.kmer_hits for e in call.splits + call.pairs)
     identity = sum(e.place.mlen for e in on_ref) / sum(e.place.blen for e in on_ref)
-    return _ViralEnd(ref, vside, vpos, hits, identity, type_name(panel.refs[ref].naming, identity))
+    return _ViralEnd(ref, vside, vpos, hits, identity,
+                     type_name(panel.refs[ref].naming, identity, all(e.long for e in on_ref)))
 
 
 def _support(call: _Call) -> int:

@@ -14,13 +14,21 @@ import mappy
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.seq.alphabet import decode
 from genointerp.viral.panel import ViralName
-from genointerp.viral.typing.placement import (Placement, ViralPanel, entropy_ok, junction_side, revcomp,
+from genointerp.viral.typing.placement import (LONG_READ, WRAP, Placement, ViralPanel, entropy_ok, junction_side, revcomp,
                                                unaligned_flank)
 
 BATCH = 4096  # pieces placed at once
 # below this identity to the best panel genome the reads come from another type (HPV types differ
 # by more than 10 % in L1): the type is reported as its nearest relative's with "-like"
 SAME_TYPE_IDENTITY = 0.9
+# long reads (nanopore 85-95 % accurate) lose their errors' share of identity on their own type,
+# while HPV types the panel lacks lie under 80 % on their relatives before any read error
+SAME_TYPE_IDENTITY_LONG = 0.75
+# a long read's clipped end is placed by its JUNCTION_PIECE bases next to the junction: beyond them
+# lie the rest of the virus and maybe host sequence again (an insertion's other side); no more than
+# the bases a circular genome's index repeats past its origin (placement.WRAP), so that a piece
+# across the origin aligns whole, up to the junction
+JUNCTION_PIECE = WRAP
 
 
 @dataclass
@@ -48,6 +56,7 @@ class JunctionEvidence:
     vside: str
     vpos: int
     anchor: tuple[int, int] = (0, 0)  # pair: the anchor's alignment (start, end)
+    long: bool = False  # a piece of a long read (placed with the long-read preset)
 
 
 @dataclass
@@ -89,7 +98,8 @@ class PieceCollector:
             length = self.panel.refs[p.ref].length
             if piece.kind == "split":
                 vside, vpos = junction_side(piece.side, p, length, extend=_flank_len(piece.side, p, piece.seq))
-                self.evidence.append(JunctionEvidence("split", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos))
+                self.evidence.append(JunctionEvidence("split", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos,
+                                                      long=len(piece.seq) >= LONG_READ))
                 continue
             vside, vpos = junction_side(piece.side, p, length)
             self.evidence.append(JunctionEvidence("pair", piece.chrom, piece.side, piece.pos, piece.name, p, vside, vpos,
@@ -132,11 +142,13 @@ def _flank_len(side: str, p: Placement, seq: str) -> int:
 
 
 def add_splits(col: PieceCollector, aln, name: str, min_clip: int) -> None:
+    """The split pieces of a host alignment's clipped ends (of at least min_clip bases), each cut to
+    its JUNCTION_PIECE bases next to the junction."""
     chrom, start, end, _, left, right, seq = aln
     if right >= min_clip:
-        col.add(_Piece("split", chrom, "+", end - 1, name, seq[len(seq) - right:]))
+        col.add(_Piece("split", chrom, "+", end - 1, name, seq[len(seq) - right:][:JUNCTION_PIECE]))
     if left >= min_clip:
-        col.add(_Piece("split", chrom, "-", start, name, seq[:left]))
+        col.add(_Piece("split", chrom, "-", start, name, seq[max(left - JUNCTION_PIECE, 0):left]))
 
 
 def pair_piece(anchor, mate_seq_original: str, name: str) -> _Piece:
@@ -147,7 +159,9 @@ def pair_piece(anchor, mate_seq_original: str, name: str) -> _Piece:
     return _Piece("pair", chrom, "+", end - 1, name, revcomp(mate_seq_original), (start, end))
 
 
-def type_name(naming: ViralName, identity: float) -> str:
+def type_name(naming: ViralName, identity: float, long: bool = False) -> str:
     """The type as every output names it: the display name (HPV16, HBV genotype A), with "-like"
-    below SAME_TYPE_IDENTITY (reads of a type the panel lacks, placed on its nearest relative)."""
-    return naming.display if identity >= SAME_TYPE_IDENTITY else f"{naming.display}-like"
+    below SAME_TYPE_IDENTITY (SAME_TYPE_IDENTITY_LONG for long reads' pieces: reads of a type the
+    panel lacks, placed on its nearest relative)."""
+    return naming.display if identity >= (SAME_TYPE_IDENTITY_LONG if long else SAME_TYPE_IDENTITY) \
+        else f"{naming.display}-like"
