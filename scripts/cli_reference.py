@@ -99,7 +99,7 @@ def reference() -> str:
         "",
         "## Global options",
         "",
-        "Given before the command name (`genointerp -q classify-reads ...`).",
+        "Given before the command name (`genointerp -q classify-reads ...`); -q and --debug also after it.",
         "",
         "```",
         _usage(group, root),
@@ -112,6 +112,14 @@ def reference() -> str:
         command = group.commands[name]
         summary = (_paragraphs(command.help) or [""])[0]
         out.append(f"- [`{name}`](#{name}): {_plain(summary)}")
+    out += ["", "## Where each command lives", "",
+            "Each command is a request (its fields are the options, declared once: genointerp/options.py) and a",
+            "job `run(req, outputs, report)`, declared together in genointerp/cli/ (docs/development.md).", "",
+            "| command | request | job |", "| --- | --- | --- |"]
+    for name in names:
+        command = group.commands[name]
+        request, job = command.spec[0].replace(":", "."), command.job.replace(":", ".")
+        out.append(f"| `{name}` | `{request}` | `{job}` |")
     out.append("")
     for name in names:
         command = group.commands[name]

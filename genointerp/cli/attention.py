@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
-from genointerp.job import execute
 
 PANEL = "Interpretation"
 
@@ -12,6 +11,7 @@ PANEL = "Interpretation"
 @command(
     "attn-maps",
     "genointerp.interpret.attn_maps:AttnMapsRequest",
+    job="genointerp.interpret.attn_maps:run",
     force="an existing output folder",
     rich_help_panel=PANEL,
     epilog=(
@@ -22,7 +22,7 @@ PANEL = "Interpretation"
         "  genointerp attn-maps -m swin_model -R hg19.fa.gz --regions peaks.bed --mean -o peaks_mean"
     ),
 )
-def attn_maps(req, force: bool) -> None:
+def attn_maps(req, result: dict) -> None:
     """Attention maps of every layer, head and window for reads (XVir) or reference regions (track models).
 
     Captures every attention module during one forward pass (outputs unchanged). Writes the maps
@@ -32,8 +32,6 @@ def attn_maps(req, force: bool) -> None:
     regions, to view next to the tracks), and figures: all layers, all heads of a layer, all
     windows of a layer, a zoom-in, and for XVir k-mer x k-mer maps per head.
     """
-    from genointerp.interpret.attn_maps import run  # imports torch: not at --help
 
-    summary = execute(run, req, force, REPORTER)
-    log(f"wrote {len(summary['files'])} files to {req.output}: attention.npz, distance.tsv, rollout, "
-        f"{summary['figures']} figures")
+    log(f"wrote {len(result['files'])} files to {req.output}: attention.npz, distance.tsv, rollout, "
+        f"{result['figures']} figures")

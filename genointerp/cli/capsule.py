@@ -5,15 +5,15 @@ import torch."""
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
 from genointerp.cli.genotypes import PANEL
-from genointerp.job import execute
 
 
 @command(
     "capsule-train",
     "genointerp.capsule.train_job:CapsuleTrainRequest",
+    job="genointerp.capsule.train_job:run",
     force="an existing model directory",
     rich_help_panel=PANEL,
     epilog=(
@@ -23,7 +23,7 @@ from genointerp.job import execute
         "  genointerp capsule-train genepcs/ -p pheno.tsv --gene-sets c5.go.bp.v2024.1.Hs.symbols.gmt -o m"
     ),
 )
-def capsule_train(req, force: bool) -> None:
+def capsule_train(req, result: dict) -> None:
     """Train a DiseaseCapsule network (capsule network over Gene-PCs) for a binary phenotype.
 
     A balanced test set is held out; the rest is cross-validated (--folds) against scikit-learn
@@ -35,13 +35,11 @@ def capsule_train(req, force: bool) -> None:
     found an interacting pair (case rates by each gene's interacting axis), train_fraction.tsv with
     --train-fraction and enrichment.tsv with --gene-sets (gene sets enriched in the decisive genes).
     """
-    from genointerp.capsule.train_job import run
 
-    summary = execute(run, req, force, REPORTER)
-    decisive = summary["decisive_genes"]
-    chosen = summary["primary_capsule"]
+    decisive = result["decisive_genes"]
+    chosen = result["primary_capsule"]
     read_out = "gene capsules' coupling" if chosen is None else f"primary capsule {chosen}"
-    pair = summary["interacting_pair"]
+    pair = result["interacting_pair"]
     log(f"wrote {req.output}: {read_out}; decisive genes: {', '.join(decisive[:10])}"
         + (" ..." if len(decisive) > 10 else "") + (f"; interacting pair: {' x '.join(pair)}" if pair else ""))
 
@@ -49,22 +47,22 @@ def capsule_train(req, force: bool) -> None:
 @command(
     "capsule-predict",
     "genointerp.capsule.predict_job:CapsulePredictRequest",
+    job="genointerp.capsule.predict_job:run",
     force="an existing output file",
     rich_help_panel=PANEL,
     epilog=("Examples:\n\n  genointerp gene-pca new.vcf.gz --apply genepcs/ -o new_genepcs\n\n"
             "  genointerp capsule-predict capsule_model new_genepcs/ -o predictions.tsv"),
 )
-def capsule_predict(req, force: bool) -> None:
+def capsule_predict(req, result: dict) -> None:
     """Score samples with a capsule-train model: per-class probabilities and the called class."""
-    from genointerp.capsule.predict_job import run
 
-    summary = execute(run, req, force, REPORTER)
-    log(f"scored {summary['samples']} samples")
+    log(f"scored {result['samples']} samples")
 
 
 @command(
     "capsule-search",
     "genointerp.capsule.search_job:CapsuleSearchRequest",
+    job="genointerp.capsule.search_job:run",
     force="an existing output folder",
     rich_help_panel=PANEL,
     epilog=("Examples:\n\n"
@@ -72,7 +70,7 @@ def capsule_predict(req, force: bool) -> None:
             "  genointerp capsule-search genepcs/ -p pheno.tsv --subset-size 2-4 --population 32 --generations 20 "
             "--time-budget 3600 -t 8 -o search"),
 )
-def capsule_search(req, force: bool) -> None:
+def capsule_search(req, result: dict) -> None:
     """Search for gene subsets whose genes act together: a genetic algorithm maximising how far the
     capsule network's cross-validated accuracy exceeds logistic regression's, both on the subset's Gene-PCs.
 
@@ -88,9 +86,7 @@ def capsule_search(req, force: bool) -> None:
     OUTPUT.checkpoint until the search finishes (--resume continues it). Costly: every new subset is
     --folds x --repeats capsule trainings.
     """
-    from genointerp.capsule.search_job import run
 
-    best = execute(run, req, force, REPORTER)
-    log(f"wrote {req.output}: best subset {','.join(best['best_genes'])}: capsule {best['cv_capsule']:.3f} vs "
-        f"logistic {best['cv_logistic']:.3f} CV accuracy, chance gate {best['chance_threshold']:.3f} "
-        f"(fitness {best['fitness']:+.4f}); {best['subsets_evaluated']} subsets evaluated")
+    log(f"wrote {req.output}: best subset {','.join(result['best_genes'])}: capsule {result['cv_capsule']:.3f} vs "
+        f"logistic {result['cv_logistic']:.3f} CV accuracy, chance gate {result['chance_threshold']:.3f} "
+        f"(fitness {result['fitness']:+.4f}); {result['subsets_evaluated']} subsets evaluated")

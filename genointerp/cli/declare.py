@@ -34,17 +34,20 @@ def request_class(path: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def command(name: str, request: str, *, force: str | None = "existing outputs", prepare: Callable[[], None] | None = None,
-            **settings: Any):
-    """Register the decorated `body(req, force)` as command `name` of the application, its
-    parameters the declared fields of `request` ("module:Class") and --force (overwrite `force`;
-    None: the command has no --force). `prepare` runs before the request's module is imported
-    (e.g. genointerp.runtime.single_threaded_numpy_blas, which must precede numpy). `settings` go
-    to app.command (rich_help_panel, epilog, help); the command's help is the body's docstring
-    unless `help` is given."""
+def command(name: str, request: str, *, job: str, force: str | None = "existing outputs",
+            prepare: Callable[[], None] | None = None, **settings: Any):
+    """Register command `name` of the application: its parameters are the declared fields of
+    `request` ("module:Class") and --force (overwrite `force`; None: the command has no --force);
+    it runs `job` ("module:run") on the request through genointerp.job.execute, then the
+    decorated `body(req, result)` says what to log. `prepare` runs before the request's module is
+    imported (e.g. genointerp.runtime.single_threaded_numpy_blas, which must precede numpy).
+    `settings` go to app.command (rich_help_panel, epilog, help); the command's help is the body's
+    docstring unless `help` is given. The declaration is where a command lives: scripts/
+    cli_reference.py lists every command's request and job from it."""
 
-    def register(body: Callable[[Any, bool], Any]) -> Callable[[Any, bool], Any]:
-        cls = type(f"{body.__name__}_command", (DeclaredCommand,), {"spec": (request, body, force), "prepare": staticmethod(prepare) if prepare else None})
+    def register(body: Callable[[Any, dict], Any]) -> Callable[[Any, dict], Any]:
+        cls = type(f"{body.__name__}_command", (DeclaredCommand,),
+                   {"spec": (request, body, force), "job": job, "prepare": staticmethod(prepare) if prepare else None})
 
         def stub() -> None:  # replaced by the declared parameters when first needed
             raise AssertionError("a declared command's parameters were not loaded")
@@ -71,7 +74,8 @@ class DeclaredCommand(TyperCommand):
     """A Typer command whose parameters are built from its request's fields on first use (read
     through `params`, as click and Typer read them)."""
 
-    spec: tuple[str, Callable, str | None]
+    spec: tuple[str, Callable, str | None]  # request, body, what --force overwrites
+    job: str
     prepare: Callable[[], None] | None = None
 
     def __init__(self, *args, **kwargs):
@@ -95,11 +99,24 @@ class DeclaredCommand(TyperCommand):
         self._loaded = True
         if self.prepare is not None:
             self.prepare()
-        function, self._deprecated = build_function(*self.spec)
+        request, body, force = self.spec
+        function, self._deprecated = build_function(request, self.runner(body), force)
         params, convertors, context_name = get_params_convertors_ctx_param_name_from_function(function)
         self._params = params + self._params + self.later_params
         self.callback = get_callback(callback=function, params=params, convertors=convertors,
                                      context_param_name=context_name, pretty_exceptions_short=False)
+
+    def runner(self, body: Callable[[Any, dict], Any]) -> Callable[[Any, bool], Any]:
+        """(req, force) -> the job run through execute (logs, warnings and progress on stderr), then body."""
+        def run(req, force: bool):
+            from genointerp.cli.common import REPORTER
+            from genointerp.job import execute
+
+            module, _, name = self.job.partition(":")
+            return body(req, execute(getattr(importlib.import_module(module), name), req, force, REPORTER))
+
+        run.__name__, run.__doc__ = body.__name__, body.__doc__
+        return run
 
     def format_help(self, ctx, formatter) -> None:
         """Rich's boxed tables on a wide terminal; below RICH_MIN_WIDTH columns (a pipe, a CI log,
@@ -186,7 +203,7 @@ def _default(field: dataclasses.Field, decl: Declared) -> Any:
     return ...  # required
 
 
-def build_function(request: str, body: Callable, force: str | None) -> tuple[Callable, dict[str, str]]:
+def build_function(request: str, body: Callable[[Any, bool], Any], force: str | None) -> tuple[Callable, dict[str, str]]:
     """The function Typer reads (its signature: one parameter per declared field, then --force)
     that builds the request and calls body(req, force); and the deprecated spellings."""
     cls = request_class(request)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
 
 PANEL = "Genotypes (DiseaseCapsule)"
@@ -11,6 +11,7 @@ PANEL = "Genotypes (DiseaseCapsule)"
 @command(
     "gene-pca",
     "genointerp.genotypes.gene_pca:GenePcaRequest",
+    job="genointerp.genotypes.gene_pca:run",
     force="an existing output folder",
     rich_help_panel=PANEL,
     epilog=(
@@ -20,7 +21,7 @@ PANEL = "Genotypes (DiseaseCapsule)"
         "  genointerp gene-pca cohort.bcf -g gencode.gtf.gz --phenotypes pheno.tsv --nearest-gene -t 2 -o gene_pcs"
     ),
 )
-def gene_pca(req, force: bool) -> None:
+def gene_pca(req, result: dict) -> None:
     """Per-gene PCA of genotypes: the Gene-PC features of DiseaseCapsule (capsule-train input).
 
     Dosages are ALT-allele counts 0/1/2 from GT (phased or not; haploid calls count 0 or 2; at
@@ -29,9 +30,6 @@ def gene_pca(req, force: bool) -> None:
     the mean) and reduced to the gene's top principal components. The fitted transform is saved so
     that a new cohort can be projected with --apply.
     """
-    from genointerp.genotypes.gene_pca import run
-    from genointerp.job import execute
 
-    summary = execute(run, req, force, REPORTER)
-    n_features = summary.get("genes_with_pcs")
+    n_features = result.get("genes_with_pcs")
     log(f"wrote {req.output}/" + (f" ({n_features} genes with PCs)" if n_features is not None else ""))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
 from genointerp.runtime import single_threaded_numpy_blas
 
@@ -12,6 +12,7 @@ PANEL = "Viral detection"
 @command(
     "find-integrations",
     "genointerp.integrations.request:IntegrationRequest",
+    job="genointerp.integrations.job:run",
     prepare=single_threaded_numpy_blas,  # before the request's imports load numpy
     rich_help_panel=PANEL,
     epilog=(
@@ -21,7 +22,7 @@ PANEL = "Viral detection"
         "  genointerp find-integrations --reads1 R1.fq.gz --reads2 R2.fq.gz -R chr20.fa.gz -o junctions.tsv"
     ),
 )
-def find_integrations(req, force: bool) -> None:
+def find_integrations(req, result: dict) -> None:
     """Find where a virus is integrated in the host: junctions from split reads and read pairs.
 
     Candidates are reads clipped at a host alignment's end, reads with SA tags, and reads whose
@@ -32,9 +33,6 @@ def find_integrations(req, force: bool) -> None:
     Every output names a type the same way (HPV16, HBV genotype A); the VCF pairs each junction's
     host and viral breakends by MATEID.
     """
-    from genointerp.job import execute
-    from genointerp.integrations.job import run
 
-    result = execute(run, req, force, REPORTER)
     log(f"{result['junctions']:,} junctions ({result['precise']:,} precise, {result['imprecise']:,} imprecise) "
         f"from {result['reads_scanned']:,} reads")

@@ -4,15 +4,15 @@ which `genointerp --help` must not pay for."""
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
 from genointerp.cli.tracks import PANEL
-from genointerp.job import execute
 
 
 @command(
     "ism",
     "genointerp.tracks.ism:IsmRequest",
+    job="genointerp.tracks.ism:run",
     force="an existing output folder",
     rich_help_panel=PANEL,
     epilog=(
@@ -21,14 +21,11 @@ from genointerp.job import execute
         "  genointerp ism -m tracks_model -R ref.fa.gz --regions sites.bed --rc-average --figure -o ism_sites"
     ),
 )
-def ism(req, force: bool) -> None:
+def ism(req, result: dict) -> None:
     """In-silico mutagenesis: every base of BED regions changed to each other base, scored by a track model.
 
     effect = mutated minus reference prediction, summed over the window's target bins that overlap the region; a base's importance is minus the mean effect of its three mutations (the mean drop), its max drop the largest of the three drops. Regions up to the model's target span are scored in one window centred on them; longer ones in windows stepping by half the target span, each base in the central half of its window's targets. Bases that are not A/C/G/T are skipped.
     """
 
-    from genointerp.tracks.ism import run
-
-    summary = execute(run, req, force, REPORTER)
-    log(f"scored {summary['mutations']:,} mutations of {summary['bases_scored']:,} bases in {summary['regions']:,} "
-        f"region(s) for {summary['tracks']} track(s) in {summary['seconds']:.1f} s; wrote {req.output}")
+    log(f"scored {result['mutations']:,} mutations of {result['bases_scored']:,} bases in {result['regions']:,} "
+        f"region(s) for {result['tracks']} track(s) in {result['seconds']:.1f} s; wrote {req.output}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
 
 PANEL = "Reads"
@@ -11,6 +11,7 @@ PANEL = "Reads"
 @command(
     "simulate-reads",
     "genointerp.reads.simulate:SimulateReadsRequest",
+    job="genointerp.reads.simulate:run",
     force="existing output files",
     rich_help_panel=PANEL,
     epilog=(
@@ -24,23 +25,22 @@ PANEL = "Reads"
         "--fragment-sd 100 -o R1.fq.gz --output2 R2.fq.gz --truth-bedpe truth.bedpe"
     ),
 )
-def simulate_reads(req, force: bool) -> None:
+def simulate_reads(req, result: dict) -> None:
     """Simulate Illumina-like short reads with ground truth in their names.
 
     Reads come from each labelled reference in proportion to its length (or --balance,
     --fraction, --count), with HiSeq 2500-like per-cycle qualities, matching substitution
     errors and rare indels. Names: LABEL|SERIAL|CONTIG|START|END|STRAND|ERRORS (docs/viral.md).
     """
-    from genointerp.job import execute
-    from genointerp.reads.simulate import run
 
-    per_label = execute(run, req, force, REPORTER)["reads_per_label"]
+    per_label = result["reads_per_label"]
     log("simulated " + ", ".join(f"{n:,} {lab}" for lab, n in per_label.items()) + (" pairs" if req.paired else " reads"))
 
 
 @command(
     "kmerize",
     "genointerp.reads.kmerize:KmerizeRequest",
+    job="genointerp.reads.kmerize:run",
     rich_help_panel=PANEL,
     epilog=(
         "Examples:\n\n"
@@ -49,16 +49,13 @@ def simulate_reads(req, force: bool) -> None:
         "  genointerp kmerize reads.fq.gz --counts counts.tsv --count-k 21 --canonical"
     ),
 )
-def kmerize(req, force: bool) -> None:
+def kmerize(req, result: dict) -> None:
     """Turn reads into overlapping k-mer tokens (a dataset for train-xvir) and/or count k-mers.
 
     Token id of a k-mer: A=0, C=1, G=2, T=3 with the first base most significant, so
     AAAAAA=0 and TTTTTT=4095 for k=6. Streams the input in batches of 65,536 reads.
     """
-    from genointerp.job import execute
-    from genointerp.reads.kmerize import run
 
-    result = execute(run, req, force, REPORTER)
     stats, header = result["stats"], result["header"]
     kept = f"{stats.kept:,} of {stats.reads_in:,} reads tokenised" if (req.output or req.tsv) else f"{stats.reads_in:,} reads counted"
     dropped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in sorted(stats.dropped.items()) if n)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 
-from genointerp.cli.common import REPORTER, log
+from genointerp.cli.common import log
 from genointerp.cli.declare import command
-from genointerp.job import execute
 
 PANEL = "Genomic tracks"
 
@@ -19,6 +18,7 @@ PANEL = "Genomic tracks"
 @command(
     "train-tracks",
     "genointerp.tracks.train:TrainTracksRequest",
+    job="genointerp.tracks.train:run",
     force="an existing model directory / discard an old checkpoint",
     rich_help_panel=PANEL,
     epilog=(
@@ -32,23 +32,22 @@ PANEL = "Genomic tracks"
         "  torchrun --nproc_per_node 4 -m genointerp train-tracks ... --device cuda"
     ),
 )
-def train_tracks(req, force: bool) -> None:
+def train_tracks(req, result: dict) -> None:
     """Train a track model: DNA windows -> binned assay signal per track (Poisson loss).
 
     Early stopping on mean validation Pearson r; per-epoch metrics.tsv; test Pearson per track in
     test_pearson.tsv. Targets are binned once and cached in OUTPUT.checkpoint/, so later epochs (and
     --resume) never re-read the track files. Runs under torchrun (DDP; rank 0 writes).
     """
-    from genointerp.tracks.train import run
 
-    metrics = execute(run, req, force, REPORTER)
-    groups = ", ".join(f"{g} {v:.4f}" for g, v in metrics["pearson_by_group"].items())
-    log(f"test: mean Pearson r {metrics['pearson_mean']:.4f} ({groups}) over {metrics['n_windows']:,} windows")
+    groups = ", ".join(f"{g} {v:.4f}" for g, v in result["pearson_by_group"].items())
+    log(f"test: mean Pearson r {result['pearson_mean']:.4f} ({groups}) over {result['n_windows']:,} windows")
 
 
 @command(
     "predict-tracks",
     "genointerp.tracks.predict:PredictTracksRequest",
+    job="genointerp.tracks.predict:run",
     force="an existing output folder",
     rich_help_panel=PANEL,
     epilog=(
@@ -57,21 +56,20 @@ def train_tracks(req, force: bool) -> None:
         "  genointerp predict-tracks -m tracks_model -R ref.fa.gz --chroms chr20 --rc-average --bedgraph -o chr20_pred"
     ),
 )
-def predict_tracks(req, force: bool) -> None:
+def predict_tracks(req, result: dict) -> None:
     """Predict tracks over regions or whole chromosomes: a bigWig and a peak BED per track.
 
     bigWig headers follow the FASTA's .fai order, with one fixed-span entry per bin. Windows overlap by --overlap-bins; each bin is taken from the window where it lies farthest
     from the window's edges. Bins whose sequence is all N (assembly gaps) are left out: no value, no peak.
     """
-    from genointerp.tracks.predict import run
 
-    summary = execute(run, req, force, REPORTER)
-    log(f"wrote {summary['tracks']} bigWigs and peak BEDs to {req.output} ({sum(summary['peaks'].values()):,} peaks)")
+    log(f"wrote {result['tracks']} bigWigs and peak BEDs to {req.output} ({sum(result['peaks'].values()):,} peaks)")
 
 
 @command(
     "evaluate-tracks",
     "genointerp.tracks.evaluate:EvaluateTracksRequest",
+    job="genointerp.tracks.evaluate:run",
     rich_help_panel=PANEL,
     epilog=(
         "Examples:\n\n"
@@ -80,14 +78,12 @@ def predict_tracks(req, force: bool) -> None:
         "--regions test.bed -o eval.tsv --scatter fig2.png --plot-region chr20:30000000-30100000 --plot fig3.png"
     ),
 )
-def evaluate_tracks(req, force: bool) -> None:
+def evaluate_tracks(req, result: dict) -> None:
     """Pearson r per track of one or two models against measured tracks on held-out windows.
 
     r is taken over every bin of every window (the Genomic Interpreter paper's metric) and
     summarised by track group and overall. The cpg and gc controls (-m cpg, --controls) predict the
     first model's tracks on its windows from sequence composition alone: a model is judged by its
     margin over them."""
-    from genointerp.tracks.evaluate import run
 
-    summary = execute(run, req, force, REPORTER)
-    log("mean Pearson r: " + json.dumps(summary))
+    log("mean Pearson r: " + json.dumps(result))

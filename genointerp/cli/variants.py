@@ -6,16 +6,15 @@ The job (genointerp.tracks.variants) is imported inside the command: it imports 
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER
 from genointerp.cli.declare import command
 from genointerp.cli.tracks import PANEL
 from genointerp.io.variants import MAX_INDEL
-from genointerp.job import execute
 
 
 @command(
     "score-variants",
     "genointerp.tracks.variants:ScoreVariantsRequest",
+    job="genointerp.tracks.variants:run",
     rich_help_panel=PANEL,
     help=("Score variants: what each SNV and short indel does to every track a model predicts.\n\n"
           "Each ALT gets a reference and an alternate window of the model's length centred on it; per track, "
@@ -35,8 +34,6 @@ from genointerp.job import execute
         "# gather: parts 1..8 in order, one header"
     ),
 )
-def score_variants(req, force: bool) -> None:
-    from genointerp.tracks.variants import run
-
-    execute(run, req, force, REPORTER)
+def score_variants(req, result: dict) -> None:
+    pass  # the job logs what it scored and skipped
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from genointerp.cli.common import REPORTER
 from genointerp.cli.declare import command
 
 
 @command(
     "versions",
     "genointerp.versions:VersionsRequest",
+    job="genointerp.versions:run",
     force="an existing file",
     epilog=(
         "Examples:\n\n"
@@ -16,9 +16,5 @@ from genointerp.cli.declare import command
         "  genointerp versions --process CLASSIFY_READS -o genointerp_mqc_versions.yml"
     ),
 )
-def versions_command(req, force: bool) -> None:
+def versions_command(req, result: dict) -> None:
     """Print genointerp's version and its key libraries' as a versions.yml (MultiQC, nf-core)."""
-    from genointerp.job import execute
-    from genointerp.versions import run
-
-    execute(run, req, force, REPORTER)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from genointerp.cli.common import REPORTER, is_main_rank, log
+from genointerp.cli.common import is_main_rank, log
 from genointerp.cli.declare import command
 from genointerp.runtime import single_threaded_numpy_blas
 
@@ -19,6 +19,7 @@ PANEL = "Viral detection"
 @command(
     "train-xvir",
     "genointerp.viral.training.job:TrainXvirRequest",
+    job="genointerp.viral.training.job:run",
     force="an existing model directory / discard an old checkpoint",
     rich_help_panel=PANEL,
     epilog=(
@@ -29,7 +30,7 @@ PANEL = "Viral detection"
         "  torchrun --nproc_per_node 4 -m genointerp train-xvir train.kmers -o hpv_model --device cuda"
     ),
 )
-def train_xvir(req, force: bool) -> None:
+def train_xvir(req, result: dict) -> None:
     """Train an XVir read classifier (transformer over k-mer tokens) on kmerize datasets.
 
     Binary cross-entropy, Adam, early stopping on validation AUROC; per-epoch metrics in
@@ -40,12 +41,9 @@ def train_xvir(req, force: bool) -> None:
     every epoch (seeded: a resumed or repeated run draws the same reads), so the model never sees
     a read twice.
     """
-    from genointerp.job import execute
-    from genointerp.viral.training.job import run
 
-    metrics = execute(run, req, force, REPORTER)
-    log(f"test: accuracy {metrics['accuracy']:.4f}, AUROC {metrics['auroc']:.4f}, TPR {metrics['tpr']:.4f}, "
-        f"TNR {metrics['tnr']:.4f}, recall at 1% FPR {metrics['recall_at_1pct_fpr']:.4f}")
+    log(f"test: accuracy {result['accuracy']:.4f}, AUROC {result['auroc']:.4f}, TPR {result['tpr']:.4f}, "
+        f"TNR {result['tnr']:.4f}, recall at 1% FPR {result['recall_at_1pct_fpr']:.4f}")
     if req.target_fpr is not None and is_main_rank():
         import json
 
@@ -58,6 +56,7 @@ def train_xvir(req, force: bool) -> None:
 @command(
     "classify-reads",
     "genointerp.viral.classify.request:ClassifyRequest",
+    job="genointerp.viral.classify.job:run",
     prepare=single_threaded_numpy_blas,  # before the request's imports load numpy
     rich_help_panel=PANEL,
     epilog=(
@@ -67,7 +66,7 @@ def train_xvir(req, force: bool) -> None:
         "  genointerp classify-reads tumor.fq.gz --chunk 3/8 -o chunk3.tsv --summary chunk3.json   # then merge-calls"
     ),
 )
-def classify_reads(req, force: bool) -> None:
+def classify_reads(req, result: dict) -> None:
     """Call every read viral or not; the built-in model knows HPV.
 
     A read's evidence is how unlikely by chance its matches to the model folder's viral
@@ -76,10 +75,7 @@ def classify_reads(req, force: bool) -> None:
     get a call; the model scores 150 bp windows (tiled along longer reads) and abstains on
     shorter ones, whose evidence then decides (status model_abstained).
     """
-    from genointerp.job import execute
-    from genointerp.viral.classify.job import run
 
-    result = execute(run, req, force, REPORTER)
     sc = result["status_counts"]
     log(f"{result['reads_total']:,} reads, {result['reads_scored']:,} scored, {result['reads_called_viral']:,} called viral "
         f"({100 * result['fraction_viral_of_scored']:.3f} % of scored); too short {sc['too_short']:,}, ambiguous {sc['ambiguous']:,}; "
@@ -98,6 +94,7 @@ def log_sample(vr: dict) -> None:
 @command(
     "merge-calls",
     "genointerp.viral.classify.merge_calls:MergeCallsRequest",
+    job="genointerp.viral.classify.merge_calls:run",
     rich_help_panel=PANEL,
     epilog=(
         "Example (8 jobs, then the gather):\n\n"
@@ -105,7 +102,7 @@ def log_sample(vr: dict) -> None:
         "  genointerp merge-calls c?.tsv c?.json c?.fq.gz -o calls.tsv --summary summary.json --viral-out viral.fq.gz"
     ),
 )
-def merge_calls(req, force: bool) -> None:
+def merge_calls(req, result: dict) -> None:
     """Gather classify-reads --chunk outputs: the TSVs, viral reads, summaries and per-sample report of the whole run.
 
     With the chunk summaries, every chunk 1..N must be there once, from the same inputs, model
@@ -114,10 +111,7 @@ def merge_calls(req, force: bool) -> None:
     (--report, --kraken-report, --multiqc, --multiqc-types) is built from the typing each chunk
     summary holds, with the chunks' --sample, --host-genome-size and --host-bases.
     """
-    from genointerp.job import execute
-    from genointerp.viral.classify.merge_calls import run
 
-    result = execute(run, req, force, REPORTER)
     merged, n_tables = result["summary"], result["chunks"]
     if merged:
         log(f"merged {n_tables} chunks: {merged['reads_total']:,} reads, {merged['reads_called_viral']:,} called viral")
@@ -130,6 +124,7 @@ def merge_calls(req, force: bool) -> None:
 @command(
     "index-model",
     "genointerp.viral.evidence.index_model:IndexModelRequest",
+    job="genointerp.viral.evidence.index_model:run",
     force=None,
     rich_help_panel=PANEL,
     epilog=(
@@ -139,7 +134,7 @@ def merge_calls(req, force: bool) -> None:
         "  genointerp index-model my_hpv_model --check"
     ),
 )
-def index_model(req, force: bool) -> None:
+def index_model(req, result: dict) -> None:
     """Store a model folder's viral indexes prebuilt, so classify-reads starts in a second.
 
     The seed and protein indexes are built from the folder's references and written to
@@ -150,10 +145,7 @@ def index_model(req, force: bool) -> None:
     without importing torch (2-3 s). train-xvir writes both with every model; what was left
     from other references, other weights or an older genointerp is replaced.
     """
-    from genointerp.job import execute
-    from genointerp.viral.evidence.index_model import run
 
-    result = execute(run, req, False, REPORTER)
     if req.check_only:
         print(f"{result['index']}\t{result['state']}")
         if result["state"] != "current":
