@@ -96,7 +96,9 @@ def _viral_end(call: _Call, panel: ViralPanel) -> _ViralEnd:
     on_ref = [e for e in call.splits + call.pairs if e.place.ref == ref]
     vside = min(Counter(e.vside for e in on_ref).most_common(), key=lambda kv: (-kv[1], kv[0]))[0]
     split_pos = [e.vpos for e in on_ref if e.kind == "split" and e.vside == vside]
-    if split_pos:
+    if split_pos and all(e.long for e in on_ref):  # long reads' ends scatter by their indels: the median
+        vpos = sorted(split_pos)[(len(split_pos) - 1) // 2]
+    elif split_pos:
         vpos = min(Counter(split_pos).most_common(), key=lambda kv: (-kv[1], kv[0]))[0]
     else:
         pos = [e.vpos for e in on_ref if e.vside == vside]
