@@ -93,14 +93,14 @@ class DeclaredCommand(TyperCommand):
     def params(self, value: list) -> None:
         self._params = value
 
-    def _load(self) -> None:
+    def _load(self, helps: bool = True) -> None:
         from typer.main import get_callback, get_params_convertors_ctx_param_name_from_function
 
         self._loaded = True
         if self.prepare is not None:
             self.prepare()
         request, body, force = self.spec
-        function, self._deprecated = build_function(request, self.runner(body), force)
+        function, self._deprecated = build_function(request, self.runner(body), force, helps)
         params, convertors, context_name = get_params_convertors_ctx_param_name_from_function(function)
         self._params = params + self._params + self.later_params
         self.callback = get_callback(callback=function, params=params, convertors=convertors,
@@ -132,7 +132,9 @@ class DeclaredCommand(TyperCommand):
         formatter.buffer[:] = [text.replace("\\[", "[") for text in formatter.buffer]  # rich's escape
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        self.params  # noqa: B018 (loads them, and the deprecated spellings)
+        if not self._loaded:  # a help computed when shown (a model folder's default) is not read for a run
+            options = args[: args.index("--")] if "--" in args else args
+            self._load(helps=any(a in ("-h", "--help") for a in options))
         return super().parse_args(ctx, undeprecate(args, self._deprecated))
 
 
@@ -203,9 +205,11 @@ def _default(field: dataclasses.Field, decl: Declared) -> Any:
     return ...  # required
 
 
-def build_function(request: str, body: Callable[[Any, bool], Any], force: str | None) -> tuple[Callable, dict[str, str]]:
+def build_function(request: str, body: Callable[[Any, bool], Any], force: str | None,
+                   helps: bool = True) -> tuple[Callable, dict[str, str]]:
     """The function Typer reads (its signature: one parameter per declared field, then --force)
-    that builds the request and calls body(req, force); and the deprecated spellings."""
+    that builds the request and calls body(req, force); and the deprecated spellings. Without
+    `helps`, a help declared as a callable is left empty (it may read files: not for a run)."""
     cls = request_class(request)
     hints = typing.get_type_hints(cls)
     parameters, fields, deprecated = [], [], {}
@@ -215,7 +219,8 @@ def build_function(request: str, body: Callable[[Any, bool], Any], force: str | 
             continue
         kind = _annotation(hints[field.name], decl)
         default = _default(field, decl)
-        common = dict(help=decl.help_text(), metavar=decl.metavar, show_default=decl.show_default, hidden=decl.hidden)
+        text = decl.help_text() if helps or not callable(decl.help) else ""
+        common = dict(help=text, metavar=decl.metavar, show_default=decl.show_default, hidden=decl.hidden)
         click_type = _click_type(kind, decl)
         if decl.argument:
             info = typer.Argument(default, click_type=click_type, **common)
