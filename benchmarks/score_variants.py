@@ -45,12 +45,14 @@ from sklearn.metrics import roc_auc_score
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test-data"))
 from common import GENOINTERP, out_dir, table  # noqa: E402
-from make_tracks_data import (FLANK_A, FLANK_B, MOTIF_A, MOTIF_B, VALUE_A, VALUE_B, motif_sites, revcomp,  # noqa: E402
-                              site_intervals)
+from make_tracks_data import FLANK_A, FLANK_B, MOTIF_A, MOTIF_B, VALUE_A, VALUE_B, motif_sites, site_intervals  # noqa: E402
+from planted import PlantedTrack, planted_genome, write_fasta, write_tracks  # noqa: E402
 
 SEED = 42
 PLANTED_CHROMS = {"chr1": 2_000_000, "chr2": 100_000, "chr3": 100_000}
 SITE_EVERY = 800  # bp per planted site of each motif
+PLANTED_TRACKS = [PlantedTrack("motif_a", MOTIF_A, FLANK_A, VALUE_A, group="DNase"),
+                  PlantedTrack("motif_b", MOTIF_B, FLANK_B, VALUE_B)]
 # The planted model: the paper's CNN baseline (maxpool-cnn), 8 epochs, train-tracks' default
 # Poisson loss, chosen on chr2 (validation Pearson r 0.911; squared error 0.658, squared error over
 # 16 epochs 0.609, over 20 with patience 4 0.611); the 1D-Swin default, tried first (240 kb of training
@@ -66,16 +68,6 @@ def run(cmd: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
     return time.perf_counter() - t0
-
-
-def write_fasta(path: Path, seqs: dict[str, str]) -> None:
-    import pysam
-
-    plain = path.with_suffix("")
-    plain.write_text("".join(f">{c}\n" + "".join(s[i:i + 60] + "\n" for i in range(0, len(s), 60)) for c, s in seqs.items()))
-    pysam.tabix_compress(str(plain), str(path), force=True)
-    plain.unlink()
-    pysam.faidx(str(path))
 
 
 def write_vcf(path: Path, contigs: dict[str, int], variants: list[tuple[str, int, str, str, str]]) -> None:
@@ -100,38 +92,6 @@ def auroc(labels: list[int], scores: list[float]) -> float:
 
 
 # --- 1. planted truth -----------------------------------------------------------------------
-
-def planted_genome(rng: np.random.Generator) -> dict[str, str]:
-    letters = np.frombuffer(b"ACGT", dtype=np.uint8)
-    seqs = {}
-    for chrom, length in PLANTED_CHROMS.items():
-        seq = bytearray(letters[rng.integers(0, 4, length)].tobytes())
-        n = length // SITE_EVERY
-        slots = rng.choice(np.arange(200, length - 300, 300), size=2 * n, replace=False) + rng.integers(0, 100, 2 * n)
-        for i, pos in enumerate(slots):
-            motif = MOTIF_A if i < n else MOTIF_B
-            motif = revcomp(motif) if rng.random() < 0.5 else motif
-            seq[pos:pos + len(motif)] = motif.encode()
-        seqs[chrom] = seq.decode()
-    return seqs
-
-
-def planted_tracks(out: Path, seqs: dict[str, str]) -> Path:
-    import pyBigWig
-
-    for name, motif, flank, value in (("motif_a", MOTIF_A, FLANK_A, VALUE_A), ("motif_b", MOTIF_B, FLANK_B, VALUE_B)):
-        bw = pyBigWig.open(str(out / f"{name}.bw"), "w")
-        bw.addHeader(list(PLANTED_CHROMS.items()))
-        for chrom, seq in seqs.items():
-            iv = site_intervals(seq, motif, flank)
-            bw.addEntries([chrom] * len(iv), [s for s, _ in iv], ends=[e for _, e in iv], values=[value] * len(iv))
-        bw.close()
-    targets = out / "targets.tsv"
-    targets.write_text("id\tpath\tgroup\tdescription\n"
-                       f"motif_a\t{out / 'motif_a.bw'}\tDNase\tAP-1 sites +-64 bp\n"
-                       f"motif_b\t{out / 'motif_b.bw'}\tChIP\tCCAAT sites +-32 bp\n")
-    return targets
-
 
 def planted_variants(seq: str, rng: np.random.Generator) -> tuple[list, dict]:
     """SNVs breaking each site of each motif, and controls beside them; (variants, labels by id)."""
@@ -166,10 +126,10 @@ def planted_variants(seq: str, rng: np.random.Generator) -> tuple[list, dict]:
 
 def planted(out: Path) -> list[dict]:
     rng = np.random.default_rng(SEED)
-    seqs = planted_genome(rng)
+    seqs = planted_genome(rng, PLANTED_CHROMS, [MOTIF_A, MOTIF_B], SITE_EVERY)
     fasta = out / "planted.fa.gz"
     write_fasta(fasta, seqs)
-    targets = planted_tracks(out, seqs)
+    targets = write_tracks(out, seqs, PLANTED_TRACKS)
     model = out / "planted_model"
     if not (model / "config.json").exists():
         secs = run([*GENOINTERP, "train-tracks", "--fasta", str(fasta), "--targets", str(targets), "--chroms",

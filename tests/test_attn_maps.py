@@ -179,7 +179,8 @@ def swin(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("attn") / "swin"
     args = ["-q", "train-tracks", "-R", FASTA, "--targets", TRACKS / "targets.tsv", "--seq-len", 1024,
-            "--bin-size", 32, "--target-bins", 16, "--width", 16, "--epochs", 1, "--device", "cpu", "-o", out]
+            "--bin-size", 32, "--target-bins", 16, "--width", 16, "--epochs", 1, "--device", "cpu", "-o", out,
+            "--patch", 1]  # single-nucleotide tokens (not train-tracks' default): every stage's layout is checked
     res = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return out

@@ -43,6 +43,26 @@ def largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(2, min(n, at_most) + 1) if n % d == 0)
 
 
+SWIN1D_PATCH = 8  # bp per token after swin1d's stem when train-tracks is not given --patch (default_patch)
+
+
+def default_patch(arch: str, bin_size: int) -> int:
+    """bp per token after the stem when train-tracks has no --patch: swin1d pools its stem conv to
+    tokens of at most SWIN1D_PATCH bp (bin_size halved as often as needed, at least once: Swin's
+    patch embedding); the baselines keep single-nucleotide tokens (1), as before.
+
+    Why: on planted motifs (benchmarks/tracks_planted.py, benchmarks/README.md "Track models:
+    planted motifs") swin1d with single-bp tokens did not leave the mean in 800 steps, under every
+    change to its initialisation, normalisation, schedule, dropout, merging and attention tried,
+    and costs about 5x as much per step; pooled to 8 bp tokens it learns the motifs."""
+    if arch != "swin1d" or bin_size < 2 or bin_size % 2:
+        return 1
+    patch = bin_size // 2
+    while patch > SWIN1D_PATCH and patch % 2 == 0:
+        patch //= 2
+    return patch
+
+
 def default_track_config(arch: str, seq_len: int, bin_size: int, target_bins: int, n_tracks: int,
                          track_groups: tuple[int, ...] | None = None, width: int = 64, *, dropout: float = 0.1,
                          transformer_layers: int = 1, window: int = 16, dilated_layers: int = 4,

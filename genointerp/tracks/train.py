@@ -22,7 +22,7 @@ from genointerp import options
 from genointerp.options import opt
 from genointerp.model_folder import build_model
 from genointerp.models.swin1d import widen_stem
-from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
+from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_patch, default_track_config
 from genointerp.models.track_heads import add_motif_scan, add_track_groups, drop_track_groups, widen_head
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, job_device, use_threads
@@ -78,9 +78,10 @@ class TrackTrainRequest:
         help='Model width (channels of the first stage); baselines are matched to it.')
     dropout: float = opt(0.1, "--dropout", min=0, max=0.9, help='Dropout rate inside the model.')
     patch: int = opt(
-        1, "--patch", min=1,
-        help=('bp per token after the stem: 1 = single-nucleotide tokens (the paper); 4 or 8 trains several times '
-              'faster on CPU.'))  # bp per token after the stem
+        0, "--patch", min=0,
+        help=('bp per token after the stem: 1 = single-nucleotide tokens (the paper\'s); 0 = 8 for swin1d (its stem '
+              'pooled, as Swin embeds patches: with 1 bp tokens it barely learns and costs ~5x per step), 1 for '
+              'the baselines.'))  # bp per token after the stem; 0: models.track_configs.default_patch
     seq_len: int = opt(4096, "--seq-len", min=64, help='bp of DNA per window.')
     bin_size: int = opt(128, "--bin-size", min=1, help='bp per target bin.')
     target_bins: int = opt(16, "--target-bins", min=1, help='Bins predicted at the centre of each window.')
@@ -341,9 +342,10 @@ class TrackTraining(TrainingJob):
         self.scan = self._scan_motifs()
         if req.init_from:
             return self._init_config()
-        stages = (g.bin_size // req.patch).bit_length() - 1
-        if req.patch * 2**stages != g.bin_size:
-            raise InputError(f"--patch {req.patch}: bin size {g.bin_size} is not the patch times a power of 2")
+        patch = req.patch or default_patch(req.arch, g.bin_size)
+        stages = (g.bin_size // patch).bit_length() - 1
+        if patch * 2**stages != g.bin_size:
+            raise InputError(f"--patch {patch}: bin size {g.bin_size} is not the patch times a power of 2")
         config = default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_specs),
                                       self.all_sizes, req.width, dropout=req.dropout, max_stages=stages,
                                       stem_filters=req.stem_filters, head_width=req.head_width)
