@@ -25,14 +25,14 @@ from genointerp.capsule.cohort import align, class_counts, order_case_last
 from genointerp.capsule.interpret import gene_groups
 from genointerp.capsule.pair_screen import chance_threshold, screen_table
 from genointerp.capsule.rules import network, primary_kind
-from genointerp.capsule.settings import CapsuleSettings, settings_dict
+from genointerp.capsule.settings import CapsuleSettings, features_arg, phenotype_option, phenotypes_option, settings_dict
 from genointerp.capsule.splits import make_splits
 from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_features, read_phenotypes
 from genointerp import options
 from genointerp.job import one_stdin
-from genointerp.options import arg, opt
+from genointerp.options import opt
 from genointerp.report import Reporter
 from genointerp.runtime import usable_threads, use_threads
 
@@ -41,16 +41,12 @@ from genointerp.runtime import usable_threads, use_threads
 class CapsuleSearchRequest:
     """capsule-search: the fields are its options (files as paths, `-` for stdin)."""
 
-    features: str = arg(
-        metavar="FEATURES",
-        help='gene-pca output folder, or a TSV (sample column first, then chrom:gene:pcN columns).')  # gene-pca folder or TSV
-    phenotypes: str = opt(
-        ..., "-p", "--phenotypes",
-        help='Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing).')
+    features: str = features_arg()  # gene-pca folder or TSV
+    phenotypes: str = phenotypes_option()
     output: str = opt(
         ..., "-o", "--output",
         help='Folder to write: best.tsv, screen.tsv, history.tsv, history.png, search.json.')  # folder
-    phenotype: str | None = opt(None, "--phenotype", help='Phenotype column (default: the first one); binary.')
+    phenotype: str | None = phenotype_option()
     case: str | None = opt(None, "--case", help='The value that marks cases (as capsule-train).')
     population: int = opt(16, "--population", min=2, help='Gene subsets per generation.')
     generations: int = opt(10, "--generations", min=1, help='Generations (the first is random).')

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from genointerp.options import arg, opt
+
 
 @dataclass
 class CapsuleSettings:
@@ -32,3 +34,21 @@ def settings_dict(s: CapsuleSettings) -> dict:
     d = asdict(s)
     d.pop("device"), d.pop("threads")  # where it ran does not describe the model
     return d
+
+
+# the options capsule-train and capsule-search share, declared once (genointerp.options)
+def features_arg():
+    """FEATURES: a gene-pca output folder or a features TSV."""
+    return arg(metavar="FEATURES",
+               help="gene-pca output folder, or a TSV (sample column first, then chrom:gene:pcN columns).")
+
+
+def phenotypes_option():
+    """-p/--phenotypes, required."""
+    return opt(..., "-p", "--phenotypes",
+               help="Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing).")
+
+
+def phenotype_option():
+    """--phenotype: which column of --phenotypes."""
+    return opt(None, "--phenotype", help="Phenotype column (default: the first one); binary.")

@@ -18,14 +18,14 @@ from genointerp.capsule.interpret import gene_groups, gene_index, spared_genes
 from genointerp.capsule.model_dir import write_model_dir
 from genointerp.capsule.protocol import train
 from genointerp.capsule.rules import network, primary_kind
-from genointerp.capsule.settings import CapsuleSettings
+from genointerp.capsule.settings import CapsuleSettings, features_arg, phenotype_option, phenotypes_option
 from genointerp.capsule.tables import results_table
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_dosages, read_features, read_phenotypes
 from genointerp import options
 from genointerp.job import one_stdin
-from genointerp.options import arg, opt
+from genointerp.options import opt
 from genointerp.models.capsule import CapsuleConfig
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, device_for, use_threads
@@ -47,14 +47,10 @@ class CapsuleTrainRequest:
     lr, gene_penalty and pair_screen left at None take the primary kind's default (GENE_DEFAULTS,
     CONV_DEFAULTS)."""
 
-    features: str = arg(
-        metavar="FEATURES",
-        help='gene-pca output folder, or a TSV (sample column first, then chrom:gene:pcN columns).')  # gene-pca folder or TSV
-    phenotypes: str = opt(
-        ..., "-p", "--phenotypes",
-        help='Phenotype TSV (sample/IID column + phenotype columns; NA, -9, empty = missing).')
+    features: str = features_arg()  # gene-pca folder or TSV
+    phenotypes: str = phenotypes_option()
     output: str = opt(..., "-o", "--output", help='Model directory to write.')  # model directory
-    phenotype: str | None = opt(None, "--phenotype", help='Phenotype column (default: the first one); binary.')
+    phenotype: str | None = phenotype_option()
     case: str | None = opt(
         None, "--case",
         help=('The value that marks cases (default: case/affected/yes/true if present, else the second in sort '
