@@ -27,11 +27,13 @@ def _num(x: float | None, digits: int) -> str:
     return "NA" if x is None else f"{x:.{digits}f}"
 
 
-def write_report_tsv(out: BinaryIO, rows) -> None:
-    """One row per virus type (genointerp.viral.report.sample_report.ReportRow), most reads first."""
-    lines = [REPORT_HEADER]
+def write_report_tsv(out: BinaryIO, rows, rna: bool = False) -> None:
+    """One row per virus type (genointerp.viral.report.sample_report.ReportRow), most reads first;
+    an RNA library's (`rna`) with reads_per_million after reads."""
+    lines = [REPORT_HEADER.replace("\treads\t", "\treads\treads_per_million\t", 1) if rna else REPORT_HEADER]
     for r in rows:
-        lines.append(f"{r.sample}\t{r.virus}\t{r.type}\t{r.reads:.2f}\t{r.unique_reads}\t{_num(r.genome_fraction, 4)}\t"
+        rpm = f"{_num(r.reads_per_million, 4)}\t" if rna else ""
+        lines.append(f"{r.sample}\t{r.virus}\t{r.type}\t{r.reads:.2f}\t{rpm}{r.unique_reads}\t{_num(r.genome_fraction, 4)}\t"
                      f"{_num(r.mean_depth, 4)}\t{_num(r.copies_per_genome, 4)}\t{r.status}\t{r.shared_with or '.'}\t"
                      f"{r.reference or 'NA'}\t{r.host_depth:.6f}\t{','.join(r.flags) or '.'}\n")
     out.write("".join(lines).encode())
@@ -178,7 +180,7 @@ def write_sample_report(outputs: dict, summary: dict, rows, reads_total: int, re
     """Write the report in each format of `outputs` (format -> open binary stream or None): tsv,
     kraken, multiqc, multiqc_types."""
     if outputs.get("tsv") is not None:
-        write_report_tsv(outputs["tsv"], rows)
+        write_report_tsv(outputs["tsv"], rows, summary.get("library") == "rna")
     if outputs.get("kraken") is not None:  # the reads --unmapped-only left out are the sample's too: unclassified
         write_kraken_report(outputs["kraken"], reads_total + summary.get("reads_left_out", 0), reads_viral,
                             summary["kraken"])

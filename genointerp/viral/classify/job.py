@@ -282,7 +282,7 @@ def report_spec(req: ClassifyRequest, log) -> dict:
         if mapped is not None and mapped.viral_records:
             log("mapped to viral contigs, neither classified (--unmapped-only) nor host: "
                 + ", ".join(f"{n:,} records on {c}" for c, n in mapped.viral_records.items()))
-    return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped)
+    return sample_spec(req.sample or sample_name(req.reads), req.host_genome_size, req.host_bases, mapped, req.library)
 
 
 def _rows(names: list[str], lengths: np.ndarray, got: BatchCalls, types: list[str]) -> str:

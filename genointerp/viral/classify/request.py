@@ -101,6 +101,11 @@ class ClassifyRequest:
         help=("The host's bases in the sample, where classify-reads cannot count them: a FASTQ of reads already "
               'stripped of the host, a CRAM or an unindexed BAM with --unmapped-only. Default: the bases of the '
               'reads not called viral, plus with --unmapped-only those of the mapped reads (from the BAM index).'))
+    library: str = opt(
+        "dna", "--library", choices=("dna", "rna"),
+        help=("What was sequenced: dna (copies per genome from the host's depth) or rna (an RNA-seq library: the "
+              'report gives reads per million reads of the sample beside the reads, copies per genome empty, flag '
+              'rna_library).'))
     viral_out: str | None = opt(
         None, "--viral-out",
         help='Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two).')  # the reads called viral

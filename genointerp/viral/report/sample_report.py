@@ -16,6 +16,12 @@ Flags, per row (`flags`, ',' joined; '.' for none):
   of unmapped reads: give --host-bases), and copies per genome mean little. The copies are still
   printed (NA where the host depth is 0).
 
+- rna_library (every row of a `--library rna` sample): an RNA-seq library's reads measure
+  expression, not copies: copies per genome are left empty (NA) and each row has its reads per
+  million reads of the sample (`reads_per_million`, beside `reads`; the sample's reads: those
+  classified and those --unmapped-only left out), as summary.json's `viral_reads_per_million`
+  for all reads called viral.
+
 Status, per type (thresholds set on HPV-negative samples, benchmarks/viral_report.py):
 - detected: at least MIN_READS EM-assigned reads, MIN_UNIQUE of them matching no other type, and
   MIN_COVERED bases of its genome covered; and not every read of it also matches a type detected
@@ -36,7 +42,7 @@ kraken report puts them at the virus's own node.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from genointerp.errors import InputError, UsageError
@@ -79,9 +85,12 @@ class ReportRow:
     genome_length: int
     host_depth: float
     flags: tuple[str, ...]  # see the module's docstring
+    reads_per_million: float | None = None  # an RNA library's (None: a DNA library's, which has copies)
 
     def as_dict(self) -> dict:
-        return {"virus": self.virus, "type": self.type, "reads": round(self.reads, 2), "unique_reads": self.unique_reads,
+        rpm = {} if self.reads_per_million is None else {"reads_per_million": round(self.reads_per_million, 4)}
+        return {"virus": self.virus, "type": self.type, "reads": round(self.reads, 2), **rpm,
+                "unique_reads": self.unique_reads,
                 "genome_fraction": None if self.genome_fraction is None else round(self.genome_fraction, 4),
                 "mean_depth": None if self.mean_depth is None else round(self.mean_depth, 4),
                 "copies_per_genome": None if self.copies_per_genome is None else round(self.copies_per_genome, 4),
@@ -162,10 +171,27 @@ def host_bases_of(typing: dict) -> int:
     return host["classified"] + host["mapped"]
 
 
+def sample_reads(typing: dict) -> int:
+    """An RNA sample's reads (the denominator of reads per million): those classified and those
+    --unmapped-only left out."""
+    return int(typing.get("reads_classified", 0)) + int(typing["host_bases"].get("mapped_reads_left_out") or 0)
+
+
+def rna_rows(rows: list[ReportRow], reads: int) -> list[ReportRow]:
+    """An RNA library's rows: reads per million of the sample's `reads`, no copies, flag rna_library."""
+    scale = 1e6 / reads if reads else 0.0
+    return [replace(r, copies_per_genome=None, flags=("rna_library",), reads_per_million=r.reads * scale) for r in rows]
+
+
 def report_summary(typing: dict, rows: list[ReportRow], iterations: int) -> dict:
     host_bases = host_bases_of(typing)
     host = typing["host_bases"]
     top = next((r for r in rows if r.status == "detected"), None)
+    rna = {}
+    if typing.get("library") == "rna":
+        reads = sample_reads(typing)
+        called = len(typing["placed"]) + typing["unplaced"]
+        rna = {"library": "rna", "reads": reads, "viral_reads_per_million": round(called * 1e6 / reads, 4) if reads else 0.0}
     return {
         "sample": typing["sample"],
         "host_bases": host_bases,
@@ -176,7 +202,8 @@ def report_summary(typing: dict, rows: list[ReportRow], iterations: int) -> dict
         "reads_left_out": host.get("mapped_reads_left_out") or 0,
         "host_genome_size": typing["host_genome_size"],
         "host_depth": round(host_bases / typing["host_genome_size"], 6),
-        "flags": list(load_flags(host_bases / typing["host_genome_size"])),
+        "flags": ["rna_library"] if rna else list(load_flags(host_bases / typing["host_genome_size"])),
+        **rna,
         "assumption": ASSUMPTION,
         "viral_reads_placed": len(typing["placed"]),
         "viral_reads_unplaced": typing["unplaced"],
@@ -191,16 +218,21 @@ def report_summary(typing: dict, rows: list[ReportRow], iterations: int) -> dict
 
 def summary_line(vr: dict) -> str:
     """The one line classify-reads and merge-calls log for a sample's report (`vr`, its summary):
-    the types detected with their reads and copies; where none is, what the reads called viral
+    the types detected with their reads and copies (an RNA library's: reads per million); where none is, what the reads called viral
     came to (the rows short of detection, or that no reference places them), so that the line says
     "no virus detected" only where no read was called viral; and the flags of the host's depth."""
-    found = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['copies_per_genome']} copies/genome)"
+    rna = vr.get("library") == "rna"  # expression, not copies
+    found = ", ".join(f"{t['type']} ({t['reads']:g} reads, " + (f"{t['reads_per_million']} reads per million)" if rna
+                                                                 else f"{t['copies_per_genome']} copies/genome)")
                       for t in vr["types"] if t["status"] == "detected")
     called = vr["viral_reads_placed"] + vr["viral_reads_unplaced"]
     if not found and called:
         rows = ", ".join(f"{t['type']} ({t['reads']:g} reads, {t['status']})" for t in vr["types"])
         found = f"no type detected; {called:,} reads called viral" + (f": {rows}" if rows else ", placed on no reference")
-    flags = f"; host depth {vr['host_depth']:g}x: {', '.join(vr['flags'])}" if vr["flags"] else ""
+    if rna:
+        flags = "; rna_library: no copies per genome"
+    else:
+        flags = f"; host depth {vr['host_depth']:g}x: {', '.join(vr['flags'])}" if vr["flags"] else ""
     return f"sample {vr['sample']}: {found or 'no virus detected'}{flags}"
 
 
@@ -223,6 +255,8 @@ def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
     host_depth = host_bases_of(typing) / typing["host_genome_size"]
     by_type = build_rows(typing["sample"], rows, host_depth)
     report_rows = by_type + virus_rows(typing["sample"], typing["named"], host_depth)
+    if typing.get("library") == "rna":
+        report_rows = rna_rows(report_rows, sample_reads(typing))
     summary = report_summary(typing, report_rows, em.iterations)
     summary["kraken"] = kraken_rows(by_type, len(placed), typing["taxids"], typing["named"])
     return summary, report_rows

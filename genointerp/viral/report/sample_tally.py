@@ -48,6 +48,7 @@ class SampleTally:
         self.unplaced = 0
         self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
         self.host_bases = 0
+        self.reads = 0  # reads classified (an RNA library's reads per million)
 
     def add(self, batch: list, lengths, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
         """The reference column of a batch of n records, given their lengths (int64 (n,)), its reads
@@ -55,6 +56,7 @@ class SampleTally:
         beforehand."""
 
         labels = ["NA"] * len(batch)
+        self.reads += len(batch)
         self.host_bases += int(lengths[~viral].sum())
         if self.typer is None:
             return labels
@@ -83,4 +85,4 @@ class SampleTally:
                 refs[name] = (n.virus, n.display, panel.refs[name].length)
         taxids = type_taxids(self.model_dir)
         return typing_part(spec, self.placed, refs, self.unplaced, self.named, self.host_bases,
-                           {d: taxids[d] for _, d, _ in refs.values() if d in taxids})
+                           {d: taxids[d] for _, d, _ in refs.values() if d in taxids}, self.reads)

@@ -21,11 +21,13 @@ from genointerp.viral.report.host_depth import MappedBases
 from genointerp.viral.typing.typer import Hit, TypeHits
 
 
-def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, mapped: MappedBases | None) -> dict:
+def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, mapped: MappedBases | None,
+                library: str = "dna") -> dict:
     """The report's settings: its sample name, the host genome size, and the host's bases given
     (--host-bases) or those of the mapped reads an --unmapped-only run leaves out (None: unknown,
-    where no report is asked for; the report then refuses)."""
-    return {"sample": sample, "host_genome_size": host_genome_size,
+    where no report is asked for; the report then refuses); and `library: rna` for an RNA-seq
+    library (absent for DNA, so that a DNA sample's typing is what it was before the key)."""
+    return {"sample": sample, "host_genome_size": host_genome_size, **({"library": library} if library != "dna" else {}),
             "host_bases": {"given": host_bases,
                            "mapped": None if mapped is None else mapped.bases,
                            "mapped_records": None if mapped is None else mapped.records,
@@ -35,13 +37,16 @@ def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, ma
 
 
 def typing_part(spec: dict, placed: list[TypeHits], refs: dict[str, tuple], unplaced: int, named: dict[str, int],
-                classified_host_bases: int, taxids: dict[str, int]) -> dict:
+                classified_host_bases: int, taxids: dict[str, int], reads: int = 0) -> dict:
     """A sample's (or a chunk's) typing as JSON: `spec` (sample_spec) with the bases of the reads
     not called viral added, each placed read's matches (see the module's docstring) on the
     references `refs` (name -> (virus, display name, genome length)), the unplaced reads and
-    those named by virus, and the taxids of the types matched."""
+    those named by virus, and the taxids of the types matched; for an RNA library, the `reads`
+    classified (the denominator of reads per million)."""
     part = {k: v for k, v in spec.items() if k != "host_bases"}
     part["host_bases"] = {**spec["host_bases"], "classified": classified_host_bases}
+    if spec.get("library") == "rna":
+        part["reads_classified"] = reads
     names = sorted(refs)
     index = {name: i for i, name in enumerate(names)}
     part.update({"refs": [[name, *refs[name]] for name in names],
@@ -75,21 +80,22 @@ def merge_typing(parts: list[tuple[str, dict]]) -> dict:
     same = ("sample", "host_genome_size")
     first_path = parts[0][0]
     settings: dict | None = None
-    classified = unplaced = 0
+    classified = unplaced = reads = 0
     placed: list[TypeHits] = []
     refs: dict[str, tuple] = {}
     named: dict[str, int] = {}
     taxids: dict[str, int] = {}
     for path, part in parts:
         try:
-            mine = {**{k: part[k] for k in same}, "host_bases": {k: v for k, v in part["host_bases"].items()
-                                                                  if k != "classified"}}
+            mine = {**{k: part[k] for k in same}, **{k: part[k] for k in ("library",) if k in part},
+                    "host_bases": {k: v for k, v in part["host_bases"].items() if k != "classified"}}
             settings = settings or mine
             if mine != settings:
                 raise InputError(f"{path}: its report settings {_settings(mine)} differ from {first_path}'s "
                                  f"{_settings(settings)}: run every chunk with the same --sample, --host-genome-size "
-                                 "and --host-bases")
+                                 "and --host-bases (and --library)")
             classified += int(part["host_bases"]["classified"])
+            reads += int(part.get("reads_classified", 0))
             placed += placed_reads(part)
             unplaced += int(part["unplaced"])
             for table, new in ((refs, references(part)), (taxids, part["taxids"])):
@@ -100,10 +106,10 @@ def merge_typing(parts: list[tuple[str, dict]]) -> dict:
                 named[virus] = named.get(virus, 0) + int(n)
         except (KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
             raise InputError(f"{path}: its typing is damaged ({type(exc).__name__}: {exc})") from None
-    return typing_part(settings, placed, refs, unplaced, named, classified, taxids)
+    return typing_part(settings, placed, refs, unplaced, named, classified, taxids, reads)
 
 
 def _settings(s: dict) -> str:
     host = s["host_bases"]
     return (f"(sample {s['sample']!r}, host genome {s['host_genome_size']:g} bp, host bases given {host['given']}, "
-            f"mapped {host['mapped']})")
+            f"mapped {host['mapped']}, library {s.get('library', 'dna')})")
