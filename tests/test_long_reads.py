@@ -159,3 +159,13 @@ def test_find_integrations_on_a_long_read_bam(cli, tmp_path):
 def test_no_long_read_options_for_short_read_runs(cli, tmp_path):
     res = cli("simulate-reads", "-s", f"hpv={DATA / 'hpv4.fa'}", "-n", "5", "-o", tmp_path / "r.fq", "--accuracy", "0.9")
     assert_one_error_line(res, "--accuracy")
+
+
+def test_long_read_calls_are_the_same_bytes_for_any_threads(cli, tmp_path):
+    """Long reads' evidence and typing are per read: -t 1 and -t 3 write the same calls and report."""
+    outs = []
+    for t in ("1", "3"):
+        assert cli("-q", "classify-reads", LONG / "ont.fq.gz", "-t", t, "-o", tmp_path / f"c{t}.tsv", "--report",
+                   tmp_path / f"r{t}.tsv").exit_code == 0
+        outs.append(((tmp_path / f"c{t}.tsv").read_bytes(), (tmp_path / f"r{t}.tsv").read_bytes()))
+    assert outs[0] == outs[1]
