@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 from genointerp.errors import UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.paths import names_stdin, names_stdout, same_input
-from genointerp.options import SEED_MAX, check_declared, declared  # noqa: F401 (SEED_MAX: --seed's range, for the jobs)
+from genointerp.options import check_declared, declared
 from genointerp.report import SILENT, Reporter
 
 
@@ -117,26 +117,6 @@ def distinct_inputs(*inputs: tuple[str, str | None], why: str) -> None:
                 raise UsageError(f"{name}: {first} and {name} name the same file ({earlier}, {value}); {why}")
 
 
-def in_range(option: str, value, lo=None, hi=None) -> None:
-    """UsageError "OPTION: VALUE is below LO" / "... is outside LO..HI" unless lo <= value <= hi
-    (None: unbounded), for a request's numbers that a library caller may pass out of range."""
-    if value != value:  # NaN
-        raise UsageError(f"{option}: {value} is not a number")
-    if isinstance(value, float) and math.isinf(value):
-        raise UsageError(f"{option}: {value} is not a finite number")
-    if hi is None:
-        if lo is not None and value < lo:
-            raise UsageError(f"{option}: {value} is below {lo}")
-    elif (lo is not None and value < lo) or value > hi:
-        raise UsageError(f"{option}: {value} is outside {'' if lo is None else lo}..{hi}")
-
-
-def one_of(option: str, value, choices) -> None:
-    """UsageError unless `value` is one of `choices` (an option's fixed set of values)."""
-    if value not in choices:
-        raise UsageError(f"{option}: {value!r} is not one of {', '.join(map(str, choices))}")
-
-
 def stdin_once(option: str, paths: list[str], why: str) -> None:
     """UsageError when `-` (stdin) is among the values of one repeatable input `option` twice or more."""
     n = sum(names_stdin(p) for p in paths)
@@ -149,10 +129,3 @@ def one_stdout(*outputs: tuple[str, str | None]) -> None:
     names = [name for name, value in outputs if names_stdout(value)]
     if len(names) > 1:
         raise UsageError(f"{names[1]}: only one output can be - (stdout), and {names[0]} is - too")
-
-
-def in_ranges(*limits: tuple[str, float | None, float | None, float | None]) -> None:
-    """`in_range` for each (option, value, lowest, highest); a value of None is not checked."""
-    for name, value, lo, hi in limits:
-        if value is not None:
-            in_range(name, value, lo, hi)

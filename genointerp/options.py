@@ -99,7 +99,7 @@ def declared(field: dataclasses.Field) -> Declared | None:
 
 def check_declared(value: Any, decl: Declared) -> str | None:
     """What is wrong with `value` (each item of a list, each value of a dict) against its declared
-    bounds and choices, worded as genointerp.job.in_range words it; None: nothing. A value of None
+    bounds and choices ("OPTION: VALUE is below LO", "... is outside LO..HI"); None: nothing. A value of None
     (an option not given) is not checked."""
     if value is None:
         return None
