@@ -194,7 +194,7 @@ def positive(work: Path, name: str, mix: dict[str, float], load: float, host_rea
     fq = work / f"{name}.fq"
     if mode == "sim":
         args = ["simulate-reads", "-s", f"human={work / 'host.fa'}", "--count", f"human={host_reads}", "--seed", seed,
-                "-s", f"viral={work / 'hpv.fa'}", "--circular", "viral", "--sample", "viral=human",
+                "-s", f"viral={work / 'hpv.fa'}", "--circular", "viral", "--viral-sample", "viral=human",
                 "--viral-load", load, "--host-genome-size", HOST_SIZE, "-o", fq, "--force"]
         args += [a for t, w in mix.items() for a in ("--type-mix", f"{t}={w}")]
         cli(*args)
@@ -315,7 +315,7 @@ def speed(work: Path, host_reads: int, load: float) -> dict:
     fq = work / f"speed_{load:g}.fq"
     if not fq.exists():
         cli("simulate-reads", "-s", f"human={work / 'host.fa'}", "--count", f"human={host_reads}", "--seed", 7,
-            "-s", f"viral={work / 'types' / 'HPV16.fa'}", "--circular", "viral", "--sample", "viral=human",
+            "-s", f"viral={work / 'types' / 'HPV16.fa'}", "--circular", "viral", "--viral-sample", "viral=human",
             "--viral-load", load, "--host-genome-size", HOST_SIZE, "-o", fq, "--force")
     n = sum(1 for _ in pysam.FastxFile(str(fq)))
     base = [sys.executable, "-m", "genointerp", "-q", "classify-reads", str(fq), "-o", str(work / "speed.tsv"),

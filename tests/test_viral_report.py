@@ -193,10 +193,10 @@ def test_multiqc_files_must_be_named_for_multiqc(cli, tmp_path):
 
 
 def test_simulate_reads_sample_mode_round_trip(cli, tmp_path):
-    """simulate-reads --sample: a type mix at a viral load, truth in names and table; classify-reads
+    """simulate-reads --viral-sample: a type mix at a viral load, truth in names and table; classify-reads
     --report finds the types and their copies per genome."""
     args = ["simulate-reads", "-s", f"human={DATA / 'chr20_slice.fa.gz'}", "-s", f"viral={DATA / 'hpv4.fa'}",
-            "--circular", "viral", "--sample", "viral=human", "--viral-load", "2", "--type-mix", "HPV16=0.9",
+            "--circular", "viral", "--viral-sample", "viral=human", "--viral-load", "2", "--type-mix", "HPV16=0.9",
             "--type-mix", "HPV18=0.1", "--count", "human=2000"]
     res = cli(*args, "-o", tmp_path / "s.fq", "--truth", tmp_path / "s.tsv")
     assert res.exit_code == 0, res.output
@@ -220,12 +220,12 @@ def test_simulate_reads_sample_mode_round_trip(cli, tmp_path):
 def test_simulate_reads_sample_mode_errors(cli, tmp_path):
     base = ["simulate-reads", "-s", f"human={DATA / 'chr20_slice.fa.gz'}", "-s", f"viral={DATA / 'hpv4.fa'}",
             "-o", tmp_path / "s.fq"]
-    res = cli(*base, "--sample", "viral=human", "--type-mix", "HPV99=1", "--count", "human=10")
+    res = cli(*base, "--viral-sample", "viral=human", "--type-mix", "HPV99=1", "--count", "human=10")
     errors = [line for line in res.stderr.splitlines() if "error" in line]
     assert res.exit_code == 1 and len(errors) == 1 and "HPV99" in errors[0]
     res = cli(*base, "--type-mix", "HPV16=1", "-n", "10")
-    assert res.exit_code == 2 and "--sample" in res.stderr
-    res = cli(*base, "--sample", "viral=human", "--count", "human=10", "--count", "viral=5")
+    assert res.exit_code == 2 and "--viral-sample" in res.stderr
+    res = cli(*base, "--viral-sample", "viral=human", "--count", "human=10", "--count", "viral=5")
     assert res.exit_code == 1 and "--viral-load" in res.stderr
     assert list(tmp_path.iterdir()) == []
 

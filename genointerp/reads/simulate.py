@@ -107,7 +107,8 @@ class SimulateReadsRequest:
         None, "--truth-bedpe",
         help='Insertion mode: write the junctions as BEDPE (host first).')
     sample: tuple[str, str] | None = opt(
-        None, "--sample", metavar="VIRAL=HOST", cli_type=str | None, parse=one_pair("VIRAL=HOST"),
+        None, "--viral-sample", metavar="VIRAL=HOST", cli_type=str | None, parse=one_pair("VIRAL=HOST"),
+        deprecated=("--sample",),  # --sample names a sample in classify-reads and find-integrations
         help=("Sample mode: a tumour-like sample of the HOST label's reads (--count) holding the VIRAL label's "
               "genomes at --viral-load; each genome's reads are labelled VIRAL:CONTIG (e.g. viral:HPV16) in the "
               'names and the truth table.'))
@@ -155,17 +156,18 @@ class SimulateReadsRequest:
         else:
             if self.paired or self.insert is not None or self.sample is not None or self.profile or self.profile2:
                 raise UsageError(f"--platform: {self.platform} reads are single-end reads of -n/--count; drop "
-                                 "--paired/--insert/--sample/--profile")
+                                 "--paired/--insert/--viral-sample/--profile")
             try:
                 self.long_model().check()
             except InputError as exc:
                 raise UsageError(f"--platform: {exc}") from None
         if self.sample is not None:
             if self.insert is not None or self.num_reads is not None or self.balance or self.fraction:
-                raise UsageError("--sample: with --sample the viral reads come from --viral-load and the others from "
+                raise UsageError("--viral-sample: with --viral-sample the viral reads come from --viral-load and the others from "
                                  "--count; drop --insert/-n/--balance/--fraction")
         elif self.type_mix or self.host_genome_size is not None:
-            raise UsageError("--sample: --type-mix and --host-genome-size belong to sample mode: give --sample VIRAL=HOST")
+            raise UsageError("--viral-sample: --type-mix and --host-genome-size belong to sample mode: give --viral-sample "
+                             "VIRAL=HOST")
         if self.insert is not None:
             if self.depth is None:
                 raise UsageError("--insert: insertion mode draws the host's reads at a depth: give --depth")
