@@ -86,10 +86,10 @@ bench-deps:
 	  command -v minimap2 >/dev/null && command -v bcftools >/dev/null && command -v blastdbcmd >/dev/null && \
 	  test -f /usr/share/ncbi/data/UniVec_Core.nsq && test -f /usr/share/doc/bowtie2/examples/reference/lambda_virus.fa.gz && \
 	  test -f /usr/share/doc/hisat2/examples/reference/22_20-21M.fa && \
-	  test -x /usr/bin/time || \
+	  test -x /usr/bin/time && command -v pbsim >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    art-nextgen-simulation-tools art-nextgen-simulation-tools-profiles samtools jellyfish kraken2 \
-	    plink2 tabix time minimap2 bcftools ncbi-blast+ ncbi-data bowtie2-examples hisat2; }
+	    plink2 tabix time minimap2 bcftools ncbi-blast+ ncbi-data bowtie2-examples hisat2 pbsim; }
 
 # The viral benchmarks read the references of the built-in model's recipe (`make default-model`'s
 # prepare steps; about a minute when the Debian example genomes are installed).
@@ -108,6 +108,7 @@ bench: install bench-deps example-genomes
 	$(BIN)/python benchmarks/kmerize.py --shared $(SHARED)
 	$(BIN)/python benchmarks/viral_calls.py --shared $(SHARED) --work build/default-model
 	$(BIN)/python benchmarks/find_integrations.py --shared $(SHARED) --work build/default-model
+	$(BIN)/python benchmarks/long_reads.py --shared $(SHARED)
 	$(BIN)/python benchmarks/viral_report.py
 	$(BIN)/python benchmarks/classify_reads.py --speed-only --shared $(SHARED)
 	$(BIN)/python benchmarks/gene_pca.py --shared $(SHARED)
@@ -131,10 +132,13 @@ bench-tracks: install
 	$(BIN)/python benchmarks/tracks_cost.py
 	$(BIN)/python benchmarks/score_variants.py --shared $(SHARED)
 
+# The long-read fixtures need minimap2 and samtools (make bench-deps installs them).
 test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)
 	$(BIN)/python test-data/make_genotype_data.py --shared $(SHARED)
 	$(BIN)/python test-data/make_tracks_data.py
+	$(BIN)/python test-data/make_long_read_data.py
+	$(BIN)/python test-data/make_rna_data.py
 
 profiles: install
 	$(BIN)/python scripts/make_default_profile.py
