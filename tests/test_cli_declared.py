@@ -181,3 +181,37 @@ def test_one_name_for_the_reference_and_the_model():
             assert "-R" in options, name
         if "--model" in options:
             assert "-m" in options, name
+
+
+def _options(command) -> set[str]:
+    return {opt for p in command.params for opt in getattr(p, "opts", ()) if opt.startswith("-")}
+
+
+def _readme_common_bullets() -> list[str]:
+    """The README's "Common behaviour of every command" bullets, each joined onto one line."""
+    text = (ROOT / "README.md").read_text().split("Common behaviour of every command:\n", 1)[1]
+    bullets: list[str] = []
+    for line in text.split("\n\n", 1)[0].splitlines():
+        if line.startswith("- "):
+            bullets.append(line[2:])
+        else:
+            bullets[-1] += " " + line.strip()
+    return bullets
+
+
+def test_the_readmes_common_options_are_the_clis():
+    """What the README promises of the common options holds: --seed in exactly the commands it names,
+    -R/--reference and -m/--model where a command takes one, --force in every command that writes,
+    -q and --debug on the application (and after a command's name: the test above)."""
+    bullets = _readme_common_bullets()
+    commands = _commands()
+    seed = next(b for b in bullets if b.startswith("`--seed`"))
+    named = {name for name in commands if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", seed.split(":", 1)[0])}
+    assert named == {name for name, command in commands.items() if "--seed" in _options(command)}
+    reference = next(b for b in bullets if "`-R/--reference`" in b)
+    assert "`-m/--model`" in reference  # the check itself: test_one_name_for_the_reference_and_the_model
+    writing = {name for name, command in commands.items() if name not in ("index-model", "versions")}
+    assert all("--force" in _options(commands[name]) for name in writing)
+    app_options = {opt for p in typer.main.get_command(app).params for opt in p.opts}
+    assert {"-q", "--debug"} <= app_options
+    assert any("`-q`" in b for b in bullets) and any("`--debug`" in b for b in bullets)
