@@ -68,3 +68,76 @@ def test_no_module_of_genointerp_imports_itself_back():
     graph = import_graph()
     assert len(graph) > 100 and "genointerp.viral.classify.job" in graph
     assert circles(graph) == []
+
+
+# The stage folders of genointerp/viral/ and the layers beside them. A stage imports the stages
+# below it, never one that imports it back; report/ builds the report from typed reads and holds
+# no typing (placing a read or naming it by its seeds is typing/'s); find-integrations reaches
+# viral/ only through the pieces named here: the virus names (panel.py, the module that knows the
+# viruses) and the panel that places reads on the viral references (typing/placement.py).
+VIRAL = "genointerp.viral"
+TYPING_NAMES = {"Typer", "ViralPanel", "type_reads", "name_viruses", "ReadType"}
+INTEGRATIONS_VIRAL = {"genointerp.viral.panel", "genointerp.viral.typing.placement"}
+
+
+def stage(module: str) -> str | None:
+    """The stage folder of viral/ a module lies in (genointerp.viral.typing.placement -> typing),
+    None outside one (viral/'s own modules, other layers)."""
+    parts = module.split(".")
+    return parts[2] if module.startswith(VIRAL + ".") and len(parts) > 3 else None
+
+
+def stage_edges(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
+    """(stage, stage it imports) -> the imports that make the edge, 'module -> module'."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = stage(module), stage(target)
+            if a and b and a != b:
+                edges.setdefault((a, b), []).append(f"{module} -> {target}")
+    return edges
+
+
+def both_ways(edges: dict[tuple[str, str], list[str]]) -> list[str]:
+    """Each pair of stages that import each other, with the imports that do it."""
+    return [f"{a} <-> {b}: {sorted(edges[a, b] + edges[b, a])}" for a, b in sorted(edges) if a < b and (b, a) in edges]
+
+
+def imported_names(path: Path) -> set[tuple[str, str]]:
+    """(module, name) for each `from module import name` of a file, at its top or in a function."""
+    return {(node.module, alias.name) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+def test_both_ways_finds_stages_that_import_each_other():
+    graph = {"genointerp.viral.a.x": {"genointerp.viral.b.y"}, "genointerp.viral.b.y": set(),
+             "genointerp.viral.b.z": {"genointerp.viral.a.w", "genointerp.viral.panel"}, "genointerp.viral.a.w": set()}
+    assert both_ways(stage_edges(graph)) == ["a <-> b: ['genointerp.viral.a.x -> genointerp.viral.b.y', "
+                                             "'genointerp.viral.b.z -> genointerp.viral.a.w']"]
+    del graph["genointerp.viral.b.z"]
+    assert both_ways(stage_edges(graph)) == []
+
+
+def test_no_two_stage_folders_of_viral_import_each_other():
+    edges = stage_edges(import_graph())
+    assert ("classify", "evidence") in edges and ("typing", "evidence") in edges  # the graph sees the stages
+    assert both_ways(edges) == []
+
+
+def test_report_holds_no_typing():
+    found = []
+    for path in sorted((ROOT / "genointerp/viral/report").glob("*.py")):
+        for module, name in imported_names(path):
+            if module.startswith(f"{VIRAL}.typing.placement") or module.startswith(f"{VIRAL}.evidence") \
+                    or name in TYPING_NAMES:
+                found.append(f"{path.name}: {module}.{name}")
+    assert found == []
+
+
+def test_integrations_reach_viral_only_through_its_public_pieces():
+    graph = import_graph()
+    modules = [m for m in graph if m.startswith("genointerp.integrations")]
+    assert len(modules) > 5
+    reached = {t for m in modules for t in graph[m] if t == VIRAL or t.startswith(VIRAL + ".")}
+    assert "genointerp.viral.typing.placement" in reached
+    assert reached <= INTEGRATIONS_VIRAL, sorted(reached - INTEGRATIONS_VIRAL)

@@ -123,8 +123,8 @@ def merge_calls(req, result: dict) -> None:
 
 @command(
     "index-model",
-    "genointerp.viral.evidence.index_model:IndexModelRequest",
-    job="genointerp.viral.evidence.index_model:run",
+    "genointerp.viral.training.index_model:IndexModelRequest",
+    job="genointerp.viral.training.index_model:run",
     force=None,
     rich_help_panel=PANEL,
     epilog=(

@@ -13,8 +13,9 @@ from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.inputs import check_readable, wrong_kind
 from genointerp.report import Reporter
 from genointerp.runtime import usable_threads
+from genointerp.seq.alphabet import revcomp
 from genointerp.viral.panel import known_virus
-from genointerp.viral.typing.placement import LONG_READ, revcomp
+from genointerp.viral.typing.placement import LONG_READ
 
 MIN_LONG_INSERTION = 100  # inserted bases in a long read's host alignment placed as a possible viral insertion
 _CIGAR = re.compile(r"(\d+)([MIDNSHP=X])")

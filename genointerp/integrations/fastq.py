@@ -12,7 +12,7 @@ from genointerp.integrations.pieces import BATCH, PieceCollector, add_splits, pa
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.sequences import iter_records
 from genointerp.report import Reporter
-from genointerp.viral.typing.placement import revcomp
+from genointerp.seq.alphabet import revcomp
 
 
 def _pair_names(n1: str, n2: str) -> tuple[str, str]:

@@ -43,13 +43,13 @@ from genointerp.integrations.genes import NearestGenes
 from genointerp.integrations.pieces import Stats, PieceCollector
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.atomic import AtomicOutputs, open_streams
-from genointerp.io.junctions import Junction, tabix_vcf, vcf_text, write_bedpe, write_vcf
+from genointerp.io.junctions import Junction, write_bedpe, write_vcf
 from genointerp.io.reference import Reference
-from genointerp.io.viral_report import write_multiqc_integrations
+from genointerp.io.vcf import tabix_vcf, vcf_text
+from genointerp.io.viral_report import sample_name, write_multiqc_integrations
 from genointerp.report import Reporter
 from genointerp.resources import builtin_model_dir
 from genointerp.seq.alphabet import decode
-from genointerp.viral.report.sample_report import sample_name
 from genointerp.viral.typing.placement import ViralPanel
 
 TSV_COLUMNS = ["junction_id", "host_chrom", "host_pos", "host_strand", "virus", "type", "viral_contig", "viral_pos",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import mappy
 
 from genointerp.integrations.request import IntegrationRequest
-from genointerp.seq.alphabet import decode
+from genointerp.seq.alphabet import decode, revcomp
 from genointerp.viral.panel import ViralName
-from genointerp.viral.typing.placement import (LONG_READ, WRAP, Placement, ViralPanel, entropy_ok, junction_side, revcomp,
+from genointerp.viral.typing.placement import (LONG_READ, WRAP, Placement, ViralPanel, entropy_ok, junction_side,
                                                unaligned_flank)
 
 BATCH = 4096  # pieces placed at once

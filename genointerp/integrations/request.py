@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from genointerp.errors import UsageError
 from genointerp.io.inputs import is_stream
 from genointerp.io.paths import own_descriptor
-from genointerp.io.viral_report import report_files
+from genointerp.io.viral_report import check_sample_name, report_files
 from genointerp import options
 from genointerp.job import distinct_inputs, one_stdout
 from genointerp.options import arg, opt
-from genointerp.viral.report.sample_report import check_sample_name
 
 
 @dataclass

@@ -62,14 +62,6 @@ MATE_INFO_DEFS = [
 ]
 # INFO keys that describe `chrom`'s side of a junction alone: the mate record leaves them out
 _OWN_SIDE_INFO = {"CIPOS"}
-# characters VCF 4.3 reserves in INFO values, percent-encoded (section 1.2); spaces are allowed
-_VCF_RESERVED = {"%": "%25", ";": "%3B", "=": "%3D", ",": "%2C", "\t": "%09", "\n": "%0A", "\r": "%0D"}
-
-
-def vcf_text(value: str) -> str:
-    """A text as a VCF 4.3 INFO string value: itself, with the characters VCF reserves there
-    (% ; = , tab, CR, LF) percent-encoded; spaces stay, as VCF 4.3 allows."""
-    return "".join(_VCF_RESERVED.get(c, c) for c in value)
 
 
 def _info_text(info: dict) -> str:
@@ -118,17 +110,6 @@ def write_vcf(out: BinaryIO, junctions: list[Junction], contigs: list[tuple[str,
             records.append(((order[side.chrom], side.pos, rec_id), text))
     lines += [text for _, text in sorted(records)]
     out.write(("\n".join(lines) + "\n").encode())
-
-
-def tabix_vcf(vcf: str, index: str) -> None:
-    """Write the tabix index of bgzipped VCF file `vcf` (records sorted by contig, as declared, and
-    position) to `index`."""
-    import pysam
-
-    try:
-        pysam.tabix_index(vcf, preset="vcf", force=True, index=index)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{vcf}: cannot index it with tabix ({exc})") from None
 
 
 def write_bedpe(out: BinaryIO, junctions: list[Junction], extra_columns: list[str]) -> None:

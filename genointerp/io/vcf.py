@@ -27,6 +27,9 @@ The fast path takes a line whose FORMAT is `GT` and every call is 3 bytes (`0/1`
 the sample columns are viewed as an (n_samples, 4) byte array. Anything else (FORMAT `GT:DP:...`,
 allele numbers >= 10, haploid calls) goes through a per-sample fallback that reads the GT subfield.
 BCF has no text form on disk: its records are rendered with `str(record)` (slower).
+
+For the VCFs the commands write (find-integrations' junctions, score-variants' scores):
+`vcf_text` percent-encodes an INFO value and `tabix_vcf` indexes the file, through pysam's htslib.
 """
 
 from __future__ import annotations
@@ -367,3 +370,24 @@ def _parse_gt_general(fmt: bytes, samples: bytes, n: int) -> np.ndarray | None:
         alt = sum(a != b"0" and int(a) != 0 for a in alleles)
         out[i] = alt if len(alleles) == 2 else int(round(2 * alt / len(alleles)))
     return out
+
+
+# characters VCF 4.3 reserves in INFO values, percent-encoded (section 1.2); spaces are allowed
+_VCF_RESERVED = {"%": "%25", ";": "%3B", "=": "%3D", ",": "%2C", "\t": "%09", "\n": "%0A", "\r": "%0D"}
+
+
+def vcf_text(value: str) -> str:
+    """A text as a VCF 4.3 INFO string value: itself, with the characters VCF reserves there
+    (% ; = , tab, CR, LF) percent-encoded; spaces stay, as VCF 4.3 allows."""
+    return "".join(_VCF_RESERVED.get(c, c) for c in value)
+
+
+def tabix_vcf(vcf: str, index: str) -> None:
+    """Write the tabix index of bgzipped VCF file `vcf` (records sorted by contig, as declared, and
+    position) to `index`."""
+    import pysam
+
+    try:
+        pysam.tabix_index(vcf, preset="vcf", force=True, index=index)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{vcf}: cannot index it with tabix ({exc})") from None

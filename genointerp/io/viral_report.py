@@ -23,6 +23,28 @@ REPORT_HEADER = ("sample\tvirus\ttype\treads\tunique_reads\tgenome_fraction\tmea
 MULTIQC_SUFFIX = "_mqc.tsv"  # custom content MultiQC finds by name
 
 
+def sample_name(inputs: list[str]) -> str:
+    """A sample name from the first input's file name: tumor.fq.gz -> tumor, s1_R1.fastq -> s1."""
+    name = os.path.basename(inputs[0]) if inputs and inputs[0] != "-" else "stdin"
+    for ext in (".gz", ".bgz", ".fastq", ".fq", ".fasta", ".fa", ".fna", ".bam", ".cram", ".sam"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    for mate in ("_R1", "_1", ".R1"):
+        if name.endswith(mate) and len(name) > len(mate):
+            name = name[: -len(mate)]
+    return "".join("_" if c in _NOT_IN_NAMES else c for c in name) or "sample"
+
+
+_NOT_IN_NAMES = "\t\n\r"  # a sample name is a field of the TSV reports
+
+
+def check_sample_name(sample: str | None) -> None:
+    """UsageError for an empty --sample (genointerp.job.check_values refuses tabs and line ends in
+    every option)."""
+    if sample is not None and not sample.strip():
+        raise UsageError("--sample: give the sample a name (it keys the reports' rows), not an empty one")
+
+
 def _num(x: float | None, digits: int) -> str:
     return "NA" if x is None else f"{x:.{digits}f}"
 

@@ -60,6 +60,14 @@ def reverse_complement_codes(codes: np.ndarray) -> np.ndarray:
     return rc[..., ::-1]
 
 
+_RC = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+
+
+def revcomp(seq: str) -> str:
+    """The reverse complement of a read's letters (ACGTN, either case; other letters are kept)."""
+    return seq.translate(_RC)[::-1]
+
+
 def first_invalid(arr: np.ndarray) -> int | None:
     """Index of the first byte of arr (uint8 (n,) ASCII) that is no IUPAC nucleotide letter, or None."""
     bad = np.flatnonzero(ENCODE[arr] == INVALID)

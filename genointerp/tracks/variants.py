@@ -36,11 +36,11 @@ from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs, open_streams
 from genointerp.io.chroms import chrom_alias
 from genointerp.io.inputs import is_stream
-from genointerp.io.junctions import tabix_vcf, vcf_text
 from genointerp.io.paths import names_stdout, own_descriptor
 from genointerp.io.reference import Reference
 from genointerp.io.regions import read_regions
 from genointerp.io.variants import SKIP_REASONS, Allele, Record, fasta_bases, header_text, open_variants, records
+from genointerp.io.vcf import tabix_vcf, vcf_text
 from genointerp import options
 from genointerp.job import one_stdout
 from genointerp.options import arg, opt

@@ -4,7 +4,7 @@ reads it calls viral.
 Per batch of reads (their sequences), in a worker process (genointerp.pools) or in the job's own:
 - the evidence: seed matches and protein matches (genointerp.viral.evidence.seeds, .protein), as bits;
 - the typing (placement on the model folder's references, else the virus the seeds name:
-  genointerp.viral.report.sample_tally.type_reads) of every read the evidence calls viral whatever the
+  genointerp.viral.typing.typer.type_reads) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
   model decides are typed by the job's own process once it has (SampleTally.add).
 
@@ -22,8 +22,7 @@ from genointerp.seq.joined import encode_text
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import KmerIndex
 from genointerp.viral.evidence.protein import ProteinIndex
-from genointerp.viral.report.sample_tally import ReadType, type_reads
-from genointerp.viral.typing.typer import Typer
+from genointerp.viral.typing.typer import ReadType, Typer, type_reads
 
 
 @dataclass

@@ -47,7 +47,7 @@ from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.calls_table import HEADER, summary_json
 from genointerp.io.inputs import is_stream
 from genointerp.io.sequences import iter_read_batches, sniff_format
-from genointerp.io.viral_report import write_sample_report
+from genointerp.io.viral_report import sample_name, write_sample_report
 from genointerp.pools import OrderedPool, in_order, this_process_only
 from genointerp.seq.joined import join
 from genointerp.report import Reporter
@@ -59,8 +59,8 @@ from genointerp.viral.classify.scatter import chunk_fields, chunk_range, count_r
 from genointerp.viral.evidence.seeds import index_files
 from genointerp.viral.model_files import CONFIG, WEIGHTS
 from genointerp.viral.report.host_depth import MappedBases, mapped_host_bases, sum_mapped
-from genointerp.viral.report.sample_report import report_from_typing, sample_name
-from genointerp.viral.report.sample_tally import SampleTally
+from genointerp.viral.report.sample_report import report_from_typing
+from genointerp.viral.classify.sample_tally import SampleTally
 from genointerp.viral.report.typing_data import sample_spec
 from genointerp.viral.typing.typer import Typer
 
@@ -257,7 +257,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
 
 
 def report_spec(req: ClassifyRequest, log) -> dict:
-    """The per-sample report's settings (genointerp.viral.report.sample_tally.sample_spec): with
+    """The per-sample report's settings (genointerp.viral.report.typing_data.sample_spec): with
     --unmapped-only and no --host-bases, the bases of the mapped host reads left out, from the
     inputs' indexes. Refused where they cannot be known and a report is asked for; a chunk job
     records them as unknown (merge-calls then refuses its report)."""

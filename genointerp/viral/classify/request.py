@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from genointerp.chunks import chunk_option
 from genointerp.errors import InputError, UsageError
 from genointerp.io.inputs import is_stream
-from genointerp.io.viral_report import report_files
+from genointerp.io.viral_report import check_sample_name, report_files
 from genointerp.job import one_stdout, stdin_once
 from genointerp import options
 from genointerp.options import arg, opt
 from genointerp.resources import builtin_model_dir
-from genointerp.viral.report.sample_report import check_sample_name
 
 EVIDENCE_MODES = ("both", "model", "kmer")
 # bp: --host-genome-size's bound, above the largest genome known (Tmesipteris oblanceolata, 1.6e11 bp);

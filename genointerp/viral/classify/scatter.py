@@ -22,7 +22,7 @@ So every job first counts N, with no index and no side files:
   need all of it).
 
 Gather (`merge-calls`): concatenate the chunk TSVs (one header), the chunk viral-read files,
-join the chunks' typings into the per-sample report (genointerp.viral.report.sample_tally.merge_typing),
+join the chunks' typings into the per-sample report (genointerp.viral.report.typing_data.merge_typing),
 and sum the chunk summaries, refusing chunk sets that are incomplete, duplicated, or come from
 other inputs, models or thresholds. Every chunk digests the whole input's names and sequences
 while it counts them (`input_sha256`: chunks of one file named two ways merge, chunks of two files

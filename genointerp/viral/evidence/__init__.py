@@ -1,3 +1,3 @@
 """Evidence that a read is viral, beside the model: indexes of a model folder's viral references'
-seeds and proteins, how unlikely a read's matches to them are by chance, the indexes prebuilt (and
-the index-model job that stores them)."""
+seeds and proteins, how unlikely a read's matches to them are by chance, the indexes prebuilt
+(which the index-model job of genointerp.viral.training stores)."""

@@ -41,12 +41,11 @@ kraken report puts them at the virus's own node.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from genointerp.errors import InputError, UsageError
-from genointerp.viral.model_files import TAXIDS_FILE
+from genointerp.errors import InputError
+from genointerp.viral.panel import VIRUS_TAXA
 from genointerp.viral.typing.naming import virus_label
 from genointerp.viral.typing.typer import EM_ITERATIONS, ERROR_RATE, MARGIN, TypeRow, run_em, type_rows
 from genointerp.viral.report.typing_data import placed_reads, references
@@ -62,11 +61,6 @@ ASSUMPTION = ("copies per human haploid genome = viral mean depth / host depth; 
               "not called viral, and of the mapped reads --unmapped-only leaves out, or --host-bases) / host genome "
               "size; assumes whole-genome sequencing")
 STATUSES = ("detected", "low_evidence", "not_detected")
-# kraken-style report: each virus's NCBI taxon; HPV types' taxids from the model folder's TAXIDS_FILE
-VIRUS_TAXA = {"HPV": (10566, "Human papillomavirus"), "HBV": (10407, "Hepatitis B virus"),
-              "HCV": (11103, "Hepatitis C virus"), "EBV": (10376, "Human gammaherpesvirus 4"),
-              "KSHV": (37296, "Human gammaherpesvirus 8"), "HTLV-1": (11908, "Human T-lymphotropic virus 1"),
-              "MCPyV": (493803, "Merkel cell polyomavirus"), "HIV-1": (11676, "Human immunodeficiency virus 1")}
 
 
 @dataclass
@@ -96,28 +90,6 @@ class ReportRow:
                 "copies_per_genome": None if self.copies_per_genome is None else round(self.copies_per_genome, 4),
                 "status": self.status, "shared_with": self.shared_with or None, "reference": self.reference or None,
                 "flags": list(self.flags)}
-
-
-def sample_name(inputs: list[str]) -> str:
-    """A sample name from the first input's file name: tumor.fq.gz -> tumor, s1_R1.fastq -> s1."""
-    name = os.path.basename(inputs[0]) if inputs and inputs[0] != "-" else "stdin"
-    for ext in (".gz", ".bgz", ".fastq", ".fq", ".fasta", ".fa", ".fna", ".bam", ".cram", ".sam"):
-        if name.endswith(ext):
-            name = name[: -len(ext)]
-    for mate in ("_R1", "_1", ".R1"):
-        if name.endswith(mate) and len(name) > len(mate):
-            name = name[: -len(mate)]
-    return "".join("_" if c in _NOT_IN_NAMES else c for c in name) or "sample"
-
-
-_NOT_IN_NAMES = "\t\n\r"  # a sample name is a field of the TSV reports
-
-
-def check_sample_name(sample: str | None) -> None:
-    """UsageError for an empty --sample (genointerp.job.check_values refuses tabs and line ends in
-    every option)."""
-    if sample is not None and not sample.strip():
-        raise UsageError("--sample: give the sample a name (it keys the reports' rows), not an empty one")
 
 
 def load_flags(host_depth: float) -> tuple[str, ...]:
@@ -161,7 +133,7 @@ def thresholds() -> dict:
 
 
 def host_bases_of(typing: dict) -> int:
-    """The host's bases of a sample's typing (genointerp.viral.report.sample_tally.typing_part)."""
+    """The host's bases of a sample's typing (genointerp.viral.report.typing_data.typing_part)."""
     host = typing["host_bases"]
     if host["given"] is not None:
         return host["given"]
@@ -242,7 +214,7 @@ class _Name(NamedTuple):
 
 
 def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
-    """The report of a sample's typing (genointerp.viral.report.sample_tally.typing_part): its summary
+    """The report of a sample's typing (genointerp.viral.report.typing_data.typing_part): its summary
     (the summary JSON's `viral_report`) and its rows, types by EM reads then the viruses of unplaced
     reads."""
     placed = placed_reads(typing)
@@ -260,20 +232,6 @@ def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
     summary = report_summary(typing, report_rows, em.iterations)
     summary["kraken"] = kraken_rows(by_type, len(placed), typing["taxids"], typing["named"])
     return summary, report_rows
-
-
-def type_taxids(model_dir: str) -> dict[str, int]:
-    from pathlib import Path
-
-    path = Path(model_dir) / TAXIDS_FILE
-    if not path.exists():
-        return {}
-    out = {}
-    for line in path.read_text().splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 2 and not line.startswith("#"):
-            out[parts[0]] = int(parts[1])
-    return out
 
 
 def apportion(values: list[float], total: int) -> list[int]:

@@ -1,1 +1,3 @@
-"""The train-xvir job (job.py): token datasets, fresh reads simulated every epoch."""
+"""The train-xvir job (job.py): token datasets, fresh reads simulated every epoch; and the
+index-model job (index_model.py), which stores an existing model folder's indexes prebuilt, as
+train-xvir does for every folder it makes."""

@@ -40,7 +40,7 @@ from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import encode
 from genointerp.seq.entropy import window_entropy
 from genointerp.viral.model_files import CONFIG, DESCRIPTIONS_FILE, REFS_FILE
-from genointerp.viral.panel import ViralName, name_reference
+from genointerp.viral.panel import ViralName, name_reference, with_descriptions
 from genointerp.viral.evidence.prebuilt import load_indexes
 
 WRAP = 500
@@ -98,18 +98,6 @@ class LongPlacement:
     r_en: int
     aligned: int
     edits: int
-
-
-def with_descriptions(records: list[tuple[str, str, str]], table: Path) -> list[tuple[str, str, str]]:
-    """Records with the descriptions of `table` (DESCRIPTIONS_FILE) where their headers have none."""
-    if not table.exists():
-        return records
-    described = {}
-    for line in table.read_text().splitlines():
-        name, _, description = line.partition("\t")
-        if name and not line.startswith("#"):
-            described[name] = description
-    return [(n, d or described.get(n, ""), s) for n, d, s in records]
 
 
 def read_described(path: str) -> list[tuple[str, str, str]]:
@@ -330,13 +318,6 @@ def unaligned_flank(host_side: str, p: Placement, piece: str) -> str:
     """The piece's bases between its viral alignment and the junction (host sequence, in a read
     that crosses it)."""
     return piece[: p.q_st] if host_side == "+" else piece[p.q_en:]
-
-
-_RC = str.maketrans("ACGTNacgtn", "TGCANtgcan")
-
-
-def revcomp(seq: str) -> str:
-    return seq.translate(_RC)[::-1]
 
 
 def entropy_ok(seq: str, min_bits: float = 1.5) -> bool:

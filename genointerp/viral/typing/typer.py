@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from genointerp.viral.typing.naming import name_viruses, virus_label
 from genointerp.viral.typing.placement import LONG_READ, ViralPanel
 
 MARGIN = 6  # edits behind a read's best alignment that still count as a match
@@ -105,6 +106,27 @@ class Typer:
         if placed is None:
             return "unplaced"
         return ",".join(sorted({self.type_of(h.ref) for h in placed.hits if h.edits == placed.best}))
+
+
+@dataclass(frozen=True)
+class ReadType:
+    """A read's typing: its placement (None where no reference places it), its `reference`
+    column, and the virus its seeds name where no reference places it (None otherwise, or where
+    they name no clear one)."""
+
+    placed: TypeHits | None
+    label: str
+    named: str | None
+
+
+def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
+    """The typing of each read of `seqs`, by its placement on the typer's references, else by
+    its seeds (genointerp.viral.typing.naming): each read on its own, so any batch gives the same."""
+    placements = [typer.place(seq) for seq in seqs]
+    unplaced = [i for i, p in enumerate(placements) if p is None]
+    names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))
+    return [ReadType(p, virus_label(names[i]) if names.get(i) else typer.reference_label(p), names.get(i))
+            for i, p in enumerate(placements)]
 
 
 @dataclass

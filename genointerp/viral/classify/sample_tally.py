@@ -4,35 +4,11 @@ built from (genointerp.viral.report.sample_report.report_from_typing)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from genointerp.viral.typing.naming import name_viruses, virus_label
-from genointerp.viral.report.sample_report import type_taxids
-from genointerp.viral.typing.typer import Typer, TypeHits
+from genointerp.viral.panel import type_taxids
 from genointerp.viral.report.typing_data import typing_part
-
-
-@dataclass(frozen=True)
-class ReadType:
-    """A read's typing: its placement (None where no reference places it), its `reference`
-    column, and the virus its seeds name where no reference places it (None otherwise, or where
-    they name no clear one)."""
-
-    placed: TypeHits | None
-    label: str
-    named: str | None
-
-
-def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
-    """The typing of each read of `seqs`, by its placement on the typer's references, else by
-    its seeds (genointerp.viral.typing.naming): each read on its own, so any batch gives the same."""
-    placements = [typer.place(seq) for seq in seqs]
-    unplaced = [i for i, p in enumerate(placements) if p is None]
-    names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))
-    return [ReadType(p, virus_label(names[i]) if names.get(i) else typer.reference_label(p), names.get(i))
-            for i, p in enumerate(placements)]
+from genointerp.viral.typing.typer import ReadType, Typer, TypeHits, type_reads
 
 
 class SampleTally:
