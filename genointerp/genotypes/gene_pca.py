@@ -80,7 +80,8 @@ class GenePcaRequest:
     pcs_rule: str = opt(
         DEFAULT_RULE, "--pcs-rule",
         help=('Fit only: PCs kept per gene as MAX_SNPS:N_PCS steps: the default keeps 1 PC for 1-4 SNPs, 4 for '
-              '5-20, 8 for more (never above the rank).'))
+              '5-20, 8 for more (never above the rank). A var:F term keeps the fewest PCs that explain the share F of '
+              "the gene's variance, the steps a cap (inf:32,var:0.99: for genes acting through many or rare SNPs)."))
     threads: int = options.threads('Threads for the per-gene PCAs (parsing runs alongside).')
     tsv: bool = opt(
         True, "--tsv/--no-tsv",
