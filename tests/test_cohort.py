@@ -51,3 +51,35 @@ def test_tiles_reach_any_snp_count_and_the_vcf_holds_the_same_cohort(tmp_path):
     assert reader.samples == cohort.samples
     assert [s.pos for s in sites] == cohort.pos.tolist() and sorted(set(cohort.pos.tolist())) == cohort.pos.tolist()
     assert np.array_equal(np.array([s.dosage for s in sites]).T, cohort.dosage)
+
+
+def test_planted_genes_follow_their_architecture():
+    from genointerp.genotypes.cohort import plant_gene, planted_parts, planted_score
+
+    rng = np.random.default_rng(0)
+    # ALT frequencies of 12 SNPs: two common at 0.3 / 0.7 (minor allele REF), five at 0.1, four
+    # low-frequency at 0.02, one at 0.5
+    af = np.array([0.3, 0.7, 0.1, 0.1, 0.1, 0.1, 0.1, 0.02, 0.02, 0.02, 0.02, 0.5])
+    dose = rng.binomial(2, af, size=(4000, 12)).astype(np.int8)
+    cols = np.arange(12) + 100  # the gene's own columns in a larger matrix
+    single = plant_gene("single", "A", cols, af, rng)
+    assert single.columns.tolist() in ([100], [101])  # MAF 0.22-0.36 only
+    several = plant_gene("several", "B", cols, af, rng)
+    assert len(several.columns) == 5 and set(several.columns) <= set(range(100, 107)) | {111}
+    dense = plant_gene("dense", "C", cols, af, rng)
+    assert dense.columns.tolist() == cols.tolist() and len(set(dense.weights)) == 12
+    burden = plant_gene("burden", "D", cols, af, rng)
+    assert burden.columns.tolist() == [107, 108, 109, 110] and (burden.weights == 1).all()
+    assert plant_gene("burden", "E", cols[:9], af[:9], rng) is None  # 2 low-frequency SNPs: too few
+    wide = np.zeros((4000, 112), dtype=np.int8)
+    wide[:, 100:] = dose
+    # minor-allele copies: SNP 101's minor allele is REF, so 2 - d counts it
+    a = plant_gene("single", "A", cols[1:2], af[1:2], rng)
+    assert np.array_equal(a.score(wide), 2.0 - dose[:, 1]) and np.array_equal(a.high(wide), dose[:, 1] < 2)
+    assert np.array_equal(burden.high(wide), dose[:, 7:11].sum(1) > 0)
+    additive, pair = planted_parts("xor", wide, [dense, several], (a, burden))
+    want = a.high(wide) ^ burden.high(wide)
+    assert np.allclose(pair, (want - want.mean()) / want.std()) and abs(additive.std() - 1) < 1e-12
+    assert planted_parts("none", wide, [dense], None)[1] is None
+    g = planted_score(additive, pair)
+    assert abs(g.mean()) < 1e-12 and abs(g.std() - 1) < 1e-12
