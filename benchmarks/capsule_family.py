@@ -30,7 +30,11 @@ reported on others (1,2,3: "report"); benchmarks/README.md says which.
         [--train-args "..."] [--gene-pca-args "..."] [--baselines lr|all] [--jobs 1] [--reuse] [--out DIR]
 
 --train-args / --gene-pca-args: give each setting its own --out (cohorts are cached per --out:
-the VCF and Gene-PCs are kept and reused when --reuse is given).
+the VCF and Gene-PCs are kept and reused when --reuse is given). Two processes must not share an
+--out: each rewrites its pheno.tsv with the phenotypes it was given.
+
+benchmarks/README.md's table: --seeds 1 --gene-pca-args "--pcs-rule inf:32,var:0.99" --train-args
+"--folds 2" (the test-set view is the first: two-fold CV trains on fewer rows than the final model).
 """
 
 from __future__ import annotations
