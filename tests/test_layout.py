@@ -1,6 +1,8 @@
 """The package's import graph has no circle: no module imports, at its top or inside a function,
 a module that imports it back, directly or through others. An import inside a function hides a
-circle from Python but not from a reader: the shared piece belongs one floor down."""
+circle from Python but not from a reader: the shared piece belongs one floor down. Nor do two
+folders import each other (the viral stage folders included), and the viral ones stay sealed:
+typing in typing/, find-integrations through the public pieces named below."""
 
 from __future__ import annotations
 
@@ -87,12 +89,20 @@ def stage(module: str) -> str | None:
     return parts[2] if module.startswith(VIRAL + ".") and len(parts) > 3 else None
 
 
-def stage_edges(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
-    """(stage, stage it imports) -> the imports that make the edge, 'module -> module'."""
+def folder(module: str) -> str | None:
+    """The folder of genointerp/ a module lies in (genointerp.viral.typing.placement -> viral), None
+    for genointerp's own modules."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else None
+
+
+def stage_edges(graph: dict[str, set[str]], of=stage) -> dict[tuple[str, str], list[str]]:
+    """(stage, stage it imports) -> the imports that make the edge, 'module -> module'; `of` names
+    a module's stage (or folder: `folder`)."""
     edges: dict[tuple[str, str], list[str]] = {}
     for module, targets in graph.items():
         for target in targets:
-            a, b = stage(module), stage(target)
+            a, b = of(module), of(target)
             if a and b and a != b:
                 edges.setdefault((a, b), []).append(f"{module} -> {target}")
     return edges
@@ -124,20 +134,45 @@ def test_no_two_stage_folders_of_viral_import_each_other():
     assert both_ways(edges) == []
 
 
-def test_report_holds_no_typing():
+def test_no_two_folders_of_genointerp_import_each_other():
+    edges = stage_edges(import_graph(), folder)
+    assert ("viral", "io") in edges and ("integrations", "viral") in edges
+    assert both_ways(edges) == []
+
+
+def typing_in(paths: list[Path]) -> list[str]:
+    """The imports of `paths` that place or name reads: the placement, the evidence, TYPING_NAMES."""
     found = []
-    for path in sorted((ROOT / "genointerp/viral/report").glob("*.py")):
+    for path in paths:
         for module, name in imported_names(path):
-            if module.startswith(f"{VIRAL}.typing.placement") or module.startswith(f"{VIRAL}.evidence") \
-                    or name in TYPING_NAMES:
+            if module.startswith((f"{VIRAL}.typing.placement", f"{VIRAL}.evidence")) or name in TYPING_NAMES:
                 found.append(f"{path.name}: {module}.{name}")
-    assert found == []
+    return sorted(found)
+
+
+def outside_public(graph: dict[str, set[str]]) -> list[str]:
+    """The viral modules that integrations/ imports beyond INTEGRATIONS_VIRAL."""
+    reached = {t for m in graph if m.startswith("genointerp.integrations.") for t in graph[m]
+               if t == VIRAL or t.startswith(VIRAL + ".")}
+    return sorted(reached - INTEGRATIONS_VIRAL)
+
+
+def test_the_rules_find_typing_in_report_and_a_private_viral_import(tmp_path):
+    bad = tmp_path / "tally.py"
+    bad.write_text("def f():\n    from genointerp.viral.typing.typer import Typer, TypeHits\n")
+    assert typing_in([bad]) == ["tally.py: genointerp.viral.typing.typer.Typer"]
+    graph = {"genointerp.integrations.job": {"genointerp.viral.typing.placement",
+                                             "genointerp.viral.report.sample_report"}}
+    assert outside_public(graph) == ["genointerp.viral.report.sample_report"]
+
+
+def test_report_holds_no_typing():
+    paths = sorted((ROOT / "genointerp/viral/report").glob("*.py"))
+    assert len(paths) > 3
+    assert typing_in(paths) == []
 
 
 def test_integrations_reach_viral_only_through_its_public_pieces():
     graph = import_graph()
-    modules = [m for m in graph if m.startswith("genointerp.integrations")]
-    assert len(modules) > 5
-    reached = {t for m in modules for t in graph[m] if t == VIRAL or t.startswith(VIRAL + ".")}
-    assert "genointerp.viral.typing.placement" in reached
-    assert reached <= INTEGRATIONS_VIRAL, sorted(reached - INTEGRATIONS_VIRAL)
+    assert "genointerp.viral.typing.placement" in graph["genointerp.integrations.pieces"]
+    assert outside_public(graph) == []
