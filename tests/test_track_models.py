@@ -13,7 +13,7 @@ from genointerp.model_folder import build_model, load_model_dir, save_model_dir
 from genointerp.errors import InputError
 from genointerp.models.swin1d import GenomicInterpreter, Swin1DBlock, Swin1DConfig
 from genointerp.models.track_baselines import AttPoolCNNConfig
-from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_track_config
+from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_dropout, default_patch, default_track_config
 from genointerp.models.track_heads import AttentionPool, Stem, widen_head
 
 # tiny: 256 bp, 16-bp bins (4 halvings from single nucleotides), 16 bins of which the central 12 are targets
@@ -420,3 +420,17 @@ def test_motif_readout_fit_recovers_a_planted_linear_response():
         torch.testing.assert_close(model(x), torch.from_numpy(y), atol=0.03 * planted.abs().max().item(), rtol=0)
     with pytest.raises(ValueError, match="from 0 only"):
         fit_motif_readout(model, Windows())
+
+
+@pytest.mark.parametrize("bin_size, patch", [(128, 8), (32, 8), (16, 8), (8, 4), (2, 1), (96, 6), (100, 25)])
+def test_swin1d_tokens_default_to_at_most_8_bp(bin_size, patch):
+    """train-tracks without --patch: swin1d's stem pools to bin_size / 2^k bp tokens, k >= 1 the
+    fewest halvings that reach 8 bp or less (or all there are); the baselines keep 1 bp tokens."""
+    assert default_patch("swin1d", bin_size) == patch
+    assert patch * 2 ** ((bin_size // patch).bit_length() - 1) == bin_size  # a whole number of halvings
+    assert default_patch("maxpool-cnn", bin_size) == default_patch("enformer-like", bin_size) == 1
+
+
+def test_only_swin1d_trains_without_dropout_by_default():
+    assert default_dropout("swin1d") == 0.0
+    assert all(default_dropout(a) == 0.1 for a in TRACK_ARCHITECTURES if a != "swin1d")

@@ -44,6 +44,8 @@ def test_train_tracks_writes_a_model_directory(model):
     assert {"model.safetensors", "config.json", "metrics.tsv", "test_pearson.tsv", "test_metrics.json"} <= files
     cfg = json.loads((model / "config.json").read_text())
     assert cfg["task"] == "track prediction" and cfg["model"]["architecture"] == "swin1d"
+    assert cfg["model"]["patch"] == 8 and len(cfg["model"]["windows"]) == 2  # 8 bp tokens by default: 32 = 8 * 2^2
+    assert cfg["model"]["dropout"] == 0.0  # swin1d's default (models.track_configs.default_dropout)
     # groups made contiguous for the per-group heads: DNase first (first seen), then the three ChIP tracks
     assert [t["id"] for t in cfg["tracks"]] == TRACK_IDS and cfg["model"]["track_groups"] == [1, 3]
     assert cfg["window"] == {"seq_len": 1024, "bin_size": 32, "target_bins": 16, "stat": "mean", "clip": 32.0}

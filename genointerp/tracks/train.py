@@ -22,7 +22,8 @@ from genointerp import options
 from genointerp.options import opt
 from genointerp.model_folder import build_model
 from genointerp.models.swin1d import widen_stem
-from genointerp.models.track_configs import TRACK_ARCHITECTURES, default_patch, default_track_config
+from genointerp.models.track_configs import (TRACK_ARCHITECTURES, default_dropout, default_patch,
+                                             default_track_config)
 from genointerp.models.track_heads import add_motif_scan, add_track_groups, drop_track_groups, widen_head
 from genointerp.report import Reporter
 from genointerp.runtime import Precision, job_device, use_threads
@@ -76,7 +77,9 @@ class TrackTrainRequest:
     width: int = opt(
         64, "--width", min=8,
         help='Model width (channels of the first stage); baselines are matched to it.')
-    dropout: float = opt(0.1, "--dropout", min=0, max=0.9, help='Dropout rate inside the model.')
+    dropout: float | None = opt(
+        None, "--dropout", min=0, max=0.9,
+        help='Dropout rate inside the model (default: 0 for swin1d, 0.1 for the baselines).')  # None: default_dropout
     patch: int = opt(
         0, "--patch", min=0,
         help=('bp per token after the stem: 1 = single-nucleotide tokens (the paper\'s); 0 = 8 for swin1d (its stem '
@@ -347,7 +350,9 @@ class TrackTraining(TrainingJob):
         if patch * 2**stages != g.bin_size:
             raise InputError(f"--patch {patch}: bin size {g.bin_size} is not the patch times a power of 2")
         config = default_track_config(req.arch, g.seq_len, g.bin_size, g.target_bins, len(self.all_specs),
-                                      self.all_sizes, req.width, dropout=req.dropout, max_stages=stages,
+                                      self.all_sizes, req.width,
+                                      dropout=default_dropout(req.arch) if req.dropout is None else req.dropout,
+                                      max_stages=stages,
                                       stem_filters=req.stem_filters, head_width=req.head_width)
         return replace(config, **self._scan_config()) if self.scan else config
 
