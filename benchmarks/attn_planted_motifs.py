@@ -254,7 +254,7 @@ def cli_demo(model, out: Path, codes, a_pos, b_pos) -> list[str]:
             fh.write(f">planted{i}\n" + "".join("ACGT"[c] for c in codes[i]) + "\n")
     pysam.faidx(str(fa))
     a, b = int(a_pos[0]), int(b_pos[0]) + len(MOTIF_B)
-    cmd = GENOINTERP + ["-q", "attn-maps", "-m", str(mdir), "--fasta", str(fa), "--region", f"planted0:{a}-{b}",
+    cmd = GENOINTERP + ["-q", "attn-maps", "-m", str(mdir), "--reference", str(fa), "--region", f"planted0:{a}-{b}",
                         "--device", "cpu", "--force", "-o", str(out / "attn_maps_cli")]
     subprocess.run(cmd, check=True)
     return cmd

@@ -132,14 +132,14 @@ def planted(out: Path) -> list[dict]:
     targets = write_tracks(out, seqs, PLANTED_TRACKS)
     model = out / "planted_model"
     if not (model / "config.json").exists():
-        secs = run([*GENOINTERP, "train-tracks", "--fasta", str(fasta), "--targets", str(targets), "--chroms",
+        secs = run([*GENOINTERP, "train-tracks", "--reference", str(fasta), "--targets", str(targets), "--chroms",
                     "chr1,chr2,chr3", "--valid-chroms", "chr2", "--test-chroms", "chr3", *TRAIN, "-o", str(model)])
         print(f"planted model trained in {secs:.0f} s", flush=True)
     variants, labels = planted_variants(seqs["chr3"], rng)
     vcf = out / "planted.vcf"
     write_vcf(vcf, PLANTED_CHROMS, variants)
     tsv = out / "planted.scores.tsv"
-    run([*GENOINTERP, "-q", "score-variants", str(vcf), "--fasta", str(fasta), "--model", str(model), "-o", str(tsv),
+    run([*GENOINTERP, "-q", "score-variants", str(vcf), "--reference", str(fasta), "--model", str(model), "-o", str(tsv),
          "--force"])
     scores = read_long(tsv)
     rows = []
@@ -156,7 +156,7 @@ def planted(out: Path) -> list[dict]:
         bed = out / f"planted_ism_{track}.bed"
         bed.write_text("".join(f"chr3\t{x - 50}\t{x + 50 + len(motif)}\n" for x in sites))
         ism = out / f"planted_ism_{track}"
-        run([*GENOINTERP, "-q", "ism", "--regions", str(bed), "--fasta", str(fasta), "--model", str(model), "--tracks",
+        run([*GENOINTERP, "-q", "ism", "--regions", str(bed), "--reference", str(fasta), "--model", str(model), "--tracks",
              track, "-o", str(ism), "--force"])
         importance = {}
         with open(ism / "ism.bases.tsv") as fh:
@@ -291,7 +291,7 @@ def real(out: Path, shared: Path) -> list[dict]:
     vcf = out / "chr20_test_tail.vcf"
     write_vcf(vcf, {chrom: length}, variants)
     tsv = out / "real.scores.tsv"
-    run([*GENOINTERP, "-q", "score-variants", str(vcf), "--fasta", str(fasta), "-o", str(tsv), "--force"])
+    run([*GENOINTERP, "-q", "score-variants", str(vcf), "--reference", str(fasta), "-o", str(tsv), "--force"])
     scores = read_long(tsv)
     by_id = {v[2]: v for v in variants}
     rows = []
@@ -325,7 +325,7 @@ def pace_run(out: Path, shared: Path) -> dict:
     pace_vcf = out / "pace.vcf"
     write_vcf(pace_vcf, {chrom: length}, [(chrom, start + int(p), f"snv{i}", "ACGT"[codes[p]],
                                            "ACGT"[(codes[p] + 1 + i % 3) % 4]) for i, p in enumerate(picks)])
-    secs = run([*GENOINTERP, "-q", "score-variants", str(pace_vcf), "--fasta", str(fasta), "-o", str(out / "pace.tsv"),
+    secs = run([*GENOINTERP, "-q", "score-variants", str(pace_vcf), "--reference", str(fasta), "-o", str(out / "pace.tsv"),
                 "--threads", "2", "--force"])
     return {"snvs": PACE_SNVS, "seconds": round(secs, 1), "variants_per_s": round(PACE_SNVS / secs, 1),
             "tracks": len(tracks)}

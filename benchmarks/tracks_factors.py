@@ -77,7 +77,7 @@ def main() -> None:
     cmd = GENOINTERP + ["evaluate-tracks", *(["-m", str(Path(__file__).resolve().parent.parent / "genointerp" /
                                                         "resources" / "models" / "tracks_dream_chr20"), "-m", args.cnn]
                                              if args.cnn else []),
-                        "--controls", "--fit-regions", str(fit_bed), "--fasta", str(shared / FASTA), "--targets",
+                        "--controls", "--fit-regions", str(fit_bed), "--reference", str(shared / FASTA), "--targets",
                         str(targets), "--regions", str(test_bed), "-o", str(tsv), "-t", str(args.threads),
                         "--device", "cpu", "--force", *(["--rc-average"] if args.rc_average else [])]
     if not (args.reuse and tsv.exists()):

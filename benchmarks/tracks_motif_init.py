@@ -85,7 +85,7 @@ def main() -> None:
     train_bed = write_bed(out / "train.bed", *parse_region(args.train_region))
     valid_bed = write_bed(out / "valid.bed", CHROM, *VALID)
     test_bed = write_bed(out / "test.bed", CHROM, *TEST)
-    common_args = ["--fasta", str(fasta), "--targets", str(targets), "--regions", str(train_bed),
+    common_args = ["--reference", str(fasta), "--targets", str(targets), "--regions", str(train_bed),
                    "--valid-regions", str(valid_bed), "--test-regions", str(test_bed), "--width", "64",
                    "--seq-len", "3072", "--bin-size", "128", "--target-bins", "16", "--epochs", str(args.epochs),
                    "--batch-size", "16", "--lr", "3e-4", "--seed", "1", "--device", "cpu", "-t", str(args.threads)]
@@ -111,7 +111,7 @@ def main() -> None:
     controls = out / "controls.tsv"
     if not controls.exists():
         run_logged(GENOINTERP + ["evaluate-tracks", "-m", str(models / variants[0]), "--controls", "--fit-regions",
-                                 str(train_bed), "--fasta", str(fasta), "--targets", str(targets), "--regions",
+                                 str(train_bed), "--reference", str(fasta), "--targets", str(targets), "--regions",
                                  str(test_bed), "-o", str(controls), "-t", str(args.threads), "--device", "cpu"],
                    logs / "controls.log")
     cpg = per_track(controls, "pearson_cpg")

@@ -111,7 +111,7 @@ def control_rows(model: Path, fasta: Path, targets: Path, train_bed: Path, valid
         tsv = logs.parent / f"controls_{split}.tsv"
         if not tsv.exists():
             wall += run_logged(GENOINTERP + ["evaluate-tracks", "-m", str(model), "--controls", "--fit-regions",
-                                             str(train_bed), "--fasta", str(fasta), "--targets", str(targets),
+                                             str(train_bed), "--reference", str(fasta), "--targets", str(targets),
                                              "--regions", str(bed), "-o", str(tsv), "-t", str(threads), "--device",
                                              "cpu"], logs / "controls.log")
         with open(tsv) as fh:
@@ -159,7 +159,7 @@ def main() -> None:
     print(f"{n_tracks} tracks (group ChIP); train {args.train_region}, valid {CHROM}:{VALID[0]}-{VALID[1]}, "
           f"test {CHROM}:{TEST[0]}-{TEST[1]}", file=sys.stderr)
 
-    common_args = ["--fasta", str(fasta), "--targets", str(targets), "--regions", str(train_bed),
+    common_args = ["--reference", str(fasta), "--targets", str(targets), "--regions", str(train_bed),
                    "--valid-regions", str(valid_bed), "--test-regions", str(test_bed),
                    "--width", str(args.width), "--patch", str(args.patch), "--seq-len", str(args.seq_len),
                    "--bin-size", "128", "--target-bins", str(args.target_bins), "--epochs", str(args.epochs),
@@ -223,7 +223,7 @@ def main() -> None:
     compare = out / f"compare_{best}_vs_swin1d.tsv"
     # run inside models/ so that the figure's labels read "arch (arch)", not the whole path
     run_logged(GENOINTERP + ["evaluate-tracks", "-m", best, "-m", "swin1d",
-                             "--fasta", str(fasta.resolve()), "--targets", str(targets.resolve()),
+                             "--reference", str(fasta.resolve()), "--targets", str(targets.resolve()),
                              "--regions", str(test_bed.resolve()), "--scatter", str(fig2.resolve()),
                              "-o", str(compare.resolve()), "-t", str(args.threads), "--device", "cpu", "--force"],
                logs / "evaluate.log", cwd=models)
@@ -233,7 +233,7 @@ def main() -> None:
         names = {line.split("\t")[4] for line in targets.read_text().splitlines()[1:]}
         pchrom, (p0, p1) = CHROM, densest_test_window(peaks, names)
     plot_bed = write_bed(out / "fig3_region.bed", pchrom, p0, p1)
-    run_logged(GENOINTERP + ["evaluate-tracks", "-m", str(models / "swin1d"), "--fasta", str(fasta),
+    run_logged(GENOINTERP + ["evaluate-tracks", "-m", str(models / "swin1d"), "--reference", str(fasta),
                              "--targets", str(targets), "--regions", str(plot_bed), "-o", str(out / "fig3_region.tsv"),
                              "--plot-region", f"{pchrom}:{p0}-{p1}", "--plot", str(fig3), "-t", str(args.threads),
                              "--device", "cpu", "--force"], logs / "evaluate.log")
