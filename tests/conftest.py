@@ -60,14 +60,19 @@ def data() -> Path:
     return DATA
 
 
+_RUNNER = CliRunner()  # holds no state between runs: each invoke gets fresh streams and environment
+
+
+def run_cli(*args, input=None, env=None, catch_exceptions=False):
+    """`genointerp ARGS` run in this process (each arg through str()), stdout and stderr kept apart.
+    An exception the command does not handle is raised (a traceback in the test) unless
+    catch_exceptions; usable from module-scoped fixtures, where the `cli` fixture is not."""
+    return _RUNNER.invoke(app, [str(a) for a in args], input=input, env=env, catch_exceptions=catch_exceptions)
+
+
 @pytest.fixture
 def cli():
-    runner = CliRunner()
-
-    def invoke(*args, input=None):
-        return runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
-
-    return invoke
+    return run_cli
 
 
 @pytest.fixture
@@ -145,6 +150,18 @@ def assert_one_error_line(res, message: str) -> None:
     assert len(errors) == 1 and message in errors[0], res.stderr
     assert all(line.startswith("[genointerp]") for line in lines if line not in errors), res.stderr
     assert "Traceback" not in res.output
+
+
+def tsv_dicts(text: str) -> list[dict[str, str]]:
+    """A TSV's rows as {column: cell} dicts, cells kept as strings; the first line is the header,
+    every other line a row (no comment lines skipped)."""
+    header, *rows = [line.split("\t") for line in text.splitlines()]
+    return [dict(zip(header, row)) for row in rows]
+
+
+def read_tsv(path) -> list[dict[str, str]]:
+    """tsv_dicts of the file at `path`."""
+    return tsv_dicts(Path(path).read_text())
 
 
 def metrics_without_timing(model_dir: Path) -> list[list[str]]:

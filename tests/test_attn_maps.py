@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, run_cli
 from genointerp.interpret.capture import AttentionCapture, LayerMaps, TokenGrid, capture_attention, output_grid
 from genointerp.interpret.summaries import (AttentionAccumulator, layer_mean_distance, per_bp, rollout,
                                             rollout_importance, uniform_distance)
@@ -173,15 +173,11 @@ def test_unknown_read_id_is_one_error_line_and_no_output(tmp_path, cli):
 
 @pytest.fixture(scope="module")
 def swin(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     out = tmp_path_factory.mktemp("attn") / "swin"
     args = ["-q", "train-tracks", "-R", FASTA, "--targets", TRACKS / "targets.tsv", "--seq-len", 1024,
             "--bin-size", 32, "--target-bins", 16, "--width", 16, "--epochs", 1, "--device", "cpu", "-o", out,
             "--patch", 1]  # single-nucleotide tokens (not train-tracks' default): every stage's layout is checked
-    res = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    res = run_cli(*args)
     assert res.exit_code == 0, res.output
     return out
 

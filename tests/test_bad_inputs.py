@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from conftest import DATA, assert_one_error_line, interrupt_at_call
+from conftest import DATA, assert_one_error_line, interrupt_at_call, run_cli
 
 TRACKS = DATA / "tracks"
 FASTA = TRACKS / "ref.fa.gz"
@@ -44,12 +44,9 @@ CAPSULE_SMALL = ["--hidden", "8", "--capsule-channels", "2", "--capsule-dim", "4
 def fx(tmp_path_factory) -> dict[str, Path]:
     """Small valid inputs of every kind (plain text, so that the table can damage them), and the
     models and intermediate outputs that later commands need."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     d = tmp_path_factory.mktemp("inputs")
-    run = lambda *a: CliRunner().invoke(app, ["-q", *map(str, a)], catch_exceptions=False)  # noqa: E731
+    run = lambda *a: run_cli("-q", *a)  # noqa: E731
     f: dict[str, Path] = {}
     lines = gzip.decompress((DATA / "tumor_small.fq.gz").read_bytes()).decode().splitlines(keepends=True)
     records = ["".join(lines[i:i + 4]) for i in range(0, len(lines), 4)]

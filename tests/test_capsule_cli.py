@@ -6,7 +6,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import assert_one_error_line
+from conftest import assert_one_error_line, read_tsv, run_cli
 from genointerp.io.features import Features, write_features
 
 # a tiny network and short training: the planted signal is easy and linear. The paper's conv primary
@@ -37,22 +37,13 @@ def write_cohort(folder, features: Features, y: np.ndarray):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     d = tmp_path_factory.mktemp("capsule")
     feats, pheno = write_cohort(d, *cohort())
     # on the CPU, where test_predict_reproduces_the_test_predictions' promise holds (docs/reliability.md)
-    res = CliRunner().invoke(app, ["capsule-train", str(feats), "-p", str(pheno), "-o", str(d / "m"),
-                                   "--train-fraction", "0.5", "--device", "cpu", *SMALL])
+    res = run_cli("capsule-train", str(feats), "-p", str(pheno), "-o", str(d / "m"),
+                  "--train-fraction", "0.5", "--device", "cpu", *SMALL)
     assert res.exit_code == 0, res.output
     return d
-
-
-def tsv(path):
-    rows = [line.split("\t") for line in path.read_text().splitlines()]
-    return [dict(zip(rows[0], r)) for r in rows[1:]]
 
 
 def test_train_writes_a_complete_model_directory(trained):
@@ -65,30 +56,30 @@ def test_train_writes_a_complete_model_directory(trained):
     assert cfg["phenotype"]["classes"] == ["control", "case"] and cfg["phenotype"]["case"] == "case"
     assert cfg["phenotype"]["column"] == "status" and len(cfg["features"]["columns"]) == 12
     assert len(cfg["scaler"]["mean"]) == len(cfg["scaler"]["sd"]) == 12
-    split = tsv(m / "split.tsv")
+    split = read_tsv(m / "split.tsv")
     test = [r for r in split if r["set"] == "test"]
     assert len(test) == 48 and sum(r["class"] == "case" for r in test) == 24  # 0.2 x 240, balanced
     assert cfg["training"]["n_test"] == 48 and cfg["training"]["n_train"] == 192
 
 
 def test_capsule_and_logistic_regression_learn_the_planted_signal(trained):
-    results = {r["method"]: r for r in tsv(trained / "m" / "results.tsv")}
+    results = {r["method"]: r for r in read_tsv(trained / "m" / "results.tsv")}
     assert list(results) == ["capsule", "logistic_regression", "svm", "random_forest", "adaboost", "mlp"]
     # the Bayes accuracy is 0.9987 (see cohort); 0.9 leaves room for small folds and 30 epochs
     for method in ("capsule", "logistic_regression"):
         assert float(results[method]["test_accuracy"]) >= 0.9, results[method]
         assert float(results[method]["cv_accuracy_mean"]) >= 0.85, results[method]
-    assert len(tsv(trained / "m" / "folds.tsv")) == 6 * 2
-    curve = tsv(trained / "m" / "train_fraction.tsv")
+    assert len(read_tsv(trained / "m" / "folds.tsv")) == 6 * 2
+    curve = read_tsv(trained / "m" / "train_fraction.tsv")
     assert [(r["fraction"], r["method"]) for r in curve][:2] == [("0.5", "capsule"), ("0.5", "logistic_regression")]
     assert float(curve[0]["n_train_mean"]) == 48.0  # half of the 96 samples in each training fold
 
 
 def test_the_causal_gene_is_decisive_and_coupling_is_a_distribution(trained):
-    genes = tsv(trained / "m" / "genes.tsv")
+    genes = read_tsv(trained / "m" / "genes.tsv")
     assert len(genes) == GENES and genes[0]["gene"] == CAUSAL and genes[0]["decisive"] == "yes"
     assert [g["decisive"] for g in genes].count("yes") == 1  # top 5 % of 6 genes, at least one
-    coupling = tsv(trained / "m" / "coupling.tsv")
+    coupling = read_tsv(trained / "m" / "coupling.tsv")
     assert len(coupling) == 4 * 6  # 4 channels x (16 - 5) // 2 + 1 positions
     for row in coupling[:5]:
         assert float(row["c[case|case]"]) + float(row["c[control|case]"]) == pytest.approx(1, abs=2e-6)
@@ -101,9 +92,9 @@ def test_predict_reproduces_the_test_predictions(trained, cli):
     out = trained / "pred.tsv"
     res = cli("capsule-predict", trained / "m", trained / "feats", "-o", out, "--device", "cpu")
     assert res.exit_code == 0, res.output
-    pred = {r["sample"]: r for r in tsv(out)}
+    pred = {r["sample"]: r for r in read_tsv(out)}
     assert len(pred) == N
-    test = tsv(trained / "m" / "test_predictions.tsv")
+    test = read_tsv(trained / "m" / "test_predictions.tsv")
     for row in test:
         assert {k: pred[row["sample"]][k] for k in ("p_case", "p_control", "call")} == \
             {k: row[k] for k in ("p_case", "p_control", "call")}
@@ -137,7 +128,7 @@ def test_same_seed_gives_byte_identical_outputs_without_a_test_set(tmp_path, cli
     assert "results.tsv" in files and "train_fraction.tsv" not in files and "test_predictions.tsv" not in files
     for name in files:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
-    results = tsv(tmp_path / "a" / "results.tsv")
+    results = read_tsv(tmp_path / "a" / "results.tsv")
     assert [r["method"] for r in results] == ["capsule"] and results[0]["test_accuracy"] == "NA"
 
 
@@ -198,7 +189,7 @@ def test_phenotype_picks_the_column_that_labels_the_samples(tmp_path, cli):
     assert res.exit_code == 0, res.output
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["phenotype"]["column"] == "other" and cfg["phenotype"]["classes"] == ["no", "yes"]
-    assert {r["sample"]: r["class"] for r in tsv(tmp_path / "m" / "split.tsv")} == dict(zip(features.samples, other))
+    assert {r["sample"]: r["class"] for r in read_tsv(tmp_path / "m" / "split.tsv")} == dict(zip(features.samples, other))
 
 
 def test_one_routing_iteration_leaves_the_coupling_uniform(tmp_path, cli, trained):
@@ -209,8 +200,8 @@ def test_one_routing_iteration_leaves_the_coupling_uniform(tmp_path, cli, traine
     # routing logits start at 0 and the first iteration's softmax over 2 classes gives exactly 1/2;
     # later iterations move them (the default, 3, in the module's model does)
     values = lambda rows: [float(v) for r in rows for k, v in r.items() if k.startswith("c[")]  # noqa: E731
-    assert set(values(tsv(tmp_path / "m" / "coupling.tsv"))) == {0.5}
-    assert set(values(tsv(trained / "m" / "coupling.tsv"))) != {0.5}
+    assert set(values(read_tsv(tmp_path / "m" / "coupling.tsv"))) == {0.5}
+    assert set(values(read_tsv(trained / "m" / "coupling.tsv"))) != {0.5}
 
 
 def test_primary_capsule_is_the_one_the_gene_scores_read(tmp_path, cli):
@@ -236,7 +227,7 @@ def test_primary_capsule_is_the_one_the_gene_scores_read(tmp_path, cli):
             kept = np.zeros_like(xs)
             kept[:, 2 * g : 2 * g + 2] = xs[:, 2 * g : 2 * g + 2]
             want[f"G{g}"] = np.abs(length(kept) - zero).mean()
-    got = {r["gene"]: float(r["score"]) for r in tsv(tmp_path / "m" / "genes.tsv")}
+    got = {r["gene"]: float(r["score"]) for r in read_tsv(tmp_path / "m" / "genes.tsv")}
     assert got == pytest.approx(want, rel=1e-4)  # genes.tsv keeps 6 significant digits
 
 
@@ -311,7 +302,7 @@ def test_text_inputs_are_read_gzipped_from_stdin_and_binary_ones_refused(trained
     # a gzipped phenotype table without .gz in its name, from stdin
     res = cli("capsule-train", feats, "-p", "-", *QUICK, "-o", tmp_path / "m", input=gzip.compress(pheno.read_bytes()))
     assert res.exit_code == 0, res.output
-    assert {r["sample"]: r["class"] for r in tsv(tmp_path / "m" / "split.tsv")} == \
+    assert {r["sample"]: r["class"] for r in read_tsv(tmp_path / "m" / "split.tsv")} == \
         {s: "case" if v else "control" for s, v in zip(features.samples, y)}
     table = (trained / "feats" / "features.tsv").read_bytes()
     (tmp_path / "f.tsv.gz").write_bytes(gzip.compress(table))
@@ -365,13 +356,13 @@ def test_gene_sets_give_enrichment_of_the_decisive_genes(tmp_path, cli):
     res = cli("capsule-train", feats, "-p", pheno, *QUICK, "--gene-sets", tmp_path / "sets.gmt", "-o", tmp_path / "m")
     assert res.exit_code == 0, res.output
     assert "5 gene sets, 3 with 5 to 500 feature genes to test; universe 6 of 6 feature genes" in res.stderr
-    decisive = [g["gene"] for g in tsv(tmp_path / "m" / "genes.tsv") if g["decisive"] == "yes"]
+    decisive = [g["gene"] for g in read_tsv(tmp_path / "m" / "genes.tsv") if g["decisive"] == "yes"]
     assert len(decisive) == 1  # top 5 % of 6 genes, at least one
     members = {"BIG": {f"G{i}" for i in range(6)}, "FIVE": {f"G{i}" for i in range(1, 6)},
                "REST": {f"G{i}" for i in range(6)} - {"G1"}}
     text = (tmp_path / "m" / "enrichment.tsv").read_text()
     assert text.splitlines()[0] == "set\tdescription\tset_size\toverlap\tdecisive_in_universe\tuniverse\tp_value\tfdr\tgenes"
-    rows = {r["set"]: r for r in tsv(tmp_path / "m" / "enrichment.tsv")}
+    rows = {r["set"]: r for r in read_tsv(tmp_path / "m" / "enrichment.tsv")}
     assert sorted(rows) == ["BIG", "FIVE", "REST"]
     for name, genes in members.items():
         row, overlap = rows[name], [g for g in decisive if g in genes]
@@ -416,15 +407,11 @@ def test_bad_gene_sets_are_one_error_line_before_training_and_leave_nothing(tmp_
 def prs_run(tmp_path_factory):
     """gene-pca --keep-dosages on the 1000 Genomes fixture (60 samples), a phenotype that is carrier
     status of one SNP behind the Gene-PCs, and capsule-train on both with a training-fraction curve."""
-    from typer.testing import CliRunner
-
     from conftest import DATA
-    from genointerp.cli import app
 
     d = tmp_path_factory.mktemp("prs")
-    runner = CliRunner()
-    res = runner.invoke(app, ["gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g", str(DATA / "genes_chr21_22.bed"),
-                              "--keep-dosages", "-o", str(d / "pcs")])
+    res = run_cli("gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g", str(DATA / "genes_chr21_22.bed"),
+                  "--keep-dosages", "-o", str(d / "pcs"))
     assert res.exit_code == 0, res.output
     dosages = np.load(d / "pcs" / "dosages.npy")
     samples = json.loads((d / "pcs" / "features.json").read_text())["samples"]
@@ -434,8 +421,8 @@ def prs_run(tmp_path_factory):
     case = dosages[:, causal] > 0
     (d / "pheno.tsv").write_text("sample\tstatus\n" + "".join(
         f"{s}\t{'case' if c else 'control'}\n" for s, c in zip(samples, case)))
-    res = runner.invoke(app, ["capsule-train", str(d / "pcs"), "-p", str(d / "pheno.tsv"), "-o", str(d / "m"),
-                              "--train-fraction", "0.5,1", *SMALL])
+    res = run_cli("capsule-train", str(d / "pcs"), "-p", str(d / "pheno.tsv"), "-o", str(d / "m"),
+                  "--train-fraction", "0.5,1", *SMALL)
     assert res.exit_code == 0, res.output
     return d, samples, causal, res
 
@@ -447,7 +434,7 @@ def test_gene_pca_dosages_are_the_vcf_genotypes(prs_run):
 
     d, samples, _, _ = prs_run
     dosages = np.load(d / "pcs" / "dosages.npy")
-    snps = tsv(d / "pcs" / "snps.tsv")
+    snps = read_tsv(d / "pcs" / "snps.tsv")
     assert dosages.dtype == np.int8 and dosages.shape == (60, len(snps))
     with pysam.VariantFile(str(DATA / "eur_chr21_22_small.vcf.gz")) as vcf:
         records = {(r.chrom, r.pos): r for r in vcf}
@@ -467,7 +454,7 @@ def test_prs_runs_on_the_same_folds_test_set_and_curve(prs_run):
     from genointerp.capsule.prs import P_THRESHOLDS
 
     d, _, _, res = prs_run
-    results = {r["method"]: r for r in tsv(d / "m" / "results.tsv")}
+    results = {r["method"]: r for r in read_tsv(d / "m" / "results.tsv")}
     assert list(results) == ["capsule", "logistic_regression", "svm", "random_forest", "adaboost", "mlp", "prs"]
     # the phenotype is one SNP's carrier status: its dosage alone separates the classes (0 against
     # 1 or 2), so a score of that SNP, cut by the logistic regression, calls every sample right. The
@@ -475,13 +462,13 @@ def test_prs_runs_on_the_same_folds_test_set_and_curve(prs_run):
     # and cost some accuracy (one of the two does here: 0.79)
     prs = results["prs"]
     assert float(prs["test_accuracy"]) == 1.0 and float(prs["cv_accuracy_mean"]) >= 0.75, prs
-    assert [r["fold"] for r in tsv(d / "m" / "folds.tsv") if r["method"] == "prs"] == ["1", "2"]
-    curve = {(r["fraction"], r["method"]): r for r in tsv(d / "m" / "train_fraction.tsv")}
+    assert [r["fold"] for r in read_tsv(d / "m" / "folds.tsv") if r["method"] == "prs"] == ["1", "2"]
+    curve = {(r["fraction"], r["method"]): r for r in read_tsv(d / "m" / "train_fraction.tsv")}
     assert {f for f, m in curve if m == "prs"} == {"0.5", "1"}
     assert curve[("1", "prs")]["accuracy_mean"] == prs["cv_accuracy_mean"]  # the full fraction is the CV
     assert curve[("0.5", "prs")]["n_train_mean"] == curve[("0.5", "capsule")]["n_train_mean"]
     cfg = json.loads((d / "m" / "config.json").read_text())["prs"]
-    n_snps = len(tsv(d / "pcs" / "snps.tsv"))
+    n_snps = len(read_tsv(d / "pcs" / "snps.tsv"))
     assert cfg["p_threshold"] in P_THRESHOLDS and 1 <= cfg["n_snps"] < n_snps and cfg["n_snps_available"] == n_snps
     assert "PRS (final fit): p <= " in res.stderr and "PRS baseline skipped" not in res.stderr
 
@@ -497,7 +484,7 @@ def test_prs_is_skipped_with_one_line_without_dosages_and_a_lone_dosage_file_is_
         assert res.exit_code == 0, res.output
         assert res.stderr.count("PRS baseline skipped") == 1
         assert f"PRS baseline skipped: {feats} has no SNP dosages" in res.stderr
-        assert "prs" not in [r["method"] for r in tsv(tmp_path / "m" / "results.tsv")]
+        assert "prs" not in [r["method"] for r in read_tsv(tmp_path / "m" / "results.tsv")]
         shutil.rmtree(tmp_path / "m")
     res = cli("capsule-train", tmp_path / "pcs", "-p", d / "pheno.tsv", *args, "--no-baselines", "-o", tmp_path / "m")
     assert res.exit_code == 0 and "PRS" not in res.stderr  # no baselines asked: nothing to skip
@@ -512,7 +499,7 @@ def test_prs_is_skipped_with_one_line_without_dosages_and_a_lone_dosage_file_is_
     shutil.copy(d / "pcs" / "dosages.npy", tmp_path / "pcs")
     fails("dosages.npy without snps.tsv (gene-pca --keep-dosages writes both)")
     (tmp_path / "pcs" / "snps.tsv").write_text("\n".join((d / "pcs" / "snps.tsv").read_text().splitlines()[:-1]) + "\n")
-    fails(f"dosages.npy: expected int8 60 samples x {len(tsv(d / 'pcs' / 'snps.tsv')) - 1} SNPs (snps.tsv), found int8 60 x")
+    fails(f"dosages.npy: expected int8 60 samples x {len(read_tsv(d / 'pcs' / 'snps.tsv')) - 1} SNPs (snps.tsv), found int8 60 x")
     shutil.copy(d / "pcs" / "snps.tsv", tmp_path / "pcs")
     np.save(tmp_path / "pcs" / "dosages.npy", np.load(d / "pcs" / "dosages.npy") * 2)
     fails("dosages.npy: dosages must be 0, 1, 2 or -1 (missing)")
@@ -534,14 +521,11 @@ def test_same_seed_gives_byte_identical_outputs_with_the_prs(prs_run, cli, tmp_p
 def gene_run(prs_run, tmp_path_factory):
     """capsule-train --primary gene on prs_run's Gene-PCs of the 1000 Genomes fixture (carrier status
     of one SNP as the phenotype)."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     d, samples, causal, _ = prs_run
     out = tmp_path_factory.mktemp("gene") / "m"
-    res = CliRunner().invoke(app, ["capsule-train", str(d / "pcs"), "-p", str(d / "pheno.tsv"), "-o", str(out),
-                                   "--no-baselines", *SMALL, "--primary", "gene"])
+    res = run_cli("capsule-train", str(d / "pcs"), "-p", str(d / "pheno.tsv"), "-o", str(out),
+                  "--no-baselines", *SMALL, "--primary", "gene")
     assert res.exit_code == 0, res.output
     return d, out, causal, res
 
@@ -556,12 +540,12 @@ def test_gene_primary_trains_predicts_and_reads_out_genes(gene_run, cli, tmp_pat
     assert cfg["model"]["primary"] == "gene" and cfg["model"]["gene_index"] == gene_index(columns)
     assert "gene_score" in cfg["interpretation"] and "gene capsules' coupling; decisive genes:" in res.stderr
     # coupling.tsv: one row per gene capsule, named by its gene, a distribution over the classes
-    coupling = tsv(m / "coupling.tsv")
+    coupling = read_tsv(m / "coupling.tsv")
     assert [r["gene"] for r in coupling] == genes and [r["primary"] for r in coupling] == [str(i) for i in range(len(genes))]
     for row in coupling:
         assert float(row["c[case|case]"]) + float(row["c[control|case]"]) == pytest.approx(1, abs=2e-6)
     # genes.tsv ranks every gene by its capsule's coupling to the true class, less 1/2
-    ranked = tsv(m / "genes.tsv")
+    ranked = read_tsv(m / "genes.tsv")
     assert sorted(f"{r['chrom']}:{r['gene']}" for r in ranked) == sorted(genes)
     by_gene = {r["gene"]: r for r in coupling}
     for r in ranked:
@@ -569,15 +553,15 @@ def test_gene_primary_trains_predicts_and_reads_out_genes(gene_run, cli, tmp_pat
         want = (float(c["c[case|case]"]) + float(c["c[control|control]"])) / 2 - 0.5
         assert float(r["score"]) == pytest.approx(want, abs=2e-6)
     # the phenotype is carrier status of one SNP: its gene's capsule routes by class the most
-    causal_genes = tsv(d / "pcs" / "snps.tsv")[causal]["genes"].split(",")
+    causal_genes = read_tsv(d / "pcs" / "snps.tsv")[causal]["genes"].split(",")
     assert ranked[0]["gene"] in causal_genes and ranked[0]["decisive"] == "yes", (ranked[:3], causal_genes)
     # gene capsules also report the norm of each gene's PC -> capsule map (test_capsule_model checks its value)
     assert all(float(r["map_norm"]) >= 0 for r in ranked)
     # capsule-predict rebuilds the gene capsules from config.json and reproduces the test predictions
     out = tmp_path / "pred.tsv"
     assert cli("capsule-predict", m, d / "pcs", "-o", out).exit_code == 0
-    pred = {r["sample"]: r for r in tsv(out)}
-    for row in tsv(m / "test_predictions.tsv"):
+    pred = {r["sample"]: r for r in read_tsv(out)}
+    for row in read_tsv(m / "test_predictions.tsv"):
         assert {k: pred[row["sample"]][k] for k in ("p_case", "p_control", "call")} == \
             {k: row[k] for k in ("p_case", "p_control", "call")}
 
@@ -690,6 +674,6 @@ def test_predict_applies_the_pair_capsule_as_trained(tmp_path, cli):
     res = cli("capsule-train", feats, "-p", pheno, "--folds", "2", "--no-baselines", "--epochs", "2", "-o", tmp_path / "m")
     assert res.exit_code == 0 and json.loads((tmp_path / "m" / "config.json").read_text())["model"]["pair"] == [0, 2]
     assert cli("capsule-predict", tmp_path / "m", feats, "-o", tmp_path / "p.tsv").exit_code == 0
-    predicted = {r["sample"]: r for r in tsv(tmp_path / "p.tsv")}
-    test = tsv(tmp_path / "m" / "test_predictions.tsv")
+    predicted = {r["sample"]: r for r in read_tsv(tmp_path / "p.tsv")}
+    test = read_tsv(tmp_path / "m" / "test_predictions.tsv")
     assert test and all(predicted[r["sample"]]["p_case"] == r["p_case"] for r in test)

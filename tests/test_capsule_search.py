@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import DATA, assert_one_error_line, interrupt_at_call
+from conftest import DATA, assert_one_error_line, interrupt_at_call, read_tsv, run_cli
 from genointerp.capsule import pair_screen
 from genointerp.capsule import genetic as ga
 from genointerp.capsule import search as cs
@@ -131,13 +131,10 @@ def test_the_first_generation_starts_from_the_screen():
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory):
     """gene-pca on the fixture VCF (60 samples) and a phenotype: carrier status of one SNP."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     d = tmp_path_factory.mktemp("search")
-    res = CliRunner().invoke(app, ["gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g",
-                                   str(DATA / "genes_chr21_22.bed"), "--keep-dosages", "-o", str(d / "pcs")])
+    res = run_cli("gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g",
+                  str(DATA / "genes_chr21_22.bed"), "--keep-dosages", "-o", str(d / "pcs"))
     assert res.exit_code == 0, res.output
     dosages = np.load(d / "pcs" / "dosages.npy")
     samples = json.loads((d / "pcs" / "features.json").read_text())["samples"]
@@ -148,23 +145,14 @@ def cohort(tmp_path_factory):
     return d
 
 
-def tsv(path):
-    rows = [line.split("\t") for line in path.read_text().splitlines()]
-    return [dict(zip(rows[0], r)) for r in rows[1:]]
-
-
 def without_seconds(path):
     return [line.rsplit("\t", 1)[0] for line in path.read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
 def searched(cohort):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
-    res = CliRunner().invoke(app, ["capsule-search", str(cohort / "pcs"), "-p", str(cohort / "pheno.tsv"),
-                                   "-o", str(cohort / "a"), *TINY])
+    res = run_cli("capsule-search", str(cohort / "pcs"), "-p", str(cohort / "pheno.tsv"),
+                  "-o", str(cohort / "a"), *TINY)
     assert res.exit_code == 0, res.output
     return cohort, res
 
@@ -174,12 +162,12 @@ def test_search_writes_best_history_plot_and_settings(searched):
     out = d / "a"
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [".genointerp", "best.tsv", "screen.tsv", "history.tsv", "history.png", "search.json"])
-    screen = tsv(out / "screen.tsv")
+    screen = read_tsv(out / "screen.tsv")
     genes = json.loads((out / "search.json").read_text())["inputs"]["genes"]
     assert list(screen[0]) == list(pair_screen.SCREEN_COLUMNS) and len(screen) == min(100, genes * (genes - 1) // 2)
     assert [float(r["score"]) for r in screen] == sorted((float(r["score"]) for r in screen), reverse=True)
     assert not (d / "a.checkpoint").exists()
-    best = tsv(out / "best.tsv")
+    best = read_tsv(out / "best.tsv")
     assert list(best[0]) == list(cs.BEST_COLUMNS) and best[0]["rank"] == "1"
     assert all(r["n_genes"] == "2" and len(r["genes"].split(",")) == 2 for r in best)
     info = json.loads((out / "search.json").read_text())
@@ -191,7 +179,7 @@ def test_search_writes_best_history_plot_and_settings(searched):
             assert 0 <= float(r[k]) <= 1
         assert float(r["cv_difference_sd"]) >= 0
     assert [float(r["fitness"]) for r in best] == sorted((float(r["fitness"]) for r in best), reverse=True)
-    history = tsv(out / "history.tsv")
+    history = read_tsv(out / "history.tsv")
     assert list(history[0]) == list(cs.HISTORY_COLUMNS) and [h["generation"] for h in history] == ["1", "2"]
     assert history[0]["evaluated"] == "4"
     assert max(float(h["best_fitness"]) for h in history) == float(best[0]["fitness"])
@@ -250,7 +238,7 @@ def test_time_budget_stops_after_the_generation_that_crosses_it(searched, cli):
     res = cli("capsule-search", d / "pcs", "-p", d / "pheno.tsv", *TINY, "--generations", "5",
               "--time-budget", "0", "-o", d / "tb")
     assert res.exit_code == 0 and "time budget reached" in res.stderr
-    assert len(tsv(d / "tb" / "history.tsv")) == 1
+    assert len(read_tsv(d / "tb" / "history.tsv")) == 1
     assert json.loads((d / "tb" / "search.json").read_text())["stopped_by_time_budget"] is True
 
 
@@ -274,7 +262,7 @@ def test_conv_primary_capsules_search_too(searched, cli):
               "-o", d / "conv")
     assert res.exit_code == 0, res.output
     info = json.loads((d / "conv" / "search.json").read_text())
-    assert info["capsule"]["primary"] == "conv" and len(tsv(d / "conv" / "best.tsv")) == 4
+    assert info["capsule"]["primary"] == "conv" and len(read_tsv(d / "conv" / "best.tsv")) == 4
     res = cli("capsule-search", d / "pcs", "-p", d / "pheno.tsv", *TINY, "--primary", "conv", "--hidden", "4",
               "-o", d / "conv2")
     assert res.exit_code == 2 and "--kernel-size/--hidden" in res.stderr and not (d / "conv2").exists()

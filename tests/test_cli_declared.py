@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
+from conftest import run_cli
 from genointerp.cli import _build_app
 from genointerp.cli.declare import DeclaredCommand, build_function, request_class
 from genointerp.options import declared
@@ -129,7 +129,7 @@ def test_min_bits_help_gives_the_built_in_models_rule():
 
     path = builtin_model_dir()
     rule = rule_of(read_model_config(str(path), expect="xvir"), "config")
-    res = CliRunner().invoke(app, ["classify-reads", "--help"], env={"COLUMNS": "400"})
+    res = run_cli("classify-reads", "--help", env={"COLUMNS": "400"})
     assert f"calling rule, {rule.min_bits:g} for the built-in model" in res.stdout
 
 
@@ -149,23 +149,23 @@ def _one_word_breaks(text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_help_reads_at_80_columns(name):
-    res = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "80"})
+    res = run_cli(name, "--help", env={"COLUMNS": "80"})
     assert res.exit_code == 0
     assert max(len(line) for line in res.stdout.splitlines()) <= 80
     assert _one_word_breaks(res.stdout) == []
 
 
 def test_quiet_and_debug_work_after_the_command_name(tmp_path):
-    res = CliRunner().invoke(app, ["versions", "-o", str(tmp_path / "v.yml"), "-q", "--debug"])
+    res = run_cli("versions", "-o", str(tmp_path / "v.yml"), "-q", "--debug")
     assert res.exit_code == 0 and res.stderr == ""
-    res = CliRunner().invoke(app, ["kmerize", str(tmp_path / "missing.fq"), "-o", str(tmp_path / "k"), "--debug"])
+    res = run_cli("kmerize", tmp_path / "missing.fq", "-o", tmp_path / "k", "--debug", catch_exceptions=True)
     assert res.exit_code != 0 and isinstance(res.exception, Exception)  # a traceback, not one line
 
 
 def test_an_old_spelling_still_works_with_one_warning_line(tmp_path):
     """--fasta (now -R/--reference) is accepted for a release, with a one-line warning."""
-    res = CliRunner().invoke(app, ["predict-tracks", "--fasta", str(tmp_path / "missing.fa"), "--chroms", "chr1",
-                                   "-o", str(tmp_path / "out")])
+    res = run_cli("predict-tracks", "--fasta", str(tmp_path / "missing.fa"), "--chroms", "chr1",
+                  "-o", str(tmp_path / "out"))
     lines = res.stderr.strip().splitlines()
     assert lines[0] == ("genointerp: warning: --fasta is deprecated and goes in a later release; use --reference")
     assert res.exit_code == 1 and len(lines) == 2 and "missing.fa" in lines[1]

@@ -5,17 +5,12 @@ import gzip
 
 import numpy as np
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, read_tsv
 from genointerp.io.features import read_features
 
 VCF, BED = DATA / "eur_chr21_22_small.vcf.gz", DATA / "genes_chr21_22.bed"
 SMALL = ["--hidden", "16", "--capsule-channels", "4", "--capsule-dim", "4", "--kernel-size", "5", "--class-dim", "8",
          "--epochs", "40", "--lr", "0.01", "--folds", "2", "--batch-size", "16", "--seed", "3", "--no-baselines"]
-
-
-def tsv(path):
-    rows = [line.split("\t") for line in path.read_text().splitlines()]
-    return [dict(zip(rows[0], r)) for r in rows[1:]]
 
 
 def test_gene_pcs_of_real_genotypes_train_a_capsule_network_that_predicts_a_new_projection(cli, tmp_path):
@@ -26,7 +21,7 @@ def test_gene_pcs_of_real_genotypes_train_a_capsule_network_that_predicts_a_new_
     feats = read_features(tmp_path / "pcs")
 
     # a phenotype driven by one real gene: cases carry the upper half of its first Gene-PC
-    genes = tsv(tmp_path / "pcs" / "genes.tsv")
+    genes = read_tsv(tmp_path / "pcs" / "genes.tsv")
     causal = max(genes, key=lambda g: int(g["n_snps"]))["gene"]
     col = next(i for i, c in enumerate(feats.columns) if c.split(":")[1] == causal and c.endswith(":pc1"))
     score = feats.matrix[:, col]
@@ -36,7 +31,7 @@ def test_gene_pcs_of_real_genotypes_train_a_capsule_network_that_predicts_a_new_
 
     res = cli("-q", "capsule-train", tmp_path / "pcs", "-p", tmp_path / "pheno.tsv", "-o", tmp_path / "model", *SMALL)
     assert res.exit_code == 0, res.output
-    ranked = tsv(tmp_path / "model" / "genes.tsv")
+    ranked = read_tsv(tmp_path / "model" / "genes.tsv")
     assert ranked[0]["gene"] == causal  # the only informative gene scores highest
 
     # a new cohort projected on the training transform gives the training features exactly,
@@ -47,7 +42,7 @@ def test_gene_pcs_of_real_genotypes_train_a_capsule_network_that_predicts_a_new_
         res = cli("-q", "capsule-predict", tmp_path / "model", tmp_path / name, "-o", tmp_path / f"{name}.tsv")
         assert res.exit_code == 0, res.output
     assert (tmp_path / "pcs.tsv").read_bytes() == (tmp_path / "applied.tsv").read_bytes()
-    calls = {r["sample"]: r["call"] == "case" for r in tsv(tmp_path / "applied.tsv")}
+    calls = {r["sample"]: r["call"] == "case" for r in read_tsv(tmp_path / "applied.tsv")}
     accuracy = np.mean([calls[s] == c for s, c in zip(feats.samples, case)])
     assert accuracy >= 0.9, accuracy  # one feature separates the classes by construction
 

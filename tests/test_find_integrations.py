@@ -12,7 +12,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import DATA, assert_one_error_line, reference
+from conftest import DATA, assert_one_error_line, reference, run_cli, tsv_dicts
 from genointerp.io.junctions import read_bedpe
 from genointerp.seq.alphabet import encode, reverse_complement_codes
 from genointerp.viral.panel import known_virus, name_reference
@@ -23,12 +23,6 @@ HOST, HBV = INT / "host.fa", INT / "hbv.fa"
 
 def truth():
     return read_bedpe(str(INT / "truth.bedpe"))
-
-
-def rows(tsv: str) -> list[dict]:
-    lines = tsv.splitlines()
-    head = lines[0].split("\t")
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
 
 
 def matches(calls: list[dict], host_bp: int, viral_bp: int = 750) -> list:
@@ -46,15 +40,12 @@ def matches(calls: list[dict], host_bp: int, viral_bp: int = 750) -> list:
 @pytest.fixture(scope="module")
 def bam_run(tmp_path_factory):
     """One full run on the host-aligned BAM with every output (shared by the output checks)."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     out = tmp_path_factory.mktemp("fi")
     args = ["find-integrations", str(INT / "host.bam"), "-R", str(HOST), "--viral-refs", str(HBV), "--genes",
             str(INT / "genes.bed"), "-o", str(out / "j.tsv"), "--vcf", str(out / "j.vcf"), "--bedpe",
             str(out / "j.bedpe"), "--summary", str(out / "s.json"), "--multiqc", str(out / "j_mqc.tsv"), "--sample", "T1"]
-    res = CliRunner().invoke(app, args, catch_exceptions=False)
+    res = run_cli(*args)
     assert res.exit_code == 0, res.output
     return out
 
@@ -115,7 +106,7 @@ def test_insertion_mode_usage_errors(cli, tmp_path, args, message):
 
 
 def test_bam_finds_every_junction_precisely(bam_run):
-    calls = rows((bam_run / "j.tsv").read_text())
+    calls = tsv_dicts((bam_run / "j.tsv").read_text())
     found = matches(calls, host_bp=5)
     assert all(found), found
     assert len(calls) == 6 and all(c["status"] == "precise" for c in calls)
@@ -126,7 +117,7 @@ def test_bam_finds_every_junction_precisely(bam_run):
 
 
 def test_vcf_bedpe_and_summary_agree_with_the_table(bam_run):
-    calls = rows((bam_run / "j.tsv").read_text())
+    calls = tsv_dicts((bam_run / "j.tsv").read_text())
     summary = json.loads((bam_run / "s.json").read_text())
     assert summary["junctions"] == len(calls) == summary["precise"] + summary["imprecise"]
     assert summary["split_reads"] == sum(int(c["split_reads"]) for c in calls)
@@ -152,7 +143,7 @@ def test_vcf_bedpe_and_summary_agree_with_the_table(bam_run):
 def test_every_output_names_a_type_the_same_way(bam_run):
     """TSV, VCF (both breakends), BEDPE and summary name a type by its display name: `HBV genotype
     A`, not `HBV` in some of them."""
-    calls = rows((bam_run / "j.tsv").read_text())
+    calls = tsv_dicts((bam_run / "j.tsv").read_text())
     types = {c["junction_id"]: c["type"] for c in calls}
     assert set(types.values()) == {"HBV genotype A", "HPV16", "HPV18"}
     bedpe = read_bedpe(str(bam_run / "j.bedpe"))
@@ -172,7 +163,7 @@ def test_multiqc_rows_are_the_tables_junctions(bam_run, cli, tmp_path):
     assert "# parent_id: 'genointerp'" in text and "# id: 'genointerp_integrations'" in text
     lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
     got = [dict(zip(lines[0], r)) for r in lines[1:]]
-    table = rows((bam_run / "j.tsv").read_text())
+    table = tsv_dicts((bam_run / "j.tsv").read_text())
     assert [g["Row"] for g in got] == [f"T1: {t['junction_id']}" for t in table]
     for g, t in zip(got, table):
         assert (g["type"], g["host_position"], g["nearest_genes"], g["split_reads"], g["status"]) == \
@@ -218,7 +209,7 @@ def test_paired_fastq_finds_the_same_junctions(cli, bam_run):
     res = cli("-q", "find-integrations", "--reads1", INT / "R1.fq.gz", "--reads2", INT / "R2.fq.gz", "-R", HOST,
               "--viral-refs", HBV)
     assert res.exit_code == 0, res.stderr
-    calls = rows(res.stdout)
+    calls = tsv_dicts(res.stdout)
     assert all(matches(calls, host_bp=5)) and len(calls) == 6
 
 
@@ -227,7 +218,7 @@ def test_bam_with_sa_tags_on_a_host_plus_virus_reference(cli):
         assert sum(r.has_tag("SA") for r in fh) > 20
     res = cli("-q", "find-integrations", INT / "sa.bam", "-R", INT / "combined.fa", "--viral-refs", HBV)
     assert res.exit_code == 0, res.stderr
-    calls = rows(res.stdout)
+    calls = tsv_dicts(res.stdout)
     assert all(matches(calls, host_bp=5)) and len(calls) == 6 and {c["host_chrom"] for c in calls} == {"20"}
 
 
@@ -235,7 +226,7 @@ def test_unmapped_only_bam_anchors_pairs_on_the_mate_fields(cli):
     res = cli("find-integrations", INT / "unmapped.bam", "-R", HOST, "--viral-refs", HBV)
     assert res.exit_code == 0, res.stderr
     assert "unmapped-only" in res.stderr
-    calls = rows(res.stdout)
+    calls = tsv_dicts(res.stdout)
     assert all(matches(calls, host_bp=1000)) and len(calls) == 6
 
 
@@ -248,7 +239,7 @@ def test_without_added_references_hbv_is_called_only_if_the_model_holds_it(cli):
     with gzip.open(builtin_model_dir() / "kmer_refs.fa.gz", "rt") as fh:
         builtin_hbv = any(line.startswith(">HBV") for line in fh)
     res = cli("-q", "find-integrations", INT / "host.bam", "-R", HOST)
-    calls = rows(res.stdout)
+    calls = tsv_dicts(res.stdout)
     assert res.exit_code == 0
     assert {c["virus"] for c in calls} == ({"HPV", "HBV"} if builtin_hbv else {"HPV"})
     assert len(calls) == (6 if builtin_hbv else 4)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import DATA, assert_one_error_line, interrupt_at_call, metrics_without_timing
+from conftest import DATA, assert_one_error_line, interrupt_at_call, metrics_without_timing, run_cli
 from genointerp.errors import InputError
 from genointerp.report import SILENT
 from genointerp.viral.training.fresh import FreshReads, ReadSimulator
@@ -49,12 +49,8 @@ def test_mix_weights_and_mutated_viral_reads():
 
 @pytest.fixture(scope="module")
 def fresh_model(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     out = tmp_path_factory.mktemp("fresh") / "m"
-    res = CliRunner().invoke(app, ["train-xvir", "-o", str(out), *REFS, *SMALL, "--epochs", "3", "--target-fpr", "0.01"])
+    res = run_cli("train-xvir", "-o", str(out), *REFS, *SMALL, "--epochs", "3", "--target-fpr", "0.01")
     assert res.exit_code == 0, res.output
     assert "fresh reads per epoch" in res.stderr and "calling threshold" in res.stderr
     return out

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, read_tsv, run_cli
 from test_vcf import pipe_of
 from genointerp.genotypes.pca import PcsRule, fit_gene, fit_means
 from genointerp.io.vcf import MISSING
@@ -28,11 +28,6 @@ def read_vcf_text(path=VCF):
             d = [np.nan if "." in g else g.count("1") for g in f[9:]]
             out.append((f[0], int(f[1]), f[3], f[4], np.array(d, dtype=float)))
     return out
-
-
-def genes_tsv(folder):
-    rows = [line.split("\t") for line in (folder / "genes.tsv").read_text().splitlines()]
-    return [dict(zip(rows[0], r)) for r in rows[1:]]
 
 
 def features(folder):
@@ -67,7 +62,7 @@ def test_pcs_rule_variance_target_cuts_the_count():
 def test_pcs_rule_variance_target_through_the_cli(cli, tmp_path):
     res = cli("-q", "gene-pca", VCF, "-g", BED, "--pcs-rule", "inf:64,var:0.8", "-o", tmp_path / "o")
     assert res.exit_code == 0, res.output
-    rows = [r for r in genes_tsv(tmp_path / "o") if int(r["n_pcs"])]  # genes with kept SNPs
+    rows = [r for r in read_tsv(tmp_path / "o" / "genes.tsv") if int(r["n_pcs"])]  # genes with kept SNPs
     for r in rows:
         # the fewest PCs that explain 80 % of the gene's variance: with one PC fewer it would not
         per_pc = [float(v) for v in r["explained_per_pc"].split(",")]
@@ -128,16 +123,12 @@ def test_imputation_and_axes_use_the_fit_rows_only():
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     d = tmp_path_factory.mktemp("gpca")
     samples = [line.split("\t") for line in gzip.open(VCF, "rt") if line.startswith("#CHROM")][0][9:]
     samples[-1] = samples[-1].strip()
     (d / "fit.txt").write_text("\n".join(samples[:45]) + "\n")
-    res = CliRunner().invoke(app, ["gene-pca", str(VCF), "-g", str(BED), "--fit-samples", str(d / "fit.txt"),
-                                   "-o", str(d / "out")])
+    res = run_cli("gene-pca", str(VCF), "-g", str(BED), "--fit-samples", str(d / "fit.txt"),
+                  "-o", str(d / "out"))
     assert res.exit_code == 0, res.output
     return d, samples, res
 
@@ -158,7 +149,7 @@ def test_gene_table_counts_match_an_independent_count(fitted):
             kept += np.isnan(fit).mean() <= 0.1 and min(af, 1 - af) >= 0.01
         if inside:
             expected[g.name] = (len(inside), kept)
-    rows = genes_tsv(d / "out")
+    rows = read_tsv(d / "out" / "genes.tsv")
     assert {r["gene"]: (int(r["n_sites"]), int(r["n_snps"])) for r in rows} == expected
     for r in rows:
         m = int(r["n_snps"])
@@ -188,7 +179,7 @@ def test_maf_max_missing_and_pcs_rule_decide_the_kept_snps_and_pcs(cli, tmp_path
     res = cli("-q", "gene-pca", VCF, "-g", BED, "--maf", 0.2, "--max-missing", 0, "--pcs-rule", "2:1,inf:2",
               "-o", tmp_path / "o")
     assert res.exit_code == 0, res.output
-    got = {r["gene"]: (int(r["n_sites"]), int(r["n_snps"]), int(r["n_pcs"])) for r in genes_tsv(tmp_path / "o")}
+    got = {r["gene"]: (int(r["n_sites"]), int(r["n_snps"]), int(r["n_pcs"])) for r in read_tsv(tmp_path / "o" / "genes.tsv")}
     every = slice(None)
     assert got == _expected_genes(every, 0.2, 0.0, PcsRule.parse("2:1,inf:2"))
     # each option on its own changes the table, so none of them can be ignored unnoticed
@@ -213,7 +204,7 @@ def test_features_equal_a_direct_pca_of_the_fit_samples(fitted):
     d, samples, _ = fitted
     meta, matrix = features(d / "out")
     assert meta["samples"] == samples and matrix.dtype == np.float32
-    rows = {r["gene"]: r for r in genes_tsv(d / "out")}
+    rows = {r["gene"]: r for r in read_tsv(d / "out" / "genes.tsv")}
     assert meta["columns"] == [f"{r['chrom']}:{g}:pc{j + 1}" for g, r in rows.items() for j in range(int(r["n_pcs"]))]
     sites = read_vcf_text()
     for gene in ("DSCAM", "KCNJ6"):
@@ -266,21 +257,16 @@ def test_apply_imputes_absent_snps_and_flips_swapped_alleles(fitted, cli, tmp_pa
     assert res.exit_code == 0, res.output
     assert "1 SNP(s) of the transform are not in" in res.stderr and "1 SNP(s) have REF/ALT swapped" in res.stderr
     new, old = np.load(tmp_path / "o/features.npy"), np.load(d / "out/features.npy")
-    first = genes_tsv(d / "out")[0]
+    first = read_tsv(d / "out" / "genes.tsv")[0]
     assert int(first["n_snps"]) == 1  # HLCS: its only SNP is the dropped one -> every sample at the mean
     assert np.array_equal(new[:, 0], np.zeros(len(new), dtype=np.float32)) and old[:, 0].std() > 0
     assert np.allclose(new[:, 1:], old[:, 1:], atol=1e-5)  # the flipped SNP gives the same scores
     # the dosages keep the fit's SNP columns: the dropped SNP missing for everyone, the swapped one
     # counted as the fit's ALT again (2 - d of the new file's ALT: the original genotypes)
-    snps, dosages = tsv(tmp_path / "o/snps.tsv"), np.load(tmp_path / "o/dosages.npy")
+    snps, dosages = read_tsv(tmp_path / "o/snps.tsv"), np.load(tmp_path / "o/dosages.npy")
     assert [int(r["pos"]) for r in snps[:2]] == [drop, flip]
     want = vcf_dosages(snps)
     assert (dosages[:, 0] == -1).all() and np.array_equal(dosages[:, 1:], want[:, 1:])
-
-
-def tsv(path):
-    rows = [line.split("\t") for line in path.read_text().splitlines()]
-    return [dict(zip(rows[0], r)) for r in rows[1:]]
 
 
 def vcf_dosages(snps) -> np.ndarray:
@@ -300,12 +286,12 @@ def test_keep_dosages_writes_the_snps_behind_the_pcs_and_apply_the_same_columns(
     # the columns: every distinct SNP of the transform (a SNP in two genes is one column), in VCF order
     t = np.load(d / "out/transform.npz")
     rows = list(zip(t["chrom"].tolist(), t["pos"].tolist(), t["ref"].tolist(), t["alt"].tolist()))
-    snps = tsv(tmp_path / "k/snps.tsv")
+    snps = read_tsv(tmp_path / "k/snps.tsv")
     in_vcf = [(c, p, r, a) for c, p, r, a, _ in read_vcf_text() if (c, p, r, a) in set(rows)]
     assert [(s["chrom"], int(s["pos"]), s["ref"], s["counted"]) for s in snps] == in_vcf
     assert [s["snp"] for s in snps] == [f"{c}:{p}:{r}:{a}" for c, p, r, a in in_vcf]
     assert len(snps) < len(rows)  # some SNPs lie in two overlapping genes
-    genes = [g for g in genes_tsv(d / "out") if int(g["n_pcs"])]
+    genes = [g for g in read_tsv(d / "out" / "genes.tsv") if int(g["n_pcs"])]
     for s in snps:
         inside = [g["gene"] for g in genes if g["chrom"] == s["chrom"] and int(g["start"]) < int(s["pos"]) <= int(g["end"])]
         assert s["genes"].split(",") == inside, s
@@ -351,7 +337,7 @@ def test_same_inputs_give_byte_identical_outputs_with_any_thread_count(fitted, c
     d, _, _ = fitted
     res = cli("-q", "gene-pca", VCF, "-g", BED, "--fit-samples", d / "fit.txt", "-o", tmp_path / "again", "-t", threads)
     assert res.exit_code == 0, res.output
-    n_fitted = sum(int(g["n_snps"]) > 0 for g in genes_tsv(d / "out"))
+    n_fitted = sum(int(g["n_snps"]) > 0 for g in read_tsv(d / "out" / "genes.tsv"))
     assert pools == [[threads, n_fitted]] and n_fitted > 2 * threads  # more fits than the pool buffers
     for name in ("features.npy", "features.json", "features.tsv", "genes.tsv", "transform.json", "transform.npz"):
         assert (tmp_path / "again" / name).read_bytes() == (d / "out" / name).read_bytes(), name
@@ -381,14 +367,14 @@ def test_gtf_bcf_and_nearest_gene(cli, tmp_path):
     assert cli("-q", "gene-pca", VCF, "-g", DATA / "genes_chr21_22.gtf", "-o", tmp_path / "v").exit_code == 0
     assert cli("-q", "gene-pca", bcf, "-g", DATA / "genes_chr21_22.gtf", "-o", tmp_path / "b").exit_code == 0
     assert (tmp_path / "v/features.tsv").read_bytes() == (tmp_path / "b/features.tsv").read_bytes()
-    assert [r["gene"] for r in genes_tsv(tmp_path / "v")][:3] == ["HLCS", "TTC3", "DSCR3"]
+    assert [r["gene"] for r in read_tsv(tmp_path / "v" / "genes.tsv")][:3] == ["HLCS", "TTC3", "DSCR3"]
     assert cli("-q", "gene-pca", VCF, "-g", BED, "--nearest-gene", "-o", tmp_path / "n").exit_code == 0
     assert cli("-q", "gene-pca", VCF, "-g", BED, "-o", tmp_path / "p").exit_code == 0
     from genointerp.io.genes import read_genes
 
     genes = read_genes(str(BED))
     outside = sum(not any("chr" + c == g.chrom and g.start <= p - 1 < g.end for g in genes) for c, p, *_ in read_vcf_text())
-    near, plain = genes_tsv(tmp_path / "n"), {r["gene"]: int(r["n_sites"]) for r in genes_tsv(tmp_path / "p")}
+    near, plain = read_tsv(tmp_path / "n" / "genes.tsv"), {r["gene"]: int(r["n_sites"]) for r in read_tsv(tmp_path / "p" / "genes.tsv")}
     assert outside > 100 and sum(int(r["n_sites"]) for r in near) == sum(plain.values()) + outside
     assert all(int(r["n_sites"]) >= plain.get(r["gene"], 0) for r in near)
     assert cli("-q", "gene-pca", VCF, "-g", BED, "-o", tmp_path / "n").exit_code == 1  # exists, no --force

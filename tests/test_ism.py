@@ -13,7 +13,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, run_cli
 
 TRACKS = DATA / "tracks"
 FASTA, TARGETS = TRACKS / "ref.fa.gz", TRACKS / "targets.tsv"
@@ -26,13 +26,8 @@ AP1 = "chr1\t860\t880\tap1\n"  # 20 bp around the AP-1 site TGACTCA at chr1:868-
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     out = tmp_path_factory.mktemp("ism") / "tiny"
-    res = CliRunner().invoke(app, [str(a) for a in ["train-tracks", "-R", FASTA, "--targets", TARGETS, *TINY,
-                                                    "-o", out]], catch_exceptions=False)
+    res = run_cli("train-tracks", "-R", FASTA, "--targets", TARGETS, *TINY, "-o", out)
     assert res.exit_code == 0, res.output
     return out
 

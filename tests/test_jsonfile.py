@@ -1,5 +1,6 @@
 import pytest
 
+from conftest import run_cli
 from genointerp.errors import InputError
 from genointerp.io.jsonfile import json_object, read_json_object
 
@@ -24,13 +25,9 @@ def test_a_missing_file_gives_the_callers_line(tmp_path):
 
 
 def test_a_model_directory_whose_config_is_a_list_is_refused_by_the_cli(tmp_path):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text("[]\n")
-    res = CliRunner().invoke(app, ["classify-reads", "test-data/tumor_small.fq.gz", "-m", str(tmp_path / "m"),
-                                   "-o", str(tmp_path / "calls.tsv")])
+    res = run_cli("classify-reads", "test-data/tumor_small.fq.gz", "-m", str(tmp_path / "m"),
+                  "-o", str(tmp_path / "calls.tsv"))
     assert res.exit_code == 1 and "config.json: not a model configuration" in res.output
     assert not (tmp_path / "calls.tsv").exists()

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, read_tsv, run_cli
 from genointerp.io.junctions import read_bedpe
 from genointerp.viral.panel import name_reference
 from genointerp.viral.report.sample_report import summary_line
@@ -19,12 +19,6 @@ from genointerp.viral.report.sample_report import summary_line
 LONG = DATA / "long_reads"
 # the virus inserted in each integration template (make_long_read_data.INSERTIONS)
 INSERTED = {"ins1": "HPV16", "ins2": "HPV18", "ins3": "HPV16", "ins4": "HPV18"}
-
-
-def table(path) -> list[dict]:
-    lines = open(path).read().splitlines()
-    head = lines[0].split("\t")
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
 
 
 def fastq(path) -> list[tuple[str, str, str]]:
@@ -58,7 +52,7 @@ def test_long_read_profiles_lengths_errors_and_truth(cli, data, tmp_path):
             errors += int(nerr)
         assert any(n != s for s, n in spans)  # indels change the read's length
         rates[platform] = errors / sum(s for s, _ in spans)
-        truth = table(tmp_path / f"{platform}.tsv")
+        truth = read_tsv(tmp_path / f"{platform}.tsv")
         assert [t["read_id"] for t in truth] == [r[0] for r in reads]
         assert cli(*args, "-o", tmp_path / f"{platform}.again.fq").exit_code == 0
         assert (tmp_path / f"{platform}.again.fq").read_bytes() == out.read_bytes()
@@ -80,16 +74,13 @@ def test_long_read_usage_errors(cli, data, tmp_path, args, message):
 @pytest.fixture(scope="module")
 def long_runs(tmp_path_factory):
     """classify-reads with its report on the nanopore-like and the HiFi-like fixture."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     out = tmp_path_factory.mktemp("long")
     logs = {}
     for name in ("ont", "hifi"):
-        res = CliRunner().invoke(app, ["classify-reads", str(LONG / f"{name}.fq.gz"), "-o", str(out / f"{name}.tsv"),
-                                       "--report", str(out / f"{name}.report.tsv"), "--summary",
-                                       str(out / f"{name}.json")], catch_exceptions=False)
+        res = run_cli("classify-reads", str(LONG / f"{name}.fq.gz"), "-o", str(out / f"{name}.tsv"),
+                      "--report", str(out / f"{name}.report.tsv"), "--summary",
+                      str(out / f"{name}.json"))
         assert res.exit_code == 0, res.output
         logs[name] = res.stderr
     return out, logs
@@ -100,7 +91,7 @@ def test_long_hpv_reads_are_called_and_typed(long_runs, name):
     """Every HPV read called viral and typed to its genome's type (one call per read, never NA),
     no human read called; the report holds the two types, each detected."""
     out, _ = long_runs
-    calls = table(out / f"{name}.tsv")
+    calls = read_tsv(out / f"{name}.tsv")
     hpv = [c for c in calls if c["read_id"].startswith("hpv|")]
     human = [c for c in calls if c["read_id"].startswith("human|")]
     assert len(hpv) == 24 and len(human) == 12
@@ -108,7 +99,7 @@ def test_long_hpv_reads_are_called_and_typed(long_runs, name):
     typed = sum(c["reference"] == c["read_id"].split("|")[2] for c in hpv)
     assert typed >= 0.9 * len(hpv)
     assert all(c["call"] == "not_viral" and c["reference"] == "NA" for c in human)
-    report = {r["type"]: r for r in table(out / f"{name}.report.tsv")}
+    report = {r["type"]: r for r in read_tsv(out / f"{name}.report.tsv")}
     assert set(report) == {"HPV16", "HPV18"} and all(r["status"] == "detected" for r in report.values())
     assert sum(float(r["reads"]) for r in report.values()) == 24
 
@@ -130,7 +121,7 @@ def test_long_reads_across_an_insertion_are_typed_by_their_viral_part(cli, tmp_p
     """Reads of host + virus + host (the integration templates) called viral are placed, on the
     type inserted, though most of each read is host sequence; reads of host alone are not called."""
     assert cli("-q", "classify-reads", LONG / "integration.fq.gz", "-o", tmp_path / "c.tsv").exit_code == 0
-    calls = table(tmp_path / "c.tsv")
+    calls = read_tsv(tmp_path / "c.tsv")
     viral = [c for c in calls if c["call"] == "viral"]
     assert len(viral) >= 20
     assert all(c["reference"] == INSERTED[c["read_id"].split("|")[2]] for c in viral)
@@ -143,7 +134,7 @@ def test_find_integrations_on_a_long_read_bam(cli, tmp_path):
     its orientation and type; no other junction."""
     res = cli("-q", "find-integrations", LONG / "integration.bam", "-R", LONG / "host.fa", "-o", tmp_path / "j.tsv")
     assert res.exit_code == 0, res.output
-    calls = table(tmp_path / "j.tsv")
+    calls = read_tsv(tmp_path / "j.tsv")
     truth = read_bedpe(str(LONG / "truth.bedpe"))
     assert len(truth) == 8 and len(calls) == 8
     for t in truth:

@@ -8,30 +8,24 @@ from __future__ import annotations
 
 import json
 
-from conftest import DATA
+from conftest import DATA, read_tsv
 from genointerp.viral.report.sample_report import summary_line
 
 RNA = DATA / "rna" / "rna.fq.gz"
 JUNCTION = 226 - 83 + 1  # the transcript base after E6*I's donor: E6 starts at nt 83
 
 
-def table(path) -> list[dict]:
-    lines = open(path).read().splitlines()
-    head = lines[0].split("\t")
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
-
-
 def test_rna_report_gives_reads_per_million_and_no_copies(cli, tmp_path):
     res = cli("classify-reads", RNA, "--library", "rna", "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv",
               "--summary", tmp_path / "s.json")
     assert res.exit_code == 0, res.stderr
-    calls = table(tmp_path / "c.tsv")
+    calls = read_tsv(tmp_path / "c.tsv")
     viral = [c for c in calls if c["read_id"].startswith("e6i_e7|")]
     assert len(viral) == 40 and all(c["call"] == "viral" and c["reference"] == "HPV16" for c in viral)
     spliced = [c for c in viral if int(c["read_id"].split("|")[3]) < JUNCTION < int(c["read_id"].split("|")[4])]
     assert len(spliced) >= 5  # reads across the splice junction are typed as the others
     assert all(c["call"] == "not_viral" for c in calls if c["read_id"].startswith("human|"))
-    rows = table(tmp_path / "r.tsv")
+    rows = read_tsv(tmp_path / "r.tsv")
     assert list(rows[0])[3:5] == ["reads", "reads_per_million"]
     assert [(r["type"], r["reads"], r["reads_per_million"], r["copies_per_genome"], r["flags"], r["status"])
             for r in rows] == [("HPV16", "40.00", f"{40 / 600 * 1e6:.4f}", "NA", "rna_library", "detected")]
@@ -44,7 +38,7 @@ def test_rna_report_gives_reads_per_million_and_no_copies(cli, tmp_path):
 def test_dna_report_is_unchanged_by_the_option(cli, tmp_path):
     """The default (dna) report has no reads_per_million column, copies per genome and no rna flag."""
     assert cli("-q", "classify-reads", RNA, "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv").exit_code == 0
-    rows = table(tmp_path / "r.tsv")
+    rows = read_tsv(tmp_path / "r.tsv")
     assert "reads_per_million" not in rows[0] and rows[0]["copies_per_genome"] != "NA"
     assert "rna_library" not in rows[0]["flags"]
 

@@ -10,10 +10,8 @@ import json
 import os
 
 import pytest
-from typer.testing import CliRunner
 
-from conftest import DATA, assert_one_error_line, read_fastq, write_bam
-from genointerp.cli import app
+from conftest import DATA, assert_one_error_line, read_fastq, run_cli, write_bam
 from genointerp.viral.classify.job import HEADER
 from genointerp.viral.classify.blocks import BLOCK, PASS
 from genointerp.chunks import parse_chunk
@@ -24,16 +22,12 @@ pytestmark = pytest.mark.usefixtures("hostile_module")
 OUTS = ("calls.tsv", "summary.json", "viral.fq.gz")
 
 
-def run(*args):
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
 def classify(reads, folder, *extra):
     """classify-reads with the model run on every read (--model-all: every p_viral is written, so
     the byte-identity covers the model's outputs), its own calls otherwise; outputs in `folder`."""
     folder.mkdir()
-    res = run("-q", "classify-reads", reads, "--model-all", "-o", folder / OUTS[0], "--summary", folder / OUTS[1],
-              "--viral-out", folder / OUTS[2], *extra)
+    res = run_cli("-q", "classify-reads", reads, "--model-all", "-o", folder / OUTS[0], "--summary", folder / OUTS[1],
+                  "--viral-out", folder / OUTS[2], *extra)
     assert res.exit_code == 0, res.output
     return folder
 
@@ -44,7 +38,7 @@ def scatter_gather(reads, n, tmp, *extra):
     merged = tmp / "merged"
     merged.mkdir()
     files = [job / name for name in OUTS for job in jobs]  # all TSVs, then all summaries, then all viral reads
-    res = run("merge-calls", *files, "-o", merged / OUTS[0], "--summary", merged / OUTS[1], "--viral-out", merged / OUTS[2])
+    res = run_cli("merge-calls", *files, "-o", merged / OUTS[0], "--summary", merged / OUTS[1], "--viral-out", merged / OUTS[2])
     assert res.exit_code == 0, res.output
     return jobs, merged
 
@@ -113,12 +107,12 @@ def test_bam_chunks_cover_the_unmapped_only_stream(reads, tmp_path):
 
 @pytest.mark.parametrize("chunk", ["0/3", "4/3", "1/0", "x", "3", "-1/3", "1/3/5"])
 def test_bad_chunk_values_are_usage_errors(chunk, reads, tmp_path):
-    res = run("classify-reads", reads, "--chunk", chunk, "-o", tmp_path / "c.tsv")
+    res = run_cli("classify-reads", reads, "--chunk", chunk, "-o", tmp_path / "c.tsv")
     assert res.exit_code == 2 and "--chunk" in res.stderr and not (tmp_path / "c.tsv").exists()
 
 
 def test_stdin_cannot_be_chunked(reads):
-    res = CliRunner().invoke(app, ["classify-reads", "-", "--chunk", "1/2"], input=reads.read_text())
+    res = run_cli("classify-reads", "-", "--chunk", "1/2", input=reads.read_text())
     assert res.exit_code == 2 and "stdin" in res.stderr
 
 
@@ -144,10 +138,10 @@ def four_chunks(reads, tmp_path_factory):
 
 def test_merge_refuses_a_missing_or_repeated_chunk(four_chunks, tmp_path):
     a, b, c, d = four_chunks
-    res = run("merge-calls", *(j / OUTS[0] for j in (a, b, d)), *(j / OUTS[1] for j in (a, b, d)), "-o", tmp_path / "m.tsv")
+    res = run_cli("merge-calls", *(j / OUTS[0] for j in (a, b, d)), *(j / OUTS[1] for j in (a, b, d)), "-o", tmp_path / "m.tsv")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, "chunks 1,2,4 of 4: chunk 3 missing")
-    res = run("merge-calls", *(j / OUTS[0] for j in (a, b, b, d)), *(j / OUTS[1] for j in (a, b, b, d)), "-o", tmp_path / "m.tsv")
+    res = run_cli("merge-calls", *(j / OUTS[0] for j in (a, b, b, d)), *(j / OUTS[1] for j in (a, b, b, d)), "-o", tmp_path / "m.tsv")
     assert_one_error_line(res, "chunks 1,2,2,4 of 4: chunk 3 missing; chunk 2 given twice")
 
 
@@ -155,19 +149,19 @@ def test_merge_refuses_mismatched_headers_and_other_thresholds(four_chunks, tmp_
     a, b, c, d = four_chunks
     odd = tmp_path / "odd.tsv"
     odd.write_text((b / OUTS[0]).read_text().replace("p_viral", "score", 1))
-    res = run("merge-calls", a / OUTS[0], odd, c / OUTS[0], d / OUTS[0], "-o", tmp_path / "m.tsv")
+    res = run_cli("merge-calls", a / OUTS[0], odd, c / OUTS[0], d / OUTS[0], "-o", tmp_path / "m.tsv")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, "not a classify-reads calls TSV")
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), "threshold": 0.9}))
-    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
-              "-o", tmp_path / "m.tsv")
+    res = run_cli("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
+                  "-o", tmp_path / "m.tsv")
     assert_one_error_line(res, "threshold 0.9 differs")
     for key, value, message in (("evidence", "model", 'evidence "model" differs'),
                                 ("kmer_index", {"k": 25}, 'kmer_index {"k": 25} differs')):
         other.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), key: value}))
-        res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
-                  "-o", tmp_path / "m.tsv")
+        res = run_cli("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], other, d / OUTS[1],
+                      "-o", tmp_path / "m.tsv")
         assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
         assert_one_error_line(res, message)
 
@@ -183,15 +177,15 @@ def test_kmer_only_chunks_merge_into_the_whole_run(reads, tmp_path):
 
 def test_merge_orders_by_chunk_and_checks_pairing(four_chunks, whole, tmp_path):
     shuffled = [four_chunks[k] for k in (2, 0, 3, 1)]  # e.g. a glob that sorts chunk10 before chunk2
-    res = run("merge-calls", *(j / name for name in OUTS[:2] for j in shuffled), "-o", tmp_path / "m.tsv")
+    res = run_cli("merge-calls", *(j / name for name in OUTS[:2] for j in shuffled), "-o", tmp_path / "m.tsv")
     assert res.exit_code == 0, res.output
     assert (tmp_path / "m.tsv").read_bytes() == (whole / OUTS[0]).read_bytes()
     tables, summaries = [j / OUTS[0] for j in four_chunks], [j / OUTS[1] for j in four_chunks]
     summaries[0], summaries[1] = summaries[1], summaries[0]  # lists in different orders: chunk 1 has 25 reads, chunk 2 26
-    res = run("merge-calls", *tables, *summaries, "-o", tmp_path / "n.tsv")
+    res = run_cli("merge-calls", *tables, *summaries, "-o", tmp_path / "n.tsv")
     assert res.exit_code == 1 and not (tmp_path / "n.tsv").exists()
     assert_one_error_line(res, "list TSVs and summaries in the same order")
-    res = run("merge-calls", *tables, "--summary", tmp_path / "s.json")
+    res = run_cli("merge-calls", *tables, "--summary", tmp_path / "s.json")
     assert res.exit_code == 2 and "summary JSONs" in res.stderr
 
 
@@ -263,8 +257,8 @@ def test_merge_refuses_chunks_split_another_way(four_chunks, tmp_path):
     other = tmp_path / "other.json"
     summary = json.loads((b / OUTS[1]).read_text())
     other.write_text(json.dumps({**summary, "chunk_range": [25, 51]}))
-    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], other, c / OUTS[1], d / OUTS[1],
-              "-o", tmp_path / "m.tsv")
+    res = run_cli("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], other, c / OUTS[1], d / OUTS[1],
+                  "-o", tmp_path / "m.tsv")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, "run every chunk with one version")
 
@@ -280,8 +274,8 @@ def test_worker_processes_and_the_model_process_give_the_unchunked_bytes(threads
     monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
     monkeypatch.setattr(ModelProcess, "HERE", False)
     assert_same_outputs(classify(reads, tmp_path / "out", "-t", threads), whole)
-    piped = CliRunner().invoke(app, ["-q", "classify-reads", "-", "--model-all", "-t", str(threads)],
-                               input=reads.read_text(), catch_exceptions=False)
+    piped = run_cli("-q", "classify-reads", "-", "--model-all", "-t", str(threads),
+                    input=reads.read_text())
     assert piped.exit_code == 0 and piped.stdout == (whole / OUTS[0]).read_text()
 
 
@@ -340,7 +334,7 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(reads, tmp_path, monkeypa
 
     monkeypatch.setattr(job, "BATCH", 2 * BLOCK)
     monkeypatch.setattr(EvidenceWork, "__call__", dies_in_a_worker)
-    res = run("classify-reads", reads, "-t", "2", "-o", tmp_path / "c.tsv")
+    res = run_cli("classify-reads", reads, "-t", "2", "-o", tmp_path / "c.tsv")
     assert res.exit_code == 1 and not (tmp_path / "c.tsv").exists()
     assert_one_error_line(res, "a worker process ended before its batch was done")
 
@@ -381,8 +375,8 @@ def test_merge_refuses_chunks_of_another_file_of_the_same_name_and_count(reads, 
         monkeypatch.chdir(tmp_path / name)
         jobs.append(classify("reads.fq", tmp_path / f"{name}{i}", "--chunk", f"{i}/2"))
     monkeypatch.chdir(tmp_path)
-    res = run("merge-calls", *(j / name for name in OUTS for j in jobs), "-o", tmp_path / "m.tsv",
-              "--viral-out", tmp_path / "m.fq.gz")
+    res = run_cli("merge-calls", *(j / name for name in OUTS for j in jobs), "-o", tmp_path / "m.tsv",
+                  "--viral-out", tmp_path / "m.fq.gz")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, "a chunk of other input than")
 
@@ -393,8 +387,8 @@ def test_merge_takes_chunks_of_one_file_named_relative_and_absolute(reads, whole
     b = classify(str(reads.resolve()), tmp_path / "b", "--chunk", "2/2")
     merged = tmp_path / "merged"
     merged.mkdir()
-    res = run("merge-calls", *(j / name for name in OUTS for j in (a, b)), "-o", merged / OUTS[0],
-              "--viral-out", merged / OUTS[2])
+    res = run_cli("merge-calls", *(j / name for name in OUTS for j in (a, b)), "-o", merged / OUTS[0],
+                  "--viral-out", merged / OUTS[2])
     assert res.exit_code == 0, res.output
     assert (merged / OUTS[0]).read_bytes() == (whole / OUTS[0]).read_bytes()
 
@@ -406,8 +400,8 @@ def test_a_chunk_summary_with_a_wrong_type_is_one_line(four_chunks, tmp_path, ke
     a, b, c, d = four_chunks
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps({**json.loads((c / OUTS[1]).read_text()), key: value}))
-    res = run("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], odd, d / OUTS[1],
-              "-o", tmp_path / "m.tsv", "--summary", tmp_path / "m.json")
+    res = run_cli("merge-calls", *(j / OUTS[0] for j in four_chunks), a / OUTS[1], b / OUTS[1], odd, d / OUTS[1],
+                  "-o", tmp_path / "m.tsv", "--summary", tmp_path / "m.json")
     assert res.exit_code == 1 and not (tmp_path / "m.tsv").exists()
     assert_one_error_line(res, f"{odd}: ")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pysam
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, read_tsv, run_cli
 from genointerp.seq.alphabet import decode, encode
 from genointerp.tracks.variant_windows import Geometry, allele_scores, allele_windows
 
@@ -62,12 +62,6 @@ def mixed():
         ("20", 99000, "end", ref_at(99000), other(ref_at(99000))),         # contig_end
         ("7", 5000, "elsewhere", "A", "G"),                                # unknown_contig
     ]
-
-
-def tsv_rows(path) -> list[dict]:
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
 
 
 # --- windows and scores -------------------------------------------------------------------------
@@ -138,17 +132,14 @@ def test_scores_follow_their_formulas():
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     """The mixed VCF scored once: (folder, TSV rows, summary, stderr)."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     d = tmp_path_factory.mktemp("sv")
     v = vcf(d / "in.vcf", mixed())
-    res = CliRunner().invoke(app, ["score-variants", v, "-R", str(FASTA), "-o", str(d / "out.tsv"),
-                                   "--vcf-out", str(d / "out.vcf.gz"), "--index-vcf", "--summary", str(d / "s.json"),
-                                   "--device", "cpu"], catch_exceptions=False)
+    res = run_cli("score-variants", v, "-R", str(FASTA), "-o", str(d / "out.tsv"),
+                  "--vcf-out", str(d / "out.vcf.gz"), "--index-vcf", "--summary", str(d / "s.json"),
+                  "--device", "cpu")
     assert res.exit_code == 0, res.output
-    return d, tsv_rows(d / "out.tsv"), json.loads((d / "s.json").read_text()), res.stderr
+    return d, read_tsv(d / "out.tsv"), json.loads((d / "s.json").read_text()), res.stderr
 
 
 def test_tsv_has_a_row_per_scored_allele_and_track(scored):
@@ -223,7 +214,7 @@ def test_wide_has_a_sad_column_per_track(scored, cli, tmp_path):
     d, rows, _, _ = scored
     res = cli("score-variants", d / "in.vcf", "-R", FASTA, "-o", tmp_path / "w.tsv", "--wide", "--device", "cpu")
     assert res.exit_code == 0, res.output
-    wide = tsv_rows(tmp_path / "w.tsv")
+    wide = read_tsv(tmp_path / "w.tsv")
     assert len(wide) == 7 and list(wide[0])[:5] == COLUMNS[:5] and len(wide[0]) == 5 + 87
     for r in rows:
         match = next(w for w in wide if (w["id"], w["alt"]) == (r["id"], r["alt"]))
@@ -273,7 +264,7 @@ def test_regions_keep_only_variants_inside(cli, tmp_path):
     res = cli("score-variants", v, "-R", FASTA, "-o", tmp_path / "o.tsv", "--regions", tmp_path / "r.bed",
               "--summary", tmp_path / "s.json", "--device", "cpu")
     assert res.exit_code == 0, res.output
-    assert {r["id"] for r in tsv_rows(tmp_path / "o.tsv")} == {"ins", "del", "same"}  # and "long", skipped
+    assert {r["id"] for r in read_tsv(tmp_path / "o.tsv")} == {"ins", "del", "same"}  # and "long", skipped
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["scored"] == 3 and summary["outside_regions"] == 15 - 4
     assert summary["skipped"]["too_long"] == 1 and summary["skipped"]["symbolic"] == 0
@@ -283,7 +274,7 @@ def test_chr_names_are_aliased_with_a_warning(cli, tmp_path):
     rows = [("chr20", p, i, r, a) for _, p, i, r, a in snvs(2)]
     res = cli("score-variants", vcf(tmp_path / "in.vcf", rows), "-R", FASTA, "-o", tmp_path / "o.tsv", "--device", "cpu")
     assert res.exit_code == 0 and "chromosome chr20 taken as 20" in res.stderr
-    assert {r["chrom"] for r in tsv_rows(tmp_path / "o.tsv")} == {"chr20"}
+    assert {r["chrom"] for r in read_tsv(tmp_path / "o.tsv")} == {"chr20"}
 
 
 def test_strict_stops_at_the_first_unscorable_variant(cli, tmp_path):
@@ -359,7 +350,7 @@ def test_the_documented_example(cli, tmp_path):
     res = cli("score-variants", DATA / "chr20_variants.vcf", "-R", FASTA, "-o", tmp_path / "s.tsv",
               "--vcf-out", tmp_path / "s.vcf.gz", "--index-vcf", "--device", "cpu")
     assert res.exit_code == 0, res.output
-    rows = tsv_rows(tmp_path / "s.tsv")
+    rows = read_tsv(tmp_path / "s.tsv")
     ctcf = [float(r["sad"]) for r in rows if r["id"] == "ctcf_core" and ".CTCF." in r["track"]]
     assert len(ctcf) == 7 and max(ctcf) < -5
     assert max(abs(float(r["sad"])) for r in rows if r["id"] == "far_snv") < 0.1

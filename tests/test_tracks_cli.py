@@ -13,7 +13,7 @@ import pyBigWig
 import pytest
 from safetensors.torch import load_file
 
-from conftest import DATA, assert_one_error_line, interrupt_at_call, metrics_without_timing, torchrun
+from conftest import DATA, assert_one_error_line, interrupt_at_call, metrics_without_timing, run_cli, torchrun
 
 TRACKS = DATA / "tracks"
 FASTA, TARGETS, REGIONS = TRACKS / "ref.fa.gz", TRACKS / "targets.tsv", TRACKS / "regions.bed"
@@ -29,12 +29,8 @@ def train_args(out, *extra):
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     out = tmp_path_factory.mktemp("tracks") / "swin"
-    res = CliRunner().invoke(app, [str(a) for a in train_args(out, "--epochs", 2)], catch_exceptions=False)
+    res = run_cli(*train_args(out, "--epochs", 2))
     assert res.exit_code == 0, res.output
     return out
 

@@ -10,34 +10,26 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from conftest import assert_one_error_line, interrupt_at_call, metrics_without_timing, read_fastq, torchrun, write_bam
+from conftest import assert_one_error_line, interrupt_at_call, metrics_without_timing, read_fastq, run_cli, torchrun, write_bam
 
 SMALL = ["--d-model", "16", "--heads", "2", "--lr", "0.005", "--batch-size", "64", "--seed", "3"]
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    from typer.testing import CliRunner
-
     from conftest import DATA
-    from genointerp.cli import app
 
     d = tmp_path_factory.mktemp("xvir")
-    run = CliRunner().invoke
-    assert run(app, ["-q", "simulate-reads", "-s", f"viral={DATA / 'hpv4.fa'}", "-s", f"human={DATA / 'chr20_slice.fa.gz'}",
-                     "--circular", "viral", "-n", "2000", "--balance", "--seed", "5", "-o", str(d / "r.fq")]).exit_code == 0
-    assert run(app, ["-q", "kmerize", str(d / "r.fq"), "--label-field", "0", "-k", "4", "--length", "50",
-                     "-o", str(d / "ds")]).exit_code == 0
+    assert run_cli("-q", "simulate-reads", "-s", f"viral={DATA / 'hpv4.fa'}", "-s", f"human={DATA / 'chr20_slice.fa.gz'}",
+                   "--circular", "viral", "-n", "2000", "--balance", "--seed", "5", "-o", str(d / "r.fq")).exit_code == 0
+    assert run_cli("-q", "kmerize", str(d / "r.fq"), "--label-field", "0", "-k", "4", "--length", "50",
+                   "-o", str(d / "ds")).exit_code == 0
     return d
 
 
 @pytest.fixture(scope="module")
 def model(dataset):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
-    res = CliRunner().invoke(app, ["train-xvir", str(dataset / "ds"), "-o", str(dataset / "m"), "--epochs", "6", *SMALL])
+    res = run_cli("train-xvir", str(dataset / "ds"), "-o", str(dataset / "m"), "--epochs", "6", *SMALL)
     assert res.exit_code == 0, res.output
     return dataset / "m"
 
@@ -369,15 +361,12 @@ def test_bf16_warns_only_on_cpus_that_emulate_it(native, model, dataset, cli, tm
 @pytest.fixture(scope="module")
 def split_sets(dataset):
     """The 2,000 reads as three datasets: train 1,650, valid 200, test 150 (not the 8:1:1 split)."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     reads = read_fastq(dataset / "r.fq")
     for name, part in (("train", reads[:1650]), ("valid", reads[1650:1850]), ("test", reads[1850:])):
         (dataset / f"{name}.fq").write_text("".join(f"@{n}\n{s}\n+\n{q}\n" for n, s, q in part))
-        assert CliRunner().invoke(app, ["-q", "kmerize", str(dataset / f"{name}.fq"), "--label-field", "0", "-k", "4",
-                                        "--length", "50", "-o", str(dataset / f"{name}.ds")]).exit_code == 0
+        assert run_cli("-q", "kmerize", str(dataset / f"{name}.fq"), "--label-field", "0", "-k", "4",
+                       "--length", "50", "-o", str(dataset / f"{name}.ds")).exit_code == 0
     return dataset
 
 
@@ -442,14 +431,11 @@ def test_rc_augment_changes_the_weights_and_stays_deterministic(dataset, cli, tm
 
 @pytest.fixture(scope="module")
 def indexed_model(dataset):
-    from typer.testing import CliRunner
-
     from conftest import DATA
-    from genointerp.cli import app
 
     out = dataset / "indexed"
-    res = CliRunner().invoke(app, ["train-xvir", str(dataset / "ds"), "-o", str(out), "--epochs", "1", *SMALL,
-                                   "--viral", str(DATA / "hpv4.fa"), "--circular", "--negative", f"human={DATA / 'chr20_slice.fa.gz'}"])
+    res = run_cli("train-xvir", str(dataset / "ds"), "-o", str(out), "--epochs", "1", *SMALL,
+                  "--viral", str(DATA / "hpv4.fa"), "--circular", "--negative", f"human={DATA / 'chr20_slice.fa.gz'}")
     assert res.exit_code == 0, res.output
     return out
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from conftest import DATA, assert_one_error_line, interrupt_at_call
+from conftest import DATA, assert_one_error_line, interrupt_at_call, run_cli
 
 TRACKS = DATA / "tracks"
 FASTA = TRACKS / "ref.fa.gz"
@@ -31,9 +31,6 @@ TRACK = ["-R", FASTA, "--seq-len", "1024", "--bin-size", "32", "--target-bins", 
 def inputs(tmp_path_factory) -> Path:
     """Two read files with other human reads (train-xvir needs both classes in each split), their
     kmerize datasets, and a targets table with absolute track paths."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
 
     d = tmp_path_factory.mktemp("sweep")
     lines = gzip.decompress((DATA / "tumor_small.fq.gz").read_bytes()).decode().splitlines(keepends=True)
@@ -42,8 +39,8 @@ def inputs(tmp_path_factory) -> Path:
     other = [r for r in records if not r.startswith("@human|")]
     for name, part in (("a", human[:60]), ("b", human[60:120])):
         (d / f"{name}.fq").write_text("".join(part + other))
-        res = CliRunner().invoke(app, ["-q", "kmerize", str(d / f"{name}.fq"), "--label-field", "0", "-k", "4",
-                                       "--length", "50", "-o", str(d / f"{name}.kmers")])
+        res = run_cli("-q", "kmerize", str(d / f"{name}.fq"), "--label-field", "0", "-k", "4",
+                      "--length", "50", "-o", str(d / f"{name}.kmers"))
         assert res.exit_code == 0, res.output
     rows = (TRACKS / "targets.tsv").read_text().splitlines()
     (d / "tracks").mkdir()
@@ -242,12 +239,9 @@ def _children(pid: int) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
 def test_ctrl_c_to_capsule_search_with_workers_is_one_line(tmp_path):
     """Ctrl-C reaches every process of the terminal's process group: the workers too."""
-    from typer.testing import CliRunner
 
-    from genointerp.cli import app
-
-    res = CliRunner().invoke(app, ["-q", "gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g",
-                                   str(DATA / "genes_chr21_22.bed"), "-o", str(tmp_path / "pcs")])
+    res = run_cli("-q", "gene-pca", str(DATA / "eur_chr21_22_small.vcf.gz"), "-g",
+                  str(DATA / "genes_chr21_22.bed"), "-o", str(tmp_path / "pcs"))
     assert res.exit_code == 0, res.output
     samples = __import__("json").loads((tmp_path / "pcs" / "features.json").read_text())["samples"]
     (tmp_path / "pheno.tsv").write_text("sample\tstatus\n" + "".join(

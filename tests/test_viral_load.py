@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, read_tsv
 
 LOAD = DATA / "viral_load"
 SLICE = 100_000  # the host genome of the copies
@@ -21,9 +21,7 @@ PLANTED = (632 * 150 / 7906) / (2000 * 150 / SLICE)  # 3.997 copies per genome
 
 
 def report_rows(path) -> dict[str, dict]:
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
-    return {r["type"]: r for r in (dict(zip(head, line.split("\t"))) for line in lines[1:])}
+    return {r["type"]: r for r in read_tsv(path)}
 
 
 def classify(cli, out, *args):

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, read_tsv, run_cli
 
 MIX = DATA / "viral_report" / "mix.fq.gz"
 SLICE = 100_000  # bp of the human background: the host genome of the copies
@@ -17,29 +17,19 @@ TRUTH_READS = {"HPV16": 150, "HPV31": 15, "HBV genotype C": 40}
 GENOMES = {"HPV16": 7906, "HPV31": 7912, "HBV genotype C": 3215}
 
 
-def table(path) -> list[dict]:
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
-
-
 @pytest.fixture(scope="module")
 def mix_run(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
-
     out = tmp_path_factory.mktemp("mix")
     args = ["classify-reads", str(MIX), "-o", str(out / "calls.tsv"), "--summary", str(out / "s.json"),
             "--report", str(out / "report.tsv"), "--host-genome-size", str(SLICE), "--kraken-report", str(out / "k.txt"),
             "--multiqc", str(out / "mix_mqc.tsv"), "--multiqc-types", str(out / "mix.types_mqc.tsv")]
-    res = CliRunner().invoke(app, args, catch_exceptions=False)
+    res = run_cli(*args)
     assert res.exit_code == 0, res.output
     return out
 
 
 def test_reference_column_names_each_viral_read_by_its_type(mix_run):
-    rows = table(mix_run / "calls.tsv")
+    rows = read_tsv(mix_run / "calls.tsv")
     assert list(rows[0])[-1] == "reference"  # new columns go last
     names = {"HPV16": "HPV16", "HPV31": "HPV31", "HBV_4": "HBV genotype C"}
     viral = [r for r in rows if r["call"] == "viral"]
@@ -51,7 +41,7 @@ def test_reference_column_names_each_viral_read_by_its_type(mix_run):
 
 
 def test_report_rows_types_reads_and_copies(mix_run):
-    rows = {r["type"]: r for r in table(mix_run / "report.tsv")}
+    rows = {r["type"]: r for r in read_tsv(mix_run / "report.tsv")}
     assert {t: r["status"] for t, r in rows.items()} == {t: "detected" for t in TRUTH_READS}
     assert {t: r["virus"] for t, r in rows.items()} == {"HPV16": "HPV", "HPV31": "HPV", "HBV genotype C": "HBV"}
     host_depth = 1500 * 150 / SLICE
@@ -74,7 +64,7 @@ def test_summary_holds_the_report(mix_run):
     assert vr["host_bases"] == 1500 * 150 and vr["host_genome_size"] == SLICE
     assert "whole-genome sequencing" in vr["assumption"]
     assert vr["detected"] == ["HPV16", "HBV genotype C", "HPV31"]
-    tsv = table(mix_run / "report.tsv")
+    tsv = read_tsv(mix_run / "report.tsv")
     assert [t["type"] for t in vr["types"]] == [r["type"] for r in tsv]
     for t, r in zip(vr["types"], tsv):
         assert t["status"] == r["status"] and t["unique_reads"] == int(r["unique_reads"])
@@ -92,7 +82,7 @@ def test_same_inputs_give_byte_identical_report(mix_run, cli, tmp_path):
 def test_sample_name_and_default_host_size(mix_run, cli, tmp_path):
     res = cli("-q", "classify-reads", MIX, "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv", "--sample", "T-01")
     assert res.exit_code == 0
-    rows, base = table(tmp_path / "r.tsv"), {r["type"]: r for r in table(mix_run / "report.tsv")}
+    rows, base = read_tsv(tmp_path / "r.tsv"), {r["type"]: r for r in read_tsv(mix_run / "report.tsv")}
     assert {r["sample"] for r in rows} == {"T-01"}
     for r in rows:  # GRCh38's 3.1e9 bp instead of 100 kb: 31,000 times the copies
         assert float(r["copies_per_genome"]) == pytest.approx(float(base[r["type"]]["copies_per_genome"]) * 31_000,
@@ -165,7 +155,7 @@ def test_multiqc_custom_content_row(mix_run):
     assert "# plot_type: 'generalstats'" in text and "# id: 'genointerp_viral'" in text
     head, row = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
     got = dict(zip(head, row))
-    report = {r["type"]: r for r in table(mix_run / "report.tsv")}
+    report = {r["type"]: r for r in read_tsv(mix_run / "report.tsv")}
     assert got == {"Sample": "mix", "viral_reads": "205", "top_type": "HPV16",
                    "copies_per_genome": report["HPV16"]["copies_per_genome"], "host_depth": "2.250000"}
 
@@ -175,7 +165,7 @@ def test_multiqc_types_table(mix_run):
     assert "# plot_type: 'table'" in text and "# parent_id: 'genointerp'" in text
     lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
     rows = {r[0]: dict(zip(lines[0], r)) for r in lines[1:]}
-    report = {r["type"]: r for r in table(mix_run / "report.tsv")}
+    report = {r["type"]: r for r in read_tsv(mix_run / "report.tsv")}
     assert set(rows) == {f"mix: {t}" for t in report}  # one row per sample and type: unique across a cohort
     for t, r in report.items():
         got = rows[f"mix: {t}"]
@@ -200,7 +190,7 @@ def test_simulate_reads_sample_mode_round_trip(cli, tmp_path):
             "--type-mix", "HPV18=0.1", "--count", "human=2000"]
     res = cli(*args, "-o", tmp_path / "s.fq", "--truth", tmp_path / "s.tsv")
     assert res.exit_code == 0, res.output
-    truth = table(tmp_path / "s.tsv")
+    truth = read_tsv(tmp_path / "s.tsv")
     labels = {}
     for r in truth:
         labels[r["label"]] = labels.get(r["label"], 0) + 1
@@ -211,7 +201,7 @@ def test_simulate_reads_sample_mode_round_trip(cli, tmp_path):
     assert (tmp_path / "again.fq").read_bytes() == (tmp_path / "s.fq").read_bytes()
     res = cli("-q", "classify-reads", tmp_path / "s.fq", "-o", tmp_path / "c.tsv", "--report", tmp_path / "r.tsv",
               "--host-genome-size", SLICE)
-    rows = {r["type"]: r for r in table(tmp_path / "r.tsv")}
+    rows = {r["type"]: r for r in read_tsv(tmp_path / "r.tsv")}
     assert rows["HPV16"]["status"] == "detected" and rows["HPV18"]["status"] == "detected"
     assert float(rows["HPV16"]["copies_per_genome"]) == pytest.approx(1.8, rel=0.2)
     assert float(rows["HPV18"]["copies_per_genome"]) == pytest.approx(0.2, rel=0.2)

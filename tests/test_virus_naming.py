@@ -12,6 +12,7 @@ from itertools import product
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from genointerp.seq.joined import encode_joined
 from genointerp.viral.evidence.seeds import AMBIGUOUS, KmerIndex, KmerSettings, labelled_ids, reference_kmers
 from genointerp.viral.typing.naming import MIN_VOTES, name_viruses, vote
@@ -96,9 +97,6 @@ def test_vote_needs_a_clear_majority_and_a_few_hits():
 def recoded_run(tmp_path_factory):
     """Reads recoded from HCV_1's polyprotein and HBV_1's polymerase in the built-in references,
     beside a read of HPV16 itself, through classify-reads with the built-in model."""
-    from typer.testing import CliRunner
-
-    from genointerp.cli import app
     from genointerp.io.sequences import read_reference
     from genointerp.resources import builtin_model_dir
 
@@ -112,7 +110,7 @@ def recoded_run(tmp_path_factory):
     (out / "reads.fa").write_text("".join(f">{n}\n{s}\n" for n, s in reads))
     args = ["-q", "classify-reads", str(out / "reads.fa"), "-o", str(out / "calls.tsv"), "--summary",
             str(out / "s.json"), "--report", str(out / "report.tsv"), "--kraken-report", str(out / "k.txt")]
-    res = CliRunner().invoke(app, args, catch_exceptions=False)
+    res = run_cli(*args)
     assert res.exit_code == 0, res.output
     return out
 
