@@ -152,16 +152,18 @@ def assert_one_error_line(res, message: str) -> None:
     assert "Traceback" not in res.output
 
 
-def tsv_dicts(text: str) -> list[dict[str, str]]:
+def tsv_dicts(text: str, comment: str | None = None) -> list[dict[str, str]]:
     """A TSV's rows as {column: cell} dicts, cells kept as strings; the first line is the header,
-    every other line a row (no comment lines skipped)."""
-    header, *rows = [line.split("\t") for line in text.splitlines()]
+    every other line a row, except lines starting with `comment` where one is given (MultiQC's
+    `# key: value` lines)."""
+    lines = [line for line in text.splitlines() if comment is None or not line.startswith(comment)]
+    header, *rows = [line.split("\t") for line in lines]
     return [dict(zip(header, row)) for row in rows]
 
 
-def read_tsv(path) -> list[dict[str, str]]:
+def read_tsv(path, comment: str | None = None) -> list[dict[str, str]]:
     """tsv_dicts of the file at `path`."""
-    return tsv_dicts(Path(path).read_text())
+    return tsv_dicts(Path(path).read_text(), comment)
 
 
 def metrics_without_timing(model_dir: Path) -> list[list[str]]:

@@ -161,8 +161,7 @@ def test_multiqc_rows_are_the_tables_junctions(bam_run, cli, tmp_path):
     one per junction of the TSV, keyed SAMPLE: JUNCTION_ID."""
     text = (bam_run / "j_mqc.tsv").read_text()
     assert "# parent_id: 'genointerp'" in text and "# id: 'genointerp_integrations'" in text
-    lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
-    got = [dict(zip(lines[0], r)) for r in lines[1:]]
+    got = tsv_dicts(text, comment="#")
     table = tsv_dicts((bam_run / "j.tsv").read_text())
     assert [g["Row"] for g in got] == [f"T1: {t['junction_id']}" for t in table]
     for g, t in zip(got, table):

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import DATA, read_tsv, run_cli
+from conftest import DATA, read_tsv, run_cli, tsv_dicts
 
 MIX = DATA / "viral_report" / "mix.fq.gz"
 SLICE = 100_000  # bp of the human background: the host genome of the copies
@@ -153,8 +153,7 @@ def test_kraken_report_prints_no_empty_taxa(cli, tmp_path):
 def test_multiqc_custom_content_row(mix_run):
     text = (mix_run / "mix_mqc.tsv").read_text()
     assert "# plot_type: 'generalstats'" in text and "# id: 'genointerp_viral'" in text
-    head, row = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
-    got = dict(zip(head, row))
+    [got] = tsv_dicts(text, comment="#")  # one row: the sample's
     report = {r["type"]: r for r in read_tsv(mix_run / "report.tsv")}
     assert got == {"Sample": "mix", "viral_reads": "205", "top_type": "HPV16",
                    "copies_per_genome": report["HPV16"]["copies_per_genome"], "host_depth": "2.250000"}
@@ -163,8 +162,7 @@ def test_multiqc_custom_content_row(mix_run):
 def test_multiqc_types_table(mix_run):
     text = (mix_run / "mix.types_mqc.tsv").read_text()
     assert "# plot_type: 'table'" in text and "# parent_id: 'genointerp'" in text
-    lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
-    rows = {r[0]: dict(zip(lines[0], r)) for r in lines[1:]}
+    rows = {r["Row"]: r for r in tsv_dicts(text, comment="#")}
     report = {r["type"]: r for r in read_tsv(mix_run / "report.tsv")}
     assert set(rows) == {f"mix: {t}" for t in report}  # one row per sample and type: unique across a cohort
     for t, r in report.items():
