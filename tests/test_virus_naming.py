@@ -12,7 +12,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import read_tsv, run_cli
 from genointerp.seq.joined import encode_joined
 from genointerp.viral.evidence.seeds import AMBIGUOUS, KmerIndex, KmerSettings, labelled_ids, reference_kmers
 from genointerp.viral.typing.naming import MIN_VOTES, name_viruses, vote
@@ -115,14 +115,8 @@ def recoded_run(tmp_path_factory):
     return out
 
 
-def table(path) -> list[dict]:
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
-    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
-
-
 def test_unplaced_reads_are_named_by_their_virus(recoded_run):
-    rows = {r["read_id"]: r for r in table(recoded_run / "calls.tsv")}
+    rows = {r["read_id"]: r for r in read_tsv(recoded_run / "calls.tsv")}
     assert all(r["call"] == "viral" for r in rows.values())  # the proteins match: strong evidence
     assert {n: r["reference"] for n, r in rows.items()} == {
         **{f"HCV_1:{i}": "HCV (unplaced)" for i in range(4)}, **{f"HBV_1:{i}": "HBV (unplaced)" for i in range(3)},
@@ -137,7 +131,7 @@ def test_unplaced_reads_are_named_by_their_virus(recoded_run):
 
 
 def test_report_counts_them_at_the_virus_level(recoded_run):
-    rows = table(recoded_run / "report.tsv")
+    rows = read_tsv(recoded_run / "report.tsv")
     assert [(r["virus"], r["type"], r["reads"], r["unique_reads"], r["genome_fraction"], r["mean_depth"],
              r["copies_per_genome"], r["status"], r["reference"]) for r in rows] == [
         ("HPV", "HPV16", "1.00", "1", rows[0]["genome_fraction"], rows[0]["mean_depth"], "NA", "not_detected", "HPV16"),

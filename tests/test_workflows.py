@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from hostile import subprocess_env
 
+from conftest import read_tsv
+
 ROOT = Path(__file__).resolve().parent.parent
 SMK = ROOT / "workflows" / "snakemake"
 NF = ROOT / "workflows" / "nextflow" / "modules" / "genointerp"
@@ -196,8 +198,7 @@ def test_snakemake_bam_sample_has_its_planted_load(smk_run):
     assert sheet_rows()[sample].get("unmapped_only") == "yes"
     folder = smk_run["work"] / "results" / "samples" / sample
     assert len((folder / f"{sample}.calls.tsv").read_text().splitlines()) == 1 + 632  # the unmapped reads alone
-    header, *rows = [line.split("\t") for line in (folder / f"{sample}.viral_report.tsv").read_text().splitlines()]
-    hpv16 = [dict(zip(header, r)) for r in rows if r[header.index("type")] == "HPV16"]
+    hpv16 = [r for r in read_tsv(folder / f"{sample}.viral_report.tsv") if r["type"] == "HPV16"]
     assert len(hpv16) == 1 and hpv16[0]["status"] == "detected"
     assert float(hpv16[0]["copies_per_genome"]) == pytest.approx(3.997, rel=0.05)
 
@@ -222,11 +223,7 @@ def test_snakemake_multiqc_shows_every_sample_beside_kraken2(smk_run):
     assert ours["negative"]["top_type"] == "none" and ours["negative"]["viral_reads"] == 0
 
     # the viral types table: every sample's rows, those of its own report
-    def table(name):
-        header, *rows = [line.split("\t") for line in (mqc / "multiqc_data" / name).read_text().splitlines()]
-        return [dict(zip(header, r)) for r in rows]
-
-    types = table("multiqc_genointerp_viral_types_table.txt")
+    types = read_tsv(mqc / "multiqc_data" / "multiqc_genointerp_viral_types_table.txt")
     assert {r["sample"] for r in types} == set(samples)
     for sample in samples:
         report = (work / "results" / "samples" / sample / f"{sample}.viral_report.tsv").read_text().splitlines()[1:]
@@ -234,7 +231,7 @@ def test_snakemake_multiqc_shows_every_sample_beside_kraken2(smk_run):
         assert sorted(r["type"] for r in types if r["sample"] == sample) == listed, sample
     assert {r["type"] for r in types if r["sample"] == "mix" and r["status"] == "detected"} >= {"HPV16", "HPV31"}
     # the integrations table: the junctions of the samples with a host
-    junctions = table("multiqc_genointerp_integrations_table.txt")
+    junctions = read_tsv(mqc / "multiqc_data" / "multiqc_genointerp_integrations_table.txt")
     for sample in (s for s, row in samples.items() if "host" in row):
         tsv = (work / "results" / "samples" / sample / f"{sample}.integrations.tsv").read_text().splitlines()[1:]
         assert sorted(r["host_position"] for r in junctions if r["sample"] == sample) == \
