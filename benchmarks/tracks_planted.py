@@ -51,7 +51,7 @@ MEMBERS = [
     Member("ap1-ccaat-box", "choose", 42, 0.5, 800,
            (PlantedTrack("ap1", AP1, 64, 8.0, "box", "DNase"), PlantedTrack("ccaat", CCAAT, 32, 4.0, "box"))),
     # AT-rich, denser, a short palindrome (E-box) and GATA, summit-shaped signal
-    Member("gc40-ebox-gata-peak", "report", 7, 0.4, 600,
+    Member("gc40-ebox-gata-peak", "report", 7, 0.4, 700,
            (PlantedTrack("ebox", EBOX, 48, 6.0, "peak"), PlantedTrack("gata", GATA, 32, 3.0, "peak"))),
     # GC-rich, sparse sites, one box and one peak track
     Member("gc60-cebp-cre-sparse", "report", 11, 0.6, 1500,
