@@ -85,7 +85,7 @@ def train(m: Member, arch: str, epochs: int, out: Path, extra: list[str]) -> dic
     model = out / m.name / f"{arch}_{epochs}{'_' + '_'.join(extra).replace('-', '') if extra else ''}"
     seconds = None
     if not (model / "config.json").exists():
-        seconds = timed([*GENOINTERP, "-q", "train-tracks", "--fasta", str(fasta), "--targets", str(targets),
+        seconds = timed([*GENOINTERP, "-q", "train-tracks", "-R", str(fasta), "--targets", str(targets),
                          "--chroms", "chr1", "--valid-chroms", "chr2", "--test-chroms", "chr3", "--arch", arch,
                          "--epochs", str(epochs), "--patience", str(epochs), *GEOMETRY, *extra, "-o", str(model)])
     cfg = json.loads((model / "config.json").read_text())
