@@ -158,6 +158,8 @@ def tsv_dicts(text: str, comment: str | None = None) -> list[dict[str, str]]:
     `# key: value` lines)."""
     lines = [line for line in text.splitlines() if comment is None or not line.startswith(comment)]
     header, *rows = [line.split("\t") for line in lines]
+    # a row with a cell too many or too few is a broken table, not one to read by zip's truncation
+    assert all(len(row) == len(header) for row in rows), [row for row in rows if len(row) != len(header)][:3]
     return [dict(zip(header, row)) for row in rows]
 
 
