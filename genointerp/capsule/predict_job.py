@@ -30,10 +30,10 @@ class CapsulePredictRequest:
     features: str = arg(
         metavar="FEATURES",
         help=("gene-pca output folder or TSV with the model's feature columns (extra columns are ignored); for a "
-              "new cohort, gene-pca --apply the training cohort's folder."))  # gene-pca folder or TSV with the model's feature columns
+              "new cohort, gene-pca --apply the training cohort's folder."))
     output: str = opt(
         STDOUT, "-o", "--output",
-        help='TSV: sample, p_<class> (capsule lengths normalised to sum 1), call; - is stdout.')  # TSV: sample, p_<class>..., call
+        help='TSV: sample, p_<class> (capsule lengths normalised to sum 1), call; - is stdout.')
     device: str = options.device()
     threads: int = options.threads()
 

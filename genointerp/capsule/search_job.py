@@ -45,14 +45,14 @@ class CapsuleSearchRequest:
     phenotypes: str = phenotypes_option()
     output: str = opt(
         ..., "-o", "--output",
-        help='Folder to write: best.tsv, screen.tsv, history.tsv, history.png, search.json.')  # folder
+        help='Folder to write: best.tsv, screen.tsv, history.tsv, history.png, search.json.')
     phenotype: str | None = phenotype_option()
     case: str | None = opt(None, "--case", help='The value that marks cases (as capsule-train).')
     population: int = opt(16, "--population", min=2, help='Gene subsets per generation.')
     generations: int = opt(10, "--generations", min=1, help='Generations (the first is random).')
     subset_size: str = opt(
         "2", "--subset-size", metavar="N|MIN-MAX",
-        help='Genes per subset.')  # N or MIN-MAX genes per subset
+        help='Genes per subset.')
     folds: int = opt(
         3, "--folds", min=2,
         help='Stratified cross-validation folds; every subset is scored on the same ones.')
@@ -79,7 +79,7 @@ class CapsuleSearchRequest:
     time_budget: float | None = opt(
         None, "--time-budget", min=0, metavar="SECONDS",
         help=('Stop after the generation that crosses this many seconds (of search, summed over resumed runs), '
-              'keeping the best so far.'))  # seconds
+              'keeping the best so far.'))
     resume: bool = opt(
         False, "--resume",
         help=('Continue from OUTPUT.checkpoint, the state an interrupted search saved after its last finished '
@@ -104,7 +104,7 @@ class CapsuleSearchRequest:
     routing: int = opt(3, "--routing", min=1, help='Routing-by-agreement iterations.')
     threads: int = options.threads(
         'Fitness evaluations of a generation run in parallel in this many processes (one torch thread '
-        'each); results do not depend on it.')  # worker processes
+        'each); results do not depend on it.')
     seed: int = options.seed('Seeds the folds, the GA and every training: same inputs and seed, same result.')
 
     def check(self) -> None:

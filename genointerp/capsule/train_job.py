@@ -49,7 +49,7 @@ class CapsuleTrainRequest:
 
     features: str = features_arg()  # gene-pca folder or TSV
     phenotypes: str = phenotypes_option()
-    output: str = opt(..., "-o", "--output", help='Model directory to write.')  # model directory
+    output: str = opt(..., "-o", "--output", help='Model directory to write.')
     phenotype: str | None = phenotype_option()
     case: str | None = opt(
         None, "--case",
@@ -112,7 +112,7 @@ class CapsuleTrainRequest:
         [], "--train-fraction", metavar="F,F,...", min=0, min_open=True, max=1, cli_type=str | None,
         parse=options.comma_numbers,
         help=('Data-efficiency curve: accuracy when training on these fractions of each training fold '
-              '(train_fraction.tsv).'))  # fractions of each training fold
+              '(train_fraction.tsv).'))
     primary_capsule: int | None = opt(
         None, "--primary-capsule", min=0,
         help='Primary capsule for the gene scores (default: highest mean coupling to the case capsule).')
@@ -120,7 +120,7 @@ class CapsuleTrainRequest:
         None, "--gene-sets", metavar="FILE.gmt",
         help=('Gene sets (GMT: name, description, gene symbols; tab-separated; gzip or - read too), e.g. an MSigDB '
               'or GO export: test the decisive genes for enrichment in each (hypergeometric, Benjamini-Hochberg '
-              'FDR) into enrichment.tsv. Example: --gene-sets h.all.v2024.1.Hs.symbols.gmt'))  # GMT file
+              'FDR) into enrichment.tsv. Example: --gene-sets h.all.v2024.1.Hs.symbols.gmt'))
     min_set_size: int = opt(
         5, "--min-set-size", min=1,
         help='With --gene-sets: test only sets with at least this many feature genes.')

@@ -49,7 +49,7 @@ class GenePcaRequest:
     output: str = opt(
         ..., "-o", "--output",
         help=('Output folder: features.npy/.json/.tsv, genes.tsv, transform.json/.npz (and dosages.npy, snps.tsv '
-              'with --keep-dosages).'))  # folder
+              'with --keep-dosages).'))
     genes: str | None = opt(
         None, "-g", "--genes",
         help="Gene annotation: BED (chrom start end \\[name]) or GTF 'gene' records (gene_name). Not with --apply.")
@@ -59,7 +59,7 @@ class GenePcaRequest:
     samples: str | None = opt(None, "--samples", help='Only these samples (one id per line).')
     phenotypes: str | None = opt(
         None, "-p", "--phenotypes",
-        help='Only the samples with a value in this phenotype TSV (sample/IID column + phenotype).')  # or: the samples with a value in this phenotype table
+        help='Only the samples with a value in this phenotype TSV (sample/IID column + phenotype).')
     phenotype_column: str | None = opt(
         None, "--phenotype-column",
         help='Phenotype column of --phenotypes (default: the first).')
@@ -86,7 +86,7 @@ class GenePcaRequest:
     tsv: bool = opt(
         True, "--tsv/--no-tsv",
         help=('Also write features.tsv (text: about 10 bytes per value, 10 GB at 10,000 samples x 100,000 PCs; '
-              'capsule-train reads features.npy).'))  # also write features.tsv
+              'capsule-train reads features.npy).'))
     keep_dosages: bool = opt(
         False, "--keep-dosages",
         help=('Also write dosages.npy (int8 samples x SNPs, -1 missing) and snps.tsv: the SNPs behind the PCs, for '

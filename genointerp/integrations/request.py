@@ -30,16 +30,16 @@ class IntegrationRequest:
     output: str = opt("-", "-o", "--output", help='Junction table (TSV); - is stdout.')
     vcf: str | None = opt(
         None, "--vcf",
-        help='Also write the junctions as VCF 4.3 breakends (.gz: bgzip, which tabix and bcftools index).')  # the junctions as VCF breakends
+        help='Also write the junctions as VCF 4.3 breakends (.gz: bgzip, which tabix and bcftools index).')
     index_vcf: bool = opt(
         False, "--index-vcf",
         help='With --vcf NAME.vcf.gz: also write its tabix index NAME.vcf.gz.tbi.')
     bedpe: str | None = opt(
         None, "--bedpe",
-        help='Also write the junctions as BEDPE (host first).')  # the junctions as BEDPE
+        help='Also write the junctions as BEDPE (host first).')
     summary: str | None = opt(
         None, "--summary",
-        help="Also write a summary JSON (counts equal the table's rows).")  # summary JSON
+        help="Also write a summary JSON (counts equal the table's rows).")
     multiqc: str | None = opt(
         None, "--multiqc",
         help=("Also write the junctions as MultiQC custom content (the name must end in _mqc.tsv): the sample's "

@@ -52,7 +52,7 @@ class AttnMapsRequest:
 
     output: str = opt(
         ..., "-o", "--output",
-        help='Output folder: attention.npz + attention.json, distance.tsv, rollout, figures/.')  # folder
+        help='Output folder: attention.npz + attention.json, distance.tsv, rollout, figures/.')
     reads: list[str] = arg([], metavar="READS", help='FASTQ/FASTA reads (gzip ok; - is stdin) for an XVir model.')
     model: str | None = options.model(
         'Model directory: XVir (train-xvir) or a swin1d / enformer-like track model (train-tracks). '
@@ -69,7 +69,7 @@ class AttnMapsRequest:
         help='Track models: chr:start-end (0-based, end exclusive; repeatable). The model window is centred on it.')  # chr:start-end, 0-based half-open
     regions: str | None = opt(
         None, "--regions",
-        help='Track models: BED of regions, one model window centred on each.')  # BED
+        help='Track models: BED of regions, one model window centred on each.')
     mean: bool = opt(False, "--mean", help='Keep only the mean over all reads/regions (streamed, bounded memory).')
     layer: int | None = opt(
         None, "--layer",

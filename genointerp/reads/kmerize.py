@@ -35,16 +35,16 @@ POLICIES = {"--n-policy": ("drop", "token"), "--short": ("drop", "pad"), "--long
 class KmerizeRequest:
     """kmerize: the fields are its options (files as paths, `-` for stdin/stdout)."""
 
-    reads: list[str] = arg(metavar="READS...", help='FASTQ/FASTA files (gzip ok); - is stdin.')  # READS...
+    reads: list[str] = arg(metavar="READS...", help='FASTQ/FASTA files (gzip ok); - is stdin.')
     output: str | None = opt(
         None, "-o", "--output",
-        help='Dataset folder for train-xvir (tokens.npy, labels.npy, read_ids.txt, header.json).')  # dataset folder
+        help='Dataset folder for train-xvir (tokens.npy, labels.npy, read_ids.txt, header.json).')
     tsv: str | None = opt(
         None, "--tsv",
-        help='Tokens as TSV for inspection (read_id, label, space-separated ids).')  # tokens as TSV
+        help='Tokens as TSV for inspection (read_id, label, space-separated ids).')
     counts: str | None = opt(
         None, "--counts",
-        help='k-mer counts TSV (like jellyfish dump -c -t, sorted); counts every k-mer of every read.')  # k-mer counts TSV
+        help='k-mer counts TSV (like jellyfish dump -c -t, sorted); counts every k-mer of every read.')
     k: int = opt(
         6, "-k", min=1, max=MAX_TOKEN_K, deprecated=("--k",),
         help='k-mer size for tokens (ids are uint16).')
@@ -72,10 +72,10 @@ class KmerizeRequest:
         help='Label of each input file, in order (give one per input).')  # one per input, or empty
     truth: str | None = opt(
         None, "--truth",
-        help='Labels from a truth TSV (read_id, label columns; simulate-reads --truth).')  # truth TSV: read id -> label
+        help='Labels from a truth TSV (read_id, label columns; simulate-reads --truth).')
     label_field: int | None = opt(
         None, "--label-field", min=0,
-        help='Labels from this 0-based field of the read name (simulate-reads names: 0).')  # labels from this field of the read name
+        help='Labels from this 0-based field of the read name (simulate-reads names: 0).')
     label_sep: str = opt("|", "--label-sep", help='Read-name field separator for --label-field.')
 
     def check(self) -> None:

@@ -65,10 +65,10 @@ class SimulateReadsRequest:
         help='Fixed share of -n for a label, e.g. viral=0.001.')
     circular: list[str] = opt(
         [], "--circular", metavar="LABEL",
-        help='Contigs of this label are circular (reads may span the origin).')  # labels
+        help='Contigs of this label are circular (reads may span the origin).')
     read_length: int = opt(150, "-l", "--read-length", min=20, max=1000, help='Read length (bp).')
     paired: bool = opt(False, "--paired", help='Paired-end reads (with --output2, or interleaved in --output).')
-    output2: str | None = opt(None, "--output2", help='FASTQ for read 2 of pairs.')  # FASTQ of read 2
+    output2: str | None = opt(None, "--output2", help='FASTQ for read 2 of pairs.')
     fragment_mean: float = opt(400.0, "--fragment-mean", min=1, help='Mean fragment length (paired).')
     fragment_sd: float = opt(50.0, "--fragment-sd", min=0, help='Fragment length standard deviation (paired).')
     profile: str | None = opt(
@@ -89,7 +89,7 @@ class SimulateReadsRequest:
         help='Skip reference windows with more N than this fraction of the read.')
     truth: str | None = opt(
         None, "--truth",
-        help='Also write the truth as a TSV table (one row per read).')  # truth TSV
+        help='Also write the truth as a TSV table (one row per read).')
     insert: tuple[str, str] | None = opt(
         None, "--insert", metavar="VIRAL=HOST", cli_type=str | None, parse=one_pair("VIRAL=HOST"),
         help=("Insertion mode: integrate fragments of the VIRAL label's genomes into the HOST label's contigs "

@@ -39,7 +39,7 @@ class EvaluateTracksRequest:
 
     output: str = opt(
         ..., "-o", "--output",
-        help='TSV: track, group, pearson per model; then group and overall means.')  # TSV
+        help='TSV: track, group, pearson per model; then group and overall means.')
     models: list[str] = opt(
         [], "-m", "--model",
         help=('Model directory; give two to compare (default: the built-in model). `cpg` or `gc` names a control '

@@ -67,11 +67,11 @@ class IsmRequest:
 
     regions: str = opt(
         ..., "--regions",
-        help='BED of regions to mutate, at most 5,000 bp each (overlapping ones are merged).')  # BED
+        help='BED of regions to mutate, at most 5,000 bp each (overlapping ones are merged).')
     fasta: str = options.reference()
     output: str = opt(
         ..., "-o", "--output",
-        help='Output folder: <track id>.ism.bw per track, ism.tsv, ism.bases.tsv, summary.json.')  # folder
+        help='Output folder: <track id>.ism.bw per track, ism.tsv, ism.bases.tsv, summary.json.')
     model: str | None = track_model_option()
     tracks: list[str] = opt(
         [], "--tracks", cli_type=str | None, parse=lambda text: [t.strip() for t in text.split(",")],

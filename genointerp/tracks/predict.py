@@ -30,7 +30,7 @@ class PredictTracksRequest:
     fasta: str = options.reference()
     output: str = opt(
         ..., "-o", "--output",
-        help='Output folder: <track id>.bw and <track id>.peaks.bed per track.')  # folder
+        help='Output folder: <track id>.bw and <track id>.peaks.bed per track.')
     model: str | None = track_model_option()
     regions: str | None = opt(None, "--regions", help='BED of regions to predict (merged where they touch).')  # BED ...
     chroms: list[str] = opt(

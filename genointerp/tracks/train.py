@@ -102,7 +102,7 @@ class TrackTrainRequest:
               ' and scaled like random filters.'))
     motif_freeze_epochs: int = opt(
         0, "--motif-freeze-epochs", min=0,
-        help='Keep the --motif-init filters fixed for this many first epochs.')  # keep those filters fixed for this many first epochs
+        help='Keep the --motif-init filters fixed for this many first epochs.')
     motif_filters: int = opt(
         0, "--motif-filters", min=0,
         help='How many stem filters --motif-init sets (0: all; the rest keep their random start).')

@@ -70,25 +70,25 @@ class ScoreVariantsRequest:
     output: str | None = opt(
         None, "-o", "--output",
         help=('TSV: a row per variant allele and track (chrom pos id ref alt track ref_sum alt_sum sad center_diff '
-              'log2fc; pos 1-based as in the VCF), or with --wide a row per allele; - for stdout.'))  # TSV; `-` stdout
+              'log2fc; pos 1-based as in the VCF), or with --wide a row per allele; - for stdout.'))
     model: str | None = track_model_option()
     vcf_out: str | None = opt(
         None, "--vcf-out",
         help=('The input VCF with INFO per ALT: GI_SAD (the SAD of largest magnitude over the tracks, signed), '
               "GI_TRACK (its track), GI_LOG2FC (its log2 fold change); skipped alleles get '.'. bgzipped when the "
-              'name ends in .gz.'))  # the input VCF with GI_* INFO per ALT
+              'name ends in .gz.'))
     index_vcf: bool = opt(
         False, "--index-vcf",
-        help='With --vcf-out NAME.vcf.gz: also write its tabix index NAME.vcf.gz.tbi.')  # also VCF_OUT.tbi
+        help='With --vcf-out NAME.vcf.gz: also write its tabix index NAME.vcf.gz.tbi.')
     summary: str | None = opt(
         None, "--summary",
-        help='JSON: records and alleles read, scored, and skipped by reason.')  # JSON
+        help='JSON: records and alleles read, scored, and skipped by reason.')
     wide: bool = opt(
         False, "--wide",
         help='One TSV row per variant allele: chrom pos id ref alt, then a sad:TRACK column per track.')
     regions: str | None = opt(
         None, "--regions",
-        help='BED: score only variants whose POS lies inside.')  # BED: only variants whose POS lies inside
+        help='BED: score only variants whose POS lies inside.')
     chunk: str | None = opt(
         None, "--chunk", metavar="I/N",
         help=("Score only chunk I of N (1-based) of the scorable alleles, for scatter/gather: the chunks' TSVs, "

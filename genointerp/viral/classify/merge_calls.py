@@ -32,8 +32,8 @@ class MergeCallsRequest:
     chunks: list[str] = arg(
         metavar="CHUNK...",
         help=('Outputs of classify-reads --chunk jobs: calls TSVs, and their summary JSONs and --viral-out files if'
-              ' any, told apart by content (gzip ok). List each kind in the same order.'))  # CHUNK...: calls TSVs, summary JSONs and viral-read files of the chunk jobs
-    output: str = opt("-", "-o", "--output", help='Merged calls TSV; - is stdout.')  # merged calls TSV
+              ' any, told apart by content (gzip ok). List each kind in the same order.'))
+    output: str = opt("-", "-o", "--output", help='Merged calls TSV; - is stdout.')
     summary: str | None = opt(None, "--summary", help="Write the merged summary JSON (needs the chunks' summaries).")
     viral_out: str | None = opt(
         None, "--viral-out",

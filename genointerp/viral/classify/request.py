@@ -52,11 +52,11 @@ class ClassifyRequest:
 
     reads: list[str] = arg(
         metavar="READS...",
-        help='FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA).')  # READS...
+        help='FASTQ/FASTA (gzip ok), BAM or CRAM; - is stdin (FASTQ/FASTA).')
     output: str = opt(
         "-", "-o", "--output",
         help=('Per-read TSV (read_id, length, p_viral, call, status, kmer_hits, evidence, bits, reference); - is '
-              'stdout.'))  # per-read calls TSV
+              'stdout.'))
     model: str | None = opt(
         None, "-m", "--model",
         help='Model directory from train-xvir (default: the built-in HPV model).')  # model folder; None: the built-in model; recorded in the summary with a digest of its files
@@ -78,11 +78,11 @@ class ClassifyRequest:
     model_all: bool = opt(
         False, "--model-all",
         help=('Run the model on every read (fills p_viral), not only on reads whose call it can change; the calls '
-              "are the same, at the model's speed."))  # run the model on every read, not only where it can change a call
+              "are the same, at the model's speed."))
     summary: str | None = opt(
         None, "--summary",
         help=('Write the run summary as JSON (with the per-sample viral report, viral_report, when a report is '
-              'asked for).'))  # run summary JSON
+              'asked for).'))
     report: str | None = report_field()  # per-sample viral report TSV (the reads typed by EM)
     kraken_report: str | None = kraken_report_field()
     multiqc: str | None = multiqc_field()  # custom content, *_mqc.tsv
@@ -107,7 +107,7 @@ class ClassifyRequest:
               'rna_library).'))
     viral_out: str | None = opt(
         None, "--viral-out",
-        help='Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two).')  # the reads called viral
+        help='Write the reads called viral (FASTQ, or FASTA for FASTA input; the inputs must not mix the two).')
     unmapped_only: bool = opt(False, "--unmapped-only", help='BAM/CRAM: only reads that did not map.')
     reference: str | None = options.reference(required=False, deprecated=(), help='Reference FASTA for CRAM decoding.')
     chunk: str | None = opt(

@@ -56,16 +56,16 @@ class TrainXvirRequest:
               '--label-field). None: train on fresh reads simulated from --viral and --negative references.'))
     output: str = opt(
         ..., "-o", "--output",
-        help='Model directory to write (model.safetensors, config.json, metrics).')  # the model folder
+        help='Model directory to write (model.safetensors, config.json, metrics).')
     valid: list[str] = opt([], "--valid", help='Validation dataset(s) instead of the 8:1:1 split (with --test).')
     test: list[str] = opt([], "--test", help='Test dataset(s) instead of the 8:1:1 split (with --valid).')
     positive: str = opt("viral", "--positive", help='The label that counts as viral; every other label is not.')
     truth: str | None = opt(
         None, "--truth",
-        help='Read files only: labels from a truth TSV (simulate-reads --truth).')  # read files: labels from a truth TSV
+        help='Read files only: labels from a truth TSV (simulate-reads --truth).')
     label_field: int = opt(
         0, "--label-field", min=0,
-        help="Read files only: label = this '|'-separated field of the read name.")  # read files: labels from this field of the read name
+        help="Read files only: label = this '|'-separated field of the read name.")
     k: int = opt(6, "-k", min=1, max=MAX_TOKEN_K, help='Read files and fresh reads: k-mer size.')
     length: int = opt(150, "--length", min=1, help='Read files and fresh reads: model read length.')
     epochs: int = opt(25, "--epochs", min=1, help='Most epochs to train.')
@@ -90,7 +90,7 @@ class TrainXvirRequest:
         [], "--viral", metavar="REF",
         help=('Viral reference (FASTA/GenBank; repeatable): the model folder gets a k-mer index of it, '
               "classify-reads' exact-match evidence beside the model; without DATASET, training reads are simulated"
-              ' from it.'))  # viral references: the k-mer index, and fresh reads
+              ' from it.'))
     negative: list[tuple[str, str]] = opt(
         [], "--negative", metavar="LABEL=REF", cli_type=list[str],
         parse=options.pairs("LABEL=REF (e.g. human=chr20.fa.gz)"),
