@@ -50,9 +50,9 @@ static inline uint64_t probe_mask(uint64_t id) {
     return ((uint64_t)1 << ((h >> 20) & 63)) | ((uint64_t)1 << ((h >> 26) & 63));
 }
 
-/* where id is in the set's ids, -1 where it is not */
-static inline Py_ssize_t search(const IdSet *set, uint64_t id) {
-    Py_ssize_t lo = 0, hi = set->n_fences; /* the last fence <= id */
+/* the block of the set's ids where id would be: the last fence <= id */
+static inline Py_ssize_t fence_of(const IdSet *set, uint64_t id) {
+    Py_ssize_t lo = 0, hi = set->n_fences;
     while (hi - lo > 1) {
         Py_ssize_t mid = lo + ((hi - lo) >> 1);
         if (set->fences[mid] <= id)
@@ -60,6 +60,11 @@ static inline Py_ssize_t search(const IdSet *set, uint64_t id) {
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* where id is in block `lo` of the set's ids (fence_of), -1 where it is not */
+static inline Py_ssize_t search_block(const IdSet *set, uint64_t id, Py_ssize_t lo) {
     Py_ssize_t a = lo * FENCE, b = a + FENCE < set->n ? a + FENCE : set->n;
     while (a < b) { /* the first id >= id in the block */
         Py_ssize_t mid = a + ((b - a) >> 1);
@@ -70,6 +75,9 @@ static inline Py_ssize_t search(const IdSet *set, uint64_t id) {
     }
     return a < set->n && set->ids[a] == id ? a : -1;
 }
+
+/* where id is in the set's ids, -1 where it is not */
+static inline Py_ssize_t search(const IdSet *set, uint64_t id) { return search_block(set, id, fence_of(set, id)); }
 
 /* where id is in the set's ids, -1 where it is not (the filter word is fetched here) */
 static inline Py_ssize_t find(const IdSet *set, uint64_t id) {
@@ -129,7 +137,7 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
     Py_ssize_t hits = 0, start = 0, bad = 0;
     Py_BEGIN_ALLOW_THREADS
     uint64_t chunk_id[CHUNK];
-    Py_ssize_t chunk_at[CHUNK];
+    Py_ssize_t chunk_at[CHUNK], chunk_block[CHUNK];
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
         Py_ssize_t end = start + len[i];
         if (len[i] < 0 || end > m) {
@@ -158,8 +166,19 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                 chunk_at[w++] = j - k + 1;
             }
             cl[i] += w;
+            /* the windows the filter lets through: each one's block of ids found and fetched, then
+             * all searched, so that the blocks' memory waits overlap (a viral read's windows nearly
+             * all pass) */
             for (int x = 0; x < w; x++) {
-                Py_ssize_t slot = find(&set, chunk_id[x]);
+                uint64_t mask = probe_mask(chunk_id[x]);
+                chunk_block[x] = -1;
+                if ((set.table[probe_word(&set, chunk_id[x])] & mask) == mask && set.n) {
+                    chunk_block[x] = fence_of(&set, chunk_id[x]);
+                    __builtin_prefetch(&set.ids[chunk_block[x] * FENCE + FENCE / 2]);
+                }
+            }
+            for (int x = 0; x < w; x++) {
+                Py_ssize_t slot = chunk_block[x] < 0 ? -1 : search_block(&set, chunk_id[x], chunk_block[x]);
                 if (slot >= 0) {
                     at[hits] = chunk_at[x];
                     hslot[hits] = slot;
@@ -307,6 +326,59 @@ static inline int64_t table_at(const void *array, int wide, int64_t i) {
     return wide ? ((const int64_t *)array)[i] : ((const int32_t *)array)[i];
 }
 
+#define PAIR_CHUNK 32 /* pairs whose memory is fetched together */
+
+/* Prefetch what the first place tried of pairs j0 .. j1 - 1 reads: both seeds' table rows, the
+ * anchor's first place and the letters that place puts the other seed's first compared letter on;
+ * three rounds over the chunk, so that each round's fetches overlap. Reads nothing it does not check
+ * to lie in its array; changes nothing. */
+static void prefetch_pairs(Py_ssize_t j0, Py_ssize_t j1, const int64_t *first, const int64_t *second, Py_ssize_t h,
+                           const int64_t *slot, Py_ssize_t n_keys, const void *start, const void *places, int wide,
+                           Py_ssize_t n_places, const int64_t *at, const uint8_t *flip, Py_ssize_t r, Py_ssize_t span,
+                           int stride, const int64_t *compared, const int64_t *pattern, Py_ssize_t n_patterns,
+                           Py_ssize_t width, const uint8_t *letters) {
+    Py_ssize_t item = wide ? 8 : 4;
+    int64_t anchor[PAIR_CHUNK], entry[PAIR_CHUNK];
+    for (Py_ssize_t j = j0; j < j1; j++)
+        for (int x = 0; x < 2; x++) {
+            int64_t seed = x ? second[j] : first[j];
+            if (seed >= 0 && seed < h && slot[seed] >= 0 && slot[seed] < n_keys)
+                __builtin_prefetch((const char *)start + item * slot[seed]);
+        }
+    for (Py_ssize_t j = j0; j < j1; j++) {
+        int64_t a = first[j], o = second[j], ca = -1, co = -1;
+        anchor[j - j0] = entry[j - j0] = -1;
+        if (a < 0 || a >= h || o < 0 || o >= h || slot[a] >= n_keys || slot[o] >= n_keys)
+            continue;
+        if (slot[a] >= 0)
+            ca = table_at(start, wide, slot[a] + 1) - table_at(start, wide, slot[a]);
+        if (slot[o] >= 0)
+            co = table_at(start, wide, slot[o] + 1) - table_at(start, wide, slot[o]);
+        if (co >= 0 && (ca < 0 || co < ca))
+            a = o, ca = co;
+        if (ca <= 0)
+            continue;
+        anchor[j - j0] = a;
+        entry[j - j0] = table_at(start, wide, slot[a]);
+        if (entry[j - j0] >= 0 && entry[j - j0] < n_places)
+            __builtin_prefetch((const char *)places + item * entry[j - j0]);
+    }
+    for (Py_ssize_t j = j0; j < j1; j++) {
+        int64_t a = anchor[j - j0], e = entry[j - j0];
+        if (a < 0 || e < 0 || e >= n_places)
+            continue;
+        int64_t o = a == first[j] ? second[j] : first[j];
+        if (pattern && (pattern[o] < 0 || pattern[o] >= n_patterns))
+            continue;
+        int64_t place = table_at(places, wide, e);
+        if (flip && flip[a])
+            place = r - place - span;
+        int64_t where = place + (at[o] - at[a]) / stride + compared[(pattern ? pattern[o] : 0) * width];
+        if (where >= 0 && where < r)
+            __builtin_prefetch(letters + where);
+    }
+}
+
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
         shared_b;
@@ -335,6 +407,10 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_ssize_t m = query.len, r = letters_b.len, bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t j = 0; j < pairs && !bad; j++) {
+        if (j % PAIR_CHUNK == 0) /* the next pairs' table rows, places and letters fetched together */
+            prefetch_pairs(j, pairs < j + PAIR_CHUNK ? pairs : j + PAIR_CHUNK, first, second, h, slot, n_keys,
+                           start_b.buf, places_b.buf, wide, n_places, at, flip, r, span, stride, compared, pattern,
+                           n_patterns, width, letters);
         int64_t s[2] = {first[j], second[j]}, count[2];
         for (int x = 0; x < 2; x++) {
             if (s[x] < 0 || s[x] >= h || slot[s[x]] >= n_keys ||
@@ -393,6 +469,324 @@ done:
     PyBuffer_Release(&places_b);
     PyBuffer_Release(&flip_b);
     PyBuffer_Release(&shared_b);
+    return result;
+}
+
+/* diagonal_edits(codes, starts, lengths, first, hit_at, hit_slot, hit_flip, letters, start, places, wide, span,
+ *                max_visits, margin, ends, out_read, out_diag, out_edits, out_span, out_aligned, best) -> found
+ *
+ * The placements of reads on the diagonals their matched seeds lie on, with at most one gap
+ * (genointerp.viral.typing.diagonals holds the definition in numpy). Read i (codes[starts[i]:
+ * starts[i] + lengths[i]]) owns the matched windows first[i] .. first[i + 1] - 1 (hit_at int64: the
+ * window's start in codes; hit_slot int64: its seed's row of the places table, -1 none; hit_flip
+ * uint8 or empty: the window is the reverse complement of its seed's places, which then lie at
+ * R - place - span in the read's direction). Every place of every one of its seeds gives a diagonal
+ * d: the read's base j faces letters[d + j]. Mismatches count a base facing no letter, or either
+ * being an unknown code (> 3).
+ *
+ * Each distinct diagonal is an ungapped placement: its mismatches over the whole read. With the
+ * read's fewest of those, top, and bound = top + margin, one-gap placements are tried: the read's
+ * first part on diagonal a and the rest on diagonal b, |b - a| <= bound (b > a: the genome holds
+ * b - a bases the read lacks; b < a: the read holds a - b bases the genome lacks), costing their
+ * mismatches plus |b - a|, at the best split. They are tried for every pair of its diagonals that
+ * close, and for each diagonal whose middle (all but min(ends, length / 4) bases at each end) is
+ * within bound but with at least two mismatches in its ends (an indel near an end, whose short
+ * side matches no seed), against every diagonal that close. Placements within margin of the
+ * read's best go out, and every ungapped one that faces an unknown letter or none (past a contig's
+ * end: the caller aligns such a read) (ungapped ones in order of first sight, then gapped ones as
+ * tried): out_read,
+ * out_diag (the first part's diagonal), out_edits, out_span (letters the placement covers) and
+ * out_aligned (read bases aligned), int64 (capacity each). best int64 (n,) gets each read's fewest
+ * edits, -1 where it had no seed place, -2 where its seeds have more than max_visits places in all,
+ * -3 where the outputs were full (the caller aligns those reads). */
+static int compare_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+#define DIAG_CHUNK 64 /* windows whose table rows are fetched together */
+#define DIAG_SLOTS 8192 /* a read's distinct diagonals, open addressing; more than max_visits never fit */
+#define GAPPED_MAX 4096 /* one-gap placements kept per read */
+
+static inline int mismatch(const uint8_t *q, const uint8_t *letters, Py_ssize_t r, int64_t d, int64_t j) {
+    int64_t where = d + j;
+    return q[j] > 3 || where < 0 || where >= r || letters[where] != q[j];
+}
+
+/* the fewest edits of read q (len bases) with bases [0, s) on diagonal a and the rest on diagonal b,
+ * over 1 <= s (see above); *span_out and *aligned_out get the placement's letters and read bases */
+static int64_t one_gap(const uint8_t *q, int64_t len, const uint8_t *letters, Py_ssize_t r, int64_t a, int64_t b,
+                       int64_t *suffix, int64_t *span_out, int64_t *aligned_out) {
+    int64_t g = b > a ? b - a : a - b, skip = b > a ? 0 : g; /* read bases the genome lacks */
+    if (len - skip < 2)
+        return INT64_MAX;
+    suffix[len] = 0; /* suffix[j]: mismatches of bases j.. on b */
+    for (int64_t j = len - 1; j >= 0; j--)
+        suffix[j] = suffix[j + 1] + mismatch(q, letters, r, b, j);
+    int64_t prefix = 0, top = INT64_MAX;
+    for (int64_t s = 1; s + skip < len; s++) {
+        prefix += mismatch(q, letters, r, a, s - 1);
+        int64_t e = prefix + suffix[s + skip];
+        if (e < top)
+            top = e;
+    }
+    *span_out = b + len - a;
+    *aligned_out = len - skip;
+    return top + g;
+}
+
+/* one-gap placements of read q from diagonal d to diagonal e and from e to d, those within bound
+ * appended to ga (first diagonal), ge (edits), gs (span), gl (aligned) from n on (up to
+ * GAPPED_MAX); returns the new count */
+static int64_t both_ways(const uint8_t *q, int64_t len, const uint8_t *letters, Py_ssize_t r, int64_t d, int64_t e,
+                         int64_t bound, int64_t *suffix, int64_t *ga, int64_t *ge, int64_t *gs, int64_t *gl,
+                         int64_t n) {
+    for (int side = 0; side < 2 && n < GAPPED_MAX; side++) {
+        int64_t a = side ? e : d, b = side ? d : e, span = 0, aligned = 0;
+        int64_t edits = one_gap(q, len, letters, r, a, b, suffix, &span, &aligned);
+        if (edits <= bound) {
+            ga[n] = a;
+            ge[n] = edits;
+            gs[n] = span;
+            gl[n++] = aligned;
+        }
+    }
+    return n;
+}
+
+static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
+    Py_buffer codes_b, starts_b, lengths_b, first_b, at_b, slot_b, flip_b, letters_b, start_b, places_b, oread_b,
+        odiag_b, oedits_b, ospan_b, oaligned_b, best_b;
+    int wide;
+    Py_ssize_t span, max_visits, margin, ends;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*innnnw*w*w*w*w*w*", &codes_b, &starts_b, &lengths_b, &first_b,
+                          &at_b, &slot_b, &flip_b, &letters_b, &start_b, &places_b, &wide, &span, &max_visits,
+                          &margin, &ends, &oread_b, &odiag_b, &oedits_b, &ospan_b, &oaligned_b, &best_b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = lengths_b.len / 8, h = at_b.len / 8, capacity = oread_b.len / 8, item = wide ? 8 : 4;
+    Py_ssize_t n_keys = start_b.len / item - 1, n_places = places_b.len / item;
+    int64_t *keys = NULL, *diags = NULL, *edits = NULL, *middle = NULL, *order = NULL, *suffix = NULL;
+    uint8_t *facing_unknown = NULL;
+    int64_t *ga = NULL, *ge = NULL, *gs = NULL, *gl = NULL;
+    if (starts_b.len != lengths_b.len || first_b.len != 8 * (n + 1) || slot_b.len != at_b.len ||
+        (flip_b.len && flip_b.len != h) || odiag_b.len != oread_b.len || oedits_b.len != oread_b.len ||
+        ospan_b.len != oread_b.len || oaligned_b.len != oread_b.len || best_b.len != lengths_b.len ||
+        max_visits < 0 || max_visits > DIAG_SLOTS / 2 || margin < 0 || ends < 0 || n_keys < 0) {
+        PyErr_SetString(PyExc_ValueError, "diagonal_edits: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *codes = (const uint8_t *)codes_b.buf, *letters = (const uint8_t *)letters_b.buf;
+    const uint8_t *flip = flip_b.len ? (const uint8_t *)flip_b.buf : NULL;
+    const int64_t *starts = (const int64_t *)starts_b.buf, *lengths = (const int64_t *)lengths_b.buf;
+    const int64_t *first = (const int64_t *)first_b.buf, *at = (const int64_t *)at_b.buf;
+    const int64_t *slot = (const int64_t *)slot_b.buf;
+    int64_t *oread = (int64_t *)oread_b.buf, *odiag = (int64_t *)odiag_b.buf, *oedits = (int64_t *)oedits_b.buf;
+    int64_t *ospan = (int64_t *)ospan_b.buf, *oaligned = (int64_t *)oaligned_b.buf, *best = (int64_t *)best_b.buf;
+    Py_ssize_t m = codes_b.len, r = letters_b.len, found = 0, bad = 0, longest = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        longest = lengths[i] > longest ? lengths[i] : longest;
+    keys = malloc(sizeof(int64_t) * DIAG_SLOTS);
+    diags = malloc(sizeof(int64_t) * DIAG_SLOTS);
+    edits = malloc(sizeof(int64_t) * DIAG_SLOTS);
+    middle = malloc(sizeof(int64_t) * DIAG_SLOTS);
+    order = malloc(sizeof(int64_t) * DIAG_SLOTS);
+    facing_unknown = malloc(DIAG_SLOTS);
+    suffix = malloc(sizeof(int64_t) * (longest + 1));
+    ga = malloc(sizeof(int64_t) * GAPPED_MAX);
+    ge = malloc(sizeof(int64_t) * GAPPED_MAX);
+    gs = malloc(sizeof(int64_t) * GAPPED_MAX);
+    gl = malloc(sizeof(int64_t) * GAPPED_MAX);
+    if (!keys || !diags || !edits || !middle || !order || !facing_unknown || !suffix || !ga || !ge || !gs || !gl) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t x = 0; x < DIAG_SLOTS; x++)
+        keys[x] = INT64_MIN;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        int64_t s0 = starts[i], len = lengths[i], distinct = 0, visits = 0;
+        if (s0 < 0 || len < 0 || s0 + len > m || first[i] < 0 || first[i] > first[i + 1] || first[i + 1] > h) {
+            bad = 1;
+            break;
+        }
+        /* windows in chunks: their seeds' rows of the table fetched together, then their places,
+         * so that the memory waits of a chunk overlap */
+        for (int64_t w0 = first[i]; w0 < first[i + 1] && visits <= max_visits && !bad; w0 += DIAG_CHUNK) {
+            int64_t w1 = w0 + DIAG_CHUNK < first[i + 1] ? w0 + DIAG_CHUNK : first[i + 1];
+            int64_t lo[DIAG_CHUNK], hi[DIAG_CHUNK];
+            for (int64_t w = w0; w < w1; w++) {
+                if (slot[w] >= n_keys) {
+                    bad = 1;
+                    break;
+                }
+                if (slot[w] >= 0)
+                    __builtin_prefetch((const char *)start_b.buf + item * slot[w]);
+            }
+            for (int64_t w = w0; w < w1 && !bad; w++) {
+                lo[w - w0] = hi[w - w0] = 0;
+                if (slot[w] < 0)
+                    continue;
+                int64_t a = table_at(start_b.buf, wide, slot[w]), b = table_at(start_b.buf, wide, slot[w] + 1);
+                if (a < 0 || b > n_places || a > b) {
+                    bad = 1;
+                    break;
+                }
+                lo[w - w0] = a;
+                hi[w - w0] = b;
+                __builtin_prefetch((const char *)places_b.buf + item * a);
+            }
+            for (int64_t w = w0; w < w1 && !bad; w++) {
+                visits += hi[w - w0] - lo[w - w0];
+                if (visits > max_visits)
+                    break;
+                for (int64_t e = lo[w - w0]; e < hi[w - w0]; e++) {
+                    int64_t place = table_at(places_b.buf, wide, e);
+                    if (flip && flip[w])
+                        place = r - place - span;
+                    int64_t d = place - (at[w] - s0);
+                    uint64_t hsh = ((uint64_t)d * HASH) >> 51; /* 13 bits: DIAG_SLOTS */
+                    while (keys[hsh] != INT64_MIN && keys[hsh] != d)
+                        hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+                    if (keys[hsh] == INT64_MIN) {
+                        keys[hsh] = d;
+                        diags[distinct++] = d;
+                    }
+                }
+            }
+        }
+        if (bad)
+            break;
+        if (visits > max_visits)
+            best[i] = -2;
+        else if (!distinct)
+            best[i] = -1;
+        else {
+            const uint8_t *q = codes + s0;
+            int64_t end = len / 4 < ends ? len / 4 : ends, top = INT64_MAX, n_gapped = 0;
+            for (int64_t x = 0; x < distinct; x++)
+                for (int64_t j = 0; j < len; j += 64)
+                    if (diags[x] + j >= 0 && diags[x] + j < r)
+                        __builtin_prefetch(letters + diags[x] + j);
+            for (int64_t x = 0; x < distinct; x++) { /* ungapped */
+                int64_t d = diags[x], miss = 0, mid = 0, unknown = 0;
+                if (d >= 0 && d + len <= r) { /* whole: passes the compiler vectorises */
+                    const uint8_t *l = letters + d;
+                    for (int64_t j = 0; j < end; j++)
+                        miss += (q[j] > 3) | (l[j] != q[j]);
+                    for (int64_t j = end; j < len - end; j++)
+                        mid += (q[j] > 3) | (l[j] != q[j]);
+                    for (int64_t j = len - end > end ? len - end : end; j < len; j++)
+                        miss += (q[j] > 3) | (l[j] != q[j]);
+                    for (int64_t j = 0; j < len; j++)
+                        unknown += l[j] > 3;
+                } else
+                    for (int64_t j = 0; j < len; j++) {
+                        int one = mismatch(q, letters, r, d, j);
+                        unknown += d + j < 0 || d + j >= r || letters[d + j] > 3;
+                        if (j >= end && j < len - end)
+                            mid += one;
+                        else
+                            miss += one;
+                    }
+                edits[x] = miss + mid;
+                middle[x] = mid;
+                facing_unknown[x] = unknown > 0;
+                if (miss + mid < top)
+                    top = miss + mid;
+            }
+            int64_t bound = top + margin;
+            /* one gap between two of the read's diagonals */
+            memcpy(order, diags, sizeof(int64_t) * distinct);
+            qsort(order, distinct, sizeof(int64_t), compare_int64);
+            for (int64_t x = 0; x < distinct; x++)
+                for (int64_t y = x + 1; y < distinct && order[y] - order[x] <= bound; y++)
+                    n_gapped = both_ways(q, len, letters, r, order[x], order[y], bound, suffix, ga, ge, gs, gl,
+                                         n_gapped);
+            /* and from a diagonal whose ends hold its mismatches to any diagonal that close */
+            for (int64_t x = 0; x < distinct; x++) {
+                if (middle[x] > bound || edits[x] - middle[x] < 2)
+                    continue;
+                for (int64_t g = -bound; g <= bound; g++) {
+                    int64_t other = diags[x] + g;
+                    uint64_t hsh = ((uint64_t)other * HASH) >> 51;
+                    while (keys[hsh] != INT64_MIN && keys[hsh] != other)
+                        hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+                    if (g == 0 || keys[hsh] == other) /* a diagonal of its own: tried above */
+                        continue;
+                    n_gapped = both_ways(q, len, letters, r, diags[x], other, bound, suffix, ga, ge, gs, gl, n_gapped);
+                }
+            }
+            for (int64_t x = 0; x < n_gapped; x++)
+                top = ge[x] < top ? ge[x] : top;
+            best[i] = top;
+            int64_t kept = 0;
+            for (int64_t x = 0; x < distinct; x++)
+                kept += edits[x] <= top + margin || facing_unknown[x];
+            for (int64_t x = 0; x < n_gapped; x++)
+                kept += ge[x] <= top + margin;
+            if (found + kept > capacity || n_gapped >= GAPPED_MAX)
+                best[i] = -3;
+            else {
+                for (int64_t x = 0; x < distinct; x++)
+                    if (edits[x] <= top + margin || facing_unknown[x]) {
+                        oread[found] = i;
+                        odiag[found] = diags[x];
+                        oedits[found] = edits[x];
+                        ospan[found] = len;
+                        oaligned[found++] = len;
+                    }
+                for (int64_t x = 0; x < n_gapped; x++)
+                    if (ge[x] <= top + margin) {
+                        oread[found] = i;
+                        odiag[found] = ga[x];
+                        oedits[found] = ge[x];
+                        ospan[found] = gs[x];
+                        oaligned[found++] = gl[x];
+                    }
+            }
+        }
+        /* empty the table for the next read: its slots in use are exactly this read's diagonals */
+        for (int64_t x = 0; x < distinct; x++) {
+            uint64_t hsh = ((uint64_t)diags[x] * HASH) >> 51;
+            while (keys[hsh] != diags[x])
+                hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+            keys[hsh] = INT64_MIN;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "diagonal_edits: a read, seed or place outside the arrays");
+    else
+        result = PyLong_FromSsize_t(found);
+done:
+    free(keys);
+    free(diags);
+    free(edits);
+    free(middle);
+    free(order);
+    free(facing_unknown);
+    free(suffix);
+    free(ga);
+    free(ge);
+    free(gs);
+    free(gl);
+    PyBuffer_Release(&codes_b);
+    PyBuffer_Release(&starts_b);
+    PyBuffer_Release(&lengths_b);
+    PyBuffer_Release(&first_b);
+    PyBuffer_Release(&at_b);
+    PyBuffer_Release(&slot_b);
+    PyBuffer_Release(&flip_b);
+    PyBuffer_Release(&letters_b);
+    PyBuffer_Release(&start_b);
+    PyBuffer_Release(&places_b);
+    PyBuffer_Release(&oread_b);
+    PyBuffer_Release(&odiag_b);
+    PyBuffer_Release(&oedits_b);
+    PyBuffer_Release(&ospan_b);
+    PyBuffer_Release(&oaligned_b);
+    PyBuffer_Release(&best_b);
     return result;
 }
 
@@ -601,6 +995,7 @@ static PyMethodDef methods[] = {
     {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
+    {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},
     {"window_entropy", window_entropy, METH_VARARGS, "The Shannon entropy of every window of rows of letter codes."},

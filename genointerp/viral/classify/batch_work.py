@@ -3,7 +3,9 @@ reads it calls viral.
 
 Per batch of reads (their sequences), in a worker process (genointerp.pools) or in the job's own:
 - the evidence: seed matches and protein matches (genointerp.viral.evidence.seeds, .protein), as bits;
-- the typing (placement on the model folder's references, else the virus the seeds name:
+  the proteins only for reads whose seeds leave the call open (`decided_by_seeds`);
+- the typing (placement on the model folder's references, on the diagonals of the read's matched
+  seeds where they place it, else by alignment; else the virus the seeds name:
   genointerp.viral.typing.typer.type_reads) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
   model decides are typed by the job's own process once it has (SampleTally.add).
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from genointerp.seq.joined import encode_text
+from genointerp.seq.joined import encode_text, join
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import KmerIndex
 from genointerp.viral.evidence.protein import ProteinIndex
@@ -55,11 +57,36 @@ class EvidenceWork:
         joined, lengths = batch
         flat, starts, lengths = encode_text(joined, lengths)
         seeds = self.index.evidence(flat, starts, lengths)
-        bits = seeds.bits + (self.protein.evidence(flat, starts, lengths).bits if self.protein is not None else 0.0)
+        bits = seeds.bits + self._protein_bits(joined, flat, starts, lengths, seeds.bits)
         callable_ = (lengths >= self.min_length) & (seeds.clean > 0)
         viral = np.flatnonzero(callable_ & (bits >= self.rule.min_bits) & ~self.rule.undecided(bits))
         typed = {}
         if viral.size:
             seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
-            typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein, seqs)))
+            # placed on their seeds' diagonals where those say where they lie, else aligned
+            seeded = self.typer.place_seeded(flat, starts[viral], lengths[viral], *seeds.windows_of(viral))
+            typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein, seqs, seeded)))
         return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
+
+    def _protein_bits(self, joined: str, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                      seed_bits: np.ndarray) -> np.ndarray | float:
+        """float64 (n,): the protein evidence's bits of the reads whose seed bits leave their call
+        open (under the line plus the model's reach: `decided_by_seeds`), 0 for the others, whose
+        call the proteins cannot change (nearly every read of a viral genome the index holds)."""
+        if self.protein is None:
+            return 0.0
+        open_ = np.flatnonzero(~decided_by_seeds(self.rule, seed_bits))
+        if open_.size == lengths.size:
+            return self.protein.evidence(flat, starts, lengths).bits
+        bits = np.zeros(lengths.size)
+        if open_.size:
+            part = join([joined[a : a + n] for a, n in zip(starts[open_].tolist(), lengths[open_].tolist())])
+            bits[open_] = self.protein.evidence(*encode_text(*part)).bits
+        return bits
+
+
+def decided_by_seeds(rule: CallingRule, seed_bits: np.ndarray) -> np.ndarray:
+    """bool (n,): reads whose codon-seed bits alone reach the line plus the model's reach, so that
+    they are viral whatever the proteins and the model add: their proteins are not searched, and
+    their `bits` are the seeds' alone."""
+    return seed_bits >= rule.min_bits + rule.reach

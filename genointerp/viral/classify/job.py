@@ -245,7 +245,8 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
         "model": clf.path,
         "model_sha256": model_sha256(clf.path, clf.config),
     }
-    typing = tally.typing(spec) if spec is not None else None
+    # a chunk's typing goes into its summary as text; a run's own report reads the placements as they are
+    typing = tally.typing(spec, as_text=bool(chunk)) if spec is not None else None
     if chunk:
         summary.update(chunk_fields(part, parts, start, stop, n_input, input_sha256, ids.hexdigest()))
         if typing is not None:

@@ -51,8 +51,10 @@ class SampleTally:
                 self.named[t.named] = self.named.get(t.named, 0) + 1
         return labels
 
-    def typing(self, spec: dict) -> dict:
-        """The sample's typing (typing_part) with the report's settings `spec` (sample_spec)."""
+    def typing(self, spec: dict, as_text: bool = True) -> dict:
+        """The sample's typing (typing_part) with the report's settings `spec` (sample_spec); its
+        placed reads as text (a chunk's summary), or as they are (`as_text` False: a report built
+        at once)."""
         refs = {}
         if self.placed:
             panel = self.typer.panel
@@ -61,4 +63,4 @@ class SampleTally:
                 refs[name] = (n.virus, n.display, panel.refs[name].length)
         taxids = type_taxids(self.model_dir)
         return typing_part(spec, self.placed, refs, self.unplaced, self.named, self.host_bases,
-                           {d: taxids[d] for _, d, _ in refs.values() if d in taxids}, self.reads)
+                           {d: taxids[d] for _, d, _ in refs.values() if d in taxids}, self.reads, as_text)

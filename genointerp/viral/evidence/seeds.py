@@ -324,7 +324,7 @@ class KmerIndex:
         bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n,
                            draws)
         return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean, clusters=np.bincount(of, minlength=n),
-                            bits=bits)
+                            bits=bits, matches=hits)
 
 
 @dataclass
@@ -341,11 +341,26 @@ class SeedEvidence:
     clean: np.ndarray
     clusters: np.ndarray
     bits: np.ndarray
+    matches: SeedHits | None = None  # the matched windows themselves, in order of start (None: none)
 
     @classmethod
     def none(cls, n: int) -> "SeedEvidence":
         zero = np.zeros(n, np.int64)
         return cls(zero, zero.copy(), zero.copy(), np.zeros(n))
+
+    def windows_of(self, reads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The matched windows of `reads` (int64 (r,), ascending indexes into the batch): (first
+        int64 (r + 1,): reads[i]'s windows are first[i]:first[i + 1] of the rest; at, slot int64,
+        flip bool (w,)), as genointerp.viral.typing.typer.Typer.place_seeded takes them."""
+        if self.matches is None:
+            zero = np.zeros(0, np.int64)
+            return np.zeros(reads.size + 1, np.int64), zero, zero, None
+        first = np.r_[0, np.cumsum(self.hits)]
+        count = self.hits[reads]
+        out = np.r_[0, np.cumsum(count)]
+        take = np.arange(out[-1]) + np.repeat(first[reads] - out[:-1], count)
+        m = self.matches
+        return out, m.at[take], m.slot[take], m.flip[take]
 
 
 def build_index(folder: str | Path, viral: list[str], negatives: list[str], settings: KmerSettings,

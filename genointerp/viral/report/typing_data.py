@@ -37,12 +37,13 @@ def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, ma
 
 
 def typing_part(spec: dict, placed: list[TypeHits], refs: dict[str, tuple], unplaced: int, named: dict[str, int],
-                classified_host_bases: int, taxids: dict[str, int], reads: int = 0) -> dict:
+                classified_host_bases: int, taxids: dict[str, int], reads: int = 0, as_text: bool = True) -> dict:
     """A sample's (or a chunk's) typing as JSON: `spec` (sample_spec) with the bases of the reads
     not called viral added, each placed read's matches (see the module's docstring) on the
     references `refs` (name -> (virus, display name, genome length)), the unplaced reads and
     those named by virus, and the taxids of the types matched; for an RNA library, the `reads`
-    classified (the denominator of reads per million)."""
+    classified (the denominator of reads per million). Without `as_text`, `placed` is the list
+    itself (a run whose report is built at once: `placed_reads` hands it back, not read from text)."""
     part = {k: v for k, v in spec.items() if k != "host_bases"}
     part["host_bases"] = {**spec["host_bases"], "classified": classified_host_bases}
     if spec.get("library") == "rna":
@@ -51,13 +52,15 @@ def typing_part(spec: dict, placed: list[TypeHits], refs: dict[str, tuple], unpl
     index = {name: i for i, name in enumerate(names)}
     part.update({"refs": [[name, *refs[name]] for name in names],
                  "placed": [" ".join(f"{index[h.ref]},{h.edits},{h.r_st},{h.r_en},{h.aligned}" for h in p.hits)
-                            for p in placed],
+                            for p in placed] if as_text else placed,
                  "unplaced": unplaced, "named": dict(sorted(named.items())), "taxids": dict(sorted(taxids.items()))})
     return part
 
 
 def placed_reads(part: dict) -> list[TypeHits]:
     """The placed reads of a typing (typing_part), as typing.TypeHits."""
+    if part["placed"] and not isinstance(part["placed"][0], str):  # kept as they were (as_text False)
+        return part["placed"]
     names = [r[0] for r in part["refs"]]
     out = []
     for read in part["placed"]:

@@ -1,8 +1,10 @@
 """Which viral type each read comes from, and how much of each type a sample holds.
 
-Placement: every read called viral is aligned with minimap2 (mappy, through
-genointerp.viral.typing.placement's panel of the model folder's references) to all references; each
-reference keeps its best alignment, and the read keeps the references within MARGIN edits of its
+Placement: every read called viral is placed on all references of the model folder: on the
+diagonals of its matched seeds where those say where it lies (genointerp.viral.typing.diagonals:
+reads of the genomes the panel holds, `Typer.place_seeded`), else aligned with minimap2 (mappy,
+through genointerp.viral.typing.placement's panel of the references; `Typer.place`); each
+reference keeps its best placement, and the read keeps the references within MARGIN edits of its
 best (edits = the alignment's edit distance plus the read's unaligned bases). A placement must
 cover at least half of the read at 75 % identity or more. Long reads (placement.LONG_READ bases
 and more) are placed with minimap2's long-read preset, their split alignments to a reference
@@ -13,9 +15,11 @@ long read with host sequence beside the virus (an integration) is placed by its 
 EM: a read's likelihood on a reference is (1 - e)^(n - d) e^d with d its edits and e = ERROR_RATE,
 so a reference one edit worse is 1/ODDS as likely. Abundances over references start equal and are
 updated for a fixed EM_ITERATIONS at most (stopping early when no abundance moves by more than
-EM_TOLERANCE); reads are then shared among references by their posterior, and references are
-grouped into their types (lineage genomes HPV16_v2 ... into HPV16). Sums run in a fixed order
-(np.bincount over reads sorted by input order), so the same reads give the same numbers.
+EM_TOLERANCE), over compatibility classes (reads with the same references at the same edits behind
+their best: one likelihood row, weighed by its reads); reads are then shared among references by
+their posterior, and references are grouped into their types (lineage genomes HPV16_v2 ... into
+HPV16). Sums run in a fixed order (np.bincount over classes in order of their first read, reads in
+input order), so the same reads give the same numbers.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from genointerp.viral.typing.diagonals import ContigSpans, best_per_contig, diagonal_edits
 from genointerp.viral.typing.naming import name_viruses, virus_label
 from genointerp.viral.typing.placement import LONG_READ, ViralPanel
 
@@ -62,6 +67,7 @@ class Typer:
     def __init__(self, model_dir: str, index, log) -> None:
         self.model_dir, self.index, self.log = model_dir, index, log
         self._panel = None
+        self._spans: ContigSpans | None | bool = False  # False: not looked at yet
 
     @property
     def panel(self) -> ViralPanel:
@@ -78,6 +84,43 @@ class Typer:
     def close(self) -> None:
         if self._panel is not None:
             self._panel.close()
+
+    def spans(self) -> ContigSpans | None:
+        """Where the panel's references lie in the seed index's letters (None where the index has
+        no places, or they are not of these references: then every read is aligned)."""
+        if self._spans is False:
+            places = getattr(self.index, "places", None)
+            refs = list(self.panel.refs.values())
+            self._spans = None if places is None else ContigSpans.of([r.length for r in refs], places.letters.size,
+                                                                     self.index.settings.k)
+            if self._spans is not None:
+                names = [r.name for r in refs]
+                self._names = names
+                self._rank = np.argsort(np.argsort(np.array(names, dtype=object), kind="stable"), kind="stable")
+        return self._spans
+
+    def place_seeded(self, codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
+                     at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None) -> list[TypeHits | None]:
+        """The placements of n reads (codes uint8 joined, starts and lengths int64 (n,)) on the
+        diagonals of their matched seeds (first int64 (n + 1,): read i's windows first[i]:first[i+1]
+        of at, slot, flip (h,), as genointerp.seq.scan.SeedHits holds them): TypeHits as `place`
+        gives them, or None for a read these do not place (genointerp.viral.typing.diagonals), which
+        `place` then aligns. Long reads are never placed here."""
+        n = lengths.size
+        spans = self.spans() if n else None
+        if spans is None:
+            return [None] * n
+        found = diagonal_edits(codes, starts, lengths, first, at, slot, flip, self.index.places,
+                               self.index.settings.k, MARGIN)
+        got = best_per_contig(found, spans, lengths, self._rank, MARGIN)
+        out: list[TypeHits | None] = [None] * n
+        names, cut = self._names, np.searchsorted(got.read, np.arange(n + 1))
+        contig, edits, r_st, r_en, aligned = (a.tolist() for a in (got.contig, got.edits, got.r_st, got.r_en,
+                                                                    got.aligned))
+        for i in np.flatnonzero(got.placed & (lengths < LONG_READ)).tolist():
+            out[i] = TypeHits([Hit(names[contig[j]], edits[j], r_st[j], r_en[j], aligned[j])
+                               for j in range(cut[i], cut[i + 1])])
+        return out
 
     def place(self, seq: str) -> TypeHits | None:
         hits = []
@@ -119,10 +162,13 @@ class ReadType:
     named: str | None
 
 
-def type_reads(typer: Typer, index, protein, seqs: list[str]) -> list[ReadType]:
+def type_reads(typer: Typer, index, protein, seqs: list[str],
+               seeded: list[TypeHits | None] | None = None) -> list[ReadType]:
     """The typing of each read of `seqs`, by its placement on the typer's references, else by
-    its seeds (genointerp.viral.typing.naming): each read on its own, so any batch gives the same."""
-    placements = [typer.place(seq) for seq in seqs]
+    its seeds (genointerp.viral.typing.naming): each read on its own, so any batch gives the same.
+    `seeded`: the reads' placements on their seeds' diagonals (Typer.place_seeded) where already
+    known; the reads without one are aligned."""
+    placements = [p if p is not None else typer.place(seq) for seq, p in zip(seqs, seeded or [None] * len(seqs))]
     unplaced = [i for i, p in enumerate(placements) if p is None]
     names = dict(zip(unplaced, name_viruses(index, protein, [seqs[i] for i in unplaced])))
     return [ReadType(p, virus_label(names[i]) if names.get(i) else typer.reference_label(p), names.get(i))
@@ -139,30 +185,56 @@ class EMResult:
     iterations: int
 
 
+def compatibility_classes(placed: list[TypeHits], index: dict[str, int]) -> tuple[np.ndarray, list[tuple]]:
+    """(class int64 (n,): each read's class, classes: their keys in order of first appearance). A
+    class is the reads with the same matches, references (`index`: name -> its index) and edits
+    behind their best alike: ((reference index, edits - best), ...) in the reads' match order."""
+    keys: dict[tuple, int] = {}
+    of = np.empty(len(placed), np.int64)
+    for i, p in enumerate(placed):
+        best = p.hits[0].edits
+        key = tuple((index[h.ref], h.edits - best) for h in p.hits)
+        of[i] = keys.setdefault(key, len(keys))
+    return of, list(keys)
+
+
 def run_em(placed: list[TypeHits], read_lengths: list[int] | None = None) -> EMResult:
-    """Abundances of the references, and each read's posterior over its matches."""
+    """Abundances of the references, and each read's posterior over its matches.
+
+    Reads of one compatibility class (`compatibility_classes`: the same references at the same
+    edits behind their best) have the same likelihoods, hence the same posterior: the EM runs over
+    the classes, each weighed by its reads (as kallisto does), and each read takes its class's
+    posterior. A capture panel's 100,000 reads of a few types make a few thousand classes."""
     refs = sorted({h.ref for p in placed for h in p.hits})
     index = {r: i for i, r in enumerate(refs)}
-    read = np.array([i for i, p in enumerate(placed) for _ in p.hits], dtype=np.int64)
-    ref = np.array([index[h.ref] for p in placed for h in p.hits], dtype=np.int64)
-    edits = np.array([h.edits - p.best for p in placed for h in p.hits], dtype=np.float64)
     n, r = len(placed), len(refs)
     if n == 0:
-        return EMResult(refs, np.zeros(0), read, ref, np.zeros(0), 0)
+        empty = np.zeros(0, np.int64)
+        return EMResult(refs, np.zeros(0), empty, empty, np.zeros(0), 0)
+    of, classes = compatibility_classes(placed, index)
+    size = np.array([len(c) for c in classes], np.int64)
+    c_read = np.repeat(np.arange(len(classes)), size)  # (class hits,)
+    c_ref = np.array([ref for c in classes for ref, _ in c], np.int64)
+    edits = np.array([e for c in classes for _, e in c], np.float64)
+    weight = np.bincount(of, minlength=len(classes)).astype(np.float64)[c_read]  # the class's reads
     like = np.exp(-edits * math.log((1 - ERROR_RATE) / ERROR_RATE))  # relative to the read's best
     abundance = np.full(r, 1.0 / r)
     it = 0
     for it in range(1, EM_ITERATIONS + 1):
-        w = abundance[ref] * like
-        posterior = w / np.bincount(read, w, n)[read]
-        new = np.bincount(ref, posterior, r) / n
+        w = abundance[c_ref] * like
+        posterior = w / np.bincount(c_read, w, len(classes))[c_read]
+        new = np.bincount(c_ref, posterior * weight, r) / n
         moved = float(np.abs(new - abundance).max())
         abundance = new
         if moved < EM_TOLERANCE:
             break
-    w = abundance[ref] * like
-    posterior = w / np.bincount(read, w, n)[read]
-    return EMResult(refs, abundance, read, ref, posterior, it)
+    w = abundance[c_ref] * like
+    posterior = w / np.bincount(c_read, w, len(classes))[c_read]
+    # each read's matches: its class's, in order
+    first = np.r_[0, np.cumsum(size)]
+    count = size[of]
+    hit = np.arange(int(count.sum())) + np.repeat(first[of] - np.r_[0, np.cumsum(count)][:-1], count)
+    return EMResult(refs, abundance, np.repeat(np.arange(n), count), c_ref[hit], posterior[hit], it)
 
 
 @dataclass

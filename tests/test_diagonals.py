@@ -1,0 +1,167 @@
+"""Typing on the seeds' diagonals (genointerp.viral.typing.diagonals): the compiled kernel against
+its numpy definition, the contigs' layout in the seed places' letters, and the placements it
+gives against minimap2's (Typer.place) on reads of the built-in panel, with the reads it must
+leave to the aligner (an indel, a read across a genome's origin, a long read)."""
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genointerp.resources import BUILTIN_XVIR, builtin_model_dir
+from genointerp.seq.joined import encode_joined
+from genointerp.viral.classify.batch_work import EvidenceWork, decided_by_seeds
+from genointerp.viral.classify.calling import CallingRule
+from genointerp.viral.evidence.prebuilt import load_indexes
+from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings
+from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, diagonal_edits,
+                                               diagonal_edits_numpy)
+from genointerp.viral.typing.placement import LONG_READ
+from genointerp.viral.typing.typer import MARGIN, Typer
+from genointerp.seq.joined import join
+
+DATA = Path(__file__).parent.parent / "test-data"
+COMP = str.maketrans("ACGT", "TGCA")
+
+
+def revcomp(seq: str) -> str:
+    return seq.translate(COMP)[::-1]
+
+
+def fastq_seqs(path: Path) -> list[str]:
+    with gzip.open(path, "rt") as fh:
+        return [line.strip() for i, line in enumerate(fh) if i % 4 == 1]
+
+
+@pytest.fixture(scope="module")
+def builtin():
+    """(index, protein index, typer) of the built-in model."""
+    folder = builtin_model_dir(BUILTIN_XVIR)
+    index, protein = load_indexes(folder, json.loads((folder / "config.json").read_text()), lambda m: None)
+    typer = Typer(str(folder), index, lambda m: None)
+    yield index, protein, typer
+    typer.close()
+
+
+@pytest.fixture(scope="module")
+def viral_reads(builtin):
+    """The reads of test-data's HPV and HBV samples that the seeds alone call viral, with a few
+    changed on purpose: Ns, a substitution cluster, an inserted base, and a read's reverse
+    complement."""
+    index = builtin[0]
+    seqs = fastq_seqs(DATA / "viral_report" / "mix.fq.gz") + fastq_seqs(DATA / "tumor_small.fq.gz")
+    ev = index.evidence(*encode_joined(seqs))
+    reads = [seqs[i] for i in np.flatnonzero(ev.bits >= 15)]
+    assert len(reads) > 150
+    extra = [reads[0][:40] + "NN" + reads[0][42:], reads[1][:60] + "ACGTACGTAC" + reads[1][70:],
+             reads[2][:75] + "A" + reads[2][75:149], revcomp(reads[3])]
+    return reads + extra
+
+
+def seeded_inputs(index, seqs):
+    flat, starts, lengths = encode_joined(seqs)
+    ev = index.evidence(flat, starts, lengths)
+    every = np.arange(len(seqs))
+    return (flat, starts, lengths, *ev.windows_of(every))
+
+
+@pytest.mark.parametrize("max_visits,ends", [(4000, 32), (4000, 0), (4000, 8), (300, 32)])
+def test_the_compiled_kernel_is_its_numpy_definition(builtin, viral_reads, max_visits, ends):
+    """Ungapped and one-gap placements, read by read: the inserted base and the reverse complement
+    among the reads make gapped ones, the Ns unknown bases."""
+    index = builtin[0]
+    reads = viral_reads[:80] + viral_reads[-4:]  # the numpy definition is slow: the changed reads and 80 more
+    args = (*seeded_inputs(index, reads), index.places, index.settings.k, MARGIN, max_visits)
+    got = diagonal_edits(*args, ends=ends)
+    want = diagonal_edits_numpy(*args, ends=ends)
+    for name in ("read", "diagonal", "edits", "span", "aligned", "best"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert got.read.size and (got.best >= 0).any()
+    if max_visits < 4000:
+        assert (got.best == CROWDED).any() and (got.best >= 0).any()
+    else:
+        assert (got.span != got.aligned).any()  # gapped placements
+
+
+def test_a_read_without_matched_seeds_has_no_diagonal(builtin):
+    index = builtin[0]
+    flat, starts, lengths = encode_joined(["ACGT" * 40])
+    found = diagonal_edits(flat, starts, lengths, np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                           None, index.places, index.settings.k, MARGIN)
+    assert found.best.tolist() == [UNPLACED] and found.read.size == 0
+
+
+def test_contig_spans_locate_reads_on_both_strands_and_across_the_origin():
+    rng = np.random.default_rng(3)
+    genomes = [("a", "".join(rng.choice(list("ACGT"), 900))), ("b", "".join(rng.choice(list("ACGT"), 1300)))]
+    settings = KmerSettings()
+    index = KmerIndex.of(genomes, settings, circular=True)
+    spans = ContigSpans.of([len(s) for _, s in genomes], index.places.letters.size, settings.k)
+    assert spans is not None and spans.wrap == 2 * settings.k
+    assert ContigSpans.of([900, 1299], index.places.letters.size, settings.k) is None  # not these contigs
+    cases = [(0, 200, 1), (1, 1000, 1), (1, 1000, -1), (0, 880, 1), (0, 880, -1)]  # 880: across a's origin
+    for contig, start, strand in cases:
+        seq = genomes[contig][1]
+        piece = (seq + seq)[start : start + 60]
+        read = piece if strand > 0 else revcomp(piece)
+        flat, starts, lengths = encode_joined([read])
+        ev = index.evidence(flat, starts, lengths)
+        found = diagonal_edits(flat, starts, lengths, *ev.windows_of(np.array([0])), index.places, settings.k, 0)
+        assert found.best.tolist() == [0]
+        c, s, r_st, inside = spans.locate(found.diagonal[found.edits == 0], np.array([60]))
+        assert (c.tolist(), s.tolist(), r_st.tolist(), inside.tolist()) == ([contig], [strand], [start], [True])
+
+
+def test_seeded_placements_are_the_aligners(builtin, viral_reads):
+    """Every read the diagonals place gets the aligner's reference label and best matches; nearly
+    every one (these are reads of the panel's genomes) all of the aligner's matches, edits and
+    starts. A read with an inserted base is placed with one gap, one edit from its genome."""
+    index, _, typer = builtin
+    seeded = typer.place_seeded(*seeded_inputs(index, viral_reads))
+    placed = [i for i, p in enumerate(seeded) if p is not None]
+    assert len(placed) >= 0.9 * len(viral_reads)  # the rest: across a genome's origin, a cluster of changes
+    same = 0
+    for i in placed:
+        want = typer.place(viral_reads[i])
+        assert typer.reference_label(seeded[i]) == typer.reference_label(want), i
+        same += [(h.ref, h.edits, h.r_st, h.r_en, h.aligned) for h in seeded[i].hits] == \
+            [(h.ref, h.edits, h.r_st, h.r_en, h.aligned) for h in want.hits]
+    assert same >= 0.9 * len(placed), (same, len(placed))
+    inserted = seeded[len(viral_reads) - 2]
+    original = typer.place(viral_reads[2])
+    assert inserted.hits[0].ref == original.hits[0].ref and inserted.best == original.best + 1
+    assert inserted.hits[0].aligned == 149
+
+
+def test_long_reads_are_left_to_the_aligner(builtin, viral_reads):
+    index, _, typer = builtin
+    long_read = "".join(viral_reads[:5])
+    assert len(long_read) >= LONG_READ
+    assert typer.place_seeded(*seeded_inputs(index, [long_read, viral_reads[5]]))[0] is None
+
+
+def test_decided_reads_skip_the_proteins_and_keep_their_calls(builtin):
+    """EvidenceWork searches the proteins only for reads whose seed bits leave the call open: the
+    others' bits are their seeds' alone, and every read's call under the rule is what it was with
+    the proteins added to all, in any batch."""
+    index, protein, typer = builtin
+    rule = CallingRule()
+    seqs = fastq_seqs(DATA / "viral_report" / "mix.fq.gz")
+    work = EvidenceWork(index, protein, rule, typer, 50)
+    got = work(join(seqs))
+    flat, starts, lengths = encode_joined(seqs)
+    seed_bits = index.evidence(flat, starts, lengths).bits
+    full = seed_bits + protein.evidence(flat, starts, lengths).bits
+    decided = decided_by_seeds(rule, seed_bits)
+    assert 0 < decided.sum() < len(seqs)
+    np.testing.assert_array_equal(got.bits[decided], seed_bits[decided])
+    np.testing.assert_array_equal(got.bits[~decided], full[~decided])
+    for p in (0.001, 0.5, 0.999):
+        score_now, score_then = rule.score(got.bits, np.full(len(seqs), p)), rule.score(full, np.full(len(seqs), p))
+        np.testing.assert_array_equal(score_now >= rule.min_bits, score_then >= rule.min_bits)
+    half = work(join(seqs[: len(seqs) // 2]))  # another batch: the same bits and types
+    np.testing.assert_array_equal(half.bits, got.bits[: len(seqs) // 2])
+    labels = {i: t.label for i, t in got.typed.items() if i < len(seqs) // 2}
+    assert {i: t.label for i, t in half.typed.items()} == labels
