@@ -221,10 +221,12 @@ def test_wide_has_a_sad_column_per_track(scored, cli, tmp_path):
         assert match[f"sad:{r['track']}"] == r["sad"]
 
 
-def test_scores_do_not_depend_on_batch_size_or_chunks(cli, tmp_path, hostile):
-    """21 alleles (three blocks of 8, the last padded) under arithmetic that moves with the batch
-    shape: every --batch-size and every chunking gives the same bytes, and the chunks' TSVs
-    concatenated (one header) are the whole run's."""
+def test_scores_do_not_depend_on_batch_size_or_chunks(cli, tmp_path, hostile, monkeypatch):
+    """21 alleles (three blocks of 8 here, the last padded; the job's blocks are 32, made 8 so that
+    a few alleles give several blocks) under arithmetic that moves with the batch shape: every
+    --batch-size and every chunking gives the same bytes, and the chunks' TSVs concatenated (one
+    header) are the whole run's."""
+    monkeypatch.setattr("genointerp.tracks.variants.BLOCK", 8)
     v = vcf(tmp_path / "in.vcf", snvs(21))
     base = ["score-variants", v, "-R", FASTA, "--device", "cpu"]
     outs = {}

@@ -434,3 +434,40 @@ def test_swin1d_tokens_default_to_at_most_8_bp(bin_size, patch):
 def test_only_swin1d_trains_without_dropout_by_default():
     assert default_dropout("swin1d") == 0.0
     assert all(default_dropout(a) == 0.1 for a in TRACK_ARCHITECTURES if a != "swin1d")
+
+
+def test_forward_pair_equals_two_forwards(monkeypatch):
+    """GenomicInterpreter.forward_pair (score-variants' pairs): the reference rates are forward's and
+    the alternate ones forward's of the alternate windows (to float rounding), whether the change
+    is one base in the middle (computed over the tokens it reaches only, stage by stage), a few
+    bases, on the reverse strand, near an end (stages run whole), an indel's shifted right flank
+    or nothing at all."""
+    config = Swin1DConfig(seq_len=1024, bin_size=32, target_bins=16, n_tracks=3, track_groups=(1, 2), d_model=16,
+                          patch=2, windows=(8, 8, 8, 8), heads=(2, 2, 2, 2), alphas=(2.0, 2.0, 2.0, 2.0),
+                          transformer_heads=2)
+    model = GenomicInterpreter(config).eval()
+    local = []
+    block_local = Swin1DBlock.local
+    monkeypatch.setattr(Swin1DBlock, "local", lambda self, *a: local.append(block_local(self, *a)) or local[-1])
+    ref = one_hot(3, 1024, seed=1)
+
+    def changed(positions, shift=False):
+        alt = ref.clone()
+        if shift:
+            alt[:, positions[0]:] = torch.roll(ref[:, positions[0]:], 1, dims=1)
+        for p in positions if not shift else ():
+            alt[:, p] = alt[:, p].roll(1, dims=-1)
+        return alt
+
+    with torch.inference_mode():
+        every, whole = [True] * 4, []  # local in every stage; the stem's reach leaves the window: all whole
+        for alt, stages_local in [(changed([512]), every), (changed([500, 501, 502]), every), (changed([700]), every),
+                                  (changed([60]), [True, True, False]), (changed([20]), [False]),
+                                  (changed([5]), whole), (changed([512], shift=True), whole), (ref.clone(), whole)]:
+            for flip in (False, True):
+                xr, xa = (ref.flip(1, 2), alt.flip(1, 2)) if flip else (ref, alt)
+                local.clear()
+                r, a = model.forward_pair(xr, xa)
+                torch.testing.assert_close(r, model(xr), rtol=0, atol=0)
+                torch.testing.assert_close(a, model(xa), rtol=1e-5, atol=1e-5)
+                assert [x is not None for x in local] == stages_local

@@ -117,12 +117,48 @@ class Swin1DBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, n, d_in) -> float32 (B, n/2, d_out)."""
+        return self.merged(self.second_half(self.first_half(x)))
+
+    def first_half(self, x: torch.Tensor) -> torch.Tensor:
+        """Window MHA + FF: (B, n, d_in) -> (B, n, d_in); x may be a run of whole windows cut
+        from the block's input at a window border (forward_pair's slices)."""
         x = x + self.drop(self.attn1(self.norm1(x))[0])
-        x = x + self.ff1(x)
-        x = x + self.drop(self.attn2(self.norm2(x))[0])
-        x = x + self.ff2(x)
+        return x + self.ff1(x)
+
+    def second_half(self, x: torch.Tensor, aligned: bool = False) -> torch.Tensor:
+        """Shifted-window MHA + FF: (B, n, d_in) -> (B, n, d_in); `aligned`: x is a run of whole
+        shifted windows (from a shifted window's first token), attended without the roll."""
+        a = self.attn2.aligned(self.norm2(x)) if aligned else self.attn2(self.norm2(x))[0]
+        x = x + self.drop(a)
+        return x + self.ff2(x)
+
+    def merged(self, x: torch.Tensor) -> torch.Tensor:
+        """Patch merging (B, n, d_in) -> (B, n/2, d_out)."""
         b, n, d = x.shape
         return self.merge(self.merge_norm(x.reshape(b, n // 2, 2 * d)))
+
+    def local(self, states: tuple[torch.Tensor, ...], a: int, b: int, v: torch.Tensor):
+        """This block's output where an input that equals the recorded one (`states`: the block's
+        input, after first_half, after second_half; each (B, n, d_in)) but for tokens [a, b),
+        which are `v` (B, b - a, d_in), differs from the recorded output: ((a', b'), values
+        (B, b' - a', d_out)), computed only over the windows a change can reach. None when those
+        windows would wrap round the end (the shifted windows do): run the block whole then."""
+        x_in, x_mid, x_pre = states
+        n, w, s = x_in.shape[1], self.attn1.window, self.attn2.shift
+        a1, b1 = a // w * w, -(-b // w) * w  # the windows of [a, b)
+        a2, b2 = (a1 - s) // w * w + s, -(-(b1 - s) // w) * w + s  # the shifted windows of [a1, b1)
+        m0, m1 = a2 - a2 % 2, b2 + b2 % 2  # whole token pairs for the merge
+        if a2 < 0 or b2 > n or m1 > n:
+            return None
+        x = x_in[:, a1:b1].clone()
+        x[:, a - a1:b - a1] = v
+        mid = self.first_half(x)
+        x = x_mid[:, a2:b2].clone()
+        x[:, a1 - a2:b1 - a2] = mid
+        pre = self.second_half(x, aligned=True)
+        x = x_pre[:, m0:m1].clone()
+        x[:, a2 - m0:b2 - m0] = pre
+        return (m0 // 2, m1 // 2), self.merged(x)
 
 
 class GenomicInterpreter(nn.Module):
@@ -148,15 +184,61 @@ class GenomicInterpreter(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, seq_len, 4) one-hot -> float32 (B, target_bins, n_tracks) rates >= 0."""
-        h = self.stem(x).transpose(1, 2)  # (B, seq_len/patch, stem_filters)
-        if self.stem_proj is not None:
-            h = self.stem_proj(h)  # (B, seq_len/patch, d_0)
+        h = self.tokens(self.stem(x).transpose(1, 2))  # (B, seq_len/patch, d_0)
         for block in self.blocks:
             h = block(h)
+        return self.head(h, x)
+
+    def tokens(self, h: torch.Tensor) -> torch.Tensor:
+        """Stem output (B, n, stem_filters) channels last -> the first block's tokens (B, n, d_0)."""
+        return self.stem_proj(h) if self.stem_proj is not None else h
+
+    def head(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The last block's tokens (B, n_K, d_K) and the input x -> rates (B, target_bins, n_tracks)."""
         h = crop_tokens(h, self.config.crop_bins)  # (B, target_bins, d_K)
         for layer in self.transformer:
             h = layer(h)[0]
         return self.output(h, x)
+
+    def forward_pair(self, x_ref: torch.Tensor, x_alt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(forward(x_ref), the rates of x_alt) for one-hot windows x_ref, x_alt (B, seq_len, 4)
+        that differ in a few bases (a variant's reference and alternate windows): the reference
+        windows run whole and the alternate ones only over the tokens a difference can reach
+        (the windows of the changed tokens, then the shifted windows of those, merged, stage by
+        stage), the rest taken from the reference's run; a stage whose reach would wrap round the
+        window's ends runs whole, as do the stages after it. The alternate rates equal
+        forward(x_alt) up to float rounding (the sums are taken over other shapes); the shapes
+        depend only on the bases of the windows given, never on how they were batched."""
+        diff = torch.nonzero((x_ref != x_alt).any(-1).any(0))[:, 0]
+        states = []
+        h = self.tokens(self.stem(x_ref).transpose(1, 2))
+        for block in self.blocks:
+            mid = block.first_half(h)
+            pre = block.second_half(mid)
+            states.append((h, mid, pre))
+            h = block.merged(pre)
+        ref = self.head(h, x_ref)
+        if not len(diff):
+            return ref, ref.clone()
+        a, b = self.stem.reach(int(diff[0]), int(diff[-1]) + 1)
+        v = self.stem.tokens_between(x_alt, a, b)
+        if v is None:  # the stem's reach leaves the window: run the alternates whole
+            return ref, self(x_alt)
+        v = self.tokens(v)
+        whole = None  # the alternates' tokens, once a stage runs whole
+        for block, st in zip(self.blocks, states):
+            if whole is None:
+                got = block.local(st, a, b, v)
+                if got is not None:
+                    (a, b), v = got
+                    continue
+                whole = st[0].clone()
+                whole[:, a:b] = v
+            whole = block(whole)
+        if whole is None:
+            whole = h.clone()
+            whole[:, a:b] = v
+        return ref, self.head(whole, x_alt)
 
     def attention_layout(self) -> list[dict]:
         """Every attention module in forward order, with what maps its tokens to coordinates.

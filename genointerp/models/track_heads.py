@@ -166,6 +166,7 @@ class Stem(nn.Module):
         super().__init__()
         self.conv = nn.Conv1d(4, width, kernel, padding="same")
         self.pool = pooling(pool, width, patch)
+        self.patch = patch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x float32 (B, L, 4) one-hot -> float32 (B, width, L / patch); with attention pooling a
@@ -174,6 +175,25 @@ class Stem(nn.Module):
         if isinstance(self.pool, AttentionPool):
             return self.pool.channels_last(h).transpose(1, 2)
         return self.pool(h.transpose(1, 2))
+
+    def reach(self, p0: int, p1: int) -> tuple[int, int]:
+        """Tokens [a, b) whose values depend on input bases [p0, p1)."""
+        k = self.conv.kernel_size[0]
+        left = (k - 1) // 2
+        return (p0 - (k - 1 - left)) // self.patch, -(-(p1 + left) // self.patch)
+
+    def tokens_between(self, x: torch.Tensor, a: int, b: int) -> torch.Tensor | None:
+        """Tokens [a, b) of x float32 (B, L, 4), channels last (B, b - a, width), from the bases
+        they read only; None when those reach past the window's ends (the 'same' padding)."""
+        k = self.conv.kernel_size[0]
+        left = (k - 1) // 2
+        lo, hi = a * self.patch - left, b * self.patch + (k - 1 - left)
+        if lo < 0 or hi > x.shape[1]:
+            return None
+        h = self.conv_channels_last(x[:, lo:hi])[:, left:left + (b - a) * self.patch]
+        if isinstance(self.pool, AttentionPool):
+            return self.pool.channels_last(h)
+        return self.pool(h.transpose(1, 2)).transpose(1, 2)
 
     def conv_channels_last(self, x: torch.Tensor) -> torch.Tensor:
         """self.conv ('same' padding) of x float32 (B, L, C_in) -> float32 (B, L, width).

@@ -40,3 +40,9 @@ class WindowAttention(nn.Module):
         if w is not None:
             w = w.reshape(b, n_win, *w.shape[1:])
         return out, w
+
+    def aligned(self, x: torch.Tensor) -> torch.Tensor:
+        """Attention within windows of x float (B, T, D) taken from its first token, without the
+        roll: x is a run of whole (shifted) windows cut from a longer sequence."""
+        b, t, d = x.shape
+        return self.attn(x.reshape(b * (t // self.window), self.window, d))[0].reshape(b, t, d)
