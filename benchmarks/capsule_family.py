@@ -160,10 +160,12 @@ def test_accuracy(model: Path) -> dict[str, float]:
     return {r[0]: float(r[col]) for r in rows[1:] if r[col] != "NA"}
 
 
-def model_pair(model: Path) -> set[str]:
-    """The pair a capsule-train model reports as interacting (config.json), empty where none."""
+def model_pair(model: Path) -> tuple[set[str], str]:
+    """(the pair a capsule-train model reports as interacting (config.json), empty where none; the z
+    of the pair test's best pair, "-" where none passed the sparing gate)."""
     found = json.loads((model / "config.json").read_text()).get("interaction") or {}
-    return {g.rpartition(":")[2] for g in found.get("genes", [])} if found.get("interacting") else set()
+    z = f"{found['z']:.1f}" if "z" in found else "-"
+    return ({g.rpartition(":")[2] for g in found.get("genes", [])} if found.get("interacting") else set()), z
 
 
 def main() -> None:
@@ -224,11 +226,11 @@ def main() -> None:
         test_rows = np.array([i for i, r in enumerate(split) if r == "test"])
         causal, planted_pair = cohort.causal(name)
         decisive, _ = decisive_genes(model)
-        reported = model_pair(model)
+        reported, pair_z = model_pair(model)
         found = set(causal) & (set(decisive) | reported)
         row = {"seed": seed, "phenotype": name,
                "pair": ("planted" if reported == planted_pair else ",".join(sorted(reported))) if reported else "-",
-               "planted found": f"{len(found)}/{len(causal)}", "train_s": f"{seconds[(seed, name)]:.0f}",
+               "pair z": pair_z, "planted found": f"{len(found)}/{len(causal)}", "train_s": f"{seconds[(seed, name)]:.0f}",
                "_pair_ok": reported == planted_pair, "_found": len(found) / len(causal)}
         # two views: the CV folds (mean over folds, limits on the non-test rows) and the held-out test
         # set (the final model, trained as capsule-train's saved model is, limits on the test rows)
@@ -263,7 +265,7 @@ def main() -> None:
         print(f"{view}: worst share of the way {min(g['share'] for g in got):.0%}; capsule - LR at least "
               f"{min(g['lr'] for g in got):+.3f}; above the additive-only limit in "
               f"{sum(r[f'_{view}']['above'] for r in interacting)}/{len(interacting)} interacting cohorts\n")
-    cols = ["seed", "phenotype", "pair", "planted found", "train_s"]
+    cols = ["seed", "phenotype", "pair", "pair z", "planted found", "train_s"]
     print(table([{c: r[c] for c in cols} for r in rows], cols))
     print(f"planted pair reported in {sum(r['_pair_ok'] for r in interacting)}/{len(interacting)} interacting cohorts, "
           f"a pair in {sum(r['pair'] != '-' for r in additive)}/{len(additive)} additive ones; planted genes among the "

@@ -623,7 +623,9 @@ def test_training_defaults_follow_the_primary_kind_and_the_gene_penalty_needs_ge
 
 
 def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_capsules(tmp_path, cli):
-    features, y = cohort(120, 4)
+    # 300 samples: the pair test scores a product of two PCs only where 20 samples' worth carry it (one
+    # of two normal PCs has n / 9 effective samples)
+    features, y = cohort(300, 4)
     # XOR of G0's and G2's pc1 on top of the cohort's G1 signal: the screen's best pair is G0, G2
     x = features.matrix
     y = ((x[:, 0] > 0) ^ (x[:, 4] > 0)).astype(int)
@@ -643,10 +645,10 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
     both_or_neither = [float(r[6]) for r in cells[1:] if (r[1] == "high") == (r[3] == "high")]
     assert min(one_high) >= 0.75 and max(both_or_neither) <= 0.25
     assert sum(int(r[4]) for r in cells[1:]) == training["n_train"]
-    assert "interacting pair chr1:G0 x chr1:G2: its products beat the two genes' additive fit" in res.stderr
+    assert "interacting pair chr1:G0 x chr1:G2: the score test of its PCs' products reaches z = " in res.stderr
     interaction = json.loads((tmp_path / "m" / "config.json").read_text())["interaction"]
     assert interaction["genes"] == ["chr1:G0", "chr1:G2"] and interaction["interacting"] is True
-    assert interaction["pairs"] == 6 and interaction["gain"] > interaction["chance_gain"]
+    assert interaction["pairs"] == 6 and interaction["z"] > interaction["chance_z"]
     assert "interacting pair: chr1:G0 x chr1:G2" in res.stderr.splitlines()[-1]  # the closing "wrote" line
     # an interacting pair gets a pair capsule in the final model (and in every fold's): one more primary
     # capsule, last, fed by the two genes' PCs and their products; genes.tsv still ranks the 4 genes
@@ -668,7 +670,7 @@ def test_pair_screen_is_on_by_default_records_the_spared_pair_and_needs_gene_cap
 def test_predict_applies_the_pair_capsule_as_trained(tmp_path, cli):
     # the XOR cohort of the test above, with a test set: capsule-predict rebuilds the pair capsule from
     # config.json and scores the test samples exactly as capsule-train did
-    features, _ = cohort(120, 4)
+    features, _ = cohort(300, 4)
     x = features.matrix
     feats, pheno = write_cohort(tmp_path, features, ((x[:, 0] > 0) ^ (x[:, 4] > 0)).astype(int))
     res = cli("capsule-train", feats, "-p", pheno, "--folds", "2", "--no-baselines", "--epochs", "2", "-o", tmp_path / "m")

@@ -300,28 +300,59 @@ def test_the_penalty_weight_falls_with_the_training_rows():
     assert penalty_weight(s, 40) == penalty_weight(s, 500) == pytest.approx(0.0012 * 2 ** 1.5)
 
 
-def test_the_pair_screen_finds_an_xor_pair_and_the_penalty_spares_it():
-    from genointerp.capsule.pair_screen import pair_interaction, screened_pair
+def test_the_pair_test_finds_an_xor_pair_and_the_penalty_spares_it():
+    from genointerp.capsule.pair_screen import interaction_bar, screened_pair
 
     rng = np.random.default_rng(4)
     x = rng.normal(size=(300, 10)).astype(np.float32)
     # XOR of G0's pc1 (column 0) and G2's pc1 (column 3): no marginal effect, only their product
     y = ((x[:, 0] > 0) ^ (x[:, 3] > 0)).astype(np.int64)
-    assert screened_pair(x, y, gene_config(), seed=1) == (0, 2)
+    pair, found = screened_pair(x, y, gene_config(), seed=1)
+    assert pair == (0, 2) and found["interacting"] and found["pairs"] == 6 and found["z"] > 5
+    # Bonferroni over the 6 pairs tested: z = Phi^-1(1 - 0.05 / 6)
+    assert found["chance_z"] == pytest.approx(2.394, abs=1e-3) == interaction_bar(6)
     noise = rng.integers(0, 2, size=300)
-    assert screened_pair(x, noise, gene_config(), seed=1) == ()  # nothing beats the chance gate
-    # the pair is called interacting only beyond what the best of the 6 pairs reaches by chance
-    found = pair_interaction(x, y, gene_config(), (0, 2), seed=1)
-    assert found["interacting"] and found["pairs"] == 6 and found["gain"] > 0.3
-    # Bonferroni over 6 pairs: z = Phi^-1(1 - 0.05 / 6) = 2.394, times the SE of chance at 300 rows
-    assert found["chance_gain"] == pytest.approx(2.394 * np.sqrt(0.25 * (1 - (2 * y.mean() - 1) ** 2) / 300), abs=1e-3)
+    assert screened_pair(x, noise, gene_config(), seed=1) == ((), None)  # no pair passes the sparing gate
     additive = (x[:, 0] + x[:, 3] > 0).astype(np.int64)  # both genes matter, neither through the other
-    assert not pair_interaction(x, additive, gene_config(), (0, 2), seed=1)["interacting"]
+    pair, found = screened_pair(x, additive, gene_config(), seed=1)
+    assert found is None or not found["interacting"]
     torch.manual_seed(5)
     model = CapsuleNet(gene_config())
     with torch.no_grad():
         terms = model.gene_penalty_weight * model.gene_norms()
         assert model.group_penalty((0, 2)).item() == pytest.approx(float(terms[1] + terms[3]), rel=1e-6)
+
+
+def test_the_pair_tests_null_median_matches_the_closed_forms():
+    from scipy.stats import chi2
+    from genointerp.capsule.pair_screen import singular_median
+
+    # a 1 x K block's largest singular value is the norm of K normals: the root of a chi-square's median
+    # (the draws' median, rounded up to 0.01, is within its sampling error, about 0.06 at 400 draws)
+    for k in (1, 4, 16):
+        for shape in ((1, k), (k, 1)):
+            assert singular_median(*shape) == pytest.approx(np.sqrt(chi2.median(k)), abs=0.1)
+    # and below sqrt(Ka) + sqrt(Kb), the bound on the mean of a Gaussian matrix's norm (Gordon)
+    assert singular_median(32, 32) < 2 * np.sqrt(32)
+    assert singular_median(3, 7) == singular_median(3, 7)  # seeded by the shape: the same every call
+
+
+def test_the_pair_test_stays_within_chance_where_genes_only_add_and_skips_linked_genes():
+    from genointerp.capsule.pair_screen import interaction_bar, interaction_screen, linked_pairs
+
+    rng = np.random.default_rng(7)
+    n, genes = 1200, [np.arange(4 * g, 4 * g + 4) for g in range(12)]
+    x = rng.normal(size=(n, 48))
+    # strong additive effects of three genes, cases above the median liability: the labels' probability
+    # saturates, which raw labels would show as products of the genes' PCs; the null model takes it
+    li = 1.5 * (x[:, 0] + x[:, 4] + x[:, 8]) + rng.normal(size=n)
+    y = (li > np.median(li)).astype(np.int64)
+    screened = interaction_screen(x, y, genes, seed=3)
+    assert len(screened) == 66 and screened[0][1] < interaction_bar(66)
+    # a gene whose PCs repeat another's (overlapping genes, strong LD) is not paired with it
+    x[:, 44:48] = x[:, 0:4] + 0.1 * rng.normal(size=(n, 4))
+    assert linked_pairs(x / x.std(0), genes) == {(0, 11)}
+    assert len(interaction_screen(x / x.std(0), y, genes, seed=3)) == 65
 
 
 def test_the_interaction_table_tells_an_exclusive_or_from_co_occurrence_and_additive_genes():

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from genointerp.capsule.pair_screen import pair_interaction, screened_pair
+from genointerp.capsule.pair_screen import screened_pair
 from genointerp.capsule.settings import CapsuleSettings
 from genointerp.capsule.splits import inner_split
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet
@@ -37,8 +37,9 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     the inner validation margin loss; returns the best epoch's model (eval mode, on s.device). With
     s.gene_penalty > 0 (gene primary capsules only) the group penalty, weighted by penalty_weight,
     joins the training loss (with s.pair_screen, sparing screened_pair's genes, which the model's
-    `screened_pair` attribute records; with s.pair_capsule too, a pair capsule for them where
-    pair_interaction calls them interacting: the model's config then has the `pair`); the
+    `screened_pair` attribute records, and its evidence `pair_evidence`; with s.pair_capsule too, a
+    pair capsule for them where the evidence calls them interacting: the model's config then has the
+    `pair`); the
     validation loss that stops training is the margin loss alone.
     `history`, a list, gets a {epoch, train_loss, valid_loss, valid_accuracy} row per epoch."""
     rng = np.random.default_rng(seed)
@@ -47,14 +48,15 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     if penalise and config.primary != "gene":
         raise ValueError("gene_penalty needs gene primary capsules")
     weight = penalty_weight(s, len(tr))
-    exempt = screened_pair(x, y, config, seed) if penalise and s.pair_screen else ()
+    exempt, evidence = screened_pair(x, y, config, seed) if penalise and s.pair_screen else ((), None)
     # the pair capsule only where the pair passes the bar that capsule-train's report applies
-    # (pair_interaction): the screen's best pair of an additive cohort would only add parameters
-    if exempt and s.pair_capsule and pair_interaction(x, y, config, exempt, seed)["interacting"]:
+    # (interacting): the screen's best pair of an additive cohort would only add parameters
+    if exempt and s.pair_capsule and evidence["interacting"]:
         config = replace(config, pair=exempt)
     torch.manual_seed(seed)
     model = CapsuleNet(config).to(s.device)
     model.screened_pair = exempt  # the final model's is reported in config.json
+    model.pair_evidence = evidence  # and the test's numbers for it
     opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=s.lr_decay)
     xt, yt = torch.from_numpy(x[tr]).to(s.device), torch.from_numpy(y[tr]).to(s.device)

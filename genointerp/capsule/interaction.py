@@ -60,7 +60,7 @@ def interaction_table(gene_a: str, gene_b: str, rows: list[dict]) -> str:
 
 def describe(gene_a: str, gene_b: str, rows: list[dict], evidence: dict) -> str:
     """One line for the log: whether the pair interacts beyond chance (`evidence`:
-    pair_screen.pair_interaction's answer), and the case rate on each diagonal of the table."""
+    pair_screen.screened_pair's evidence), and the case rate on each diagonal of the table."""
     def rate(cells):
         n = sum(r["samples"] for r in cells)
         return sum(r["cases"] for r in cells) / n if n else float("nan")
@@ -69,9 +69,9 @@ def describe(gene_a: str, gene_b: str, rows: list[dict], evidence: dict) -> str:
     same = [r for r in rows if r not in one]
     table = (f"case rate {rate(one):.2f} where exactly one gene's interacting axis is high, {rate(same):.2f} where "
              f"both or neither are (pair.tsv)")
-    gain = (f"its products beat the two genes' additive fit by {evidence['gain']:.3f} in the screen's "
-            f"cross-validation, where the best of {evidence['pairs']:,} pairs reaches {evidence['chance_gain']:.3f} "
-            "by chance")
+    test = (f"the score test of its PCs' products reaches z = {evidence['z']:.2f} against the additive null "
+            f"model, where the best of {evidence['pairs']:,} pairs passes {evidence['chance_z']:.2f} by chance with "
+            "probability 0.05")
     if evidence["interacting"]:
-        return f"interacting pair {gene_a} x {gene_b}: {gain}; {table}"
-    return (f"no interacting pair: the screen's best, {gene_a} x {gene_b}, is within chance ({gain}); {table}")
+        return f"interacting pair {gene_a} x {gene_b}: {test}; {table}"
+    return (f"no interacting pair: the screen's best, {gene_a} x {gene_b}, is within chance ({test}); {table}")

@@ -12,7 +12,6 @@ import numpy as np
 
 from genointerp.capsule import interaction
 from genointerp.capsule import interpret as interp
-from genointerp.capsule.pair_screen import pair_interaction
 from genointerp.capsule.predict import class_probabilities, predictions_table
 from genointerp.capsule.protocol import TrainResult
 from genointerp.capsule.settings import CapsuleSettings, settings_dict
@@ -48,8 +47,8 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
 
     pair, pair_line = None, None
     if s.pair_screen and r.model.screened_pair:
-        # the screen's numbers for the spared pair: the rows, scaling and seed fit_capsule screened with
-        pair = pair_interaction(xs, y[r.split.train], config, r.model.screened_pair, s.seed)
+        # the pair test's numbers for the spared pair, as fit_capsule found them on these rows
+        pair = dict(r.model.pair_evidence)
         groups = interp.gene_groups(features.columns)
         (name_a, cols_a), (name_b, cols_b) = (groups[g] for g in r.model.screened_pair)
         cells = interaction.interaction_rows(xs[:, cols_a].astype(np.float64), xs[:, cols_b].astype(np.float64),
