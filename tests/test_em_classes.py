@@ -1,13 +1,14 @@
 """The typing EM over compatibility classes (genointerp.viral.typing.typer.run_em) against the EM
 read by read: the same abundances and posteriors (to rounding: the sums run over classes), the
-same matches in the same order, and classes that depend on nothing but each read's matches."""
+same matches in the same order, and classes that depend on nothing but each read's matches; and
+the report's coverage count against a base-by-base mask."""
 
 import math
 
 import numpy as np
 
 from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits,
-                                           compatibility_classes, run_em)
+                                           compatibility_classes, covered_bases, run_em)
 
 
 def per_read_em(placed):
@@ -71,3 +72,16 @@ def test_the_em_is_the_same_bytes_for_the_same_reads():
     placed = sample(2)
     a, b = run_em(placed), run_em(list(placed))
     assert a.abundance.tobytes() == b.abundance.tobytes() and a.posterior.tobytes() == b.posterior.tobytes()
+
+
+def test_covered_bases_count_what_marking_each_base_counts():
+    """type_rows' coverage by a running sum: the bases a mask marked base by base would count,
+    stretches past a circular genome's end going on from its start."""
+    rng = np.random.default_rng(4)
+    for _ in range(500):
+        length = int(rng.integers(200, 3000))
+        spans = [(int(a), int(a + rng.integers(20, length + 400))) for a in rng.integers(0, length, rng.integers(0, 6))]
+        mask = np.zeros(length, bool)
+        for a, b in spans:
+            mask[np.arange(a, b) % length] = True
+        assert covered_bases(spans, length) == int(mask.sum())

@@ -264,6 +264,21 @@ class TypeRow:
     reads_shared: dict[str, int] = field(default_factory=dict)  # other type -> reads of this type matching it
 
 
+def covered_bases(spans: list[tuple[int, int]], length: int) -> int:
+    """Bases of a genome of `length` covered by stretches [r_st, r_en) (r_st in [0, length); r_en
+    past the end of a circular genome goes on from its start), counted with one running sum."""
+    if not spans:
+        return 0
+    st, en = np.array(spans, np.int64).T
+    diff = np.zeros(length + 1, np.int64)
+    np.add.at(diff, st, 1)
+    np.add.at(diff, np.minimum(en, length), -1)
+    past = en > length  # the part past the end, from the start
+    np.add.at(diff, np.zeros(int(past.sum()), np.int64), 1)
+    np.add.at(diff, np.minimum(en[past] - length, length), -1)
+    return int((np.cumsum(diff[:length]) > 0).sum())
+
+
 def type_rows(placed: list[TypeHits], em: EMResult, naming, lengths: dict[str, int]) -> list[TypeRow]:
     """Per type: EM reads, unique reads, coverage and depth on its lead reference. `naming`: ref ->
     ViralName; `lengths`: ref -> genome length."""
@@ -276,6 +291,8 @@ def type_rows(placed: list[TypeHits], em: EMResult, naming, lengths: dict[str, i
     keys, inverse = np.unique(hit_type * n + em.read, return_inverse=True)
     share = np.bincount(inverse.ravel(), em.posterior, keys.size)
     pair_type, pair_read = keys // n, keys % n
+    display = {r: naming[r].display for r in em.refs}
+    kinds = [[display[h.ref] for h in p.hits] for p in placed]  # each read's matches' types
     rows = []
     for t, name in enumerate(types):
         members = [i for i, rt in enumerate(ref_type.tolist()) if rt == t]
@@ -285,25 +302,24 @@ def type_rows(placed: list[TypeHits], em: EMResult, naming, lengths: dict[str, i
         mask = pair_type == t
         reads = float(share[mask].sum())
         depth_bases = 0.0
-        covered = np.zeros(length, dtype=bool)
+        spans: list[tuple[int, int]] = []  # the lead reference's stretches covered
         unique = 0
         shared: dict[str, int] = {}
         for i, w in zip(pair_read[mask].tolist(), share[mask].tolist()):
-            hits = placed[i].hits
-            mine = [h for h in hits if naming[h.ref].display == name]
-            others = {naming[h.ref].display for h in hits} - {name}
+            hits, kind = placed[i].hits, kinds[i]
+            others = set(kind)
+            others.discard(name)
             if not others:
                 unique += 1
             for o in others:
                 shared[o] = shared.get(o, 0) + 1
-            depth_bases += w * mine[0].aligned
+            depth_bases += w * hits[kind.index(name)].aligned  # its first match on the type
             if w >= 0.5:
-                on_lead = [h for h in mine if h.ref == lead_ref]
-                if on_lead:
-                    h = on_lead[0]
-                    covered[np.arange(h.r_st, h.r_en) % length] = True
+                on_lead = next((h for h in hits if h.ref == lead_ref), None)
+                if on_lead is not None:
+                    spans.append((on_lead.r_st, on_lead.r_en))
         naming_t = naming[lead_ref]
-        rows.append(TypeRow(naming_t.virus, name, reads, unique, int(covered.sum()), length,
+        rows.append(TypeRow(naming_t.virus, name, reads, unique, covered_bases(spans, length), length,
                             depth_bases / length, lead_ref, int(mask.sum()), dict(sorted(shared.items()))))
     rows.sort(key=lambda r: (-round(r.reads, 6), r.type))
     return rows
