@@ -137,6 +137,7 @@ test-data: install
 	$(BIN)/python test-data/make_test_data.py $(SHARED)
 	$(BIN)/python test-data/make_genotype_data.py --shared $(SHARED)
 	$(BIN)/python test-data/make_tracks_data.py
+	$(BIN)/python test-data/make_tracks_planted.py
 	$(BIN)/python test-data/make_long_read_data.py
 	$(BIN)/python test-data/make_rna_data.py
 
