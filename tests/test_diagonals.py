@@ -98,9 +98,10 @@ def test_contig_spans_locate_reads_on_both_strands_and_across_the_origin():
     genomes = [("a", "".join(rng.choice(list("ACGT"), 900))), ("b", "".join(rng.choice(list("ACGT"), 1300)))]
     settings = KmerSettings()
     index = KmerIndex.of(genomes, settings, circular=True)
-    spans = ContigSpans.of([len(s) for _, s in genomes], index.places.letters.size, settings.k)
+    spans = ContigSpans.of([len(s) for _, s in genomes], index.places.letters, settings.k)
     assert spans is not None and spans.wrap == 2 * settings.k
-    assert ContigSpans.of([900, 1299], index.places.letters.size, settings.k) is None  # not these contigs
+    assert ContigSpans.of([900, 1299], index.places.letters, settings.k) is None  # not these contigs
+    assert ContigSpans.of([1300, 900], index.places.letters, settings.k) is None  # not in this order
     cases = [(0, 200, 1), (1, 1000, 1), (1, 1000, -1), (0, 880, 1), (0, 880, -1)]  # 880: across a's origin
     for contig, start, strand in cases:
         seq = genomes[contig][1]

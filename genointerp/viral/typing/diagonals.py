@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from genointerp import _scan
+from genointerp.seq.alphabet import N_CODE
 
 MAX_VISITS = 4000  # seed places a read's matched windows may have in all (a table of 8,192 diagonals)
 FAST_SHARE = 0.02  # a read's best placement has at most this share of its length in edits
@@ -193,16 +194,18 @@ class ContigSpans:
     forward: int
 
     @classmethod
-    def of(cls, lengths: list[int], letters: int, k: int) -> "ContigSpans | None":
-        """The spans of contigs of `lengths`, in the index's order, in `letters` letters laid out
-        by genointerp.viral.evidence.seeds.reference_places with seeds of width k; None where the
-        letters are not laid out so (another panel: the placer is then not used)."""
+    def of(cls, lengths: list[int], letters: np.ndarray, k: int) -> "ContigSpans | None":
+        """The spans of contigs of `lengths`, in the index's order, in the seed places' `letters`
+        (uint8, laid out by genointerp.viral.evidence.seeds.reference_places with seeds of width k:
+        each contig, its wrap, an N); None where they are not laid out so, to the last separator
+        (another panel: then every read is aligned)."""
         length = np.asarray(lengths, np.int64)
-        forward = letters // 2
+        forward = letters.size // 2
         for wrap in (2 * k, 0):
-            if letters % 2 == 0 and int(length.sum()) + length.size * (wrap + 1) == forward:
+            if letters.size % 2 == 0 and int(length.sum()) + length.size * (wrap + 1) == forward:
                 start = np.r_[0, np.cumsum(length + wrap + 1)[:-1]].astype(np.int64)
-                return cls(start, length, wrap, forward)
+                if (letters[start + length + wrap] == N_CODE).all():
+                    return cls(start, length, wrap, forward)
         return None
 
     def locate(self, diagonal: np.ndarray, span: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

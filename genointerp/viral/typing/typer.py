@@ -94,7 +94,7 @@ class Typer:
         if self._spans is False:
             places = getattr(self.index, "places", None)
             refs = list(self.panel.refs.values())
-            self._spans = None if places is None else ContigSpans.of([r.length for r in refs], places.letters.size,
+            self._spans = None if places is None else ContigSpans.of([r.length for r in refs], places.letters,
                                                                      self.index.settings.k)
             if self._spans is not None:
                 names = [r.name for r in refs]
