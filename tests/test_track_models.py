@@ -436,16 +436,23 @@ def test_only_swin1d_trains_without_dropout_by_default():
     assert all(default_dropout(a) == 0.1 for a in TRACK_ARCHITECTURES if a != "swin1d")
 
 
-def test_forward_pair_equals_two_forwards(monkeypatch):
+@pytest.mark.parametrize("scan", [False, True])
+def test_forward_pair_equals_two_forwards(monkeypatch, scan):
     """GenomicInterpreter.forward_pair (score-variants' pairs): the reference rates are forward's and
     the alternate ones forward's of the alternate windows (to float rounding), whether the change
-    is one base in the middle (computed over the tokens it reaches only, stage by stage), a few
-    bases, on the reverse strand, near an end (stages run whole), an indel's shifted right flank
-    or nothing at all."""
+    is one base in the middle (computed over the tokens it reaches only, stage by stage, and with
+    a motif scan over the bins it reaches), a few bases, on the reverse strand, near an end
+    (stages run whole), an indel's shifted right flank or nothing at all."""
+    motifs = {"motifs": ("M1 A", "M2 B"), "motif_kernel": 6} if scan else {}
     config = Swin1DConfig(seq_len=1024, bin_size=32, target_bins=16, n_tracks=3, track_groups=(1, 2), d_model=16,
                           patch=2, windows=(8, 8, 8, 8), heads=(2, 2, 2, 2), alphas=(2.0, 2.0, 2.0, 2.0),
-                          transformer_heads=2)
+                          transformer_heads=2, **motifs)
     model = GenomicInterpreter(config).eval()
+    if scan:
+        with torch.no_grad():
+            model.output.scan.pwm.copy_(torch.randn(2, 4, 6) / 3)
+            for head in model.output.motif_heads:
+                head.weight.normal_()
     local = []
     block_local = Swin1DBlock.local
     monkeypatch.setattr(Swin1DBlock, "local", lambda self, *a: local.append(block_local(self, *a)) or local[-1])

@@ -61,10 +61,27 @@ class MotifScan(nn.Module):
         scores = F.conv1d(x.transpose(1, 2), torch.cat([self.pwm, self.pwm.flip(1, 2)]))  # (B, 2M, span)
         return scores.view(b, 2, m, self.target_bins + 2, self.bin_size).amax((1, 4)).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def best_match_changed(self, x: torch.Tensor, ref_best: torch.Tensor, p0: int, p1: int) -> torch.Tensor:
+        """best_match(x) for an x that differs from the input of `ref_best` (its best_match, (B,
+        target_bins + 2, n_motifs)) only in bases [p0, p1): the bins whose windows read those bases
+        scanned again, the others copied."""
+        b, n, _ = x.shape
+        k = self.pwm.shape[2]
+        j0 = max((p0 - k + 1 - self.first) // self.bin_size, 0)
+        j1 = min((p1 - 1 - self.first) // self.bin_size + 1, self.target_bins + 2)
+        if j0 >= j1:
+            return ref_best.clone()
+        lo, hi = self.first + j0 * self.bin_size, self.first + j1 * self.bin_size + k - 1
+        part = F.pad(x[:, max(lo, 0):min(hi, n)].float(), (0, 0, max(-lo, 0), max(hi - n, 0)))
+        scores = F.conv1d(part.transpose(1, 2), torch.cat([self.pwm, self.pwm.flip(1, 2)]))
+        best = ref_best.clone()
+        best[:, j0:j1] = scores.view(b, 2, -1, j1 - j0, self.bin_size).amax((1, 4)).transpose(1, 2)
+        return best
+
+    def forward(self, x: torch.Tensor, best: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, seq_len, 4) -> float32 (B, target_bins, n_features): [hinges, neighbours' hinges],
-        each ordered (threshold, motif)."""
-        s = self.best_match(x)
+        each ordered (threshold, motif); `best`: best_match(x) when the caller has it."""
+        s = self.best_match(x) if best is None else best
         t = self.thresholds
         hinge = (F.relu(s.unsqueeze(2) - t[:, None]) / (1 - t[:, None])).flatten(2)  # (B, bins + 2, H * M)
         return torch.cat([hinge[:, 1:-1], hinge[:, :-2] + hinge[:, 2:]], dim=-1)

@@ -193,12 +193,13 @@ class GenomicInterpreter(nn.Module):
         """Stem output (B, n, stem_filters) channels last -> the first block's tokens (B, n, d_0)."""
         return self.stem_proj(h) if self.stem_proj is not None else h
 
-    def head(self, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """The last block's tokens (B, n_K, d_K) and the input x -> rates (B, target_bins, n_tracks)."""
+    def head(self, h: torch.Tensor, x: torch.Tensor, best: torch.Tensor | None = None) -> torch.Tensor:
+        """The last block's tokens (B, n_K, d_K) and the input x (`best`: the motif scan's
+        best_match(x), when known) -> rates (B, target_bins, n_tracks)."""
         h = crop_tokens(h, self.config.crop_bins)  # (B, target_bins, d_K)
         for layer in self.transformer:
             h = layer(h)[0]
-        return self.output(h, x)
+        return self.output(h, x, best)
 
     def forward_pair(self, x_ref: torch.Tensor, x_alt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(forward(x_ref), the rates of x_alt) for one-hot windows x_ref, x_alt (B, seq_len, 4)
@@ -217,13 +218,19 @@ class GenomicInterpreter(nn.Module):
             pre = block.second_half(mid)
             states.append((h, mid, pre))
             h = block.merged(pre)
-        ref = self.head(h, x_ref)
+        scan = self.output.scan
+        ref_best = scan.best_match(x_ref) if scan is not None else None
+        ref = self.head(h, x_ref, ref_best)
         if not len(diff):
             return ref, ref.clone()
+        alt_best = scan.best_match_changed(x_alt, ref_best, int(diff[0]), int(diff[-1]) + 1) if scan is not None else None
         a, b = self.stem.reach(int(diff[0]), int(diff[-1]) + 1)
         v = self.stem.tokens_between(x_alt, a, b)
         if v is None:  # the stem's reach leaves the window: run the alternates whole
-            return ref, self(x_alt)
+            h = self.tokens(self.stem(x_alt).transpose(1, 2))
+            for block in self.blocks:
+                h = block(h)
+            return ref, self.head(h, x_alt, alt_best)
         v = self.tokens(v)
         whole = None  # the alternates' tokens, once a stage runs whole
         for block, st in zip(self.blocks, states):
@@ -238,7 +245,7 @@ class GenomicInterpreter(nn.Module):
         if whole is None:
             whole = h.clone()
             whole[:, a:b] = v
-        return ref, self.head(whole, x_alt)
+        return ref, self.head(whole, x_alt, alt_best)
 
     def attention_layout(self) -> list[dict]:
         """Every attention module in forward order, with what maps its tokens to coordinates.

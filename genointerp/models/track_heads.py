@@ -238,14 +238,15 @@ class TrackOutput(nn.Module):
                 nn.init.zeros_(head.weight)
                 nn.init.zeros_(head.bias)
 
-    def forward(self, h: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, x: torch.Tensor | None = None, best: torch.Tensor | None = None) -> torch.Tensor:
         """h float32 (B, T, D) trunk tokens (x (B, seq_len, 4), the model's input, when there is a
-        motif scan) -> float32 (B, T, n_tracks) softplus rates, track groups in order."""
+        motif scan; `best`: its scan's best_match(x) when the caller has it) -> float32 (B, T,
+        n_tracks) softplus rates, track groups in order."""
         h = F.gelu(self.drop(self.pointwise(self.norm(h))))
         rates = F.softplus(torch.cat([head(h) for head in self.heads], dim=-1))
         if self.scan is None:
             return rates
-        m = self.scan(x)
+        m = self.scan(x, best)
         return (rates + torch.cat([head(m) for head in self.motif_heads], dim=-1)).clamp_min(0)
 
 
