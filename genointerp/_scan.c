@@ -326,57 +326,19 @@ static inline int64_t table_at(const void *array, int wide, int64_t i) {
     return wide ? ((const int64_t *)array)[i] : ((const int32_t *)array)[i];
 }
 
-#define PAIR_CHUNK 32 /* pairs whose memory is fetched together */
+/* How far ahead memory is fetched: each matched seed's table row SEED_AHEAD seeds ahead of the
+ * one read, a pair's anchor's first place PLACE_AHEAD pairs ahead, the letters that place puts the
+ * other seed's first compared letter on LETTERS_AHEAD pairs ahead (its place has arrived by then).
+ * A rolling distance keeps a steady number of fetches in flight. */
+#define SEED_AHEAD 32
+#define PLACE_AHEAD 8
+#define LETTERS_AHEAD 3
 
-/* Prefetch what the first place tried of pairs j0 .. j1 - 1 reads: both seeds' table rows, the
- * anchor's first place and the letters that place puts the other seed's first compared letter on;
- * three rounds over the chunk, so that each round's fetches overlap. Reads nothing it does not check
- * to lie in its array; changes nothing. */
-static void prefetch_pairs(Py_ssize_t j0, Py_ssize_t j1, const int64_t *first, const int64_t *second, Py_ssize_t h,
-                           const int64_t *slot, Py_ssize_t n_keys, const void *start, const void *places, int wide,
-                           Py_ssize_t n_places, const int64_t *at, const uint8_t *flip, Py_ssize_t r, Py_ssize_t span,
-                           int stride, const int64_t *compared, const int64_t *pattern, Py_ssize_t n_patterns,
-                           Py_ssize_t width, const uint8_t *letters) {
-    Py_ssize_t item = wide ? 8 : 4;
-    int64_t anchor[PAIR_CHUNK], entry[PAIR_CHUNK];
-    for (Py_ssize_t j = j0; j < j1; j++)
-        for (int x = 0; x < 2; x++) {
-            int64_t seed = x ? second[j] : first[j];
-            if (seed >= 0 && seed < h && slot[seed] >= 0 && slot[seed] < n_keys)
-                __builtin_prefetch((const char *)start + item * slot[seed]);
-        }
-    for (Py_ssize_t j = j0; j < j1; j++) {
-        int64_t a = first[j], o = second[j], ca = -1, co = -1;
-        anchor[j - j0] = entry[j - j0] = -1;
-        if (a < 0 || a >= h || o < 0 || o >= h || slot[a] >= n_keys || slot[o] >= n_keys)
-            continue;
-        if (slot[a] >= 0)
-            ca = table_at(start, wide, slot[a] + 1) - table_at(start, wide, slot[a]);
-        if (slot[o] >= 0)
-            co = table_at(start, wide, slot[o] + 1) - table_at(start, wide, slot[o]);
-        if (co >= 0 && (ca < 0 || co < ca))
-            a = o, ca = co;
-        if (ca <= 0)
-            continue;
-        anchor[j - j0] = a;
-        entry[j - j0] = table_at(start, wide, slot[a]);
-        if (entry[j - j0] >= 0 && entry[j - j0] < n_places)
-            __builtin_prefetch((const char *)places + item * entry[j - j0]);
-    }
-    for (Py_ssize_t j = j0; j < j1; j++) {
-        int64_t a = anchor[j - j0], e = entry[j - j0];
-        if (a < 0 || e < 0 || e >= n_places)
-            continue;
-        int64_t o = a == first[j] ? second[j] : first[j];
-        if (pattern && (pattern[o] < 0 || pattern[o] >= n_patterns))
-            continue;
-        int64_t place = table_at(places, wide, e);
-        if (flip && flip[a])
-            place = r - place - span;
-        int64_t where = place + (at[o] - at[a]) / stride + compared[(pattern ? pattern[o] : 0) * width];
-        if (where >= 0 && where < r)
-            __builtin_prefetch(letters + where);
-    }
+/* The seed of pair (a, b) whose first place is tried first: the one of fewer places (a on a tie),
+ * counts[] its places (-1: a row outside the table); -1 where neither can anchor a try. */
+static inline int64_t anchor_of(int64_t a, int64_t b, const int64_t *counts) {
+    int64_t s = counts[a] <= counts[b] ? a : b;
+    return counts[a] < 0 || counts[b] < 0 || counts[s] <= 0 ? -1 : s;
 }
 
 static PyObject *share_place(PyObject *self, PyObject *args) {
@@ -389,6 +351,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
                           &flip_b, &span, &outside, &first_places, &check_places, &shared_b))
         return NULL;
     PyObject *result = NULL;
+    int64_t *row = NULL, *counts = NULL, *reach = NULL;
     Py_ssize_t h = at_b.len / 8, pairs = first_b.len / 8, n_patterns = width > 0 ? compared_b.len / 8 / width : 0;
     Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
     if (slot_b.len != at_b.len || width < 1 || n_patterns < 1 || compared_b.len != 8 * n_patterns * width ||
@@ -403,47 +366,96 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     const int64_t *compared = (const int64_t *)compared_b.buf;
     const int64_t *pattern = pattern_b.len ? (const int64_t *)pattern_b.buf : NULL;
     const int64_t *first = (const int64_t *)first_b.buf, *second = (const int64_t *)second_b.buf;
+    const void *start = start_b.buf, *places = places_b.buf;
     uint8_t *shared = (uint8_t *)shared_b.buf;
     Py_ssize_t m = query.len, r = letters_b.len, bad = 0;
+    row = malloc(sizeof(int64_t) * (h ? h : 1));
+    counts = malloc(sizeof(int64_t) * (h ? h : 1));
+    reach = malloc(sizeof(int64_t) * 2 * n_patterns);
+    if (!row || !counts || !reach) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < n_patterns; p++) { /* each pattern's nearest and farthest compared letter */
+        reach[2 * p] = reach[2 * p + 1] = compared[p * width];
+        for (Py_ssize_t w = 1; w < width; w++) {
+            int64_t c = compared[p * width + w];
+            reach[2 * p] = c < reach[2 * p] ? c : reach[2 * p];
+            reach[2 * p + 1] = c > reach[2 * p + 1] ? c : reach[2 * p + 1];
+        }
+    }
     Py_BEGIN_ALLOW_THREADS
+    /* every matched seed's row of the table read once (a stretch's seeds are in two pairs each):
+     * its first entry and its number of places; 0 places for no row, -1 for a row outside the table
+     * or places outside theirs (an error where a pair uses it) */
+    for (Py_ssize_t x = 0; x < h; x++) {
+        Py_ssize_t y = x + SEED_AHEAD;
+        if (y < h && slot[y] >= 0 && slot[y] < n_keys)
+            __builtin_prefetch((const char *)start + item * slot[y]);
+        row[x] = 0;
+        counts[x] = slot[x] < 0 ? 0 : -1;
+        if (slot[x] >= 0 && slot[x] < n_keys) {
+            row[x] = table_at(start, wide, slot[x]);
+            counts[x] = table_at(start, wide, slot[x] + 1) - row[x];
+            if (row[x] < 0 || counts[x] < 0 || row[x] + counts[x] > n_places)
+                row[x] = 0, counts[x] = -1;
+        }
+    }
     for (Py_ssize_t j = 0; j < pairs && !bad; j++) {
-        if (j % PAIR_CHUNK == 0) /* the next pairs' table rows, places and letters fetched together */
-            prefetch_pairs(j, pairs < j + PAIR_CHUNK ? pairs : j + PAIR_CHUNK, first, second, h, slot, n_keys,
-                           start_b.buf, places_b.buf, wide, n_places, at, flip, r, span, stride, compared, pattern,
-                           n_patterns, width, letters);
-        int64_t s[2] = {first[j], second[j]}, count[2];
-        for (int x = 0; x < 2; x++) {
-            if (s[x] < 0 || s[x] >= h || slot[s[x]] >= n_keys ||
+        for (Py_ssize_t k = j ? j + PLACE_AHEAD : 0; k <= j + PLACE_AHEAD && k < pairs; k++) {
+            int64_t a = first[k], b = second[k];
+            if (a >= 0 && a < h && b >= 0 && b < h && (a = anchor_of(a, b, counts)) >= 0)
+                __builtin_prefetch((const char *)places + item * row[a]);
+        }
+        for (Py_ssize_t k = j ? j + LETTERS_AHEAD : 0; k <= j + LETTERS_AHEAD && k < pairs; k++) {
+            int64_t a = first[k], o = second[k];
+            if (a < 0 || a >= h || o < 0 || o >= h || (a = anchor_of(a, o, counts)) < 0)
+                continue;
+            o = a == first[k] ? second[k] : first[k];
+            if (pattern && (pattern[o] < 0 || pattern[o] >= n_patterns))
+                continue;
+            int64_t place = table_at(places, wide, row[a]);
+            if (flip && flip[a])
+                place = r - place - span;
+            int64_t where = place + (at[o] - at[a]) / stride + compared[(pattern ? pattern[o] : 0) * width];
+            if (where >= 0 && where < r)
+                __builtin_prefetch(letters + where);
+        }
+        int64_t s[2] = {first[j], second[j]};
+        for (int x = 0; x < 2; x++)
+            if (s[x] < 0 || s[x] >= h || counts[s[x]] < 0 ||
                 (pattern && (pattern[s[x]] < 0 || pattern[s[x]] >= n_patterns))) {
                 bad = 1;
                 break;
             }
-            count[x] = slot[s[x]] < 0 ? 0 : table_at(start_b.buf, wide, slot[s[x]] + 1) -
-                                                table_at(start_b.buf, wide, slot[s[x]]);
-        }
         if (bad)
             break;
-        int anchor = count[0] <= count[1] ? 0 : 1, found = 0;
+        int anchor = counts[s[0]] <= counts[s[1]] ? 0 : 1, found = 0;
         const int most[3] = {first_places, check_places, check_places};
         for (int pass = 0; pass < 3 && !found; pass++) {
             int from = pass == 2 ? 1 - anchor : anchor;
-            int64_t a = s[from], o = s[1 - from], c = count[from], take = c < most[pass] ? c : most[pass];
-            const int64_t *off = compared + (pattern ? pattern[o] : 0) * width;
+            int64_t a = s[from], o = s[1 - from], c = counts[a], take = c < most[pass] ? c : most[pass];
+            int64_t p = pattern ? pattern[o] : 0;
+            const int64_t *off = compared + p * width;
+            int64_t shift = stride == 1 ? at[o] - at[a] : (at[o] - at[a]) / stride;
+            /* the other seed's compared letters: where all lie in the read, and all face letters for
+             * the place tried, no bounds to check letter by letter */
+            int in_read = at[o] + stride * reach[2 * p] >= 0 && at[o] + stride * reach[2 * p + 1] < m;
             for (int64_t nth = 0; nth < take && !found; nth++) {
-                int64_t entry = table_at(start_b.buf, wide, slot[a]) + nth * c / take;
-                if (entry < 0 || entry >= n_places) {
-                    bad = 1;
-                    break;
-                }
-                int64_t place = table_at(places_b.buf, wide, entry);
+                int64_t place = table_at(places, wide, row[a] + (nth ? nth * c / take : 0)), same = 0;
                 if (flip && flip[a])
                     place = r - place - span;
-                int64_t shift = (at[o] - at[a]) / stride, same = 0;
-                for (Py_ssize_t w = 0; w < width; w++) {
-                    int64_t where = place + shift + off[w], mine = at[o] + stride * off[w];
-                    int letter = where >= 0 && where < r ? letters[where] : outside;
-                    same += mine >= 0 && mine < m && q[mine] == letter;
-                }
+                int64_t d = place + shift;
+                if (in_read && d + reach[2 * p] >= 0 && d + reach[2 * p + 1] < r) {
+                    const uint8_t *mine = q + at[o], *theirs = letters + d;
+                    for (Py_ssize_t w = 0; w < width; w++)
+                        same += mine[stride * off[w]] == theirs[off[w]];
+                } else
+                    for (Py_ssize_t w = 0; w < width; w++) {
+                        int64_t where = d + off[w], at_read = at[o] + stride * off[w];
+                        int letter = where >= 0 && where < r ? letters[where] : outside;
+                        same += at_read >= 0 && at_read < m && q[at_read] == letter;
+                    }
                 found = same >= width - misses;
             }
         }
@@ -457,6 +469,9 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         result = Py_None;
     }
 done:
+    free(row);
+    free(counts);
+    free(reach);
     PyBuffer_Release(&query);
     PyBuffer_Release(&at_b);
     PyBuffer_Release(&slot_b);

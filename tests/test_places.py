@@ -93,6 +93,29 @@ def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide):
             assert 0.05 < want.mean() < 0.95  # both answers are exercised
 
 
+def test_the_compiled_check_at_the_references_ends_is_its_numpy_definition():
+    """Places at the letters' first and last bases, where some of the other seed's compared letters
+    face none: the compiled check's letter-by-letter bounds (taken only there) are the definition's."""
+    rng = np.random.default_rng(5)
+    letters = rng.integers(0, 4, 200).astype(np.uint8)
+    query = np.concatenate([letters[180:], letters[:20]])  # the references' end, then their start
+    h = 40
+    at = rng.integers(0, query.size - 9, h)
+    slot = rng.integers(0, 6, h)
+    seed_ids = np.repeat(np.arange(6), 4).astype(np.uint64)
+    places = np.concatenate([[0, 2, 186, 191], [1, 5, 188, 196], [3, 190, 192, 199], [0, 4, 7, 195],
+                             [189, 193, 197, 198], [2, 3, 6, 194]])
+    table = ReferenceBases(letters, seed_ids, places)
+    compared = np.array([[0, 1, 3, 4, 6, 8]])
+    first = rng.integers(0, h, 2000)
+    second = rng.integers(0, h, 2000)
+    for flip in (None, rng.random(h) < 0.5):
+        want = numpy_share_a_place(table, query, at, slot, compared, first, second, 9, flip)
+        got = table.share_a_place(query, at, slot, compared, first, second, 9, flip)
+        np.testing.assert_array_equal(got, want)
+        assert 0.05 < want.mean() < 0.95
+
+
 def test_a_seed_no_table_row_holds_is_judged_from_the_other_seed_s_places():
     table = ReferenceBases(np.arange(100, dtype=np.uint8) % 4, np.array([3], np.uint64), np.array([10]))
     assert table.slots(np.array([3, 4], np.uint64)).tolist() == [0, -1]
