@@ -63,17 +63,76 @@ static inline Py_ssize_t fence_of(const IdSet *set, uint64_t id) {
     return lo;
 }
 
-/* where id is in block `lo` of the set's ids (fence_of), -1 where it is not */
+/* where id is in block `lo` of the set's ids (fence_of), -1 where it is not: the first id >= id
+ * in the block, found without branches (a viral read's ids are found at unpredictable sides) */
 static inline Py_ssize_t search_block(const IdSet *set, uint64_t id, Py_ssize_t lo) {
-    Py_ssize_t a = lo * FENCE, b = a + FENCE < set->n ? a + FENCE : set->n;
-    while (a < b) { /* the first id >= id in the block */
-        Py_ssize_t mid = a + ((b - a) >> 1);
-        if (set->ids[mid] < id)
-            a = mid + 1;
-        else
-            b = mid;
+    Py_ssize_t a = lo * FENCE, len = a + FENCE < set->n ? FENCE : set->n - a;
+    if (len <= 0)
+        return -1;
+    const uint64_t *base = set->ids + a;
+    while (len > 1) {
+        Py_ssize_t half = len >> 1;
+        base = base[half] < id ? base + half : base;
+        len -= half;
     }
-    return a < set->n && set->ids[a] == id ? a : -1;
+    Py_ssize_t at = (base - set->ids) + (*base < id);
+    return at < set->n && set->ids[at] == id ? at : -1;
+}
+
+/* The fences' ranges by the leading bits of an id: the top BUCKET_BITS bits the seed mask keeps
+ * (at or below the set's largest id's top bit; every id looked up is masked) are an id's bucket,
+ * in the ids' order, and lo[b] is the first fence of bucket b or later, so that fence_in searches
+ * a few fences where fence_of searches all. Ids above the set's largest fall in the last bucket. */
+#define BUCKET_BITS 16
+typedef struct {
+    uint32_t *lo; /* (1 << n_gather) + 1 */
+    int n_gather, top;
+    int gather[64]; /* the bits read, most significant first */
+} Buckets;
+
+static inline uint64_t bucket_of(const Buckets *bk, uint64_t id) {
+    if (bk->top < 63 && (id >> (bk->top + 1)))
+        return ((uint64_t)1 << bk->n_gather) - 1;
+    uint64_t b = 0;
+    for (int g = 0; g < bk->n_gather; g++)
+        b = (b << 1) | ((id >> bk->gather[g]) & 1);
+    return b;
+}
+
+/* the buckets of a non-empty set's fences; 0 where memory ran out */
+static int buckets_of(Buckets *bk, const IdSet *set, uint64_t mask) {
+    uint64_t largest = set->ids[set->n - 1];
+    bk->top = 63;
+    while (bk->top > 0 && !((largest >> bk->top) & 1))
+        bk->top--;
+    bk->n_gather = 0;
+    for (int bit = bk->top; bit >= 0 && bk->n_gather < BUCKET_BITS; bit--)
+        if ((mask >> bit) & 1)
+            bk->gather[bk->n_gather++] = bit;
+    Py_ssize_t n_buckets = (Py_ssize_t)1 << bk->n_gather, f = 0;
+    bk->lo = malloc(sizeof(uint32_t) * (n_buckets + 1));
+    if (!bk->lo)
+        return 0;
+    for (Py_ssize_t b = 0; b <= n_buckets; b++) {
+        while (f < set->n_fences && bucket_of(bk, set->fences[f]) < (uint64_t)b)
+            f++;
+        bk->lo[b] = (uint32_t)f;
+    }
+    return 1;
+}
+
+/* fence_of(set, id), searched among its bucket's fences and the one before them */
+static inline Py_ssize_t fence_in(const IdSet *set, const Buckets *bk, uint64_t id) {
+    uint64_t b = bucket_of(bk, id);
+    Py_ssize_t lo = bk->lo[b] ? (Py_ssize_t)bk->lo[b] - 1 : 0, hi = bk->lo[b + 1];
+    while (hi - lo > 1) {
+        Py_ssize_t mid = lo + ((hi - lo) >> 1);
+        if (set->fences[mid] <= id)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* where id is in the set's ids, -1 where it is not */
@@ -120,12 +179,17 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     IdSet set;
+    Buckets buckets = {NULL, 0, 0, {0}};
     Py_ssize_t n = lengths.len / 8, m = codes.len, capacity = hit_at.len / 8;
     if (!id_set(&set, &table, bits, &ids, &fences))
         goto done;
     if (k < 1 || k > 31 || clean.len != lengths.len || hit_id.len != hit_at.len || hit_slot.len != hit_at.len ||
         hit_flip.len != capacity || capacity < m) {
         PyErr_SetString(PyExc_ValueError, "seed_scan: arguments of the wrong size");
+        goto done;
+    }
+    if (set.n && !buckets_of(&buckets, &set, (uint64_t)mask)) {
+        PyErr_NoMemory();
         goto done;
     }
     const uint8_t *c = (const uint8_t *)codes.buf;
@@ -173,8 +237,9 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                 uint64_t mask = probe_mask(chunk_id[x]);
                 chunk_block[x] = -1;
                 if ((set.table[probe_word(&set, chunk_id[x])] & mask) == mask && set.n) {
-                    chunk_block[x] = fence_of(&set, chunk_id[x]);
-                    __builtin_prefetch(&set.ids[chunk_block[x] * FENCE + FENCE / 2]);
+                    chunk_block[x] = fence_in(&set, &buckets, chunk_id[x]);
+                    for (int line = 0; line < FENCE; line += 8) /* the block's cache lines, all of them */
+                        __builtin_prefetch(&set.ids[chunk_block[x] * FENCE + line]);
                 }
             }
             for (int x = 0; x < w; x++) {
@@ -195,6 +260,7 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
     else
         result = PyLong_FromSsize_t(hits);
 done:
+    free(buckets.lo);
     PyBuffer_Release(&codes);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&table);

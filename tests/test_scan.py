@@ -69,6 +69,31 @@ def test_seed_hits_are_the_numpy_definition_window_for_window(seed):
     assert 0.3 < hits.flip.mean() < 0.7
 
 
+@pytest.mark.parametrize("seed", ["1" * 15, "11011011011011011011011011"])
+@pytest.mark.parametrize("which", ["every other", "the lower half"])
+def test_seed_hits_of_a_large_index_are_the_numpy_definition(seed, which):
+    """An index of a thousand fences and more, so that the look-up's buckets of fences (by the top
+    bits the seed keeps) mostly begin past a fence an id of theirs lies after; the lower half's
+    reads also look up ids past its largest."""
+    rng = np.random.default_rng(3)
+    donor = "".join(rng.choice(list("ACGT"), 200_000))
+    ids, valid = canonical_ids(encode_joined([donor])[0], seed)
+    ids = np.unique(ids[valid])
+    index = IdSet(ids[::2] if which == "every other" else ids[: ids.size // 2])
+    reads = []
+    for _ in range(400):
+        at = int(rng.integers(0, donor.__len__() - 150))
+        reads.append(donor[at : at + 150] if rng.random() < 0.7 else "".join(rng.choice(list("ACGT"), 150)))
+    flat, _, lengths = encode_joined(reads)
+    hits = seed_hits(flat, lengths, len(seed), seed_mask(seed), index)
+    want_at, want_ids, want_clean = _numpy_seed_hits(flat, lengths, seed, index)
+    assert hits.at.size > 10_000
+    np.testing.assert_array_equal(hits.at, want_at)
+    np.testing.assert_array_equal(hits.ids, want_ids)
+    np.testing.assert_array_equal(hits.clean, want_clean)
+    np.testing.assert_array_equal(index.ids[hits.slot], hits.ids)
+
+
 def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():
     reads, donor = _reads(2)
     settings = ProteinSettings("110110111,111011011")  # two seeds of one span and weight, as check() wants
