@@ -314,20 +314,20 @@ def real(out: Path, shared: Path) -> list[dict]:
     return rows
 
 
-def pace_run(out: Path, shared: Path) -> dict:
-    """10,000 SNVs at random positions of the test tail, 2 threads, end to end."""
+def pace_run(out: Path, shared: Path, snvs: int = PACE_SNVS, threads: int = 2) -> dict:
+    """`snvs` SNVs (10,000) at random positions of the test tail, `threads` threads, end to end."""
     tracks = builtin_config()["tracks"]
     half = builtin_config()["window"]["seq_len"] // 2
     fasta, chrom, length, start, codes = chr20_test_tail(shared)
     rng = np.random.default_rng(SEED + 1)
     ok = np.flatnonzero(codes[half:-half] < 4) + half
-    picks = np.sort(rng.choice(ok, PACE_SNVS, replace=False))
+    picks = np.sort(rng.choice(ok, snvs, replace=False))
     pace_vcf = out / "pace.vcf"
     write_vcf(pace_vcf, {chrom: length}, [(chrom, start + int(p), f"snv{i}", "ACGT"[codes[p]],
                                            "ACGT"[(codes[p] + 1 + i % 3) % 4]) for i, p in enumerate(picks)])
     secs = run([*GENOINTERP, "-q", "score-variants", str(pace_vcf), "--reference", str(fasta), "-o", str(out / "pace.tsv"),
-                "--threads", "2", "--force"])
-    return {"snvs": PACE_SNVS, "seconds": round(secs, 1), "variants_per_s": round(PACE_SNVS / secs, 1),
+                "--threads", str(threads), "--force"])
+    return {"snvs": snvs, "threads": threads, "seconds": round(secs, 1), "variants_per_s": round(snvs / secs, 1),
             "tracks": len(tracks)}
 
 
@@ -336,6 +336,8 @@ def main() -> None:
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "data")
     ap.add_argument("--out", default="bench-output/score_variants")
     ap.add_argument("--parts", default="planted,real,pace", help="which parts to run (comma list)")
+    ap.add_argument("--pace-snvs", type=int, default=PACE_SNVS, help="pace: SNVs scored (the issue's figure: 1000)")
+    ap.add_argument("--pace-threads", default="2", help="pace: comma list of --threads to time, in turn")
     args = ap.parse_args()
     out = out_dir(args.out)
     parts = set(args.parts.split(","))
@@ -348,9 +350,12 @@ def main() -> None:
         result["real"] = real(out, args.shared)
         print(table(result["real"], ["what", "n", "AUROC", "bound half", "CpG control", "GC control"]), flush=True)
     if "pace" in parts:
-        pace = result["pace"] = pace_run(out, args.shared)
-        print(f"pace: {pace['snvs']:,} SNVs x {pace['tracks']} tracks in {pace['seconds']} s on 2 threads: "
-              f"{pace['variants_per_s']} variants/s (end to end, start-up included)")
+        result["pace"] = []
+        for threads in map(int, args.pace_threads.split(",")):
+            pace = pace_run(out, args.shared, args.pace_snvs, threads)
+            result["pace"].append(pace)
+            print(f"pace: {pace['snvs']:,} SNVs x {pace['tracks']} tracks in {pace['seconds']} s on {threads} "
+                  f"thread(s): {pace['variants_per_s']} variants/s (end to end, start-up included)", flush=True)
     results.write_text(json.dumps(result, indent=2) + "\n")
 
 
