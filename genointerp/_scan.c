@@ -594,20 +594,32 @@ static inline int mismatch(const uint8_t *q, const uint8_t *letters, Py_ssize_t 
     return q[j] > 3 || where < 0 || where >= r || letters[where] != q[j];
 }
 
-/* the fewest edits of read q (len bases) with bases [0, s) on diagonal a and the rest on diagonal b,
- * over 1 <= s (see above); *span_out and *aligned_out get the placement's letters and read bases */
-static int64_t one_gap(const uint8_t *q, int64_t len, const uint8_t *letters, Py_ssize_t r, int64_t a, int64_t b,
-                       int64_t *suffix, int64_t *span_out, int64_t *aligned_out) {
+/* prefix[s], s = 0 .. len: the mismatches of read q's bases [0, s) on diagonal d (each diagonal's
+ * once, where every one-gap placement with it read them again for each other diagonal it was tried
+ * with) */
+static void mismatch_prefix(const uint8_t *q, int64_t len, const uint8_t *letters, Py_ssize_t r, int64_t d,
+                            int64_t *prefix) {
+    prefix[0] = 0;
+    if (d >= 0 && d + len <= r) {
+        const uint8_t *l = letters + d;
+        for (int64_t j = 0; j < len; j++)
+            prefix[j + 1] = prefix[j] + ((q[j] > 3) | (l[j] != q[j]));
+    } else
+        for (int64_t j = 0; j < len; j++)
+            prefix[j + 1] = prefix[j] + mismatch(q, letters, r, d, j);
+}
+
+/* the fewest edits of a read of len bases with bases [0, s) on diagonal a and the rest on diagonal
+ * b, over 1 <= s (see above), from each diagonal's mismatch_prefix (pa, pb); *span_out and
+ * *aligned_out get the placement's letters and read bases */
+static int64_t one_gap(int64_t len, int64_t a, int64_t b, const int64_t *pa, const int64_t *pb, int64_t *span_out,
+                       int64_t *aligned_out) {
     int64_t g = b > a ? b - a : a - b, skip = b > a ? 0 : g; /* read bases the genome lacks */
     if (len - skip < 2)
         return INT64_MAX;
-    suffix[len] = 0; /* suffix[j]: mismatches of bases j.. on b */
-    for (int64_t j = len - 1; j >= 0; j--)
-        suffix[j] = suffix[j + 1] + mismatch(q, letters, r, b, j);
-    int64_t prefix = 0, top = INT64_MAX;
-    for (int64_t s = 1; s + skip < len; s++) {
-        prefix += mismatch(q, letters, r, a, s - 1);
-        int64_t e = prefix + suffix[s + skip];
+    int64_t top = INT64_MAX;
+    for (int64_t s = 1; s + skip < len; s++) { /* bases [0, s) on a, bases s + skip .. on b */
+        int64_t e = pa[s] + pb[len] - pb[s + skip];
         if (e < top)
             top = e;
     }
@@ -616,15 +628,14 @@ static int64_t one_gap(const uint8_t *q, int64_t len, const uint8_t *letters, Py
     return top + g;
 }
 
-/* one-gap placements of read q from diagonal d to diagonal e and from e to d, those within bound
- * appended to ga (first diagonal), ge (edits), gs (span), gl (aligned) from n on (up to
- * GAPPED_MAX); returns the new count */
-static int64_t both_ways(const uint8_t *q, int64_t len, const uint8_t *letters, Py_ssize_t r, int64_t d, int64_t e,
-                         int64_t bound, int64_t *suffix, int64_t *ga, int64_t *ge, int64_t *gs, int64_t *gl,
-                         int64_t n) {
+/* one-gap placements of a read of len bases from diagonal d to diagonal e and from e to d (pd, pe:
+ * their mismatch_prefix), those within bound appended to ga (first diagonal), ge (edits), gs (span),
+ * gl (aligned) from n on (up to GAPPED_MAX); returns the new count */
+static int64_t both_ways(int64_t len, int64_t d, int64_t e, const int64_t *pd, const int64_t *pe, int64_t bound,
+                         int64_t *ga, int64_t *ge, int64_t *gs, int64_t *gl, int64_t n) {
     for (int side = 0; side < 2 && n < GAPPED_MAX; side++) {
         int64_t a = side ? e : d, b = side ? d : e, span = 0, aligned = 0;
-        int64_t edits = one_gap(q, len, letters, r, a, b, suffix, &span, &aligned);
+        int64_t edits = one_gap(len, a, b, side ? pe : pd, side ? pd : pe, &span, &aligned);
         if (edits <= bound) {
             ga[n] = a;
             ge[n] = edits;
@@ -648,6 +659,7 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
     Py_ssize_t n = lengths_b.len / 8, h = at_b.len / 8, capacity = oread_b.len / 8, item = wide ? 8 : 4;
     Py_ssize_t n_keys = start_b.len / item - 1, n_places = places_b.len / item;
     int64_t *keys = NULL, *diags = NULL, *edits = NULL, *middle = NULL, *order = NULL, *suffix = NULL;
+    int64_t *other_prefix = NULL; /* suffix: one diagonal's mismatch_prefix, other_prefix: another's */
     uint8_t *facing_unknown = NULL;
     int64_t *ga = NULL, *ge = NULL, *gs = NULL, *gl = NULL;
     if (starts_b.len != lengths_b.len || first_b.len != 8 * (n + 1) || slot_b.len != at_b.len ||
@@ -674,11 +686,13 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
     order = malloc(sizeof(int64_t) * DIAG_SLOTS);
     facing_unknown = malloc(DIAG_SLOTS);
     suffix = malloc(sizeof(int64_t) * (longest + 1));
+    other_prefix = malloc(sizeof(int64_t) * (longest + 1));
     ga = malloc(sizeof(int64_t) * GAPPED_MAX);
     ge = malloc(sizeof(int64_t) * GAPPED_MAX);
     gs = malloc(sizeof(int64_t) * GAPPED_MAX);
     gl = malloc(sizeof(int64_t) * GAPPED_MAX);
-    if (!keys || !diags || !edits || !middle || !order || !facing_unknown || !suffix || !ga || !ge || !gs || !gl) {
+    if (!keys || !diags || !edits || !middle || !order || !facing_unknown || !suffix || !other_prefix || !ga ||
+        !ge || !gs || !gl) {
         PyErr_NoMemory();
         goto done;
     }
@@ -781,13 +795,17 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
             memcpy(order, diags, sizeof(int64_t) * distinct);
             qsort(order, distinct, sizeof(int64_t), compare_int64);
             for (int64_t x = 0; x < distinct; x++)
-                for (int64_t y = x + 1; y < distinct && order[y] - order[x] <= bound; y++)
-                    n_gapped = both_ways(q, len, letters, r, order[x], order[y], bound, suffix, ga, ge, gs, gl,
-                                         n_gapped);
+                for (int64_t y = x + 1; y < distinct && order[y] - order[x] <= bound; y++) {
+                    if (y == x + 1)
+                        mismatch_prefix(q, len, letters, r, order[x], suffix);
+                    mismatch_prefix(q, len, letters, r, order[y], other_prefix);
+                    n_gapped = both_ways(len, order[x], order[y], suffix, other_prefix, bound, ga, ge, gs, gl, n_gapped);
+                }
             /* and from a diagonal whose ends hold its mismatches to any diagonal that close */
             for (int64_t x = 0; x < distinct; x++) {
                 if (middle[x] > bound || edits[x] - middle[x] < 2)
                     continue;
+                mismatch_prefix(q, len, letters, r, diags[x], suffix);
                 for (int64_t g = -bound; g <= bound; g++) {
                     int64_t other = diags[x] + g;
                     uint64_t hsh = ((uint64_t)other * HASH) >> 51;
@@ -795,7 +813,8 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
                         hsh = (hsh + 1) & (DIAG_SLOTS - 1);
                     if (g == 0 || keys[hsh] == other) /* a diagonal of its own: tried above */
                         continue;
-                    n_gapped = both_ways(q, len, letters, r, diags[x], other, bound, suffix, ga, ge, gs, gl, n_gapped);
+                    mismatch_prefix(q, len, letters, r, other, other_prefix);
+                    n_gapped = both_ways(len, diags[x], other, suffix, other_prefix, bound, ga, ge, gs, gl, n_gapped);
                 }
             }
             for (int64_t x = 0; x < n_gapped; x++)
@@ -848,6 +867,7 @@ done:
     free(order);
     free(facing_unknown);
     free(suffix);
+    free(other_prefix);
     free(ga);
     free(ge);
     free(gs);
