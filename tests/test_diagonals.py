@@ -5,6 +5,7 @@ leave to the aligner (an indel, a read across a genome's origin, a long read).""
 
 import gzip
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +13,14 @@ import pytest
 
 from genointerp.resources import BUILTIN_XVIR, builtin_model_dir
 from genointerp.seq.joined import encode_joined
-from genointerp.viral.classify.batch_work import EvidenceWork, decided_by_seeds
+from genointerp.viral.classify.batch_work import BatchEvidence, EvidenceWork, decided_by_seeds
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.prebuilt import load_indexes
 from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings
 from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, diagonal_edits,
                                                diagonal_edits_numpy)
 from genointerp.viral.typing.placement import LONG_READ
-from genointerp.viral.typing.typer import MARGIN, Typer
+from genointerp.viral.typing.typer import MARGIN, Hit, ReadType, Typer, TypeHits
 from genointerp.seq.joined import join
 
 DATA = Path(__file__).parent.parent / "test-data"
@@ -166,3 +167,24 @@ def test_decided_reads_skip_the_proteins_and_keep_their_calls(builtin):
     np.testing.assert_array_equal(half.bits, got.bits[: len(seqs) // 2])
     labels = {i: t.label for i, t in got.typed.items() if i < len(seqs) // 2}
     assert {i: t.label for i, t in half.typed.items()} == labels
+
+
+def test_a_batch_s_typing_pickles_as_arrays_and_comes_back_equal(builtin):
+    """A worker's BatchEvidence travels pickled, its typing packed as arrays: what arrives is equal
+    to what left (the same reads in the same order, matches of Python ints), with reads no
+    reference places, named by their seeds or not, and a batch with no read typed."""
+    index, protein, typer = builtin
+    seqs = fastq_seqs(DATA / "viral_report" / "mix.fq.gz")
+    got = EvidenceWork(index, protein, CallingRule(), typer, 50)(join(seqs))
+    assert len(got.typed) > 100
+    got.typed[len(seqs)] = ReadType(None, "HCV (unplaced)", "HCV")
+    got.typed[len(seqs) + 1] = ReadType(None, "unplaced", None)
+    got.typed[-5] = ReadType(TypeHits([Hit("HPV16", 0, 7900, 8050, 150), Hit("HPV16_v2", 2, 7899, 8049, 150)]),
+                             "HPV16", None)
+    back = pickle.loads(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
+    assert list(back.typed) == list(got.typed) and back.typed == got.typed
+    assert all(type(v) is int for t in back.typed.values() if t.placed for h in t.placed.hits for v in h[1:])
+    for name in ("hits", "clean", "bits"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(got, name))
+    empty = BatchEvidence(got.hits[:0], got.clean[:0], got.bits[:0], {})
+    assert pickle.loads(pickle.dumps(empty)).typed == {}

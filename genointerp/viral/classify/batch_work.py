@@ -24,7 +24,7 @@ from genointerp.seq.joined import encode_text, join
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import KmerIndex
 from genointerp.viral.evidence.protein import ProteinIndex
-from genointerp.viral.typing.typer import ReadType, Typer, type_reads
+from genointerp.viral.typing.typer import Hit, ReadType, Typer, TypeHits, type_reads
 
 
 @dataclass
@@ -37,6 +37,47 @@ class BatchEvidence:
     clean: np.ndarray
     bits: np.ndarray
     typed: dict[int, ReadType]
+
+    def __getstate__(self) -> dict:
+        """Pickled with the typing as arrays (a worker sends every batch to the job's process):
+        an all-viral batch's tens of thousands of matches pickled one object at a time cost about
+        a quarter of the batch's own work, each way."""
+        state = dict(self.__dict__)
+        state["typed"] = pack_typed(self.typed)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        state["typed"] = unpack_typed(state["typed"])
+        self.__dict__.update(state)
+
+
+def pack_typed(typed: dict[int, ReadType]) -> tuple:
+    """The typing of a batch's reads as a few arrays and lists (`unpack_typed` rebuilds it equal):
+    per read its index, label, named virus and number of matches (-1: not placed); per match its
+    reference (an index into the names) and numbers."""
+    refs: dict[str, int] = {}
+    count, ref, numbers = [], [], []
+    for read_type in typed.values():
+        placed = read_type.placed
+        count.append(-1 if placed is None else len(placed.hits))
+        for hit in placed.hits if placed is not None else ():
+            ref.append(refs.setdefault(hit.ref, len(refs)))
+            numbers.append(hit[1:])
+    return (np.fromiter(typed, np.int64, len(typed)), [t.label for t in typed.values()],
+            [t.named for t in typed.values()], np.array(count, np.int64), list(refs), np.array(ref, np.int64),
+            np.array(numbers, np.int64).reshape(-1, len(Hit._fields) - 1))
+
+
+def unpack_typed(packed: tuple) -> dict[int, ReadType]:
+    reads, labels, named, count, names, ref, numbers = packed
+    hits = [Hit(names[r], *rest) for r, rest in zip(ref.tolist(), numbers.tolist())]
+    typed, at = {}, 0
+    for read, label, virus, n in zip(reads.tolist(), labels, named, count.tolist()):
+        placed = None if n < 0 else TypeHits(hits[at : at + n])
+        at += max(n, 0)
+        typed[read] = ReadType(placed, label, virus)
+    return typed
 
 
 class EvidenceWork:
