@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -52,6 +53,9 @@ class Hit(NamedTuple):
     aligned: int  # read bases in the alignment
 
 
+_new_hit = partial(tuple.__new__, Hit)  # Hit(*row) of a row tuple, without Python's call of Hit.__new__
+
+
 @dataclass
 class TypeHits:
     """A read's matches within MARGIN of its best, sorted by (edits, reference name)."""
@@ -70,6 +74,7 @@ class Typer:
     def __init__(self, model_dir: str, index, log) -> None:
         self.model_dir, self.index, self.log = model_dir, index, log
         self._panel = None
+        self._display: dict[str, str] | None = None  # reference -> its type's display name
         self._spans: ContigSpans | None | bool = False  # False: not looked at yet
 
     @property
@@ -120,11 +125,13 @@ class Typer:
                                self.index.settings.k, MARGIN)
         got = best_per_contig(found, spans, lengths, self._rank, MARGIN)
         names, cut = self._names, np.searchsorted(got.read, np.arange(lengths.size + 1))
-        contig, edits, r_st, r_en, aligned = (a.tolist() for a in (got.contig, got.edits, got.r_st, got.r_en,
-                                                                    got.aligned))
+        refs = [names[c] for c in got.contig.tolist()]
+        # every match built at once, in C (tuple.__new__ over the columns), then each read's slice
+        hits = list(map(_new_hit, zip(refs, got.edits.tolist(), got.r_st.tolist(), got.r_en.tolist(),
+                                      got.aligned.tolist())))
+        cut = cut.tolist()
         for i in np.flatnonzero(got.placed).tolist():
-            out[short[i]] = TypeHits([Hit(names[contig[j]], edits[j], r_st[j], r_en[j], aligned[j])
-                                      for j in range(cut[i], cut[i + 1])])
+            out[short[i]] = TypeHits(hits[cut[i] : cut[i + 1]])
         return out
 
     def place(self, seq: str) -> TypeHits | None:
@@ -153,7 +160,10 @@ class Typer:
         """The read's best type, or its tied types joined by ',' (sorted); 'unplaced' without one."""
         if placed is None:
             return "unplaced"
-        return ",".join(sorted({self.type_of(h.ref) for h in placed.hits if h.edits == placed.best}))
+        if self._display is None:  # each reference's type, looked up once
+            self._display = {name: ref.naming.display for name, ref in self.panel.refs.items()}
+        display, best = self._display, placed.hits[0].edits
+        return ",".join(sorted({display[h.ref] for h in placed.hits if h.edits == best}))
 
 
 def _only(keep: np.ndarray, starts, lengths, first, at, slot, flip) -> tuple:
