@@ -481,5 +481,10 @@ def test_forward_pair_equals_two_forwards(monkeypatch, scan):
                     torch.testing.assert_close(r, model(xr), rtol=0, atol=0)
                     torch.testing.assert_close(a, model(xa), rtol=1e-5, atol=1e-5)
                     assert [x is not None for x in local] == stages_local
+            # ism's pass: one reference window against several mutations of it, broadcast
+            one = torch.cat([changed([p])[:1] for p in (500, 512, 530)] + [ref[:1]])
+            r, a = model.forward_pair(ref[:1], one)
+            assert r.shape[0] == 1 and a.shape[0] == 4 and local[-1] is not None
+            torch.testing.assert_close(a, model(one), rtol=1e-5, atol=1e-5)
     finally:
         torch.set_num_threads(threads)

@@ -69,6 +69,7 @@ class MotifScan(nn.Module):
         k = self.pwm.shape[2]
         j0 = max((p0 - k + 1 - self.first) // self.bin_size, 0)
         j1 = min((p1 - 1 - self.first) // self.bin_size + 1, self.target_bins + 2)
+        ref_best = ref_best.expand(b, -1, -1)  # one reference window may stand for all of x's
         if j0 >= j1:
             return ref_best.clone()
         lo, hi = self.first + j0 * self.bin_size, self.first + j1 * self.bin_size + k - 1

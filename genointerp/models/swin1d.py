@@ -150,13 +150,14 @@ class Swin1DBlock(nn.Module):
         m0, m1 = a2 - a2 % 2, b2 + b2 % 2  # whole token pairs for the merge
         if a2 < 0 or b2 > n or m1 > n:
             return None
-        x = x_in[:, a1:b1].clone()
+        n_alt = v.shape[0]  # the recorded run may be one window (broadcast) or as many as v
+        x = x_in[:, a1:b1].expand(n_alt, -1, -1).clone()
         x[:, a - a1:b - a1] = v
         mid = self.first_half(x)
-        x = x_mid[:, a2:b2].clone()
+        x = x_mid[:, a2:b2].expand(n_alt, -1, -1).clone()
         x[:, a1 - a2:b1 - a2] = mid
         pre = self.second_half(x, aligned=True)
-        x = x_pre[:, m0:m1].clone()
+        x = x_pre[:, m0:m1].expand(n_alt, -1, -1).clone()
         x[:, a2 - m0:b2 - m0] = pre
         return (m0 // 2, m1 // 2), self.merged(x)
 
@@ -209,7 +210,8 @@ class GenomicInterpreter(nn.Module):
         stage), the rest taken from the reference's run; a stage whose reach would wrap round the
         window's ends runs whole, as do the stages after it. The alternate rates equal
         forward(x_alt) up to float rounding (the sums are taken over other shapes); the shapes
-        depend only on the bases of the windows given, never on how they were batched."""
+        depend only on the bases of the windows given, never on how they were batched. x_ref may
+        be one window against B alternates (ism's mutations of one window): its run is broadcast."""
         diff = torch.nonzero((x_ref != x_alt).any(-1).any(0))[:, 0]
         states = []
         h = self.tokens(self.stem(x_ref).transpose(1, 2))
@@ -221,8 +223,9 @@ class GenomicInterpreter(nn.Module):
         scan = self.output.scan
         ref_best = scan.best_match(x_ref) if scan is not None else None
         ref = self.head(h, x_ref, ref_best)
+        n_alt = x_alt.shape[0]
         if not len(diff):
-            return ref, ref.clone()
+            return ref, ref.expand(n_alt, -1, -1).clone()
         alt_best = scan.best_match_changed(x_alt, ref_best, int(diff[0]), int(diff[-1]) + 1) if scan is not None else None
         a, b = self.stem.reach(int(diff[0]), int(diff[-1]) + 1)
         v = self.stem.tokens_between(x_alt, a, b)
@@ -239,11 +242,11 @@ class GenomicInterpreter(nn.Module):
                 if got is not None:
                     (a, b), v = got
                     continue
-                whole = st[0].clone()
+                whole = st[0].expand(n_alt, -1, -1).clone()
                 whole[:, a:b] = v
             whole = block(whole)
         if whole is None:
-            whole = h.clone()
+            whole = h.expand(n_alt, -1, -1).clone()
             whole[:, a:b] = v
         return ref, self.head(whole, x_alt, alt_best)
 
