@@ -70,6 +70,15 @@ def run_cli(*args, input=None, env=None, catch_exceptions=False):
     return _RUNNER.invoke(app, [str(a) for a in args], input=input, env=env, catch_exceptions=catch_exceptions)
 
 
+def train_into(tmp_path_factory, name: str, *args) -> Path:
+    """`genointerp ARGS -o OUT` into a fresh temporary folder named `name`; OUT after a clean exit
+    (a module fixture's trained model: a failed training shows its output, not a later missing file)."""
+    out = tmp_path_factory.mktemp(name) / name
+    res = run_cli(*args, "-o", out)
+    assert res.exit_code == 0, res.output
+    return out
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -13,7 +13,7 @@ import numpy as np
 import pyBigWig
 import pytest
 
-from conftest import DATA, assert_one_error_line, run_cli
+from conftest import DATA, assert_one_error_line, train_into
 
 TRACKS = DATA / "tracks"
 FASTA, TARGETS = TRACKS / "ref.fa.gz", TRACKS / "targets.tsv"
@@ -26,10 +26,7 @@ AP1 = "chr1\t860\t880\tap1\n"  # 20 bp around the AP-1 site TGACTCA at chr1:868-
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ism") / "tiny"
-    res = run_cli("train-tracks", "-R", FASTA, "--targets", TARGETS, *TINY, "-o", out)
-    assert res.exit_code == 0, res.output
-    return out
+    return train_into(tmp_path_factory, "tiny", "train-tracks", "-R", FASTA, "--targets", TARGETS, *TINY)
 
 
 def ism(cli, model, bed_text: str, out: Path, *extra):

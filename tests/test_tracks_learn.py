@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from conftest import DATA, read_tsv, run_cli
+from conftest import DATA, read_tsv, run_cli, train_into
 
 PLANTED = DATA / "tracks_planted"
 FASTA, TARGETS = PLANTED / "genome.fa.gz", PLANTED / "targets.tsv"
@@ -27,10 +27,7 @@ RECIPE = ["--valid-chroms", "chr2", "--test-chroms", "chr3", "--seq-len", 512, "
 
 @pytest.fixture(scope="module")
 def learnt(tmp_path_factory):
-    out = tmp_path_factory.mktemp("learn") / "swin"
-    res = run_cli("train-tracks", "-R", FASTA, "--targets", TARGETS, *RECIPE, "-o", out)
-    assert res.exit_code == 0, res.output
-    return out
+    return train_into(tmp_path_factory, "swin", "train-tracks", "-R", FASTA, "--targets", TARGETS, *RECIPE)
 
 
 def test_tiny_swin1d_learns_the_planted_track(learnt):
