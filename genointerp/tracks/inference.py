@@ -36,6 +36,24 @@ def window_batch(ref, chrom: str, starts: np.ndarray, seq_len: int) -> np.ndarra
     return one_hot(np.stack([ref.codes(chrom, int(s), int(s) + seq_len) for s in starts]))
 
 
+def _averaged_passes(run, arrays: list[np.ndarray], device: str, precision: str, rc_average: bool,
+                     shifts: tuple[int, ...]) -> list[np.ndarray]:
+    """The mean over `shifts` (and, with rc_average, the reverse-complement passes, bins flipped
+    back) of `run`: one-hot tensors (B, seq_len, 4), one per array -> float (B, bins, T) outputs.
+    Passes are summed in this fixed order per window, so a window's values do not depend on the
+    batch it is in. -> float32 (B, bins, T) per output."""
+    totals = None
+    with torch.inference_mode(), autocast(device, precision):
+        for s in shifts:
+            xs = [torch.from_numpy(shifted(x, s)).to(device) for x in arrays]
+            outs = [o.float() for o in run(*xs)]
+            if rc_average:
+                outs = [o + r.float().flip(1) for o, r in zip(outs, run(*(x.flip(1, 2) for x in xs)))]
+            totals = outs if totals is None else [t + o for t, o in zip(totals, outs)]
+    n = len(shifts) * (2 if rc_average else 1)
+    return [(t / n).cpu().numpy() for t in totals]
+
+
 def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average: bool,
                   shifts: tuple[int, ...] = (0,)) -> np.ndarray:
     """float32 (B, bins, T) for one-hot x (B, seq_len, 4); with rc_average the mean of the forward
@@ -43,15 +61,7 @@ def predict_rates(model, x: np.ndarray, device: str, precision: str, rc_average:
     learnt, and over `shifts` (bp) the mean of the passes on x moved by each (tracks.inference.shifted;
     Basenji's --shifts): 2 * len(shifts) passes at most, summed in this fixed order per window, so
     each window's values do not depend on the batch it is in."""
-    total = None
-    with torch.inference_mode(), autocast(device, precision):
-        for s in shifts:
-            xt = torch.from_numpy(shifted(x, s)).to(device)
-            out = model(xt).float()
-            if rc_average:
-                out = out + model(xt.flip(1, 2)).float().flip(1)
-            total = out if total is None else total + out
-    return (total / (len(shifts) * (2 if rc_average else 1))).cpu().numpy()
+    return _averaged_passes(lambda xt: (model(xt),), [x], device, precision, rc_average, shifts)[0]
 
 
 def predict_pair_rates(model, x_ref: np.ndarray, x_alt: np.ndarray, device: str, precision: str, rc_average: bool,
@@ -63,19 +73,8 @@ def predict_pair_rates(model, x_ref: np.ndarray, x_alt: np.ndarray, device: str,
     if not hasattr(model, "forward_pair"):
         pred = predict_rates(model, np.concatenate([x_ref, x_alt]), device, precision, rc_average, shifts)
         return pred[:len(x_ref)], pred[len(x_ref):]
-    ref_total = alt_total = None
-    with torch.inference_mode(), autocast(device, precision):
-        for s in shifts:
-            xr = torch.from_numpy(shifted(x_ref, s)).to(device)
-            xa = torch.from_numpy(shifted(x_alt, s)).to(device)
-            r, a = (t.float() for t in model.forward_pair(xr, xa))
-            if rc_average:
-                rr, ra = model.forward_pair(xr.flip(1, 2), xa.flip(1, 2))
-                r, a = r + rr.float().flip(1), a + ra.float().flip(1)
-            ref_total = r if ref_total is None else ref_total + r
-            alt_total = a if alt_total is None else alt_total + a
-    n = len(shifts) * (2 if rc_average else 1)
-    return (ref_total / n).cpu().numpy(), (alt_total / n).cpu().numpy()
+    ref, alt = _averaged_passes(model.forward_pair, [x_ref, x_alt], device, precision, rc_average, shifts)
+    return ref, alt
 
 
 def predict_run(model, window: dict, ref, chrom: str, starts: np.ndarray, run_start: int, n_bins: int,
