@@ -42,6 +42,8 @@ def commands(w: Path) -> list[list[str]]:
                                  check=True).stdout
     samples = next(line for line in vcf_samples.splitlines() if line.startswith("#CHROM")).split("\t")[9:]
     pheno.write_text("sample\tstatus\n" + "".join(f"{s}\t{'case' if i % 2 else 'control'}\n" for i, s in enumerate(samples)))
+    ism_bed = w / "ism.bed"
+    ism_bed.write_text("20\t50000\t50040\n")
     small_tracks = ["--seq-len", "1024", "--bin-size", "32", "--target-bins", "16", "--width", "16", "--batch-size",
                     "8", "--epochs", "2", "--seed", "2", "--device", "cpu"]
     return [
@@ -65,6 +67,10 @@ def commands(w: Path) -> list[list[str]]:
          "--bedgraph", "--tsv", "--device", "cpu", "-o", "pred"],
         ["predict-tracks", "-R", str(DATA / "chr20_slice.fa.gz"), "--chroms", "20", "--device", "cpu",
          "-o", "pred_builtin"],
+        ["score-variants", str(DATA / "chr20_variants.vcf"), "-R", str(DATA / "chr20_slice.fa.gz"), "--rc-average",
+         "--shifts", "-1,0,1", "--device", "cpu", "-o", "variants.tsv"],
+        ["ism", "--regions", str(ism_bed), "-R", str(DATA / "chr20_slice.fa.gz"), "--rc-average", "--device", "cpu",
+         "-o", "ism_builtin"],
         ["evaluate-tracks", "-m", "tracks", "-m", "tracks_cnn", "-R", str(TRACKS / "ref.fa.gz"), "--targets",
          str(TRACKS / "targets.tsv"), "--chroms", "chr2", "--device", "cpu", "-o", "eval.tsv"],
         ["attn-maps", "-m", "tracks", "-R", str(TRACKS / "ref.fa.gz"), "--region", "chr1:20480-21504",
