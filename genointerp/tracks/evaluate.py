@@ -26,7 +26,7 @@ from genointerp.tracks.data import (SplitRule, WindowGeometry, assign_splits, ba
 from genointerp.tracks.inference import load_track_model, predict_run
 from genointerp.tracks.pearson import plot_pearson_scatter, plot_region, write_evaluation_tsv
 from genointerp.tracks.task import evaluate
-from genointerp.tracks.tiling import parse_shifts, plan_windows, shifts_option
+from genointerp.tracks.tiling import parse_shifts, plan_windows, rc_average_option, shifts_option
 
 FIT_HINT = ("the cpg/gc controls are fitted per track on training data: give --fit-regions BED or --fit-chroms "
             "(the model's training regions)")
@@ -67,10 +67,7 @@ class EvaluateTracksRequest:
     fit_chroms: list[str] = opt(
         [], "--fit-chroms", cli_type=str | None, parse=options.comma_list,
         help='Training chromosomes the controls are fitted on (with --basenji: its train split).')  # ... or training chromosomes; a Basenji set's train split
-    rc_average: bool = opt(
-        False, "--rc-average",
-        help=("Score the models' mean of the forward and reverse-complement predictions (predict-tracks "
-              '--rc-average; twice the time).'))
+    rc_average: bool = rc_average_option()
     shifts: str = shifts_option()
     batch_size: int = options.batch_size(8)
     device: str = options.device()

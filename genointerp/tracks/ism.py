@@ -54,7 +54,7 @@ from genointerp.runtime import job_device, use_threads
 from genointerp.seq.alphabet import N_CODE
 from genointerp.seq.onehot import one_hot
 from genointerp.tracks.inference import load_track_model, predict_pair_rates, predict_rates
-from genointerp.tracks.tiling import parse_shifts, shifts_option, track_model_option
+from genointerp.tracks.tiling import parse_shifts, rc_average_option, shifts_option, track_model_option
 
 MAX_REGION = 5_000  # bp per region: 3 x 5,000 windows through the model
 BLOCK = 16  # windows per forward pass, fixed (see the module's docstring)
@@ -83,9 +83,7 @@ class IsmRequest:
         False, "--figure",
         help=('Also draw <track id>.ism.png: the reference bases of the region with the largest total importance, '
               'as letters as tall as their importance.'))
-    rc_average: bool = opt(
-        False, "--rc-average",
-        help='Score the mean of the forward and reverse-complement predictions (twice the time).')
+    rc_average: bool = rc_average_option()
     shifts: str = shifts_option()
     batch_size: int = options.batch_size(
         64,

@@ -20,7 +20,8 @@ from genointerp.runtime import job_device, use_threads
 from genointerp.seq.alphabet import N_CODE
 from genointerp.tracks.inference import load_track_model, predict_run
 from genointerp.tracks.peaks import call_peaks_all
-from genointerp.tracks.tiling import merge_regions, parse_shifts, plan_windows, shifts_option, track_model_option
+from genointerp.tracks.tiling import (merge_regions, parse_shifts, plan_windows,
+                                       rc_average_option, shifts_option, track_model_option)
 
 
 @dataclass
@@ -39,7 +40,7 @@ class PredictTracksRequest:
     overlap_bins: int | None = opt(
         None, "--overlap-bins", min=0,
         help="Bins shared by neighbouring windows (default: a quarter of the model's).")  # default: a quarter of the model's target bins
-    rc_average: bool = opt(False, "--rc-average", help='Average the forward and reverse-complement predictions.')
+    rc_average: bool = rc_average_option()
     shifts: str = shifts_option()
     peak_threshold: float | None = opt(
         None, "--peak-threshold",

@@ -239,6 +239,12 @@ def shifts_option():
                        "window moved by each are averaged (Basenji's --shifts; one pass per shift, with --rc-average two).")
 
 
+def rc_average_option():
+    """--rc-average (default off): the mean of the forward and reverse-complement passes."""
+    return options.opt(False, "--rc-average", help="Average the forward and reverse-complement predictions (the "
+                       "reverse strand's bins flipped back; twice the time).")
+
+
 def track_model_option():
     """-m/--model of the commands that run a track model (default: the built-in one)."""
     return options.model("Model directory from train-tracks (default: the built-in chr20 TF ChIP-seq model).")

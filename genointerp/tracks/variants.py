@@ -48,7 +48,8 @@ from genointerp.job import one_stdout
 from genointerp.options import arg, opt
 from genointerp.report import Reporter
 from genointerp.runtime import job_device, use_threads
-from genointerp.tracks.tiling import merge_regions, parse_shifts, shifts_option, track_model_option
+from genointerp.tracks.tiling import (merge_regions, parse_shifts,
+                                       rc_average_option, shifts_option, track_model_option)
 from genointerp.tracks.variant_windows import PSEUDOCOUNT, Geometry, allele_scores, allele_windows
 
 # variant alleles per forward pass: chunks and steps are whole blocks. 32: on the built-in model
@@ -100,9 +101,7 @@ class ScoreVariantsRequest:
     center_bins: int = opt(
         1, "--center-bins", min=0,
         help="center_diff sums alt - ref over the variant's bin and this many bins each side.")
-    rc_average: bool = opt(
-        False, "--rc-average",
-        help='Average the forward and reverse-complement predictions (twice the time).')
+    rc_average: bool = rc_average_option()
     shifts: str = shifts_option()
     strict: bool = opt(
         False, "--strict",
