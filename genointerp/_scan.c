@@ -1077,6 +1077,106 @@ done:
     return result;
 }
 
+/* The typing EM over compatibility classes (genointerp.viral.typing.typer.run_em), its numpy loop's
+ * arithmetic in its order (typer.em_steps_numpy), so the same bytes. Class c's hits are
+ * first[c]:first[c + 1] (classes one after another, as run_em lays them out). Per step, each hit's
+ * weight w = abundance[ref] * like; its class's sum of them, from 0.0 hit by hit (np.bincount's
+ * order); its posterior w / that sum; each reference's new abundance, the sum of posterior *
+ * weight (the class's reads) over the hits in order, from 0.0, over n. It stops after
+ * `iterations` steps, or once no abundance moved by `tolerance` or more (a NaN keeps it going,
+ * as numpy's max does). `abundance` (r,) is updated in place and `posterior` (h,) gets the last
+ * abundance's posteriors; returns the steps taken. Class by class in one pass, where numpy made
+ * eight arrays of the hits a step. */
+static PyObject *em_classes(PyObject *self, PyObject *args) {
+    Py_buffer first_b, ref_b, like_b, weight_b, abundance_b, posterior_b;
+    Py_ssize_t n;
+    int iterations;
+    double tolerance;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nidw*w*", &first_b, &ref_b, &like_b, &weight_b, &n, &iterations, &tolerance,
+                          &abundance_b, &posterior_b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t h = ref_b.len / 8, r = abundance_b.len / 8, classes = first_b.len / 8 - 1;
+    double *fresh = NULL;
+    if (first_b.len % 8 || classes < 0 || ref_b.len != 8 * h || like_b.len != 8 * h || weight_b.len != 8 * h ||
+        posterior_b.len != 8 * h || abundance_b.len != 8 * r || n < 1 || iterations < 0) {
+        PyErr_SetString(PyExc_ValueError, "em_classes: arguments of the wrong size");
+        goto done;
+    }
+    const int64_t *first = (const int64_t *)first_b.buf, *ref = (const int64_t *)ref_b.buf;
+    const double *like = (const double *)like_b.buf, *weight = (const double *)weight_b.buf;
+    double *abundance = (double *)abundance_b.buf, *posterior = (double *)posterior_b.buf;
+    if (first[0] != 0 || first[classes] != h) {
+        PyErr_SetString(PyExc_ValueError, "em_classes: the classes do not cover the hits");
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < classes; c++)
+        if (first[c + 1] < first[c]) {
+            PyErr_SetString(PyExc_ValueError, "em_classes: the classes' hits out of order");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < h; i++)
+        if (ref[i] < 0 || ref[i] >= r) {
+            PyErr_SetString(PyExc_ValueError, "em_classes: a reference out of range");
+            goto done;
+        }
+    fresh = (double *)malloc(sizeof(double) * (r > 0 ? r : 1));
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int it = 0;
+    const double count = (double)n;
+    Py_BEGIN_ALLOW_THREADS
+    for (int step = 0; step <= iterations; step++) {
+        const int last = step == iterations; /* only the last abundance's posteriors */
+        for (Py_ssize_t j = 0; j < r; j++)
+            fresh[j] = 0.0;
+        for (Py_ssize_t c = 0; c < classes; c++) {
+            const Py_ssize_t a = first[c], b = first[c + 1];
+            double sum = 0.0;
+            for (Py_ssize_t i = a; i < b; i++) {
+                double w = abundance[ref[i]] * like[i];
+                posterior[i] = w;
+                sum += w;
+            }
+            for (Py_ssize_t i = a; i < b; i++) {
+                double p = posterior[i] / sum;
+                posterior[i] = p;
+                fresh[ref[i]] += p * weight[i];
+            }
+        }
+        if (last)
+            break;
+        double moved = 0.0;
+        int unsettled = 0; /* a NaN moved: numpy's max is NaN, never under the tolerance */
+        for (Py_ssize_t j = 0; j < r; j++) {
+            double v = fresh[j] / count, d = v - abundance[j];
+            d = d < 0 ? -d : d;
+            if (d != d)
+                unsettled = 1;
+            else if (d > moved)
+                moved = d;
+            abundance[j] = v;
+        }
+        it = step + 1;
+        if (!unsettled && moved < tolerance)
+            iterations = step + 1; /* one more pass: the posteriors of this abundance, then out */
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLong(it);
+done:
+    free(fresh);
+    PyBuffer_Release(&first_b);
+    PyBuffer_Release(&ref_b);
+    PyBuffer_Release(&like_b);
+    PyBuffer_Release(&weight_b);
+    PyBuffer_Release(&abundance_b);
+    PyBuffer_Release(&posterior_b);
+    return result;
+}
+
 /* Denormal floats flushed to zero (FTZ) and read as zero (DAZ) in the calling thread, as
  * torch.set_flush_denormal(True) does for torch: the folded XVir (genointerp.models.xvir_folded)
  * runs numpy in threads torch never touches, and a CPU that handles denormals in microcode slows
@@ -1100,6 +1200,7 @@ static PyMethodDef methods[] = {
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},
     {"window_entropy", window_entropy, METH_VARARGS, "The Shannon entropy of every window of rows of letter codes."},
+    {"em_classes", em_classes, METH_VARARGS, "The typing EM's steps over compatibility classes."},
     {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,14 +1,19 @@
 """The typing EM over compatibility classes (genointerp.viral.typing.typer.run_em) against the EM
 read by read: the same abundances and posteriors (to rounding: the sums run over classes), the
-same matches in the same order, and classes that depend on nothing but each read's matches; and
-the report's coverage count against a base-by-base mask."""
+same matches in the same order, and classes that depend on nothing but each read's matches; its
+compiled steps against their numpy loop (the same bytes); the report's type rows on arrays against
+their definition read by read (the same numbers); and the report's coverage count against a
+base-by-base mask."""
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits,
-                                           compatibility_classes, covered_bases, run_em)
+from genointerp import _scan
+from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits, TypeRow,
+                                           class_of_reads, compatibility_classes, covered_bases, em_steps_numpy,
+                                           flat_hits, run_em, type_rows)
 
 
 def per_read_em(placed):
@@ -85,3 +90,89 @@ def test_covered_bases_count_what_marking_each_base_counts():
         for a, b in spans:
             mask[np.arange(a, b) % length] = True
         assert covered_bases(spans, length) == int(mask.sum())
+
+
+def test_classes_on_arrays_are_the_classes_of_tuples():
+    placed = sample(5)
+    refs = sorted({h.ref for p in placed for h in p.hits})
+    index = {r: i for i, r in enumerate(refs)}
+    of, classes = compatibility_classes(placed, index)
+    names, hits = flat_hits(placed)
+    ref = np.array([index[r] for r in names], np.int64)
+    starts = np.r_[0, np.cumsum(hits.count)[:-1]]
+    got, first = class_of_reads(ref, hits.edits - np.repeat(hits.edits[starts], hits.count), hits.count)
+    np.testing.assert_array_equal(got, of)
+    assert [compatibility_classes([placed[i]], index)[1][0] for i in first.tolist()] == classes
+
+
+def test_the_compiled_em_steps_are_the_numpy_loop_byte_for_byte():
+    rng = np.random.default_rng(6)
+    for iterations in (0, 1, 7, EM_ITERATIONS):
+        size = rng.integers(1, 6, 300)
+        first = np.r_[0, np.cumsum(size)]
+        c_read = np.repeat(np.arange(size.size), size)
+        c_ref = rng.integers(0, 40, first[-1])
+        like = np.exp(-rng.integers(0, 7, first[-1]) * math.log((1 - ERROR_RATE) / ERROR_RATE))
+        weight = rng.integers(1, 30, size.size).astype(np.float64)[c_read]
+        n = int(weight[first[:-1]].sum())
+        start = np.full(40, 1 / 40)
+        want_abundance, want_posterior, want_steps = em_steps_numpy(c_read, c_ref, like, weight, size.size, n,
+                                                                    iterations, EM_TOLERANCE, start.copy())
+        abundance, posterior = start.copy(), np.empty_like(like)
+        steps = _scan.em_classes(first, c_ref, like, weight, n, iterations, EM_TOLERANCE, abundance, posterior)
+        assert steps == want_steps
+        assert abundance.tobytes() == want_abundance.tobytes() and posterior.tobytes() == want_posterior.tobytes()
+
+
+class _Name(NamedTuple):
+    virus: str
+    display: str
+
+
+def type_rows_by_read(placed, em, naming, lengths):
+    """The report's type rows read by read: the definition of typer.type_rows."""
+    types = sorted({naming[r].display for r in em.refs})
+    t_index = {t: i for i, t in enumerate(types)}
+    ref_type = np.array([t_index[naming[r].display] for r in em.refs], dtype=np.int64)
+    hit_type = ref_type[em.ref]
+    n = max(len(placed), 1)
+    keys, inverse = np.unique(hit_type * n + em.read, return_inverse=True)
+    share = np.bincount(inverse.ravel(), em.posterior, keys.size)
+    pair_type, pair_read = keys // n, keys % n
+    kinds = [[naming[h.ref].display for h in p.hits] for p in placed]
+    rows = []
+    for t, name in enumerate(types):
+        members = [i for i, rt in enumerate(ref_type.tolist()) if rt == t]
+        lead_ref = em.refs[min(members, key=lambda i: (-em.abundance[i], em.refs[i]))]
+        mask = pair_type == t
+        depth_bases, spans, unique, shared = 0.0, [], 0, {}
+        for i, w in zip(pair_read[mask].tolist(), share[mask].tolist()):
+            hits, kind = placed[i].hits, kinds[i]
+            others = set(kind) - {name}
+            unique += not others
+            for o in others:
+                shared[o] = shared.get(o, 0) + 1
+            depth_bases += w * hits[kind.index(name)].aligned  # its first match on the type
+            on_lead = next((h for h in hits if h.ref == lead_ref), None)
+            if w >= 0.5 and on_lead is not None:
+                spans.append((on_lead.r_st, on_lead.r_en))
+        length = lengths[lead_ref]
+        rows.append(TypeRow(naming[lead_ref].virus, name, float(share[mask].sum()), unique,
+                            covered_bases(spans, length), length, depth_bases / length, lead_ref, int(mask.sum()),
+                            dict(sorted(shared.items()))))
+    rows.sort(key=lambda r: (-round(r.reads, 6), r.type))
+    return rows
+
+
+def test_type_rows_on_arrays_are_the_rows_read_by_read():
+    rng = np.random.default_rng(7)
+    placed = []
+    for p in sample(8, 2000):  # starts on the genomes, some past a circular genome's end
+        placed.append(TypeHits([h._replace(r_en=h.r_st + int(rng.integers(100, 160))) for h in p.hits]))
+    em = run_em(placed)
+    naming = {r: _Name("HPV", r.split("_")[0]) for r in em.refs}
+    lengths = {r: 7000 + 50 * i for i, r in enumerate(em.refs)}
+    want = type_rows_by_read(placed, em, naming, lengths)
+    got = type_rows(placed, em, naming, lengths)
+    assert [repr(r) for r in got] == [repr(r) for r in want]
+    assert any(r.reads_shared for r in got) and any(r.unique_reads for r in got)

@@ -27,10 +27,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
 
+from genointerp import _scan
 from genointerp.viral.typing.diagonals import ContigSpans, best_per_contig, diagonal_edits
 from genointerp.viral.typing.naming import name_viruses, virus_label
 from genointerp.viral.typing.placement import LONG_READ, ViralPanel
@@ -206,6 +209,33 @@ class EMResult:
     ref: np.ndarray  # (H,) reference index of each hit
     posterior: np.ndarray  # (H,) the read's share on that reference
     iterations: int
+    hits: "FlatHits | None" = None  # the matches' numbers, in the order of read and ref (type_rows reads them)
+
+
+@dataclass(frozen=True)
+class FlatHits:
+    """Every match of a list of placed reads, one after another in the reads' order (each read's
+    in its own order), as arrays (H,) each: edits, r_st, r_en, aligned int64; and count int64 (n,),
+    each read's matches."""
+
+    edits: np.ndarray
+    r_st: np.ndarray
+    r_en: np.ndarray
+    aligned: np.ndarray
+    count: np.ndarray
+
+
+def flat_hits(placed: list[TypeHits]) -> tuple[list[str], FlatHits]:
+    """(each match's reference name, the matches' numbers) of `placed`, taken apart once: the EM
+    and the report's rows then work on arrays, not on a capture panel's half a million matches one
+    by one."""
+    count = np.fromiter((len(p.hits) for p in placed), np.int64, len(placed))
+    if not placed or not count.sum():
+        empty = np.zeros(0, np.int64)
+        return [], FlatHits(empty, empty, empty, empty, count)
+    rows = list(chain.from_iterable(p.hits for p in placed))  # (a zip(*rows) of them took 3-5 times as long)
+    return (list(map(itemgetter(0), rows)),
+            FlatHits(*(np.fromiter(map(itemgetter(j), rows), np.int64, len(rows)) for j in range(1, 5)), count))
 
 
 def compatibility_classes(placed: list[TypeHits], index: dict[str, int]) -> tuple[np.ndarray, list[tuple]]:
@@ -221,43 +251,69 @@ def compatibility_classes(placed: list[TypeHits], index: dict[str, int]) -> tupl
     return of, list(keys)
 
 
+def class_of_reads(ref: np.ndarray, behind: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`compatibility_classes` on arrays: ref and behind int64 (H,) (each match's reference index
+    and edits behind its read's best, the reads' matches one after another), count int64 (n,);
+    returns (class int64 (n,), in order of first appearance; the first read of each class, int64).
+    Each read's matches are one byte string (16 bytes a match), so two reads share a key exactly
+    where their tuples of (reference, edits behind) are equal."""
+    text = np.stack([ref, behind], axis=1).astype(np.int64).tobytes()
+    cut = (np.r_[0, np.cumsum(count)] * 16).tolist()
+    keys: dict[bytes, int] = {}
+    of = np.fromiter((keys.setdefault(text[a:b], len(keys)) for a, b in zip(cut[:-1], cut[1:])), np.int64, count.size)
+    _, first = np.unique(of, return_index=True)
+    return of, first
+
+
 def run_em(placed: list[TypeHits], read_lengths: list[int] | None = None) -> EMResult:
     """Abundances of the references, and each read's posterior over its matches.
 
     Reads of one compatibility class (`compatibility_classes`: the same references at the same
     edits behind their best) have the same likelihoods, hence the same posterior: the EM runs over
     the classes, each weighed by its reads (as kallisto does), and each read takes its class's
-    posterior. A capture panel's 100,000 reads of a few types make a few thousand classes."""
-    refs = sorted({h.ref for p in placed for h in p.hits})
+    posterior. A capture panel's 100,000 reads of a few types make a few thousand classes. The
+    steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order)."""
+    names, hits = flat_hits(placed)
+    refs = sorted(set(names))
     index = {r: i for i, r in enumerate(refs)}
     n, r = len(placed), len(refs)
     if n == 0:
         empty = np.zeros(0, np.int64)
-        return EMResult(refs, np.zeros(0), empty, empty, np.zeros(0), 0)
-    of, classes = compatibility_classes(placed, index)
-    size = np.array([len(c) for c in classes], np.int64)
-    c_read = np.repeat(np.arange(len(classes)), size)  # (class hits,)
-    c_ref = np.array([ref for c in classes for ref, _ in c], np.int64)
-    edits = np.array([e for c in classes for _, e in c], np.float64)
-    weight = np.bincount(of, minlength=len(classes)).astype(np.float64)[c_read]  # the class's reads
+        return EMResult(refs, np.zeros(0), empty, empty, np.zeros(0), 0, hits)
+    ref = np.fromiter(map(index.__getitem__, names), np.int64, len(names))
+    starts = np.r_[0, np.cumsum(hits.count)[:-1]]
+    behind = hits.edits - np.repeat(hits.edits[starts], hits.count)  # each read's best is its first match
+    of, first_read = class_of_reads(ref, behind, hits.count)
+    size = hits.count[first_read]
+    take = np.arange(int(size.sum())) + np.repeat(starts[first_read] - np.r_[0, np.cumsum(size)][:-1], size)
+    c_read = np.repeat(np.arange(first_read.size), size)  # (class hits,)
+    c_ref, edits = ref[take], behind[take].astype(np.float64)
+    weight = np.bincount(of, minlength=first_read.size).astype(np.float64)[c_read]  # the class's reads
     like = np.exp(-edits * math.log((1 - ERROR_RATE) / ERROR_RATE))  # relative to the read's best
     abundance = np.full(r, 1.0 / r)
-    it = 0
-    for it in range(1, EM_ITERATIONS + 1):
+    posterior = np.empty_like(like)
+    class_first = np.r_[0, np.cumsum(size)]  # class c's hits: class_first[c]:class_first[c + 1]
+    it = _scan.em_classes(class_first, c_ref, like, weight, n, EM_ITERATIONS, EM_TOLERANCE, abundance, posterior)
+    # each read's matches are its class's, in order (the same references as its own)
+    class_first = class_first[:-1]
+    hit = np.arange(ref.size) + np.repeat(class_first[of] - starts, hits.count)
+    return EMResult(refs, abundance, np.repeat(np.arange(n), hits.count), c_ref[hit], posterior[hit], it, hits)
+
+
+def em_steps_numpy(c_read: np.ndarray, c_ref: np.ndarray, like: np.ndarray, weight: np.ndarray, classes: int, n: int,
+                   iterations: int, tolerance: float, abundance: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The definition of genointerp._scan.em_classes (for tests): (abundance, posterior, steps)."""
+    r, it = abundance.size, 0
+    for it in range(1, iterations + 1):
         w = abundance[c_ref] * like
-        posterior = w / np.bincount(c_read, w, len(classes))[c_read]
+        posterior = w / np.bincount(c_read, w, classes)[c_read]
         new = np.bincount(c_ref, posterior * weight, r) / n
         moved = float(np.abs(new - abundance).max())
         abundance = new
-        if moved < EM_TOLERANCE:
+        if moved < tolerance:
             break
     w = abundance[c_ref] * like
-    posterior = w / np.bincount(c_read, w, len(classes))[c_read]
-    # each read's matches: its class's, in order
-    first = np.r_[0, np.cumsum(size)]
-    count = size[of]
-    hit = np.arange(int(count.sum())) + np.repeat(first[of] - np.r_[0, np.cumsum(count)][:-1], count)
-    return EMResult(refs, abundance, np.repeat(np.arange(n), count), c_ref[hit], posterior[hit], it)
+    return abundance, w / np.bincount(c_read, w, classes)[c_read], it
 
 
 @dataclass
@@ -280,6 +336,13 @@ def covered_bases(spans: list[tuple[int, int]], length: int) -> int:
     if not spans:
         return 0
     st, en = np.array(spans, np.int64).T
+    return _covered(st, en, length)
+
+
+def _covered(st: np.ndarray, en: np.ndarray, length: int) -> int:
+    """covered_bases of stretches st, en int64 (s,)."""
+    if not st.size:
+        return 0
     diff = np.zeros(length + 1, np.int64)
     np.add.at(diff, st, 1)
     np.add.at(diff, np.minimum(en, length), -1)
@@ -289,47 +352,78 @@ def covered_bases(spans: list[tuple[int, int]], length: int) -> int:
     return int((np.cumsum(diff[:length]) > 0).sum())
 
 
-def type_rows(placed: list[TypeHits], em: EMResult, naming, lengths: dict[str, int]) -> list[TypeRow]:
+def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[TypeRow]:
     """Per type: EM reads, unique reads, coverage and depth on its lead reference. `naming`: ref ->
-    ViralName; `lengths`: ref -> genome length."""
+    ViralName; `lengths`: ref -> genome length. Computed on the EM's arrays of the matches
+    (`run_em`'s `hits`), type by type where tests/test_em_classes.py's definition goes read by read, the same numbers:
+    each type's reads and depth summed in the same order."""
+    hits = em.hits if em.hits is not None else flat_hits(placed)[1]
     types = sorted({naming[r].display for r in em.refs})
     t_index = {t: i for i, t in enumerate(types)}
     ref_type = np.array([t_index[naming[r].display] for r in em.refs], dtype=np.int64)
     hit_type = ref_type[em.ref]
-    n = max(len(placed), 1)
+    n, n_types = max(len(placed), 1), len(types)
     # a read's posterior summed over each type's references: (type, read) pairs, sorted
     keys, inverse = np.unique(hit_type * n + em.read, return_inverse=True)
-    share = np.bincount(inverse.ravel(), em.posterior, keys.size)
+    inverse = inverse.ravel()
+    share = np.bincount(inverse, em.posterior, keys.size)
     pair_type, pair_read = keys // n, keys % n
-    display = {r: naming[r].display for r in em.refs}
-    kinds = [[display[h.ref] for h in p.hits] for p in placed]  # each read's matches' types
+    bounds = np.searchsorted(pair_type, np.arange(n_types + 1)).tolist()  # each type's pairs
+    # each pair's first match (a read's first on the type): its aligned bases weigh the depth
+    _, pair_hit = np.unique(inverse, return_index=True)
+    depth_terms = share * hits.aligned[pair_hit]
+    # the types each read matches: a pair whose read matches no other type is unique to it;
+    # every other type the read matches counts it as shared
+    kinds = np.bincount(pair_read, minlength=n)
+    unique = np.bincount(pair_type[kinds[pair_read] == 1], minlength=n_types)
+    by_read = np.lexsort((pair_type, pair_read))
+    multi = by_read[kinds[pair_read[by_read]] > 1]
+    k = kinds[pair_read[multi]]
+    group_start = np.arange(multi.size) - _rank_in_group(pair_read[multi])
+    partner = multi[np.repeat(group_start, k) + _ranks(k)]
+    own = np.repeat(multi, k)
+    other = pair_type[partner] != pair_type[own]
+    shared_keys, shared_counts = np.unique(pair_type[own][other] * n_types + pair_type[partner][other],
+                                           return_counts=True)
+    shared_bounds = np.searchsorted(shared_keys // n_types, np.arange(n_types + 1)).tolist()
+    # each type's lead reference: the highest abundance, then the first name
+    lead_of = np.full(n_types, -1, np.int64)
+    order = np.lexsort((np.arange(len(em.refs)), -em.abundance, ref_type))
+    first_of_type = np.r_[True, ref_type[order][1:] != ref_type[order][:-1]]
+    lead_of[ref_type[order][first_of_type]] = order[first_of_type]
+    # the lead's stretches covered by the reads mostly assigned to the type (each read's first match on it)
+    on_lead = np.flatnonzero((em.ref == lead_of[hit_type]) & (share[inverse] >= 0.5))
+    _, first_on_lead = np.unique(em.read[on_lead] * len(em.refs) + em.ref[on_lead], return_index=True)
+    on_lead = np.sort(on_lead[first_on_lead])
+    lead_type = hit_type[on_lead]
+    lead_order = on_lead[np.argsort(lead_type, kind="stable")]
+    lead_bounds = np.searchsorted(np.sort(lead_type), np.arange(n_types + 1)).tolist()
     rows = []
     for t, name in enumerate(types):
-        members = [i for i, rt in enumerate(ref_type.tolist()) if rt == t]
-        lead = min(members, key=lambda i: (-em.abundance[i], em.refs[i]))
-        lead_ref = em.refs[lead]
+        a, b = bounds[t], bounds[t + 1]
+        lead_ref = em.refs[int(lead_of[t])]
         length = lengths[lead_ref]
-        mask = pair_type == t
-        reads = float(share[mask].sum())
-        depth_bases = 0.0
-        spans: list[tuple[int, int]] = []  # the lead reference's stretches covered
-        unique = 0
-        shared: dict[str, int] = {}
-        for i, w in zip(pair_read[mask].tolist(), share[mask].tolist()):
-            hits, kind = placed[i].hits, kinds[i]
-            others = set(kind)
-            others.discard(name)
-            if not others:
-                unique += 1
-            for o in others:
-                shared[o] = shared.get(o, 0) + 1
-            depth_bases += w * hits[kind.index(name)].aligned  # its first match on the type
-            if w >= 0.5:
-                on_lead = next((h for h in hits if h.ref == lead_ref), None)
-                if on_lead is not None:
-                    spans.append((on_lead.r_st, on_lead.r_en))
+        reads = float(share[a:b].sum())
+        depth_bases = float(np.cumsum(np.r_[0.0, depth_terms[a:b]])[-1])  # in order, from 0.0, as a running sum
+        stretch = lead_order[lead_bounds[t] : lead_bounds[t + 1]]
+        covered = _covered(hits.r_st[stretch], hits.r_en[stretch], length)
+        sa, sb = shared_bounds[t], shared_bounds[t + 1]
+        shared = {types[int(o)]: int(c) for o, c in zip(shared_keys[sa:sb] % n_types, shared_counts[sa:sb])}
         naming_t = naming[lead_ref]
-        rows.append(TypeRow(naming_t.virus, name, reads, unique, covered_bases(spans, length), length,
-                            depth_bases / length, lead_ref, int(mask.sum()), dict(sorted(shared.items()))))
+        rows.append(TypeRow(naming_t.virus, name, reads, int(unique[t]), covered, length, depth_bases / length, lead_ref,
+                            b - a, shared))
     rows.sort(key=lambda r: (-round(r.reads, 6), r.type))
     return rows
+
+
+def _ranks(k: np.ndarray) -> np.ndarray:
+    """0..k[i]-1 for each i, one after another."""
+    return np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+
+
+def _rank_in_group(values: np.ndarray) -> np.ndarray:
+    """Each element's place within its run of equal `values` (runs consecutive)."""
+    if not values.size:
+        return values
+    start = np.r_[True, values[1:] != values[:-1]]
+    return _ranks(np.diff(np.r_[np.flatnonzero(start), values.size]))
