@@ -20,7 +20,8 @@ from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings
 from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, diagonal_edits,
                                                diagonal_edits_numpy)
 from genointerp.viral.typing.placement import LONG_READ
-from genointerp.viral.typing.typer import MARGIN, Hit, ReadType, Typer, TypeHits
+from genointerp.viral.typing.placed import TypedReads
+from genointerp.viral.typing.typer import MARGIN, Hit, ReadType, Typer, TypeHits, type_reads
 from genointerp.seq.joined import join
 
 DATA = Path(__file__).parent.parent / "test-data"
@@ -170,21 +171,27 @@ def test_decided_reads_skip_the_proteins_and_keep_their_calls(builtin):
 
 
 def test_a_batch_s_typing_pickles_as_arrays_and_comes_back_equal(builtin):
-    """A worker's BatchEvidence travels pickled, its typing packed as arrays: what arrives is equal
-    to what left (the same reads in the same order, matches of Python ints), with reads no
-    reference places, named by their seeds or not, and a batch with no read typed."""
+    """A worker's BatchEvidence travels pickled, its typing as arrays (TypedReads): what arrives is
+    equal to what left (the same reads in the same order, matches of Python ints), with reads no
+    reference places, named by their seeds or not, and a batch with no read typed; and the arrays
+    hold what the reads typed one by one (type_reads) hold."""
     index, protein, typer = builtin
     seqs = fastq_seqs(DATA / "viral_report" / "mix.fq.gz")
     got = EvidenceWork(index, protein, CallingRule(), typer, 50)(join(seqs))
     assert len(got.typed) > 100
-    got.typed[len(seqs)] = ReadType(None, "HCV (unplaced)", "HCV")
-    got.typed[len(seqs) + 1] = ReadType(None, "unplaced", None)
-    got.typed[-5] = ReadType(TypeHits([Hit("HPV16", 0, 7900, 8050, 150), Hit("HPV16_v2", 2, 7899, 8049, 150)]),
-                             "HPV16", None)
+    one_by_one = dict(zip(got.typed, type_reads(typer, index, protein, [seqs[i] for i in got.typed],
+                                                typer.place_seeded(*seeded_inputs(index, [seqs[i] for i in got.typed])))))
+    assert got.typed.as_dict() == one_by_one
+    extra = TypedReads.of({len(seqs): ReadType(None, "HCV (unplaced)", "HCV"),
+                           len(seqs) + 1: ReadType(None, "unplaced", None),
+                           -5: ReadType(TypeHits([Hit("HPV16", 0, 7900, 8050, 150), Hit("HPV16_v2", 2, 7899, 8049, 150)]),
+                                        "HPV16", None)}, typer.names())
+    got.typed = TypedReads.merge([got.typed, extra])
+    assert list(got.typed)[0] == -5 and list(got.typed)[-2:] == [len(seqs), len(seqs) + 1]
     back = pickle.loads(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
     assert list(back.typed) == list(got.typed) and back.typed == got.typed
     assert all(type(v) is int for t in back.typed.values() if t.placed for h in t.placed.hits for v in h[1:])
     for name in ("hits", "clean", "bits"):
         np.testing.assert_array_equal(getattr(back, name), getattr(got, name))
-    empty = BatchEvidence(got.hits[:0], got.clean[:0], got.bits[:0], {})
+    empty = BatchEvidence(got.hits[:0], got.clean[:0], got.bits[:0], TypedReads.empty())
     assert pickle.loads(pickle.dumps(empty)).typed == {}

@@ -13,7 +13,8 @@ import numpy as np
 from genointerp import _scan
 from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits, TypeRow,
                                            class_of_reads, compatibility_classes, covered_bases, em_steps_numpy,
-                                           flat_hits, run_em, type_rows)
+                                           run_em, type_rows)
+from genointerp.viral.typing.placed import PlacedReads
 
 
 def per_read_em(placed):
@@ -97,8 +98,8 @@ def test_classes_on_arrays_are_the_classes_of_tuples():
     refs = sorted({h.ref for p in placed for h in p.hits})
     index = {r: i for i, r in enumerate(refs)}
     of, classes = compatibility_classes(placed, index)
-    names, hits = flat_hits(placed)
-    ref = np.array([index[r] for r in names], np.int64)
+    hits = PlacedReads.of(placed)
+    ref = np.array([index[hits.names[r]] for r in hits.ref.tolist()], np.int64)
     starts = np.r_[0, np.cumsum(hits.count)[:-1]]
     got, first = class_of_reads(ref, hits.edits - np.repeat(hits.edits[starts], hits.count), hits.count)
     np.testing.assert_array_equal(got, of)

@@ -6,7 +6,7 @@ Per batch of reads (their sequences), in a worker process (genointerp.pools) or 
   the proteins only for reads whose seeds leave the call open (`decided_by_seeds`);
 - the typing (placement on the model folder's references, on the diagonals of the read's matched
   seeds where they place it, else by alignment; else the virus the seeds name:
-  genointerp.viral.typing.typer.type_reads) of every read the evidence calls viral whatever the
+  genointerp.viral.typing.typer.type_batch) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
   model decides are typed by the job's own process once it has (SampleTally.add).
 
@@ -24,60 +24,23 @@ from genointerp.seq.joined import encode_text, join
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import KmerIndex
 from genointerp.viral.evidence.protein import ProteinIndex
-from genointerp.viral.typing.typer import Hit, ReadType, Typer, TypeHits, type_reads
+from genointerp.viral.typing.placed import TypedReads
+from genointerp.viral.typing.typer import Typer, type_batch
 
 
 @dataclass
 class BatchEvidence:
     """n reads' evidence, (n,) each: hits and clean int64 (genointerp.viral.evidence.seeds.SeedEvidence),
     bits float64 (seed bits plus protein bits); and `typed`, the typing of the reads it calls
-    viral whatever the model says, by their index in the batch."""
+    viral whatever the model says, by their index in the batch, as arrays
+    (genointerp.viral.typing.placed.TypedReads: a worker sends every batch to the job's process,
+    and an all-viral batch's tens of thousands of matches pickled one object at a time cost about
+    a quarter of the batch's own work, each way)."""
 
     hits: np.ndarray
     clean: np.ndarray
     bits: np.ndarray
-    typed: dict[int, ReadType]
-
-    def __getstate__(self) -> dict:
-        """Pickled with the typing as arrays (a worker sends every batch to the job's process):
-        an all-viral batch's tens of thousands of matches pickled one object at a time cost about
-        a quarter of the batch's own work, each way."""
-        state = dict(self.__dict__)
-        state["typed"] = pack_typed(self.typed)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        state = dict(state)
-        state["typed"] = unpack_typed(state["typed"])
-        self.__dict__.update(state)
-
-
-def pack_typed(typed: dict[int, ReadType]) -> tuple:
-    """The typing of a batch's reads as a few arrays and lists (`unpack_typed` rebuilds it equal):
-    per read its index, label, named virus and number of matches (-1: not placed); per match its
-    reference (an index into the names) and numbers."""
-    refs: dict[str, int] = {}
-    count, ref, numbers = [], [], []
-    for read_type in typed.values():
-        placed = read_type.placed
-        count.append(-1 if placed is None else len(placed.hits))
-        for hit in placed.hits if placed is not None else ():
-            ref.append(refs.setdefault(hit.ref, len(refs)))
-            numbers.append(hit[1:])
-    return (np.fromiter(typed, np.int64, len(typed)), [t.label for t in typed.values()],
-            [t.named for t in typed.values()], np.array(count, np.int64), list(refs), np.array(ref, np.int64),
-            np.array(numbers, np.int64).reshape(-1, len(Hit._fields) - 1))
-
-
-def unpack_typed(packed: tuple) -> dict[int, ReadType]:
-    reads, labels, named, count, names, ref, numbers = packed
-    hits = [Hit(names[r], *rest) for r, rest in zip(ref.tolist(), numbers.tolist())]
-    typed, at = {}, 0
-    for read, label, virus, n in zip(reads.tolist(), labels, named, count.tolist()):
-        placed = None if n < 0 else TypeHits(hits[at : at + n])
-        at += max(n, 0)
-        typed[read] = ReadType(placed, label, virus)
-    return typed
+    typed: TypedReads
 
 
 class EvidenceWork:
@@ -101,12 +64,12 @@ class EvidenceWork:
         bits = seeds.bits + self._protein_bits(joined, flat, starts, lengths, seeds.bits)
         callable_ = (lengths >= self.min_length) & (seeds.clean > 0)
         viral = np.flatnonzero(callable_ & (bits >= self.rule.min_bits) & ~self.rule.undecided(bits))
-        typed = {}
-        if viral.size:
-            seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
-            # placed on their seeds' diagonals where those say where they lie, else aligned
-            seeded = self.typer.place_seeded(flat, starts[viral], lengths[viral], *seeds.windows_of(viral))
-            typed = dict(zip(viral.tolist(), type_reads(self.typer, self.index, self.protein, seqs, seeded)))
+        if not viral.size:
+            return BatchEvidence(seeds.hits, seeds.clean, bits, TypedReads.empty())
+        seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
+        # placed on their seeds' diagonals where those say where they lie, else aligned
+        seeded = self.typer.place_seeded_arrays(flat, starts[viral], lengths[viral], *seeds.windows_of(viral))
+        typed = type_batch(self.typer, self.index, self.protein, seqs, viral, seeded)
         return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
 
     def _protein_bits(self, joined: str, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray,

@@ -8,25 +8,27 @@ import numpy as np
 
 from genointerp.viral.panel import type_taxids
 from genointerp.viral.report.typing_data import typing_part
-from genointerp.viral.typing.typer import ReadType, Typer, TypeHits, type_reads
+from genointerp.viral.typing.placed import PlacedReads, ReadType, TypedReads
+from genointerp.viral.typing.typer import Typer, type_batch
 
 
 class SampleTally:
     """classify-reads' side of the report: the `reference` column of each batch's viral reads
     (typed here, or beforehand by the batch's worker) and what the report is built from: each
-    placed read's matches, the unplaced reads, the bases of the reads not called viral."""
+    placed read's matches (kept as the batches' arrays, genointerp.viral.typing.placed), the
+    unplaced reads, the bases of the reads not called viral."""
 
     def __init__(self, model_dir: str, typer: Typer | None, index, protein=None) -> None:
         """`typer` places the reads no worker typed (None where the model folder has no index)."""
         self.model_dir, self.typer = model_dir, typer
         self.index, self.protein = index, protein  # to name unplaced reads' virus by their seeds
-        self.placed: list[TypeHits] = []
+        self.placed: list[PlacedReads] = []  # each batch's placed reads, in input order
         self.unplaced = 0
         self.named: dict[str, int] = {}  # virus -> unplaced reads named by their seeds
         self.host_bases = 0
         self.reads = 0  # reads classified (an RNA library's reads per million)
 
-    def add(self, batch: list, lengths, viral, typed: dict[int, ReadType] | None = None) -> list[str]:
+    def add(self, batch: list, lengths, viral, typed: TypedReads | dict[int, ReadType] | None = None) -> list[str]:
         """The reference column of a batch of n records, given their lengths (int64 (n,)), its reads
         called viral (bool (n,)) and the typing of some of its reads (by index in the batch) done
         beforehand."""
@@ -34,21 +36,26 @@ class SampleTally:
         labels = ["NA"] * len(batch)
         self.reads += len(batch)
         self.host_bases += int(lengths[~viral].sum())
-        if self.typer is None:
+        called = np.flatnonzero(viral)
+        if self.typer is None or not called.size:
             return labels
-        typed = dict(typed or {})
-        called = np.flatnonzero(viral).tolist()
-        todo = [i for i in called if i not in typed]
-        typed.update(zip(todo, type_reads(self.typer, self.index, self.protein, [batch[i][1] for i in todo])))
-        for i in called:
-            t = typed[i]
-            labels[i] = t.label
-            if t.placed is not None:
-                self.placed.append(t.placed)
-                continue
-            self.unplaced += 1
-            if t.named is not None:
-                self.named[t.named] = self.named.get(t.named, 0) + 1
+        if not isinstance(typed, TypedReads):
+            typed = TypedReads.of(dict(typed or {}), self.typer.names())
+        done = np.isin(called, typed.read)
+        if not done.all():  # the reads the model decided: typed here
+            todo = called[~done]
+            typed = TypedReads.merge([typed, type_batch(self.typer, self.index, self.protein,
+                                                        [batch[i][1] for i in todo.tolist()], todo)])
+        keep = np.isin(typed.read, called)  # (a worker types the reads its evidence calls; the call is the job's)
+        reads, placed = typed.read[keep].tolist(), typed.placed[keep]
+        for i, label in zip(reads, (lab for lab, k in zip(typed.label, keep.tolist()) if k)):
+            labels[i] = label
+        self.placed.append(typed.hits.take(np.flatnonzero(keep[typed.placed]))
+                           if not keep.all() else typed.hits)
+        self.unplaced += int((~placed).sum())
+        for named, is_placed, k in zip(typed.named, typed.placed.tolist(), keep.tolist()):
+            if k and not is_placed and named is not None:
+                self.named[named] = self.named.get(named, 0) + 1
         return labels
 
     def typing(self, spec: dict, as_text: bool = True) -> dict:
@@ -56,11 +63,12 @@ class SampleTally:
         placed reads as text (a chunk's summary), or as they are (`as_text` False: a report built
         at once)."""
         refs = {}
-        if self.placed:
+        placed = PlacedReads.concat(self.placed, self.typer.names()) if self.placed else PlacedReads.empty()
+        if len(placed):
             panel = self.typer.panel
-            for name in sorted({h.ref for p in self.placed for h in p.hits}):
+            for name in sorted({placed.names[r] for r in np.unique(placed.ref).tolist()}):
                 n = panel.refs[name].naming
                 refs[name] = (n.virus, n.display, panel.refs[name].length)
         taxids = type_taxids(self.model_dir)
-        return typing_part(spec, self.placed, refs, self.unplaced, self.named, self.host_bases,
+        return typing_part(spec, placed, refs, self.unplaced, self.named, self.host_bases,
                            {d: taxids[d] for _, d, _ in refs.values() if d in taxids}, self.reads, as_text)

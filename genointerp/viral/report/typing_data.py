@@ -16,9 +16,11 @@ nested JSON list would.
 
 from __future__ import annotations
 
+import numpy as np
+
 from genointerp.errors import InputError
 from genointerp.viral.report.host_depth import MappedBases
-from genointerp.viral.typing.typer import Hit, TypeHits
+from genointerp.viral.typing.placed import PlacedReads, TypeHits
 
 
 def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, mapped: MappedBases | None,
@@ -36,40 +38,57 @@ def sample_spec(sample: str, host_genome_size: float, host_bases: int | None, ma
                            "mapped_reads_left_out": None if mapped is None else mapped.reads}}
 
 
-def typing_part(spec: dict, placed: list[TypeHits], refs: dict[str, tuple], unplaced: int, named: dict[str, int],
-                classified_host_bases: int, taxids: dict[str, int], reads: int = 0, as_text: bool = True) -> dict:
+def typing_part(spec: dict, placed: PlacedReads | list[TypeHits], refs: dict[str, tuple], unplaced: int,
+                named: dict[str, int], classified_host_bases: int, taxids: dict[str, int], reads: int = 0,
+                as_text: bool = True) -> dict:
     """A sample's (or a chunk's) typing as JSON: `spec` (sample_spec) with the bases of the reads
     not called viral added, each placed read's matches (see the module's docstring) on the
     references `refs` (name -> (virus, display name, genome length)), the unplaced reads and
     those named by virus, and the taxids of the types matched; for an RNA library, the `reads`
-    classified (the denominator of reads per million). Without `as_text`, `placed` is the list
-    itself (a run whose report is built at once: `placed_reads` hands it back, not read from text)."""
+    classified (the denominator of reads per million). Without `as_text`, `placed` is kept as it
+    is (a run whose report is built at once: `placed_reads` hands it back, not read from text)."""
     part = {k: v for k, v in spec.items() if k != "host_bases"}
     part["host_bases"] = {**spec["host_bases"], "classified": classified_host_bases}
     if spec.get("library") == "rna":
         part["reads_classified"] = reads
     names = sorted(refs)
-    index = {name: i for i, name in enumerate(names)}
     part.update({"refs": [[name, *refs[name]] for name in names],
-                 "placed": [" ".join(f"{index[h.ref]},{h.edits},{h.r_st},{h.r_en},{h.aligned}" for h in p.hits)
-                            for p in placed] if as_text else placed,
+                 "placed": _as_text(placed, names) if as_text else placed,
                  "unplaced": unplaced, "named": dict(sorted(named.items())), "taxids": dict(sorted(taxids.items()))})
     return part
 
 
-def placed_reads(part: dict) -> list[TypeHits]:
-    """The placed reads of a typing (typing_part), as typing.TypeHits."""
-    if part["placed"] and not isinstance(part["placed"][0], str):  # kept as they were (as_text False)
-        return part["placed"]
+def _as_text(placed: PlacedReads | list[TypeHits], names: list[str]) -> list[str]:
+    """Each read's matches as "REF,EDITS,R_ST,R_EN,ALIGNED" joined by spaces, REF its index in `names`."""
+    if not isinstance(placed, PlacedReads):
+        placed = PlacedReads.of(placed)
+    index = {name: i for i, name in enumerate(names)}
+    ref = [index.get(name, -1) for name in placed.names]  # (names no read matches are not in `names`)
+    hits = [f"{ref[r]},{e},{s},{n},{a}" for r, e, s, n, a in
+            zip(placed.ref.tolist(), placed.edits.tolist(), placed.r_st.tolist(), placed.r_en.tolist(),
+                placed.aligned.tolist())]
+    cut = np.r_[0, np.cumsum(placed.count)].tolist()
+    return [" ".join(hits[a:b]) for a, b in zip(cut[:-1], cut[1:])]
+
+
+def placed_reads(part: dict) -> PlacedReads:
+    """The placed reads of a typing (typing_part), as arrays (genointerp.viral.typing.placed)."""
+    placed = part["placed"]
+    if isinstance(placed, PlacedReads):  # kept as they were (as_text False)
+        return placed
+    if placed and not isinstance(placed[0], str):
+        return PlacedReads.of(placed)
     names = [r[0] for r in part["refs"]]
-    out = []
-    for read in part["placed"]:
-        hits = []
-        for hit in read.split(" "):
-            ref, edits, r_st, r_en, aligned = hit.split(",")
-            hits.append(Hit(names[int(ref)], int(edits), int(r_st), int(r_en), int(aligned)))
-        out.append(TypeHits(hits))
-    return out
+    if not placed:
+        return PlacedReads.empty(names)
+    count = np.array([read.count(" ") + 1 for read in placed], np.int64)
+    numbers = np.array([int(v) for v in " ".join(placed).replace(" ", ",").split(",")], np.int64).reshape(-1, 5)
+    if numbers.shape[0] != int(count.sum()):
+        raise ValueError("a match without its five numbers")
+    ref = numbers[:, 0]
+    if ref.size and (ref.min() < 0 or ref.max() >= len(names)):
+        raise IndexError(f"a reference index out of range ({len(names)} references)")
+    return PlacedReads(names, count, np.ascontiguousarray(ref), *(np.ascontiguousarray(numbers[:, j]) for j in range(1, 5)))
 
 
 def references(part: dict) -> dict[str, tuple[str, str, int]]:
@@ -84,7 +103,7 @@ def merge_typing(parts: list[tuple[str, dict]]) -> dict:
     first_path = parts[0][0]
     settings: dict | None = None
     classified = unplaced = reads = 0
-    placed: list[TypeHits] = []
+    placed: list[PlacedReads] = []
     refs: dict[str, tuple] = {}
     named: dict[str, int] = {}
     taxids: dict[str, int] = {}
@@ -99,7 +118,7 @@ def merge_typing(parts: list[tuple[str, dict]]) -> dict:
                                  "and --host-bases (and --library)")
             classified += int(part["host_bases"]["classified"])
             reads += int(part.get("reads_classified", 0))
-            placed += placed_reads(part)
+            placed.append(placed_reads(part))
             unplaced += int(part["unplaced"])
             for table, new in ((refs, references(part)), (taxids, part["taxids"])):
                 for name, value in new.items():
@@ -109,7 +128,7 @@ def merge_typing(parts: list[tuple[str, dict]]) -> dict:
                 named[virus] = named.get(virus, 0) + int(n)
         except (KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
             raise InputError(f"{path}: its typing is damaged ({type(exc).__name__}: {exc})") from None
-    return typing_part(settings, placed, refs, unplaced, named, classified, taxids, reads)
+    return typing_part(settings, PlacedReads.concat(placed), refs, unplaced, named, classified, taxids, reads)
 
 
 def _settings(s: dict) -> str:

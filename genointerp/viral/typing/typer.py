@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import partial
-from itertools import chain
-from operator import itemgetter
-from typing import NamedTuple
 
 import numpy as np
 
 from genointerp import _scan
 from genointerp.viral.typing.diagonals import ContigSpans, best_per_contig, diagonal_edits
 from genointerp.viral.typing.naming import name_viruses, virus_label
+from genointerp.viral.typing.placed import Hit, PlacedReads, ReadType, TypedReads, TypeHits, ranks
 from genointerp.viral.typing.placement import LONG_READ, ViralPanel
 
 MARGIN = 6  # edits behind a read's best alignment that still count as a match
@@ -43,31 +40,6 @@ ERROR_RATE = 0.02  # per-base mismatch rate of the likelihood (sequencing errors
 EM_ITERATIONS = 500
 EM_TOLERANCE = 1e-9
 MIN_READ_SHARE = 0.5  # a placement covers at least this share of the read
-
-
-class Hit(NamedTuple):
-    """One match of a read (a tuple: a capture panel's reads make hundreds of thousands of them,
-    built three times faster than a frozen dataclass's)."""
-
-    ref: str
-    edits: int  # edit distance of the alignment + unaligned read bases
-    r_st: int  # 0-based start on the reference (circular: modulo its length)
-    r_en: int  # r_st + aligned reference bases (may pass a circular genome's end)
-    aligned: int  # read bases in the alignment
-
-
-_new_hit = partial(tuple.__new__, Hit)  # Hit(*row) of a row tuple, without Python's call of Hit.__new__
-
-
-@dataclass
-class TypeHits:
-    """A read's matches within MARGIN of its best, sorted by (edits, reference name)."""
-
-    hits: list[Hit]
-
-    @property
-    def best(self) -> int:
-        return self.hits[0].edits
 
 
 class Typer:
@@ -104,37 +76,68 @@ class Typer:
             refs = list(self.panel.refs.values())
             self._spans = None if places is None else ContigSpans.of([r.length for r in refs], places.letters,
                                                                      self.index.settings.k)
+            self._names = [r.name for r in refs]
             if self._spans is not None:
-                names = [r.name for r in refs]
-                self._names = names
-                self._rank = np.argsort(np.argsort(np.array(names, dtype=object), kind="stable"), kind="stable")
+                self._rank = np.argsort(np.argsort(np.array(self._names, dtype=object), kind="stable"), kind="stable")
         return self._spans
 
     def place_seeded(self, codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
                      at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None) -> list[TypeHits | None]:
-        """The placements of n reads (codes uint8 joined, starts and lengths int64 (n,)) on the
-        diagonals of their matched seeds (first int64 (n + 1,): read i's windows first[i]:first[i+1]
-        of at, slot, flip (h,), as genointerp.seq.scan.SeedHits holds them): TypeHits as `place`
-        gives them, or None for a read these do not place (genointerp.viral.typing.diagonals), which
-        `place` then aligns. Long reads are never placed here."""
+        """`place_seeded_arrays`' placements as TypeHits (None for a read they do not place)."""
+        placed, hits = self.place_seeded_arrays(codes, starts, lengths, first, at, slot, flip)
         out: list[TypeHits | None] = [None] * lengths.size
+        for i, p in zip(np.flatnonzero(placed).tolist(), hits.as_list()):
+            out[i] = p
+        return out
+
+    def place_seeded_arrays(self, codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
+                            at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None) -> tuple[np.ndarray, PlacedReads]:
+        """The placements of n reads (codes uint8 joined, starts and lengths int64 (n,)) on the
+        diagonals of their matched seeds (first int64 (n + 1,): read i's windows first[i]:first[i + 1]
+        of at, slot, flip (h,), as genointerp.seq.scan.SeedHits holds them): (placed bool (n,), the
+        placed reads' matches in read order, as `place` gives them, on the typer's `names`). The
+        reads not placed here (genointerp.viral.typing.diagonals) `place` then aligns. Long reads are
+        never placed here."""
+        placed = np.zeros(lengths.size, bool)
         short = np.flatnonzero(lengths < LONG_READ)
         spans = self.spans() if short.size else None
         if spans is None:
-            return out
+            return placed, PlacedReads.empty(self.names())
         if short.size < lengths.size:  # long reads' windows left out
             starts, lengths, first, at, slot, flip = _only(short, starts, lengths, first, at, slot, flip)
         found = diagonal_edits(codes, starts, lengths, first, at, slot, flip, self.index.places,
                                self.index.settings.k, MARGIN)
         got = best_per_contig(found, spans, lengths, self._rank, MARGIN)
-        names, cut = self._names, np.searchsorted(got.read, np.arange(lengths.size + 1))
-        refs = [names[c] for c in got.contig.tolist()]
-        # every match built at once, in C (tuple.__new__ over the columns), then each read's slice
-        hits = list(map(_new_hit, zip(refs, got.edits.tolist(), got.r_st.tolist(), got.r_en.tolist(),
-                                      got.aligned.tolist())))
-        cut = cut.tolist()
-        for i in np.flatnonzero(got.placed).tolist():
-            out[short[i]] = TypeHits(hits[cut[i] : cut[i + 1]])
+        placed[short[got.placed]] = True
+        count = np.bincount(got.read, minlength=lengths.size)[got.placed]  # only placed reads have matches
+        return placed, PlacedReads(self._names, count, got.contig, got.edits, got.r_st, got.r_en, got.aligned)
+
+    def names(self) -> list[str]:
+        """The references' names, in the panel's order: what the typer's PlacedReads index."""
+        if self._spans is False:
+            self.spans()
+        return self._names
+
+    def labels(self, placed: PlacedReads) -> list[str]:
+        """`reference_label` of each read of `placed` (on the typer's names), on arrays: the
+        display names of its matches at its best, sorted and joined by ','."""
+        if not len(placed):
+            return []
+        if self._display is None:  # each reference's type, looked up once
+            self._display = {name: ref.naming.display for name, ref in self.panel.refs.items()}
+        shown = sorted(set(self._display.values()))
+        rank_of = {d: i for i, d in enumerate(shown)}
+        rank = np.array([rank_of[self._display[name]] for name in placed.names], np.int64)
+        n, wide = len(placed), len(shown)
+        read = np.repeat(np.arange(n), placed.count)
+        top = placed.edits == np.repeat(placed.edits[placed.starts()], placed.count)  # the matches at the best
+        keys = np.unique(read[top] * wide + rank[placed.ref[top]])
+        per = np.bincount(keys // wide, minlength=n)
+        cut = np.r_[0, np.cumsum(per)].tolist()
+        kinds = (keys % wide).tolist()
+        out = [shown[kinds[a]] for a in cut[:-1]]
+        for i in np.flatnonzero(per > 1).tolist():
+            out[i] = ",".join(shown[k] for k in kinds[cut[i] : cut[i + 1]])
         return out
 
     def place(self, seq: str) -> TypeHits | None:
@@ -177,17 +180,6 @@ def _only(keep: np.ndarray, starts, lengths, first, at, slot, flip) -> tuple:
     return starts[keep], lengths[keep], new_first, at[take], slot[take], None if flip is None else flip[take]
 
 
-@dataclass(frozen=True)
-class ReadType:
-    """A read's typing: its placement (None where no reference places it), its `reference`
-    column, and the virus its seeds name where no reference places it (None otherwise, or where
-    they name no clear one)."""
-
-    placed: TypeHits | None
-    label: str
-    named: str | None
-
-
 def type_reads(typer: Typer, index, protein, seqs: list[str],
                seeded: list[TypeHits | None] | None = None) -> list[ReadType]:
     """The typing of each read of `seqs`, by its placement on the typer's references, else by
@@ -201,6 +193,25 @@ def type_reads(typer: Typer, index, protein, seqs: list[str],
             for i, p in enumerate(placements)]
 
 
+def type_batch(typer: Typer, index, protein, seqs: list[str], reads: np.ndarray,
+               seeded: tuple[np.ndarray, PlacedReads] | None = None) -> TypedReads:
+    """`type_reads` as arrays: the typing of the reads `seqs`, whose indexes in their batch are
+    `reads` (int64, ascending); `seeded`: (placed bool, matches) of Typer.place_seeded_arrays,
+    where known. The reads placed there get their labels on arrays (Typer.labels); the others
+    are typed by type_reads, one by one."""
+    names = typer.names()
+    if seeded is None:
+        seeded = (np.zeros(len(seqs), bool), PlacedReads.empty(names))
+    placed, hits = seeded
+    rest = np.flatnonzero(~placed)
+    on_seeds = TypedReads(reads[placed], typer.labels(hits), [None] * int(placed.sum()),
+                          np.ones(int(placed.sum()), bool), hits)
+    if not rest.size:
+        return on_seeds
+    rest_typed = dict(zip(reads[rest].tolist(), type_reads(typer, index, protein, [seqs[i] for i in rest.tolist()])))
+    return TypedReads.merge([on_seeds, TypedReads.of(rest_typed, names)])
+
+
 @dataclass
 class EMResult:
     refs: list[str]  # the references any read matched, sorted
@@ -209,33 +220,7 @@ class EMResult:
     ref: np.ndarray  # (H,) reference index of each hit
     posterior: np.ndarray  # (H,) the read's share on that reference
     iterations: int
-    hits: "FlatHits | None" = None  # the matches' numbers, in the order of read and ref (type_rows reads them)
-
-
-@dataclass(frozen=True)
-class FlatHits:
-    """Every match of a list of placed reads, one after another in the reads' order (each read's
-    in its own order), as arrays (H,) each: edits, r_st, r_en, aligned int64; and count int64 (n,),
-    each read's matches."""
-
-    edits: np.ndarray
-    r_st: np.ndarray
-    r_en: np.ndarray
-    aligned: np.ndarray
-    count: np.ndarray
-
-
-def flat_hits(placed: list[TypeHits]) -> tuple[list[str], FlatHits]:
-    """(each match's reference name, the matches' numbers) of `placed`, taken apart once: the EM
-    and the report's rows then work on arrays, not on a capture panel's half a million matches one
-    by one."""
-    count = np.fromiter((len(p.hits) for p in placed), np.int64, len(placed))
-    if not placed or not count.sum():
-        empty = np.zeros(0, np.int64)
-        return [], FlatHits(empty, empty, empty, empty, count)
-    rows = list(chain.from_iterable(p.hits for p in placed))  # (a zip(*rows) of them took 3-5 times as long)
-    return (list(map(itemgetter(0), rows)),
-            FlatHits(*(np.fromiter(map(itemgetter(j), rows), np.int64, len(rows)) for j in range(1, 5)), count))
+    hits: PlacedReads | None = None  # the reads' matches, in the order of read and ref (type_rows reads them)
 
 
 def compatibility_classes(placed: list[TypeHits], index: dict[str, int]) -> tuple[np.ndarray, list[tuple]]:
@@ -265,7 +250,11 @@ def class_of_reads(ref: np.ndarray, behind: np.ndarray, count: np.ndarray) -> tu
     return of, first
 
 
-def run_em(placed: list[TypeHits], read_lengths: list[int] | None = None) -> EMResult:
+def _as_arrays(placed: PlacedReads | list[TypeHits]) -> PlacedReads:
+    return placed if isinstance(placed, PlacedReads) else PlacedReads.of(placed)
+
+
+def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None = None) -> EMResult:
     """Abundances of the references, and each read's posterior over its matches.
 
     Reads of one compatibility class (`compatibility_classes`: the same references at the same
@@ -273,14 +262,17 @@ def run_em(placed: list[TypeHits], read_lengths: list[int] | None = None) -> EMR
     the classes, each weighed by its reads (as kallisto does), and each read takes its class's
     posterior. A capture panel's 100,000 reads of a few types make a few thousand classes. The
     steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order)."""
-    names, hits = flat_hits(placed)
-    refs = sorted(set(names))
-    index = {r: i for i, r in enumerate(refs)}
-    n, r = len(placed), len(refs)
+    hits = _as_arrays(placed)
+    used = np.unique(hits.ref)
+    refs = sorted(hits.names[u] for u in used.tolist())
+    n, r = len(hits), len(refs)
     if n == 0:
         empty = np.zeros(0, np.int64)
         return EMResult(refs, np.zeros(0), empty, empty, np.zeros(0), 0, hits)
-    ref = np.fromiter(map(index.__getitem__, names), np.int64, len(names))
+    index = {name: i for i, name in enumerate(refs)}
+    sorted_index = np.full(len(hits.names), -1, np.int64)
+    sorted_index[used] = [index[hits.names[u]] for u in used.tolist()]
+    ref = sorted_index[hits.ref]
     starts = np.r_[0, np.cumsum(hits.count)[:-1]]
     behind = hits.edits - np.repeat(hits.edits[starts], hits.count)  # each read's best is its first match
     of, first_read = class_of_reads(ref, behind, hits.count)
@@ -357,7 +349,7 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     ViralName; `lengths`: ref -> genome length. Computed on the EM's arrays of the matches
     (`run_em`'s `hits`), type by type where tests/test_em_classes.py's definition goes read by read, the same numbers:
     each type's reads and depth summed in the same order."""
-    hits = em.hits if em.hits is not None else flat_hits(placed)[1]
+    hits = em.hits if em.hits is not None else _as_arrays(placed)
     types = sorted({naming[r].display for r in em.refs})
     t_index = {t: i for i, t in enumerate(types)}
     ref_type = np.array([t_index[naming[r].display] for r in em.refs], dtype=np.int64)
@@ -380,7 +372,7 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     multi = by_read[kinds[pair_read[by_read]] > 1]
     k = kinds[pair_read[multi]]
     group_start = np.arange(multi.size) - _rank_in_group(pair_read[multi])
-    partner = multi[np.repeat(group_start, k) + _ranks(k)]
+    partner = multi[np.repeat(group_start, k) + ranks(k)]
     own = np.repeat(multi, k)
     other = pair_type[partner] != pair_type[own]
     shared_keys, shared_counts = np.unique(pair_type[own][other] * n_types + pair_type[partner][other],
@@ -416,14 +408,9 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     return rows
 
 
-def _ranks(k: np.ndarray) -> np.ndarray:
-    """0..k[i]-1 for each i, one after another."""
-    return np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
-
-
 def _rank_in_group(values: np.ndarray) -> np.ndarray:
     """Each element's place within its run of equal `values` (runs consecutive)."""
     if not values.size:
         return values
     start = np.r_[True, values[1:] != values[:-1]]
-    return _ranks(np.diff(np.r_[np.flatnonzero(start), values.size]))
+    return ranks(np.diff(np.r_[np.flatnonzero(start), values.size]))
