@@ -24,7 +24,7 @@ from genointerp.seq.joined import encode_text, join
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.seeds import KmerIndex
 from genointerp.viral.evidence.protein import ProteinIndex
-from genointerp.viral.typing.placed import TypedReads
+from genointerp.viral.typing.placed import PlacedReads, TypedReads
 from genointerp.viral.typing.typer import Typer, type_batch
 
 
@@ -43,6 +43,9 @@ class BatchEvidence:
     typed: TypedReads
 
 
+SEEDED = 1024  # reads whose seeds' evidence and placements run together (see EvidenceWork.__call__)
+
+
 class EvidenceWork:
     """The per-batch work: called with a batch's reads joined (genointerp.seq.joined.join: one
     string pickles as one block), returns their BatchEvidence.
@@ -57,20 +60,54 @@ class EvidenceWork:
 
     def __call__(self, batch: tuple[str, np.ndarray]) -> BatchEvidence:
         """The evidence of a batch given as genointerp.seq.joined.join gives it: (the reads joined
-        by N, their lengths int64 (n,))."""
+        by N, their lengths int64 (n,)).
+
+        The seeds' evidence runs SEEDED reads at a time, each such part's reads that the seeds
+        alone call viral (`decided_by_seeds`: nearly every read of an all-viral sample) placed on
+        their diagonals at once, while the seed table's rows and letters that the places check
+        read are still in the caches; the proteins then run once over the batch's open reads, and
+        those of them called viral are placed after. Every read's evidence and placement is its
+        own, so the parts change no number."""
         joined, lengths = batch
         flat, starts, lengths = encode_text(joined, lengths)
-        seeds = self.index.evidence(flat, starts, lengths)
-        bits = seeds.bits + self._protein_bits(joined, flat, starts, lengths, seeds.bits)
-        callable_ = (lengths >= self.min_length) & (seeds.clean > 0)
-        viral = np.flatnonzero(callable_ & (bits >= self.rule.min_bits) & ~self.rule.undecided(bits))
+        parts = []
+        for a in range(0, max(lengths.size, 1), SEEDED):
+            # the part's reads joined as the batch's are: a stretch of its codes
+            b = min(a + SEEDED, lengths.size)
+            first = int(starts[a]) if b > a else 0
+            codes = flat[first : int(starts[b - 1] + lengths[b - 1])] if b > a else flat[:0]
+            part_starts, part_lengths = starts[a:b] - first, lengths[a:b]
+            seeds = self.index.evidence(codes, part_starts, part_lengths)
+            at = np.flatnonzero(self._viral(part_lengths, seeds.clean, seeds.bits) & decided_by_seeds(self.rule, seeds.bits))
+            parts.append((seeds, at + a, self.typer.place_seeded_arrays(
+                codes, part_starts[at], part_lengths[at], *seeds.windows_of(at)) if at.size else None))
+        hits, clean, seed_bits = (np.concatenate([getattr(p[0], k) for p in parts]) for k in ("hits", "clean", "bits"))
+        bits = seed_bits + self._protein_bits(joined, flat, starts, lengths, seed_bits)
+        viral = np.flatnonzero(self._viral(lengths, clean, bits))
         if not viral.size:
-            return BatchEvidence(seeds.hits, seeds.clean, bits, TypedReads.empty())
+            return BatchEvidence(hits, clean, bits, TypedReads.empty())
+        seeded_reads = np.concatenate([p[1] for p in parts])
+        placed = [p[2] for p in parts if p[2] is not None]
+        rest = np.setdiff1d(viral, seeded_reads)  # called viral once the proteins are added
+        if rest.size:
+            codes, rest_starts, rest_lengths = encode_text(*join(
+                [joined[a : a + n] for a, n in zip(starts[rest].tolist(), lengths[rest].tolist())]))
+            seeds = self.index.evidence(codes, rest_starts, rest_lengths)
+            placed.append(self.typer.place_seeded_arrays(codes, rest_starts, rest_lengths,
+                                                        *seeds.windows_of(np.arange(rest.size))))
+        reads = np.concatenate([seeded_reads, rest])
+        order = np.argsort(reads, kind="stable")
+        mask = np.concatenate([p[0] for p in placed])
+        rank = np.full(mask.size, -1, np.int64)
+        rank[mask] = np.arange(int(mask.sum()))
+        hits_of = PlacedReads.concat([p[1] for p in placed]).take(rank[order][mask[order]])
         seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
-        # placed on their seeds' diagonals where those say where they lie, else aligned
-        seeded = self.typer.place_seeded_arrays(flat, starts[viral], lengths[viral], *seeds.windows_of(viral))
-        typed = type_batch(self.typer, self.index, self.protein, seqs, viral, seeded)
-        return BatchEvidence(seeds.hits, seeds.clean, bits, typed)
+        typed = type_batch(self.typer, self.index, self.protein, seqs, viral, (mask[order], hits_of))
+        return BatchEvidence(hits, clean, bits, typed)
+
+    def _viral(self, lengths: np.ndarray, clean: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """bool (n,): the reads the evidence calls viral whatever the model says."""
+        return (lengths >= self.min_length) & (clean > 0) & (bits >= self.rule.min_bits) & ~self.rule.undecided(bits)
 
     def _protein_bits(self, joined: str, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                       seed_bits: np.ndarray) -> np.ndarray | float:
