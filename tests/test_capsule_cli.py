@@ -515,6 +515,51 @@ def test_same_seed_gives_byte_identical_outputs_with_the_prs(prs_run, cli, tmp_p
         assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
 
 
+def test_threads_run_trainings_side_by_side_and_give_the_same_bytes(prs_run, cli, tmp_path):
+    """-t 2 trains folds, the curve's subsamples and the final model on two processes at once (each
+    on one thread); every output, the baselines' and the PRS's included, is -t 1's byte for byte."""
+    d, _, _, _ = prs_run
+    args = ["capsule-train", d / "pcs", "-p", d / "pheno.tsv", "--epochs", "3", "--folds", "3", "--seed", "4",
+            "--train-fraction", "0.5"]  # gene capsules (the default), with the pair test
+    runs = {t: cli(*args, "-t", t, "-o", tmp_path / f"t{t}") for t in (1, 2)}
+    assert all(res.exit_code == 0 for res in runs.values()), runs[2].output
+    logs = [runs[t].stderr.replace(str(tmp_path / f"t{t}"), "OUT") for t in (1, 2)]
+    assert logs[0] == logs[1]  # the log too: folds reported in order
+    files = sorted(p.name for p in (tmp_path / "t1").iterdir())
+    assert {"results.tsv", "folds.tsv", "train_fraction.tsv", "test_predictions.tsv"} <= set(files)
+    assert sorted(p.name for p in (tmp_path / "t2").iterdir()) == files
+    for name in files:
+        assert (tmp_path / "t1" / name).read_bytes() == (tmp_path / "t2" / name).read_bytes(), name
+
+
+def test_run_fit_gives_the_same_answer_twice_and_leaves_the_thread_settings():
+    """A training of the protocol is a pure function of its rows and seed (what lets -t run them
+    anywhere), and its one thread is given back: torch's count is what it was before."""
+    import torch
+
+    from genointerp.capsule.protocol import Fit, FinalFit, run_fit
+    from genointerp.capsule.settings import CapsuleSettings
+    from genointerp.models.capsule import CapsuleConfig
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(80, 6)), np.arange(80) % 2
+    x[:, 0] += 2 * y
+    config = CapsuleConfig(n_features=6, primary="gene", gene_index=(0, 0, 1, 1, 2, 2))
+    s = CapsuleSettings(epochs=2, folds=2)
+    fit = Fit(np.arange(60), np.arange(60, 80), 3, final=True)
+    before = torch.get_num_threads()
+    a, b = run_fit(x, y, config, s, None, fit), run_fit(x, y, config, s, None, fit)
+    assert torch.get_num_threads() == before
+    assert isinstance(a, FinalFit) and set(a.calls) == {"capsule", "logistic_regression", "svm", "random_forest",
+                                                        "adaboost", "mlp"}
+    assert all(np.array_equal(a.calls[m], b.calls[m]) for m in a.calls)
+    assert all(np.array_equal(a.state[k], b.state[k]) for k in a.state)
+    model = a.model("cpu")  # the weights come back as the network they were
+    assert not model.training and all(torch.equal(v, torch.from_numpy(a.state[k])) for k, v in model.state_dict().items())
+    calls = run_fit(x, y, config, s, None, fit._replace(final=False))
+    assert all(np.array_equal(calls[m], a.calls[m]) for m in calls)
+
+
 # ---- issue 18: --primary gene, one primary capsule per gene -----------------------------------------
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from genointerp.job import one_stdin
 from genointerp.options import opt
 from genointerp.models.capsule import CapsuleConfig
 from genointerp.report import Reporter
-from genointerp.runtime import Precision, device_for, use_threads
+from genointerp.runtime import Precision, device_for, usable_threads, use_threads
 
 # training defaults per kind of primary capsule (chosen on the planted cohorts of benchmarks/capsule.py,
 # tuning seeds 11 and 12, not the seeds benchmarks/README.md reports; the pair screen was turned on by default
@@ -128,7 +128,9 @@ class CapsuleTrainRequest:
         500, "--max-set-size", min=1,
         help='With --gene-sets: test only sets with at most this many feature genes.')
     device: str = options.device()
-    threads: int = options.threads('CPU threads (torch and the random forest).')
+    threads: int = options.threads(
+        'Trainings at once on the CPU (CV folds, --train-fraction subsamples, the final model), one thread each; '
+        'the outputs do not depend on it.')
     seed: int = options.seed('Seeds splits, initialisation and shuffling: same inputs and seed, same outputs.')
 
     def check(self) -> None:
@@ -198,7 +200,9 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
         + (f"; {pheno.dropped} without a phenotype value dropped" if pheno.dropped else ""))
     config = CapsuleConfig(n_features=x.shape[1], **req.network_fields(),
                            gene_index=gene_index(features.columns) if req.primary == "gene" else ())
-    threads = use_threads(req.threads)
+    # torch on one thread here too (the read-outs): --threads is trainings at once (protocol.train)
+    use_threads(1)
+    threads = usable_threads(req.threads)
     s = req.settings(device_for(req.device, Precision.fp32, report.warn), threads)
     r = train(x, y, pheno.classes, config, s, report, dosages.take(features.rows(samples)) if dosages is not None else None)
 
