@@ -99,8 +99,8 @@ static inline uint64_t bucket_of(const Buckets *bk, uint64_t id) {
     return b;
 }
 
-/* the buckets of a non-empty set's fences; 0 where memory ran out */
-static int buckets_of(Buckets *bk, const IdSet *set, uint64_t mask) {
+/* the bits a non-empty set's buckets read (bk->lo left alone) */
+static void buckets_layout(Buckets *bk, const IdSet *set, uint64_t mask) {
     uint64_t largest = set->ids[set->n - 1];
     bk->top = 63;
     while (bk->top > 0 && !((largest >> bk->top) & 1))
@@ -109,16 +109,60 @@ static int buckets_of(Buckets *bk, const IdSet *set, uint64_t mask) {
     for (int bit = bk->top; bit >= 0 && bk->n_gather < BUCKET_BITS; bit--)
         if ((mask >> bit) & 1)
             bk->gather[bk->n_gather++] = bit;
+}
+
+/* bk->lo, (1 << n_gather) + 1 of them, of buckets_layout's buckets */
+static void buckets_fill(Buckets *bk, const IdSet *set) {
     Py_ssize_t n_buckets = (Py_ssize_t)1 << bk->n_gather, f = 0;
-    bk->lo = malloc(sizeof(uint32_t) * (n_buckets + 1));
-    if (!bk->lo)
-        return 0;
     for (Py_ssize_t b = 0; b <= n_buckets; b++) {
         while (f < set->n_fences && bucket_of(bk, set->fences[f]) < (uint64_t)b)
             f++;
         bk->lo[b] = (uint32_t)f;
     }
+}
+
+/* the buckets of a non-empty set's fences; 0 where memory ran out */
+static int buckets_of(Buckets *bk, const IdSet *set, uint64_t mask) {
+    buckets_layout(bk, set, mask);
+    bk->lo = malloc(sizeof(uint32_t) * (((Py_ssize_t)1 << bk->n_gather) + 1));
+    if (!bk->lo)
+        return 0;
+    buckets_fill(bk, set);
     return 1;
+}
+
+/* seed_buckets(ids, fences, mask) -> bytes: the fences' buckets seed_scan reads for ids looked up
+ * with `mask` (uint32 lo, (1 << bits gathered) + 1 of them; empty for no ids). Made once per index
+ * and handed to every seed_scan (genointerp.seq.scan), which otherwise makes them at each call:
+ * some 5 ms, a batch's worth of a human read's look-ups. */
+static PyObject *seed_buckets(PyObject *self, PyObject *args) {
+    Py_buffer ids, fences;
+    unsigned long long mask;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*K", &ids, &fences, &mask))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = ids.len / 8;
+    if (ids.len % 8 || fences.len != 8 * ((n + FENCE - 1) / FENCE)) {
+        PyErr_SetString(PyExc_ValueError, "seed_buckets: a fence table that does not fit its ids");
+        goto done;
+    }
+    if (!n) {
+        result = PyBytes_FromStringAndSize(NULL, 0);
+        goto done;
+    }
+    IdSet set = {NULL, 0, (const uint64_t *)ids.buf, n, (const uint64_t *)fences.buf, fences.len / 8};
+    Buckets bk = {NULL, 0, 0, {0}};
+    buckets_layout(&bk, &set, (uint64_t)mask);
+    result = PyBytes_FromStringAndSize(NULL, sizeof(uint32_t) * (((Py_ssize_t)1 << bk.n_gather) + 1));
+    if (result) {
+        bk.lo = (uint32_t *)PyBytes_AS_STRING(result);
+        buckets_fill(&bk, &set);
+    }
+done:
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&fences);
+    return result;
 }
 
 /* fence_of(set, id), searched among its bucket's fences and the one before them */
@@ -171,15 +215,16 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
  * the forward id being larger), in order; returns how many (the buffers hold one per window of
  * codes at most). */
 static PyObject *seed_scan(PyObject *self, PyObject *args) {
-    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean;
+    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean, given = {0};
     int k, bits;
     unsigned long long mask;
-    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*", &codes, &lengths, &k, &mask, &table, &bits, &ids, &fences,
-                          &hit_at, &hit_id, &hit_slot, &hit_flip, &clean))
+    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*", &codes, &lengths, &k, &mask, &table, &bits, &ids,
+                          &fences, &hit_at, &hit_id, &hit_slot, &hit_flip, &clean, &given))
         return NULL;
     PyObject *result = NULL;
     IdSet set;
     Buckets buckets = {NULL, 0, 0, {0}};
+    int own_buckets = 1; /* made here, not seed_buckets' (given) */
     Py_ssize_t n = lengths.len / 8, m = codes.len, capacity = hit_at.len / 8;
     if (!id_set(&set, &table, bits, &ids, &fences))
         goto done;
@@ -188,7 +233,15 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "seed_scan: arguments of the wrong size");
         goto done;
     }
-    if (set.n && !buckets_of(&buckets, &set, (uint64_t)mask)) {
+    if (set.n && given.buf && given.len) { /* seed_buckets' of these ids and mask */
+        buckets_layout(&buckets, &set, (uint64_t)mask);
+        if (given.len != (Py_ssize_t)sizeof(uint32_t) * (((Py_ssize_t)1 << buckets.n_gather) + 1)) {
+            PyErr_SetString(PyExc_ValueError, "seed_scan: buckets of another size than these ids and mask make");
+            goto done;
+        }
+        buckets.lo = (uint32_t *)given.buf;
+        own_buckets = 0;
+    } else if (set.n && !buckets_of(&buckets, &set, (uint64_t)mask)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -260,7 +313,10 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
     else
         result = PyLong_FromSsize_t(hits);
 done:
-    free(buckets.lo);
+    if (own_buckets)
+        free(buckets.lo);
+    if (given.obj)
+        PyBuffer_Release(&given);
     PyBuffer_Release(&codes);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&table);
@@ -1194,6 +1250,7 @@ static PyObject *flush_denormals(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
+    {"seed_buckets", seed_buckets, METH_VARARGS, "The fences' buckets seed_scan reads, made once per index."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},

@@ -219,3 +219,32 @@ def test_stretch_letters_refuse_windows_out_of_order_and_unknown_patterns():
         stretch_letters(np.array([4, 5]), np.array([False, True]), np.array([0, 1]))
     marks, stretch = stretch_letters(np.zeros(0, np.int64), np.zeros(0, bool), np.array([0, 1]))
     assert marks.size == stretch.size == 0
+
+
+def test_seed_scan_s_buckets_made_once_are_those_it_makes_itself():
+    """seed_hits hands seed_scan the fences' buckets made once per index (_scan.seed_buckets); the
+    look-ups are those seed_scan makes with its own, and a table of another size is refused."""
+    from genointerp import _scan
+    from genointerp.seq.scan import _buckets
+
+    seed = "11011011011011011011011011"
+    rng = np.random.default_rng(5)
+    donor = "".join(rng.choice(list("ACGT"), 100_000))
+    ids, valid = canonical_ids(encode_joined([donor])[0], seed)
+    index = IdSet(np.unique(ids[valid])[::3].copy())
+    reads = [donor[a : a + 150] for a in rng.integers(0, len(donor) - 150, 200).tolist()]
+    flat, _, lengths = encode_joined(reads)
+    mask = seed_mask(seed)
+
+    def scan(*given):
+        out = [np.empty(flat.size, t) for t in (np.int64, np.uint64, np.int64, np.uint8)]
+        clean = np.zeros(lengths.size, np.int64)
+        found = _scan.seed_scan(flat, lengths, len(seed), int(mask), index.table, index.bits, index.ids,
+                                index.fences, *out, clean, *given)
+        return [a[:found] for a in out] + [clean]
+
+    for got, want in zip(scan(_buckets(index, mask)), scan()):
+        np.testing.assert_array_equal(got, want)
+    assert _buckets(index, mask) is _buckets(index, mask)  # made once
+    with pytest.raises(ValueError, match="buckets"):
+        scan(bytes(12))
