@@ -180,7 +180,7 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]]) -> None:
     pair (best, past the bar) or another one. The same numbers as config.json's interaction of a
     capsule-train run, without training."""
     from genointerp.capsule.interpret import gene_groups
-    from genointerp.capsule.pair_screen import interaction_bar, interaction_screen
+    from genointerp.capsule.pair_screen import interaction_screen
     from genointerp.capsule.scaler import Scaler
     from genointerp.capsule.splits import make_split
 
@@ -192,8 +192,7 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]]) -> None:
         y = cohort.labels[name].astype(np.int64)
         train = make_split(y, ["1", "2"], 5, 0.2, seed).train  # capsule-train's defaults; --folds leaves train as is
         x = Scaler.fit(cohort.features.matrix[train])(cohort.features.matrix[train]).astype(np.float64)
-        screened = interaction_screen(x, y[train], [idx for _, idx in groups], seed)
-        bar = interaction_bar(len(screened))
+        screened, bar = interaction_screen(x, y[train], [idx for _, idx in groups], seed)
         z = {tuple(names[g] for g in pair): v for pair, v in screened}
         causal, planted = cohort.causal(name)
         key = tuple(sorted(planted, key=names.index)) if planted else None
