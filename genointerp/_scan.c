@@ -165,6 +165,30 @@ done:
     return result;
 }
 
+#define LINE 8 /* ids in a cache line; FENCE / LINE line fences a block */
+
+/* the line of the set's ids (index into line_first: ids[LINE * line] onwards) where id would be,
+ * within block `lo` (fence_in's): the last of the block's lines whose first id is <= id, or its
+ * first line */
+static inline Py_ssize_t line_in(const IdSet *set, const uint64_t *line_first, uint64_t id, Py_ssize_t lo) {
+    Py_ssize_t first = lo * (FENCE / LINE), lines = (set->n + LINE - 1) / LINE, end = first + FENCE / LINE;
+    end = end < lines ? end : lines;
+    Py_ssize_t at = first;
+    for (Py_ssize_t j = first + 1; j < end; j++) /* no branch taken on the data: the count of line firsts <= id */
+        at += line_first[j] <= id;
+    return at;
+}
+
+/* search_block's answer (where id is in the set's ids, -1 where it is not) from its line
+ * (line_in's): the ids after that line's are above id, so the first id >= id is in it or is
+ * the next line's first */
+static inline Py_ssize_t search_line(const IdSet *set, uint64_t id, Py_ssize_t line) {
+    Py_ssize_t at = line * LINE, end = at + LINE < set->n ? at + LINE : set->n;
+    while (at < end && set->ids[at] < id)
+        at++;
+    return at < set->n && set->ids[at] == id ? at : -1;
+}
+
 /* fence_of(set, id), searched among its bucket's fences and the one before them */
 static inline Py_ssize_t fence_in(const IdSet *set, const Buckets *bk, uint64_t id) {
     uint64_t b = bucket_of(bk, id);
@@ -215,11 +239,11 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
  * the forward id being larger), in order; returns how many (the buffers hold one per window of
  * codes at most). */
 static PyObject *seed_scan(PyObject *self, PyObject *args) {
-    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean, given = {0};
+    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean, given = {0}, lines = {0};
     int k, bits;
     unsigned long long mask;
-    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*", &codes, &lengths, &k, &mask, &table, &bits, &ids,
-                          &fences, &hit_at, &hit_id, &hit_slot, &hit_flip, &clean, &given))
+    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*y*", &codes, &lengths, &k, &mask, &table, &bits, &ids,
+                          &fences, &hit_at, &hit_id, &hit_slot, &hit_flip, &clean, &given, &lines))
         return NULL;
     PyObject *result = NULL;
     IdSet set;
@@ -232,6 +256,16 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
         hit_flip.len != capacity || capacity < m) {
         PyErr_SetString(PyExc_ValueError, "seed_scan: arguments of the wrong size");
         goto done;
+    }
+    /* every LINE-th id (the first of each cache line of ids), where given: a block's eight of them
+     * lie in one or two cache lines, and say which line of the block to fetch and search */
+    const uint64_t *line_first = NULL;
+    if (lines.buf && lines.len) {
+        if (lines.len != 8 * ((set.n + LINE - 1) / LINE)) {
+            PyErr_SetString(PyExc_ValueError, "seed_scan: line fences of other ids");
+            goto done;
+        }
+        line_first = (const uint64_t *)lines.buf;
     }
     if (set.n && given.buf && given.len) { /* seed_buckets' of these ids and mask */
         buckets_layout(&buckets, &set, (uint64_t)mask);
@@ -254,7 +288,8 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
     Py_ssize_t hits = 0, start = 0, bad = 0;
     Py_BEGIN_ALLOW_THREADS
     uint64_t chunk_id[CHUNK];
-    Py_ssize_t chunk_at[CHUNK], chunk_block[CHUNK];
+    Py_ssize_t chunk_at[CHUNK], chunk_block[CHUNK], chunk_line[CHUNK];
+    int dense = 0; /* whether most windows of the last chunk passed the filter */
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
         Py_ssize_t end = start + len[i];
         if (len[i] < 0 || end > m) {
@@ -286,17 +321,40 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
             /* the windows the filter lets through: each one's block of ids found and fetched, then
              * all searched, so that the blocks' memory waits overlap (a viral read's windows nearly
              * all pass) */
+            int passed = 0, by_line = line_first != NULL && dense;
             for (int x = 0; x < w; x++) {
                 uint64_t mask = probe_mask(chunk_id[x]);
                 chunk_block[x] = -1;
                 if ((set.table[probe_word(&set, chunk_id[x])] & mask) == mask && set.n) {
                     chunk_block[x] = fence_in(&set, &buckets, chunk_id[x]);
-                    for (int line = 0; line < FENCE; line += 8) /* the block's cache lines, all of them */
-                        __builtin_prefetch(&set.ids[chunk_block[x] * FENCE + line]);
+                    passed++;
+                    if (!by_line) /* the block's cache lines, all of them, at once */
+                        for (int line = 0; line < FENCE; line += 8)
+                            __builtin_prefetch(&set.ids[chunk_block[x] * FENCE + line]);
                 }
             }
+            dense = passed >= 8 && 4 * passed >= w; /* the next chunk is taken to be like this one */
+            /* Where most windows pass (a viral read's), fetching every cache line of each one's
+             * block is what the scan waits on: after a chunk like that, the blocks' line fences
+             * are fetched, then the one line of ids they point to. Where few do (a human read's),
+             * the blocks are fetched whole as the filter passes them, one wait rather than two.
+             * The same slots either way. */
+            for (int x = 0; x < w && by_line; x++)
+                if (chunk_block[x] >= 0) {
+                    __builtin_prefetch(&line_first[chunk_block[x] * (FENCE / LINE)]);
+                    __builtin_prefetch(&line_first[chunk_block[x] * (FENCE / LINE)] + FENCE / LINE - 1);
+                }
+            if (by_line) /* which line of its block each id would be in; that line fetched */
+                for (int x = 0; x < w; x++) {
+                    if (chunk_block[x] < 0)
+                        continue;
+                    chunk_line[x] = line_in(&set, line_first, chunk_id[x], chunk_block[x]);
+                    __builtin_prefetch(&set.ids[chunk_line[x] * LINE]);
+                    __builtin_prefetch(&set.ids[chunk_line[x] * LINE] + LINE - 1);
+                }
             for (int x = 0; x < w; x++) {
-                Py_ssize_t slot = chunk_block[x] < 0 ? -1 : search_block(&set, chunk_id[x], chunk_block[x]);
+                Py_ssize_t slot = chunk_block[x] < 0 ? -1 : by_line ? search_line(&set, chunk_id[x], chunk_line[x])
+                                                                    : search_block(&set, chunk_id[x], chunk_block[x]);
                 if (slot >= 0) {
                     at[hits] = chunk_at[x];
                     hslot[hits] = slot;
@@ -317,6 +375,8 @@ done:
         free(buckets.lo);
     if (given.obj)
         PyBuffer_Release(&given);
+    if (lines.obj)
+        PyBuffer_Release(&lines);
     PyBuffer_Release(&codes);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&table);

@@ -221,18 +221,22 @@ def test_stretch_letters_refuse_windows_out_of_order_and_unknown_patterns():
     assert marks.size == stretch.size == 0
 
 
-def test_seed_scan_s_buckets_made_once_are_those_it_makes_itself():
-    """seed_hits hands seed_scan the fences' buckets made once per index (_scan.seed_buckets); the
-    look-ups are those seed_scan makes with its own, and a table of another size is refused."""
+def test_seed_scan_s_tables_made_once_give_the_look_ups_it_makes_without_them():
+    """seed_hits hands seed_scan the fences' buckets made once per index (_scan.seed_buckets) and
+    the first id of each cache line of ids (which line of a block to fetch, for reads most of whose
+    windows pass the filter); the look-ups are those seed_scan makes with its own buckets and
+    whole blocks, on reads of the index's sequence and random ones alike, and a table of another
+    size is refused."""
     from genointerp import _scan
-    from genointerp.seq.scan import _buckets
+    from genointerp.seq.scan import _buckets, _tables
 
     seed = "11011011011011011011011011"
     rng = np.random.default_rng(5)
     donor = "".join(rng.choice(list("ACGT"), 100_000))
     ids, valid = canonical_ids(encode_joined([donor])[0], seed)
     index = IdSet(np.unique(ids[valid])[::3].copy())
-    reads = [donor[a : a + 150] for a in rng.integers(0, len(donor) - 150, 200).tolist()]
+    reads = [donor[a : a + 150] if rng.random() < 0.7 else "".join(rng.choice(list("ACGT"), 150))
+             for a in rng.integers(0, len(donor) - 150, 300).tolist()]
     flat, _, lengths = encode_joined(reads)
     mask = seed_mask(seed)
 
@@ -243,8 +247,13 @@ def test_seed_scan_s_buckets_made_once_are_those_it_makes_itself():
                                 index.fences, *out, clean, *given)
         return [a[:found] for a in out] + [clean]
 
-    for got, want in zip(scan(_buckets(index, mask)), scan()):
-        np.testing.assert_array_equal(got, want)
+    want = scan()
+    assert want[0].size > 5_000  # reads of the donor: most of their windows pass the filter
+    for given in ((_buckets(index, mask),), _tables(index, mask)):
+        for got, expected in zip(scan(*given), want):
+            np.testing.assert_array_equal(got, expected)
     assert _buckets(index, mask) is _buckets(index, mask)  # made once
     with pytest.raises(ValueError, match="buckets"):
         scan(bytes(12))
+    with pytest.raises(ValueError, match="line fences"):
+        scan(_buckets(index, mask), index.ids[::4].copy())

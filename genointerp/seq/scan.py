@@ -44,21 +44,31 @@ def _c(array: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
-# seed_scan's table of the fences by an id's leading bits (_scan.seed_buckets), per index and mask:
-# some 5 ms to make, once per call it was, where a batch of human reads' look-ups take a few more
-_BUCKETS: dict[tuple[int, int], tuple[np.ndarray, bytes]] = {}
+# seed_scan's tables beside the ids, per index and mask, made once: the fences by an id's leading
+# bits (_scan.seed_buckets; some 5 ms to make, once per call it was, where a batch of human
+# reads' look-ups take a few more), and the first id of each cache line of ids (the line of a
+# block to fetch, where all eight were fetched)
+_TABLES: dict[tuple[int, int], tuple[np.ndarray, bytes, np.ndarray]] = {}
+
+
+def _tables(index: IdSet, mask: int) -> tuple[bytes, np.ndarray]:
+    """seed_scan's tables of `index` for `mask`, made once (kept beside the ids array they are of,
+    so that a new array at a freed one's address is never taken for it)."""
+    key = (id(index.ids), int(mask))
+    got = _TABLES.get(key)
+    if got is None or got[0] is not index.ids:
+        if len(_TABLES) >= 8:
+            _TABLES.clear()
+        ids = _c(index.ids, np.uint64)
+        got = _TABLES[key] = (index.ids, _scan.seed_buckets(ids, index.fences, int(mask)), ids[::LINE].copy())
+    return got[1:]
+
+
+LINE = 8  # ids in a cache line (genointerp/_scan.c)
 
 
 def _buckets(index: IdSet, mask: int) -> bytes:
-    """The fences' buckets of `index` for `mask`, made once (kept beside the ids array they are of,
-    so that a new array at a freed one's address is never taken for it)."""
-    key = (id(index.ids), int(mask))
-    got = _BUCKETS.get(key)
-    if got is None or got[0] is not index.ids:
-        if len(_BUCKETS) >= 8:
-            _BUCKETS.clear()
-        got = _BUCKETS[key] = (index.ids, _scan.seed_buckets(_c(index.ids, np.uint64), index.fences, int(mask)))
-    return got[1]
+    return _tables(index, mask)[0]
 
 
 def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: IdSet) -> SeedHits:
@@ -69,7 +79,7 @@ def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: 
     at, ids, slot = np.empty(codes.size, np.int64), np.empty(codes.size, np.uint64), np.empty(codes.size, np.int64)
     flip, clean = np.empty(codes.size, np.uint8), np.zeros(lengths.size, np.int64)
     found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
-                            _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean, _buckets(index, mask))
+                            _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean, *_tables(index, mask))
     return SeedHits(at[:found].copy(), ids[:found].copy(), slot[:found].copy(), flip[:found].view(bool).copy(), clean)
 
 
