@@ -76,8 +76,9 @@ class CapsuleTrainRequest:
         None, "--pair-screen/--no-pair-screen",
         help=("Spare one gene pair from the group penalty: the best pair of a score test of every pair's PC "
               'products against an additive null model, run on the rows of each training set only, if its z passes 2 '
-              '(recorded as training.screened_pair in config.json); where it passes the Bonferroni bar over all '
-              'pairs it is reported as interacting and gets a pair capsule. Without it an interacting pair with no '
+              '(recorded as training.screened_pair in config.json); where it passes the bar that the best of all '
+              'pairs passes by chance with probability 0.05 (a permutation max-T) it is reported as interacting and '
+              'gets a pair capsule. Without it an interacting pair with no '
               'marginal effect (XOR) stays switched off at ~1,000 samples. Seconds per training at 3,000 samples x '
               '92 genes \\[default: on for gene capsules under the group penalty].'))
     gene_penalty: float | None = opt(
