@@ -87,6 +87,27 @@ def test_the_compiled_kernel_is_its_numpy_definition(builtin, viral_reads, max_v
         assert (got.span != got.aligned).any()  # gapped placements
 
 
+def test_the_kernel_s_mismatch_counts_at_any_length_are_the_definition_s(builtin, viral_reads):
+    """The one-gap tries count each diagonal's mismatches 16 bases a step (SSE2) and the rest one
+    by one, in 32-bit counts: reads cut to lengths of every remainder by 16, with unknown bases
+    in the steps and in the rest, give the numpy definition's placements, gapped ones among them."""
+    index = builtin[0]
+    rng = np.random.default_rng(7)
+    reads = []
+    for i, read in enumerate(viral_reads[:40] + viral_reads[-4:]):
+        n = min(len(read), 48 + i % 16 + 16 * int(rng.integers(0, 6)))
+        cut = list(read[:n])
+        for j in rng.choice(n, size=int(rng.integers(0, 3)), replace=False):
+            cut[j] = "N"
+        reads.append("".join(cut))
+    assert {len(r) % 16 for r in reads} == set(range(16))
+    args = (*seeded_inputs(index, reads), index.places, index.settings.k, MARGIN)
+    got, want = diagonal_edits(*args), diagonal_edits_numpy(*args)
+    for name in ("read", "diagonal", "edits", "span", "aligned", "best"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert (got.span != got.aligned).any()  # gapped placements
+
+
 def test_a_read_without_matched_seeds_has_no_diagonal(builtin):
     index = builtin[0]
     flat, starts, lengths = encode_joined(["ACGT" * 40])
