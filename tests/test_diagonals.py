@@ -17,7 +17,7 @@ from genointerp.viral.classify.batch_work import BatchEvidence, EvidenceWork, de
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.prebuilt import load_indexes
 from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings
-from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, diagonal_edits,
+from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, _lexsort, diagonal_edits,
                                                diagonal_edits_numpy)
 from genointerp.viral.typing.placement import LONG_READ
 from genointerp.viral.typing.placed import TypedReads
@@ -216,3 +216,13 @@ def test_a_batch_s_typing_pickles_as_arrays_and_comes_back_equal(builtin):
         np.testing.assert_array_equal(getattr(back, name), getattr(got, name))
     empty = BatchEvidence(got.hits[:0], got.clean[:0], got.bits[:0], TypedReads.empty())
     assert pickle.loads(pickle.dumps(empty)).typed == {}
+
+
+@pytest.mark.parametrize("high", [2, 9_000, 2**40])
+def test_the_packed_lexsort_is_lexsort(high):
+    # ties, negative keys, a key of one value, and keys too wide to pack together (2**40: lexsort)
+    rng = np.random.default_rng(high)
+    keys = (rng.choice([-1, 1], 500), rng.integers(0, high, 500), rng.integers(-3, 3, 500), np.full(500, 7),
+            np.sort(rng.integers(0, 50, 500)))
+    assert np.array_equal(_lexsort(keys), np.lexsort(keys))
+    assert _lexsort(tuple(k[:0] for k in keys)).size == 0

@@ -13,7 +13,7 @@ from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
 from genointerp.seq.scan import aa_hits, seed_hits, strand_codons, stretch_letters
 from genointerp.seq.translate import aa_kmer_ids, codons
-from genointerp.viral.evidence.chance import stretches
+from genointerp.viral.evidence.chance import owner_of, owner_of_ascending, stretches
 from genointerp.viral.evidence.seeds import canonical_ids, seed_mask, strand_ids
 from genointerp.viral.evidence.protein import ProteinSettings, seed_ids
 
@@ -257,3 +257,14 @@ def test_seed_scan_s_tables_made_once_give_the_look_ups_it_makes_without_them():
         scan(bytes(12))
     with pytest.raises(ValueError, match="line fences"):
         scan(_buckets(index, mask), index.ids[::4].copy())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_owner_of_ascending_positions_is_owner_of(seed):
+    # reads of 0 bases and positions on separators and past the last read included
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 6, 40).astype(np.int64)
+    total = int((lengths + 1).sum())
+    positions = np.sort(rng.integers(0, total + 3, 300)).astype(np.int64)
+    assert np.array_equal(owner_of_ascending(positions, lengths), owner_of(positions, lengths))
+    assert owner_of_ascending(positions[:0], lengths).size == 0

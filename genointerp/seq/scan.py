@@ -71,6 +71,13 @@ def _buckets(index: IdSet, mask: int) -> bytes:
     return _tables(index, mask)[0]
 
 
+def _first(array: np.ndarray, found: int) -> np.ndarray:
+    """array[:found], a view where it fills half the array or more (an all-viral batch's windows:
+    the copy was 1 % of a run), else a copy (a human batch keeps few of its windows, and not the
+    whole array with them)."""
+    return array[:found] if 2 * found >= array.size else array[:found].copy()
+
+
 def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: IdSet) -> SeedHits:
     """Reads as codes joined by one separator (codes uint8 (M,); lengths int64 (n,)): each clean
     window whose canonical seed id (forward and reverse complement 2-bit ids each ANDed with mask,
@@ -80,7 +87,7 @@ def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: 
     flip, clean = np.empty(codes.size, np.uint8), np.zeros(lengths.size, np.int64)
     found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
                             _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean, *_tables(index, mask))
-    return SeedHits(at[:found].copy(), ids[:found].copy(), slot[:found].copy(), flip[:found].view(bool).copy(), clean)
+    return SeedHits(_first(at, found), _first(ids, found), _first(slot, found), _first(flip.view(bool), found), clean)
 
 
 def strand_codons(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,4 +156,4 @@ def stretch_letters(at: np.ndarray, opens: np.ndarray, offsets: np.ndarray,
     marks, stretch = np.empty(at.size * width, np.int64), np.empty(at.size * width, np.int64)
     found = _scan.stretch_letters(at, _c(opens, np.uint8), offsets, width, b"" if pattern is None else _c(pattern, np.int64),
                                   marks, stretch)
-    return marks[:found].copy(), stretch[:found].copy()
+    return _first(marks, found), _first(stretch, found)

@@ -25,6 +25,14 @@ def owner_of(positions: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.cumsum(lengths + 1), positions, side="right").astype(np.int64)
 
 
+def owner_of_ascending(positions: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """owner_of for positions in ascending order (a scan's matched windows): each read's first
+    position found among them (n look-ups, where owner_of makes one for each position) and the
+    reads repeated that many times."""
+    bounds = np.searchsorted(positions, np.cumsum(lengths + 1), side="left")
+    return np.repeat(np.arange(lengths.size + 1, dtype=np.int64), np.diff(bounds, prepend=0, append=positions.size))
+
+
 def owned_positions(reads: np.ndarray, lengths: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions int64 (P,), their read int64 (P,)): every position of m codes of reads joined by
     one separator (a separator counting to the read before it, as in owner_of) that belong to one of

@@ -49,8 +49,8 @@ from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.seq.scan import SeedHits, seed_hits
-from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions, owner_of,
-                                              stretches)
+from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions,
+                                              owner_of_ascending, stretches)
 from genointerp.viral.evidence.places import ReferenceBases
 from genointerp.viral.model_files import KMER_EXCLUDED_FILE, KMER_KEY, REFS_FILE
 from genointerp.viral.panel import name_reference
@@ -287,7 +287,7 @@ class KmerIndex:
         looked up in one compiled pass (genointerp.seq.scan)."""
         flat = np.where(flat == INVALID, N_CODE, flat)
         hits = seed_hits(flat, lengths, self.settings.k, seed_mask(self.settings.seed), self._set)
-        return flat, hits, owner_of(hits.at, lengths)
+        return flat, hits, owner_of_ascending(hits.at, lengths)  # seed_scan's windows come in order of start
 
     def virus_hits(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """int64 (n, len(viruses)): per read (codes joined by N, as `hits` takes them), its matched
@@ -321,8 +321,11 @@ class KmerIndex:
         # were otherwise one match of some 30 fixed bases.
         draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip)
         # Either strand's seed may match a window: twice the windows tested.
-        bits = chance_bits(np.log10(freq[mark_read, flat[marks]]), mark_cluster, of, 2 * clean, self.ids.size, n,
-                           draws)
+        # each read's four log frequencies, then one look-up a fixed letter (the same numbers as
+        # the log of each letter's frequency)
+        log_freq = np.log10(freq).ravel()
+        bits = chance_bits(log_freq.take(mark_read * 4 + flat[marks]), mark_cluster, of, 2 * clean, self.ids.size,
+                           n, draws)
         return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean, clusters=np.bincount(of, minlength=n),
                             bits=bits, matches=hits)
 

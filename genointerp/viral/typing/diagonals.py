@@ -240,6 +240,25 @@ class Placed:
     placed: np.ndarray
 
 
+def _lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """np.lexsort(keys) (the last key first; int arrays of one size), as one stable argsort of the
+    keys packed into one int64 where their ranges fit in 63 bits (lexsort sorts once a key: this
+    function's two sorts were 0.36 s of a 10 s run of 108,181 all-viral reads, 0.16-0.23 s packed),
+    lexsort itself where they do not."""
+    if keys[0].size == 0:
+        return np.zeros(0, np.int64)
+    packed, bits = np.zeros(keys[0].size, np.int64), 0
+    for key in keys:
+        low = int(key.min())
+        width = (int(key.max()) - low).bit_length()
+        if bits + width > 63:
+            return np.lexsort(keys)
+        if width:
+            packed |= (key.astype(np.int64) - low) << bits
+        bits += width
+    return np.argsort(packed, kind="stable")
+
+
 def best_per_contig(found: Diagonals, spans: ContigSpans, lengths: np.ndarray, name_rank: np.ndarray,
                     margin: int) -> Placed:
     """Each read's best placement per contig among those within `margin` of its best, for
@@ -255,10 +274,10 @@ def best_per_contig(found: Diagonals, spans: ContigSpans, lengths: np.ndarray, n
     keep = ok[read] & (found.edits <= found.best[read] + margin)
     read, contig, strand, r_st, edits, span, aligned = (
         a[keep] for a in (read, contig, strand, r_st, found.edits, found.span, found.aligned))
-    order = np.lexsort((strand, r_st, edits, contig, read))
+    order = _lexsort((strand, r_st, edits, contig, read))
     read, contig, r_st, edits, span, aligned = (a[order] for a in (read, contig, r_st, edits, span, aligned))
     first = np.r_[True, (read[1:] != read[:-1]) | (contig[1:] != contig[:-1])] if read.size else np.zeros(0, bool)
     read, contig, r_st, edits, span, aligned = (a[first] for a in (read, contig, r_st, edits, span, aligned))
-    order = np.lexsort((name_rank[contig], edits, read))
+    order = _lexsort((name_rank[contig], edits, read))
     read, contig, r_st, edits, span, aligned = (a[order] for a in (read, contig, r_st, edits, span, aligned))
     return Placed(read, contig, edits, r_st, r_st + span, aligned, ok)
