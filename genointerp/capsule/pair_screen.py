@@ -112,10 +112,12 @@ def _screen_split(y: np.ndarray, seed: int) -> Split:
 #
 # How large the best of ~4,000 pairs' z gets by chance is measured, not bounded: a permutation max-T
 # (permutation_bar, below). For Gaussian entries z would be a conservative z-score for any shape (s is
-# 1-Lipschitz in the block's entries, so P(z >= t) <= 1 - Phi(t) by Gaussian isoperimetry), and the
-# last session's bar was the Bonferroni one on that, 4.22 at 92 genes; but the best additive pair's z
+# 1-Lipschitz in the block's entries, so P(z >= t) <= 1 - Phi(t) by Gaussian isoperimetry), and a
+# Bonferroni bar on that bound was used before, 4.22 at 92 genes; but the best additive pair's z
 # was 2.0-3.3 on 32 additive cohorts of the family, the permutations' 95th percentile of the best z
-# 2.7-3.2, and the bound cost co-occurrence pairs at z 3-4.
+# 2.7-3.2, and the bound cost co-occurrence pairs at z 3-4. The permutations keep the null fit, so
+# they cannot see where it misfits: two additive genes acting through a rare-variant burden, which
+# their PCs do not carry, passed the bar in 2 of 8 additive burden cohorts (docs/capsule.md).
 NULL_C = 0.01
 MEDIAN_DRAWS = 400
 
