@@ -98,14 +98,6 @@ class PlacedReads:
         """int64 (n,): each read's first match."""
         return np.cumsum(self.count) - self.count
 
-    def hits_of(self, i: int) -> TypeHits:
-        """Read i's matches as a TypeHits."""
-        a = int(self.starts()[i]) if self.count.size else 0
-        b = a + int(self.count[i])
-        names = self.names
-        return TypeHits([Hit(names[r], *rest) for r, *rest in
-                         zip(self.ref[a:b].tolist(), *(getattr(self, k)[a:b].tolist() for k in _NUMBERS))])
-
     def as_list(self) -> list[TypeHits]:
         """Every read's matches as TypeHits (for callers that want the objects)."""
         hits = [Hit(self.names[r], *rest) for r, *rest in
