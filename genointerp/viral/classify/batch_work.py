@@ -98,9 +98,7 @@ class EvidenceWork:
         reads = np.concatenate([seeded_reads, rest])
         order = np.argsort(reads, kind="stable")
         mask = np.concatenate([p[0] for p in placed])
-        rank = np.full(mask.size, -1, np.int64)
-        rank[mask] = np.arange(int(mask.sum()))
-        hits_of = PlacedReads.concat([p[1] for p in placed]).take(rank[order][mask[order]])
+        hits_of = PlacedReads.concat([p[1] for p in placed]).reordered(mask, order)
         seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
         typed = type_batch(self.typer, self.index, self.protein, seqs, viral, (mask[order], hits_of))
         return BatchEvidence(hits, clean, bits, typed)

@@ -105,6 +105,13 @@ class PlacedReads:
         cut = np.r_[0, np.cumsum(self.count)].tolist()
         return [TypeHits(hits[a:b]) for a, b in zip(cut[:-1], cut[1:])]
 
+    def reordered(self, placed: np.ndarray, order: np.ndarray) -> "PlacedReads":
+        """These matches, of the reads where `placed` (bool (m,): of m reads, placed or not, in the
+        order these hold the placed ones) is True, for the m reads taken in `order` (int64 (m,))."""
+        rank = np.full(placed.size, -1, np.int64)  # each placed read's rank among the placed
+        rank[placed] = np.arange(int(placed.sum()))
+        return self.take(rank[order][placed[order]])
+
     def take(self, rows: np.ndarray) -> "PlacedReads":
         """The reads `rows` (int64 (m,)), in that order."""
         count = self.count[rows]
@@ -177,12 +184,9 @@ class TypedReads:
         placed = np.concatenate([p.placed for p in parts])
         label = list(chain.from_iterable(p.label for p in parts))
         named = list(chain.from_iterable(p.named for p in parts))
-        hits = PlacedReads.concat([p.hits for p in parts])
-        # the placed reads' rank among the placed, in the new order
-        rank = np.full(read.size, -1, np.int64)
-        rank[np.flatnonzero(placed)] = np.arange(int(placed.sum()))
+        hits = PlacedReads.concat([p.hits for p in parts]).reordered(placed, order)
         return TypedReads(read[order], [label[i] for i in order.tolist()], [named[i] for i in order.tolist()],
-                          placed[order], hits.take(rank[order][placed[order]]))
+                          placed[order], hits)
 
     def __len__(self) -> int:
         return int(self.read.size)
