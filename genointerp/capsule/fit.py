@@ -31,6 +31,16 @@ def penalty_weight(s: CapsuleSettings, n_rows: int) -> float:
     return s.gene_penalty * (PENALTY_ROWS / max(n_rows, PENALTY_MIN_ROWS)) ** PENALTY_EXPONENT
 
 
+def pcs_only(x: np.ndarray, config: CapsuleConfig, burden_columns: int) -> tuple[np.ndarray, CapsuleConfig]:
+    """x (n, F) and its config without the last `burden_columns` columns (the per-gene burden
+    columns, burden.py): what the pair test reads. Every gene with a burden column has PCs before
+    it, so the genes keep their numbers."""
+    if not burden_columns:
+        return x, config
+    keep = config.n_features - burden_columns
+    return x[:, :keep], replace(config, n_features=keep, gene_index=config.gene_index[:keep])
+
+
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
                 history: list | None = None) -> CapsuleNet:
     """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
@@ -48,7 +58,10 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     if penalise and config.primary != "gene":
         raise ValueError("gene_penalty needs gene primary capsules")
     weight = penalty_weight(s, len(tr))
-    exempt, evidence = screened_pair(x, y, config, seed) if penalise and s.pair_screen else ((), None)
+    exempt, evidence = ((), None)
+    if penalise and s.pair_screen:
+        x_pcs, config_pcs = pcs_only(x, config, s.burden_columns)
+        exempt, evidence = screened_pair(x_pcs, y, config_pcs, seed)
     # the pair capsule only where the pair passes the bar that capsule-train's report applies
     # (interacting): the screen's best pair of an additive cohort would only add parameters
     if exempt and s.pair_capsule and evidence["interacting"]:

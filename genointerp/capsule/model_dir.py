@@ -32,9 +32,11 @@ class ReadOuts(NamedTuple):
 
 def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, samples: list[str],
                     features: Features, features_path: str, pheno: Phenotypes, phenotypes_path: str,
-                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None) -> ReadOuts:
+                    config: CapsuleConfig, s: CapsuleSettings, primary_capsule: int | None,
+                    burden: dict | None = None) -> ReadOuts:
     """Fill a capsule-train model directory: weights + config.json, the result tables, the test
-    predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes."""
+    predictions and the read-outs. x float (n, F) aligned features, y int (n,) classes; `burden`:
+    the burden columns' plan (burden.py: {maf_below, genes}), saved for capsule-predict."""
     # interpretation on the samples the final model was trained on, standardised as it saw them
     xs = r.scaler(x[r.split.train])
     coupling = interp.mean_coupling(r.model, xs, y[r.split.train], 2, s.device)
@@ -73,6 +75,7 @@ def write_model_dir(folder: Path, r: TrainResult, x: np.ndarray, y: np.ndarray, 
         "test_metrics": r.test_scores.get("capsule"),
         **({"interaction": pair} if pair else {}),
         **({"prs": r.prs} if r.prs else {}),
+        **({"burden": burden} if burden else {}),
         "interpretation": read_out,
     }
     save_model_dir(folder, r.model, info)

@@ -98,6 +98,22 @@ def check_transform(config: dict, features: Features, source: str) -> None:
                          f"cohort with gene-pca --apply on the model's feature folder ({fitted})")
 
 
+def burden_features(config: dict, features: Features, source: str) -> Features:
+    """`features` with the model's burden columns (config.json's `burden`, burden.py) computed from the
+    feature folder's SNP dosages as in training; `features` as they are for a model without them."""
+    from genointerp.capsule.burden import with_burden
+    from genointerp.io.features import read_dosages
+
+    burden = config.get("burden")
+    if not isinstance(burden, dict) or not burden.get("genes"):
+        return features
+    dosages = read_dosages(source, len(features.samples))
+    if dosages is None:
+        raise InputError(f"{source}: the model reads per-gene burden columns (capsule-train --burden-maf), which "
+                         "need SNP dosages: project the cohort with gene-pca --apply --keep-dosages")
+    return with_burden(features, dosages, burden["genes"], source)
+
+
 def model_matrix(features: Features, columns: list[str], source: str, warn: Callable[[str], None]) -> np.ndarray:
     """float64 (n, len(columns)): the model's feature columns in the model's order.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genointerp.capsule.predict import capsule_lengths, check_transform, class_probabilities, model_fields, \
+from genointerp.capsule.predict import burden_features, capsule_lengths, check_transform, class_probabilities, model_fields, \
     model_matrix, predictions_table
 from genointerp.capsule.scaler import Scaler
 from genointerp.io.atomic import STDOUT, AtomicOutputs
@@ -54,6 +54,7 @@ def run(req: CapsulePredictRequest, outputs: AtomicOutputs, report: Reporter) ->
         columns, scaler, classes = model_fields(config, req.model_dir, model.config)
         features = read_features(req.features)
         check_transform(config, features, req.features)
+        features = burden_features(config, features, req.features)
         x = model_matrix(features, columns, req.features, report.warn)
         lengths = capsule_lengths(model.to(dev), Scaler.from_dict(scaler)(x), dev)
         streams[req.output].write(predictions_table(features.samples, class_probabilities(lengths), classes).encode())

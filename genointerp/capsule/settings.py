@@ -23,6 +23,9 @@ class CapsuleSettings:
     pair_screen: bool = False  # exempt the pair screen's best gene pair from the group penalty
     # give the screened pair a pair capsule of its PCs' products where it interacts beyond chance
     pair_capsule: bool = False
+    # the last burden_columns columns of the features are per-gene burden columns (burden.py), which the
+    # pair test leaves out: it tests products of PCs
+    burden_columns: int = 0
     seed: int = 1
     device: str = "cpu"
     threads: int = 1

@@ -10,9 +10,10 @@ genes' enrichment goes to enrichment.tsv (enrichment.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from genointerp.capsule import enrichment as ce
+from genointerp.capsule.burden import MIN_SNPS, burden_plan, snp_genes, with_burden
 from genointerp.capsule.cohort import align, class_counts, order_case_last
 from genointerp.capsule.interpret import gene_groups, gene_index, spared_genes
 from genointerp.capsule.model_dir import write_model_dir
@@ -20,7 +21,7 @@ from genointerp.capsule.protocol import train
 from genointerp.capsule.rules import network, primary_kind
 from genointerp.capsule.settings import CapsuleSettings, features_arg, phenotype_option, phenotypes_option
 from genointerp.capsule.tables import results_table
-from genointerp.errors import UsageError
+from genointerp.errors import InputError, UsageError
 from genointerp.io.atomic import AtomicOutputs
 from genointerp.io.features import read_dosages, read_features, read_phenotypes
 from genointerp import options
@@ -105,6 +106,13 @@ class CapsuleTrainRequest:
         0.0, "--input-dropout", min=0, max=0.95,
         help='Dropout on the Gene-PC input while training.')
     dropout: float = opt(0.0, "--dropout", min=0, max=0.95, help="Dropout on the dense layer's output while training.")
+    burden_maf: float = opt(
+        0.0, "--burden-maf", min=0, max=0.5,
+        help=("Give every gene with at least 2 SNPs of minor allele frequency under this one more input column "
+              'beside its PCs: the copies of those alleles (a rare-variant burden, which a gene\'s leading PCs may '
+              'miss); the SNPs and alleles are fixed from the feature folder\'s own rows and saved, and '
+              'capsule-predict computes the column from the new cohort\'s dosages. Needs SNP dosages (gene-pca '
+              '--keep-dosages); 0: none.'))
     baselines: bool = opt(
         True, "--baselines/--no-baselines",
         help=('Also score logistic regression, SVM, random forest, AdaBoost, an MLP and, when FEATURES holds SNP '
@@ -187,7 +195,18 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     log = report.log
     folder = outputs.folder(req.output)
     features = read_features(req.features)
-    dosages = read_dosages(req.features, len(features.samples)) if req.baselines else None
+    dosages = read_dosages(req.features, len(features.samples)) if req.baselines or req.burden_maf else None
+    plan = []
+    if req.burden_maf:
+        if dosages is None:
+            raise InputError(f"--burden-maf: {req.features} has no SNP dosages (dosages.npy and snps.tsv, written by "
+                             "gene-pca --keep-dosages)")
+        pcs = features
+        plan = burden_plan(dosages, snp_genes(req.features), [name for name, _ in gene_groups(features.columns)],
+                           req.burden_maf)
+        features = with_burden(features, dosages, plan, req.features)
+        log(f"burden columns: {len(plan)} of {len(gene_groups(pcs.columns))} genes have at least {MIN_SNPS} SNPs of "
+            f"minor allele frequency under {req.burden_maf:g}")
     if req.baselines and dosages is None:
         log(f"PRS baseline skipped: {req.features} has no SNP dosages (dosages.npy and snps.tsv, "
             "written by gene-pca --keep-dosages)")
@@ -204,11 +223,11 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     # torch on one thread here too (the read-outs): --threads is trainings at once (protocol.train)
     use_threads(1)
     threads = usable_threads(req.threads)
-    s = req.settings(device_for(req.device, Precision.fp32, report.warn), threads)
+    s = replace(req.settings(device_for(req.device, Precision.fp32, report.warn), threads), burden_columns=len(plan))
     r = train(x, y, pheno.classes, config, s, report, dosages.take(features.rows(samples)) if dosages is not None else None)
 
     read = write_model_dir(folder, r, x, y, samples, features, req.features, pheno, req.phenotypes, config, s,
-                           req.primary_capsule)
+                           req.primary_capsule, {"maf_below": req.burden_maf, "genes": plan} if plan else None)
     decisive = [g["gene"] for g in read.genes if g["decisive"]]
     if req.gene_sets is not None:
         enriched = ce.enrichment(sets, symbols, decisive, req.min_set_size, req.max_set_size)
