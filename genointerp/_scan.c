@@ -673,7 +673,8 @@ done:
 }
 
 /* diagonal_edits(codes, starts, lengths, first, hit_at, hit_slot, hit_flip, letters, start, places, wide, span,
- *                max_visits, margin, ends, out_read, out_diag, out_edits, out_span, out_aligned, best) -> found
+ *                max_visits, margin, ends, out_read, out_diag, out_edits, out_span, out_aligned, best
+ *                [, contig_start, contig_length, wrap, forward, around]) -> found
  *
  * The placements of reads on the diagonals their matched seeds lie on, with at most one gap
  * (genointerp.viral.typing.diagonals holds the definition in numpy). Read i (codes[starts[i]:
@@ -698,13 +699,80 @@ done:
  * out_diag (the first part's diagonal), out_edits, out_span (letters the placement covers) and
  * out_aligned (read bases aligned), int64 (capacity each). best int64 (n,) gets each read's fewest
  * edits, -1 where it had no seed place, -2 where its seeds have more than max_visits places in all,
- * -3 where the outputs were full (the caller aligns those reads). */
+ * -3 where the outputs were full (the caller aligns those reads).
+ *
+ * Around the origin (a circular index: contig_start, contig_length int64 (c,), each contig's first
+ * letter and length in the forward half of the letters, which hold forward letters, the reverse
+ * complement after them; each contig followed by its first `wrap` letters again and an N): a read
+ * with a diagonal that leaves one contig's letters (across a genome's origin beyond the wrap) has
+ * each diagonal taken modulo the length of the genome its first seed place lies in, on that strand
+ * (the first of equal ones kept, in order), and every placement's letters read around that genome;
+ * its diagonals out are so taken, gapped ones' first too, and around[i] (uint8 (n,)) is 1. Other
+ * reads' placements are as without the contigs. */
 static int compare_int64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
 #define DIAG_CHUNK 64 /* windows whose table rows are fetched together */
+
+/* A circular index's contigs in the places' letters (diagonal_edits' contig_start, contig_length,
+ * wrap, forward); n = 0: none given (a linear index). */
+typedef struct {
+    const int64_t *start, *length;
+    Py_ssize_t n;
+    int64_t wrap, forward;
+} Contigs;
+
+/* the last contig whose first forward letter is <= x, -1 where none is */
+static Py_ssize_t contig_at(const Contigs *ct, int64_t x) {
+    Py_ssize_t lo = -1, hi = ct->n;
+    while (hi - lo > 1) {
+        Py_ssize_t mid = lo + ((hi - lo) >> 1);
+        if (ct->start[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* whether an ungapped placement of len letters on diagonal d lies whole in one contig's letters
+ * (its wrap included), on either strand (ContigSpans.holds) */
+static int contig_holds(const Contigs *ct, int64_t d, int64_t len) {
+    int64_t f = ct->forward;
+    if (d < 0 || d + len > 2 * f || (d < f && f < d + len))
+        return 0;
+    int64_t lo = d < f ? d : 2 * f - d - len;
+    Py_ssize_t c = contig_at(ct, lo);
+    return c >= 0 && lo + len <= ct->start[c] + ct->length[c] + ct->wrap;
+}
+
+/* *base, *length: the letters of the genome whose letters (wrap included) hold letter `place`, on
+ * its strand (ContigSpans.frame) */
+static void contig_frame(const Contigs *ct, int64_t place, int64_t *base, int64_t *length) {
+    int64_t f = ct->forward;
+    Py_ssize_t c = contig_at(ct, place < f ? place : 2 * f - 1 - place);
+    c = c < 0 ? 0 : c;
+    *length = ct->length[c];
+    *base = place < f ? ct->start[c] : 2 * f - ct->start[c] - ct->length[c];
+}
+
+/* d taken into the genome of letters base .. base + length - 1 */
+static inline int64_t around_of(int64_t d, int64_t base, int64_t length) {
+    return base + (((d - base) % length) + length) % length;
+}
+
+/* ring (len,): the letters a read of len bases faces on diagonal d, around that genome */
+static void around_letters(const uint8_t *letters, int64_t d, int64_t len, int64_t base, int64_t length,
+                           uint8_t *ring) {
+    int64_t at = around_of(d, base, length) - base;
+    for (int64_t j = 0; j < len; j++) {
+        ring[j] = letters[base + at];
+        if (++at == length)
+            at = 0;
+    }
+}
 #define DIAG_SLOTS 8192 /* a read's distinct diagonals, open addressing; more than max_visits never fit */
 #define GAPPED_MAX 4096 /* one-gap placements kept per read */
 
@@ -751,6 +819,18 @@ static void mismatch_prefix(const uint8_t *q, int64_t len, const uint8_t *letter
             prefix[j + 1] = prefix[j] + mismatch(q, letters, r, d, j);
 }
 
+/* mismatch_prefix on diagonal d, around the genome base .. base + length - 1 where length > 0 (ring:
+ * room for len letters) */
+static void prefix_on(const uint8_t *q, int64_t len, const uint8_t *letters, Py_ssize_t r, int64_t d,
+                      int64_t base, int64_t length, uint8_t *ring, int32_t *prefix) {
+    if (length <= 0) {
+        mismatch_prefix(q, len, letters, r, d, prefix);
+        return;
+    }
+    around_letters(letters, d, len, base, length, ring);
+    mismatch_prefix(q, len, ring, len, 0, prefix);
+}
+
 /* the fewest edits of a read of len bases with bases [0, s) on diagonal a and the rest on diagonal
  * b, over 1 <= s (see above), from each diagonal's mismatch_prefix (pa, pb); *span_out and
  * *aligned_out get the placement's letters and read bases */
@@ -791,28 +871,64 @@ static int64_t both_ways(int64_t len, int64_t d, int64_t e, const int32_t *pd, c
     return n;
 }
 
+/* a read's ungapped counts on letters l facing it whole: mismatches in its ends (*miss) and middle
+ * (*mid), unknown letters faced (*unknown) */
+static void count_whole(const uint8_t *q, const uint8_t *l, int64_t len, int64_t end, int64_t *miss, int64_t *mid,
+                        int64_t *unknown) {
+    int64_t a = 0, b = 0, u = 0;
+    for (int64_t j = 0; j < end; j++)
+        a += (q[j] > 3) | (l[j] != q[j]);
+    for (int64_t j = end; j < len - end; j++)
+        b += (q[j] > 3) | (l[j] != q[j]);
+    for (int64_t j = len - end > end ? len - end : end; j < len; j++)
+        a += (q[j] > 3) | (l[j] != q[j]);
+    for (int64_t j = 0; j < len; j++)
+        u += l[j] > 3;
+    *miss = a;
+    *mid = b;
+    *unknown = u;
+}
+
 static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
     Py_buffer codes_b, starts_b, lengths_b, first_b, at_b, slot_b, flip_b, letters_b, start_b, places_b, oread_b,
-        odiag_b, oedits_b, ospan_b, oaligned_b, best_b;
+        odiag_b, oedits_b, ospan_b, oaligned_b, best_b, cstart_b = {0}, clength_b = {0}, around_b = {0};
     int wide;
-    Py_ssize_t span, max_visits, margin, ends;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*innnnw*w*w*w*w*w*", &codes_b, &starts_b, &lengths_b, &first_b,
-                          &at_b, &slot_b, &flip_b, &letters_b, &start_b, &places_b, &wide, &span, &max_visits,
-                          &margin, &ends, &oread_b, &odiag_b, &oedits_b, &ospan_b, &oaligned_b, &best_b))
+    Py_ssize_t span, max_visits, margin, ends, wrap = 0, forward = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*innnnw*w*w*w*w*w*|y*y*nnw*", &codes_b, &starts_b, &lengths_b,
+                          &first_b, &at_b, &slot_b, &flip_b, &letters_b, &start_b, &places_b, &wide, &span,
+                          &max_visits, &margin, &ends, &oread_b, &odiag_b, &oedits_b, &ospan_b, &oaligned_b, &best_b,
+                          &cstart_b, &clength_b, &wrap, &forward, &around_b))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n = lengths_b.len / 8, h = at_b.len / 8, capacity = oread_b.len / 8, item = wide ? 8 : 4;
     Py_ssize_t n_keys = start_b.len / item - 1, n_places = places_b.len / item;
-    int64_t *keys = NULL, *diags = NULL, *edits = NULL, *middle = NULL, *order = NULL;
+    int64_t *keys = NULL, *diags = NULL, *edits = NULL, *middle = NULL, *order = NULL, *anchors = NULL;
     int32_t *suffix = NULL, *other_prefix = NULL; /* suffix: one diagonal's mismatch_prefix, other_prefix: another's */
-    uint8_t *facing_unknown = NULL;
+    uint8_t *facing_unknown = NULL, *ring = NULL, *around = NULL;
     int64_t *ga = NULL, *ge = NULL, *gs = NULL, *gl = NULL;
+    Contigs ct = {NULL, NULL, 0, wrap, forward};
     if (starts_b.len != lengths_b.len || first_b.len != 8 * (n + 1) || slot_b.len != at_b.len ||
         (flip_b.len && flip_b.len != h) || odiag_b.len != oread_b.len || oedits_b.len != oread_b.len ||
         ospan_b.len != oread_b.len || oaligned_b.len != oread_b.len || best_b.len != lengths_b.len ||
         max_visits < 0 || max_visits > DIAG_SLOTS / 2 || margin < 0 || ends < 0 || n_keys < 0) {
         PyErr_SetString(PyExc_ValueError, "diagonal_edits: arguments of the wrong size");
         goto done;
+    }
+    if (cstart_b.buf && cstart_b.len) { /* the contigs, checked: each inside the forward half, in order */
+        ct.start = (const int64_t *)cstart_b.buf;
+        ct.length = (const int64_t *)clength_b.buf;
+        ct.n = cstart_b.len / 8;
+        int ok = cstart_b.len % 8 == 0 && clength_b.len == cstart_b.len && around_b.len == n && wrap >= 0 &&
+                 2 * (int64_t)forward == (int64_t)letters_b.len;
+        for (Py_ssize_t c = 0; c < ct.n && ok; c++)
+            ok = ct.length[c] > 0 && ct.start[c] >= (c ? ct.start[c - 1] + ct.length[c - 1] + wrap + 1 : 0) &&
+                 ct.start[c] + ct.length[c] + wrap < forward;
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "diagonal_edits: contigs that do not lie in the letters");
+            goto done;
+        }
+        around = (uint8_t *)around_b.buf;
+        memset(around, 0, n);
     }
     const uint8_t *codes = (const uint8_t *)codes_b.buf, *letters = (const uint8_t *)letters_b.buf;
     const uint8_t *flip = flip_b.len ? (const uint8_t *)flip_b.buf : NULL;
@@ -830,18 +946,20 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
     middle = malloc(sizeof(int64_t) * DIAG_SLOTS);
     order = malloc(sizeof(int64_t) * DIAG_SLOTS);
     facing_unknown = malloc(DIAG_SLOTS);
+    anchors = malloc(sizeof(int64_t) * DIAG_SLOTS);
     if (longest >= ((Py_ssize_t)1 << 30)) {
         PyErr_SetString(PyExc_ValueError, "diagonal_edits: a read of 2^30 bases or more");
         goto done;
     }
     suffix = malloc(sizeof(int32_t) * (longest + 1));
     other_prefix = malloc(sizeof(int32_t) * (longest + 1));
+    ring = malloc(longest + 1);
     ga = malloc(sizeof(int64_t) * GAPPED_MAX);
     ge = malloc(sizeof(int64_t) * GAPPED_MAX);
     gs = malloc(sizeof(int64_t) * GAPPED_MAX);
     gl = malloc(sizeof(int64_t) * GAPPED_MAX);
-    if (!keys || !diags || !edits || !middle || !order || !facing_unknown || !suffix || !other_prefix || !ga ||
-        !ge || !gs || !gl) {
+    if (!keys || !diags || !edits || !middle || !order || !facing_unknown || !anchors || !suffix || !other_prefix ||
+        !ring || !ga || !ge || !gs || !gl) {
         PyErr_NoMemory();
         goto done;
     }
@@ -894,6 +1012,7 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
                         hsh = (hsh + 1) & (DIAG_SLOTS - 1);
                     if (keys[hsh] == INT64_MIN) {
                         keys[hsh] = d;
+                        anchors[distinct] = place;
                         diags[distinct++] = d;
                     }
                 }
@@ -939,31 +1058,81 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
                 if (miss + mid < top)
                     top = miss + mid;
             }
+            /* a diagonal out of its contig's letters: every one taken around its genome, and counted again */
+            int around_read = 0;
+            for (int64_t x = 0; x < distinct && ct.n && !around_read; x++)
+                around_read = facing_unknown[x] && !contig_holds(&ct, diags[x], len);
+            if (around_read) {
+                around[i] = 1;
+                for (int64_t x = 0; x < distinct; x++) { /* the table emptied of the diagonals as they were */
+                    uint64_t hsh = ((uint64_t)diags[x] * HASH) >> 51;
+                    while (keys[hsh] != diags[x])
+                        hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+                    keys[hsh] = INT64_MIN;
+                }
+                int64_t kept = 0;
+                for (int64_t x = 0; x < distinct; x++) {
+                    int64_t base, length;
+                    contig_frame(&ct, anchors[x], &base, &length);
+                    int64_t d = around_of(diags[x], base, length);
+                    uint64_t hsh = ((uint64_t)d * HASH) >> 51;
+                    while (keys[hsh] != INT64_MIN && keys[hsh] != d)
+                        hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+                    if (keys[hsh] == INT64_MIN) {
+                        keys[hsh] = d;
+                        diags[kept++] = d;
+                    }
+                }
+                distinct = kept;
+                top = INT64_MAX;
+                for (int64_t x = 0; x < distinct; x++) {
+                    int64_t base, length, miss, mid, unknown;
+                    contig_frame(&ct, diags[x], &base, &length);
+                    around_letters(letters, diags[x], len, base, length, ring);
+                    count_whole(q, ring, len, end, &miss, &mid, &unknown);
+                    edits[x] = miss + mid;
+                    middle[x] = mid;
+                    facing_unknown[x] = unknown > 0;
+                    if (miss + mid < top)
+                        top = miss + mid;
+                }
+            }
             int64_t bound = top + margin;
             /* one gap between two of the read's diagonals */
             memcpy(order, diags, sizeof(int64_t) * distinct);
             qsort(order, distinct, sizeof(int64_t), compare_int64);
             for (int64_t x = 0; x < distinct; x++)
                 for (int64_t y = x + 1; y < distinct && order[y] - order[x] <= bound; y++) {
+                    int64_t base = 0, length = 0; /* length 0: along the letters */
+                    if (around_read)
+                        contig_frame(&ct, order[x], &base, &length);
                     if (y == x + 1)
-                        mismatch_prefix(q, len, letters, r, order[x], suffix);
-                    mismatch_prefix(q, len, letters, r, order[y], other_prefix);
+                        prefix_on(q, len, letters, r, order[x], base, length, ring, suffix);
+                    if (around_read)
+                        contig_frame(&ct, order[y], &base, &length);
+                    prefix_on(q, len, letters, r, order[y], base, length, ring, other_prefix);
                     n_gapped = both_ways(len, order[x], order[y], suffix, other_prefix, bound, ga, ge, gs, gl, n_gapped);
                 }
             /* and from a diagonal whose ends hold its mismatches to any diagonal that close */
             for (int64_t x = 0; x < distinct; x++) {
                 if (middle[x] > bound || edits[x] - middle[x] < 2)
                     continue;
-                mismatch_prefix(q, len, letters, r, diags[x], suffix);
+                int64_t base = 0, length = 0; /* around: the genome of diags[x], which its neighbours share */
+                if (around_read)
+                    contig_frame(&ct, diags[x], &base, &length);
+                prefix_on(q, len, letters, r, diags[x], base, length, ring, suffix);
                 for (int64_t g = -bound; g <= bound; g++) {
-                    int64_t other = diags[x] + g;
-                    uint64_t hsh = ((uint64_t)other * HASH) >> 51;
-                    while (keys[hsh] != INT64_MIN && keys[hsh] != other)
+                    int64_t other = diags[x] + g, own = around_read ? around_of(other, base, length) : other;
+                    uint64_t hsh = ((uint64_t)own * HASH) >> 51;
+                    while (keys[hsh] != INT64_MIN && keys[hsh] != own)
                         hsh = (hsh + 1) & (DIAG_SLOTS - 1);
-                    if (g == 0 || keys[hsh] == other) /* a diagonal of its own: tried above */
+                    if (g == 0 || keys[hsh] == own) /* a diagonal of its own: tried above */
                         continue;
-                    mismatch_prefix(q, len, letters, r, other, other_prefix);
+                    prefix_on(q, len, letters, r, other, base, length, ring, other_prefix);
+                    int64_t before = n_gapped;
                     n_gapped = both_ways(len, diags[x], other, suffix, other_prefix, bound, ga, ge, gs, gl, n_gapped);
+                    for (int64_t z = before; z < n_gapped && around_read; z++) /* the first diagonal taken around */
+                        ga[z] = around_of(ga[z], base, length);
                 }
             }
             for (int64_t x = 0; x < n_gapped; x++)
@@ -1015,6 +1184,8 @@ done:
     free(middle);
     free(order);
     free(facing_unknown);
+    free(anchors);
+    free(ring);
     free(suffix);
     free(other_prefix);
     free(ga);
@@ -1037,6 +1208,12 @@ done:
     PyBuffer_Release(&ospan_b);
     PyBuffer_Release(&oaligned_b);
     PyBuffer_Release(&best_b);
+    if (cstart_b.obj)
+        PyBuffer_Release(&cstart_b);
+    if (clength_b.obj)
+        PyBuffer_Release(&clength_b);
+    if (around_b.obj)
+        PyBuffer_Release(&around_b);
     return result;
 }
 

@@ -23,6 +23,7 @@ from genointerp.viral.typing.placement import LONG_READ
 from genointerp.viral.typing.placed import TypedReads
 from genointerp.viral.typing.typer import MARGIN, Hit, ReadType, Typer, TypeHits, type_reads
 from genointerp.seq.joined import join
+from genointerp.io.sequences import read_reference
 
 DATA = Path(__file__).parent.parent / "test-data"
 COMP = str.maketrans("ACGT", "TGCA")
@@ -138,6 +139,52 @@ def test_contig_spans_locate_reads_on_both_strands_and_across_the_origin():
         assert (c.tolist(), s.tolist(), r_st.tolist(), inside.tolist()) == ([contig], [strand], [start], [True])
 
 
+def test_reads_across_an_origin_beyond_the_wrap_are_placed_around_it():
+    """A read that runs past a circular genome's origin further than the index's wrap (2k bases)
+    leaves its contig's letters on some diagonal: its diagonals are taken around the genome, on
+    both strands, with a substitution and with an inserted or a deleted base beside the origin,
+    and the compiled kernel gives its numpy definition's placements. A read inside its genome
+    is placed as without the contigs."""
+    rng = np.random.default_rng(5)
+    genomes = [("a", "".join(rng.choice(list("ACGT"), 900))), ("b", "".join(rng.choice(list("ACGT"), 1300)))]
+    settings = KmerSettings()
+    index = KmerIndex.of(genomes, settings, circular=True)
+    spans = ContigSpans.of([len(s) for _, s in genomes], index.places.letters, settings.k)
+    assert spans.wrap == 2 * settings.k < 100
+    cases = [(0, 830, 1, ""), (0, 830, -1, ""), (1, 1250, 1, ""), (1, 1250, -1, ""), (0, 10, 1, ""),
+             (0, 845, 1, "sub"), (1, 1240, 1, "ins"), (1, 1240, -1, "del"), (0, 400, 1, "")]
+    reads = []
+    for contig, start, strand, change in cases:
+        seq = genomes[contig][1]
+        piece = (seq + seq)[start : start + 151]
+        piece = {"": piece[:150], "sub": piece[:30] + ("A" if piece[30] != "A" else "C") + piece[31:150],
+                 "ins": piece[:75] + "G" + piece[75:149], "del": piece[:70] + piece[71:151]}[change]
+        reads.append(piece if strand > 0 else revcomp(piece))
+    flat, starts, lengths = encode_joined(reads)
+    ev = index.evidence(flat, starts, lengths)
+    args = (flat, starts, lengths, *ev.windows_of(np.arange(len(reads))), index.places, settings.k, MARGIN)
+    found = diagonal_edits(*args, spans=spans)
+    want = diagonal_edits_numpy(*args, spans=spans)
+    for name in ("read", "diagonal", "edits", "span", "aligned", "best", "around"):
+        np.testing.assert_array_equal(getattr(found, name), getattr(want, name), err_msg=name)
+    # the read at base 10: its first seeds lie in the wrap too, where that copy's diagonal runs on
+    # past it, and the two come together around the genome
+    assert found.around.tolist() == [True] * 8 + [False]
+    assert found.best.tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 0]
+    along = diagonal_edits(*args)  # without the contigs: the read inside its genome the same
+    for name in ("diagonal", "edits", "span", "aligned"):
+        np.testing.assert_array_equal(getattr(along, name)[along.read == 8], getattr(found, name)[found.read == 8])
+    best = found.edits == found.best[found.read]
+    contig, strand, r_st, inside = spans.locate(found.diagonal[best], found.span[best], found.around[found.read[best]])
+    assert inside.all()
+    for i, (c, start, s, change) in enumerate(cases):
+        mine = found.read[best] == i
+        assert (contig[mine] == c).all() and (strand[mine] == s).all(), i
+        if not change:
+            assert r_st[mine].tolist() == [start % len(genomes[c][1])], i
+    assert (found.span != found.aligned).any()  # the inserted base: a gapped placement around the origin
+
+
 def test_seeded_placements_are_the_aligners(builtin, viral_reads):
     """Every read the diagonals place gets the aligner's reference label and best matches; nearly
     every one (these are reads of the panel's genomes) all of the aligner's matches, edits and
@@ -157,6 +204,31 @@ def test_seeded_placements_are_the_aligners(builtin, viral_reads):
     original = typer.place(viral_reads[2])
     assert inserted.hits[0].ref == original.hits[0].ref and inserted.best == original.best + 1
     assert inserted.hits[0].aligned == 149
+
+
+def test_reads_across_a_panel_genome_s_origin_are_placed_as_the_aligner_places_them(builtin):
+    """Reads of the built-in panel's HPV16 and HPV18 across their origins, further than the index's
+    wrap, on both strands: placed on the diagonals around the genome, with the aligner's label and
+    matches at the best, and nearly always the aligner's references."""
+    index, _, typer = builtin
+    genomes = dict(read_reference(str(builtin_model_dir(BUILTIN_XVIR) / "kmer_refs.fa.gz")))
+    reads = []
+    for name in ("HPV16", "HPV18"):
+        seq = genomes[name]
+        for back in (60, 100, 140):
+            piece = seq[len(seq) - back :] + seq[: 150 - back]
+            reads += [piece, revcomp(piece)]
+    seeded = typer.place_seeded(*seeded_inputs(index, reads))
+    same = 0
+    for read, got in zip(reads, seeded):
+        assert got is not None
+        want = typer.place(read)
+        assert typer.reference_label(got) == typer.reference_label(want)
+        at_best = [(h.ref, h.edits, h.r_st, h.r_en, h.aligned) for h in got.hits if h.edits == got.best]
+        assert at_best == [(h.ref, h.edits, h.r_st, h.r_en, h.aligned) for h in want.hits if h.edits == want.best]
+        # beyond the best, a genome at fewer edits than minimap2's alignment of it at times
+        same += [h.ref for h in got.hits] == [h.ref for h in want.hits]
+    assert same >= len(reads) - 2
 
 
 def test_long_reads_are_left_to_the_aligner(builtin, viral_reads):

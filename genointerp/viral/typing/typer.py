@@ -75,7 +75,8 @@ class Typer:
             places = getattr(self.index, "places", None)
             refs = list(self.panel.refs.values())
             self._spans = None if places is None else ContigSpans.of([r.length for r in refs], places.letters,
-                                                                     self.index.settings.k)
+                                                                     self.index.settings.k,
+                                                                     [r.naming.circular for r in refs])
             self._names = [r.name for r in refs]
             if self._spans is not None:
                 self._rank = np.argsort(np.argsort(np.array(self._names, dtype=object), kind="stable"), kind="stable")
@@ -105,8 +106,9 @@ class Typer:
             return placed, PlacedReads.empty(self.names())
         if short.size < lengths.size:  # long reads' windows left out
             starts, lengths, first, at, slot, flip = _only(short, starts, lengths, first, at, slot, flip)
+        # a circular index's reads across a genome's origin are placed around it
         found = diagonal_edits(codes, starts, lengths, first, at, slot, flip, self.index.places,
-                               self.index.settings.k, MARGIN)
+                               self.index.settings.k, MARGIN, spans=spans if spans.wrap else None)
         got = best_per_contig(found, spans, lengths, self._rank, MARGIN)
         placed[short[got.placed]] = True
         count = np.bincount(got.read, minlength=lengths.size)[got.placed]  # only placed reads have matches
