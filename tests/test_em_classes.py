@@ -9,11 +9,12 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import pytest
 
 from genointerp import _scan
 from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits, TypeRow,
-                                           class_of_reads, compatibility_classes, covered_bases, em_steps_numpy,
-                                           run_em, type_rows)
+                                           _class_of_reads_by_text, class_of_reads, compatibility_classes,
+                                           covered_bases, em_steps_numpy, run_em, type_rows)
 from genointerp.viral.typing.placed import PlacedReads
 
 
@@ -104,6 +105,35 @@ def test_classes_on_arrays_are_the_classes_of_tuples():
     got, first = class_of_reads(ref, hits.edits - np.repeat(hits.edits[starts], hits.count), hits.count)
     np.testing.assert_array_equal(got, of)
     assert [compatibility_classes([placed[i]], index)[1][0] for i in first.tolist()] == classes
+
+
+@pytest.mark.parametrize("refs,behind,most", [(2, 1, 3), (6, 3, 4), (60, 7, 9)])
+def test_classes_by_hashed_keys_are_the_classes_by_text(refs, behind, most):
+    """class_of_reads groups reads by a 64-bit key of their matches and checks every read against
+    its class's first: the classes of its definition (a dict of each read's matches as bytes),
+    numbered alike, for samples of a few classes and of nearly one a read; a read without matches
+    (none is made so) takes the definition's way."""
+    rng = np.random.default_rng(refs)
+    count = rng.integers(1, most, 4000)
+    ref, back = rng.integers(0, refs, int(count.sum())), rng.integers(0, behind, int(count.sum()))
+    for got, want in zip(class_of_reads(ref, back, count), _class_of_reads_by_text(ref, back, count)):
+        np.testing.assert_array_equal(got, want)
+    count[5] = 0
+    ref, back = ref[: int(count.sum())], back[: int(count.sum())]
+    for got, want in zip(class_of_reads(ref, back, count), _class_of_reads_by_text(ref, back, count)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_classes_whose_keys_collide_are_made_by_the_definition(monkeypatch):
+    """Every key the same (a mix that drops its input): the check against each class's first read
+    fails and the classes are the definition's."""
+    import genointerp.viral.typing.typer as typer_module
+    monkeypatch.setattr(typer_module, "_mix64", lambda x: np.zeros_like(x))
+    rng = np.random.default_rng(9)
+    count = rng.integers(1, 4, 500)
+    ref, back = rng.integers(0, 5, int(count.sum())), rng.integers(0, 3, int(count.sum()))
+    for got, want in zip(class_of_reads(ref, back, count), _class_of_reads_by_text(ref, back, count)):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_the_compiled_em_steps_are_the_numpy_loop_byte_for_byte():
