@@ -168,6 +168,62 @@ done:
     return result;
 }
 
+/* A table of the ids by their hash (genointerp.seq.idset.IdSet's `lookup`, prebuilt with a viral
+ * index): 2^bits entries of two words, an id and its place among the sorted ids, each id at the
+ * entry its hash's top bits name or the first free one after it (linear probing; empty entries
+ * hold EMPTY_ID, which no id of at most 62 bits is). An id found costs one fetch of one entry's
+ * line (two at a line's end), where the filter, the line fences and the line of ids cost three
+ * fetches a window of an all-viral read, each a wait on memory. */
+#define EMPTY_ID (~(uint64_t)0)
+
+static inline uint64_t lookup_entry(uint64_t id, int bits) { return (id * HASH) >> (64 - bits); }
+
+/* where id is among the sorted ids, -1 where it is not (lookup: the table, mask: entries - 1) */
+static inline Py_ssize_t lookup_find(const uint64_t *lookup, uint64_t mask, int bits, uint64_t id) {
+    for (uint64_t e = lookup_entry(id, bits);; e = (e + 1) & mask) {
+        uint64_t got = lookup[2 * e];
+        if (got == id)
+            return (Py_ssize_t)lookup[2 * e + 1];
+        if (got == EMPTY_ID)
+            return -1;
+    }
+}
+
+/* id_lookup(ids, bits, table): fill table (uint64 (2 << bits,), all EMPTY_ID) with sorted unique
+ * ids uint64 (n,), n < 2^bits (the caller keeps it under 0.7 of them full) */
+static PyObject *id_lookup(PyObject *self, PyObject *args) {
+    Py_buffer ids, table;
+    int bits;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*iw*", &ids, &bits, &table))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = ids.len / 8;
+    if (bits < 1 || bits > 40 || ids.len % 8 || table.len != (Py_ssize_t)16 << bits || n >= ((Py_ssize_t)1 << bits)) {
+        PyErr_SetString(PyExc_ValueError, "id_lookup: a table of the wrong size for these ids");
+        goto done;
+    }
+    const uint64_t *id = (const uint64_t *)ids.buf;
+    uint64_t *t = (uint64_t *)table.buf, mask = ((uint64_t)1 << bits) - 1;
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        bad = id[i] == EMPTY_ID || (i && id[i] <= id[i - 1]);
+        uint64_t e = lookup_entry(id[i], bits);
+        while (t[2 * e] != EMPTY_ID)
+            e = (e + 1) & mask;
+        t[2 * e] = id[i];
+        t[2 * e + 1] = (uint64_t)i;
+    }
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "id_lookup: ids that are not sorted and unique");
+    else
+        result = (Py_INCREF(Py_None), Py_None);
+done:
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&table);
+    return result;
+}
+
 #define LINE 8 /* ids in a cache line; FENCE / LINE line fences a block */
 
 /* the line of the set's ids (index into line_first: ids[LINE * line] onwards) where id would be,
@@ -231,7 +287,8 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
     return 1;
 }
 
-/* seed_scan(codes, lengths, k, mask, table, bits, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean) -> hits
+/* seed_scan(codes, lengths, k, mask, table, bits, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean
+ *           [, buckets, lines, lookup, lookup_bits]) -> hits
  *
  * codes uint8 (M,): reads joined by one separator (read i starts at the sum of the lengths
  * before it plus i); lengths int64 (n,). Every window of k bases inside a read and free of
@@ -240,13 +297,17 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
  * up. Found windows go to hit_at int64 (their start in codes), hit_id uint64, hit_slot int64 (the
  * id's place among the sorted ids) and hit_flip uint8 (1 where the id is the reverse complement's,
  * the forward id being larger), in order; returns how many (the buffers hold one per window of
- * codes at most). */
+ * codes at most). With `lookup` (id_lookup's table of these ids, 2^lookup_bits entries), ids are
+ * found there: after a chunk of windows most of which were found (an all-viral read's), without
+ * the filter; else those the filter passes. The same slots either way. */
 static PyObject *seed_scan(PyObject *self, PyObject *args) {
-    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean, given = {0}, lines = {0};
-    int k, bits;
+    Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean, given = {0}, lines = {0},
+        lookup_b = {0};
+    int k, bits, lookup_bits = 0;
     unsigned long long mask;
-    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*y*", &codes, &lengths, &k, &mask, &table, &bits, &ids,
-                          &fences, &hit_at, &hit_id, &hit_slot, &hit_flip, &clean, &given, &lines))
+    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*y*y*i", &codes, &lengths, &k, &mask, &table, &bits, &ids,
+                          &fences, &hit_at, &hit_id, &hit_slot, &hit_flip, &clean, &given, &lines, &lookup_b,
+                          &lookup_bits))
         return NULL;
     PyObject *result = NULL;
     IdSet set;
@@ -269,6 +330,17 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
             goto done;
         }
         line_first = (const uint64_t *)lines.buf;
+    }
+    const uint64_t *lookup = NULL;
+    uint64_t lookup_mask = 0;
+    if (lookup_b.buf && lookup_b.len) {
+        if (lookup_bits < 1 || lookup_bits > 40 || lookup_b.len != (Py_ssize_t)16 << lookup_bits ||
+            set.n >= ((Py_ssize_t)1 << lookup_bits)) {
+            PyErr_SetString(PyExc_ValueError, "seed_scan: a lookup table of other ids");
+            goto done;
+        }
+        lookup = (const uint64_t *)lookup_b.buf;
+        lookup_mask = ((uint64_t)1 << lookup_bits) - 1;
     }
     if (set.n && given.buf && given.len) { /* seed_buckets' of these ids and mask */
         buckets_layout(&buckets, &set, (uint64_t)mask);
@@ -315,12 +387,38 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                 if (++run < k)
                     continue;
                 uint64_t f = fwd & mask, r = rev & mask, id = f < r ? f : r;
-                __builtin_prefetch(&set.table[probe_word(&set, id)]);
+                if (lookup && dense) /* found without the filter: the id's entry */
+                    __builtin_prefetch(&lookup[2 * lookup_entry(id, lookup_bits)]);
+                else
+                    __builtin_prefetch(&set.table[probe_word(&set, id)]);
                 chunk_id[w] = id;
                 chunk_flip[w] = f > r;
                 chunk_at[w++] = j - k + 1;
             }
             cl[i] += w;
+            if (lookup) { /* each id's entry of the lookup table, after the filter where few were found */
+                int found = 0;
+                if (!dense)
+                    for (int x = 0; x < w; x++) {
+                        uint64_t mask = probe_mask(chunk_id[x]);
+                        chunk_block[x] = (set.table[probe_word(&set, chunk_id[x])] & mask) == mask && set.n ? 0 : -1;
+                        if (chunk_block[x] == 0)
+                            __builtin_prefetch(&lookup[2 * lookup_entry(chunk_id[x], lookup_bits)]);
+                    }
+                for (int x = 0; x < w; x++) {
+                    Py_ssize_t slot = dense || chunk_block[x] == 0 ? lookup_find(lookup, lookup_mask, lookup_bits, chunk_id[x])
+                                                                  : -1;
+                    if (slot >= 0) {
+                        at[hits] = chunk_at[x];
+                        hslot[hits] = slot;
+                        hflip[hits] = chunk_flip[x];
+                        hid[hits++] = chunk_id[x];
+                        found++;
+                    }
+                }
+                dense = found >= 8 && 4 * found >= w; /* the next chunk is taken to be like this one */
+                continue;
+            }
             /* the windows the filter lets through: each one's block of ids found and fetched, then
              * all searched, so that the blocks' memory waits overlap (a viral read's windows nearly
              * all pass) */
@@ -380,6 +478,8 @@ done:
         PyBuffer_Release(&given);
     if (lines.obj)
         PyBuffer_Release(&lines);
+    if (lookup_b.obj)
+        PyBuffer_Release(&lookup_b);
     PyBuffer_Release(&codes);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&table);
@@ -1521,6 +1621,7 @@ static PyObject *flush_denormals(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"seed_scan", seed_scan, METH_VARARGS, "Look every clean k-window of joined reads up in a seed index."},
     {"seed_buckets", seed_buckets, METH_VARARGS, "The fences' buckets seed_scan reads, made once per index."},
+    {"id_lookup", id_lookup, METH_VARARGS, "A table of sorted ids by their hash, for seed_scan."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},

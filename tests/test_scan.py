@@ -10,7 +10,7 @@ import pytest
 
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
-from genointerp.seq.idset import FENCE, IdSet, build_filter, filter_bits
+from genointerp.seq.idset import FENCE, IdSet, build_filter, build_lookup, filter_bits
 from genointerp.seq.scan import aa_hits, seed_hits, strand_codons, stretch_letters
 from genointerp.seq.translate import aa_kmer_ids, codons
 from genointerp.viral.evidence.chance import owner_of, owner_of_ascending, stretches
@@ -49,12 +49,15 @@ def _numpy_seed_hits(flat, lengths, seed, index):
     return pos[found], ids[pos[found]], np.bincount(read_at[pos], minlength=lengths.size)
 
 
+@pytest.mark.parametrize("lookup", [False, True])
 @pytest.mark.parametrize("seed", ["1" * 15, "11011011011011011011011011"])
-def test_seed_hits_are_the_numpy_definition_window_for_window(seed):
+def test_seed_hits_are_the_numpy_definition_window_for_window(seed, lookup):
+    """With the ids' lookup table (a prebuilt index's) and without it, the same windows and rows."""
     reads, donor = _reads(1)
     donor_codes = encode_joined([donor])[0]
     ids, valid = canonical_ids(donor_codes, seed)
-    index = IdSet(np.unique(ids[valid][::3]))  # a third of the donor's windows
+    ids = np.unique(ids[valid][::3])  # a third of the donor's windows
+    index = IdSet(ids, None, build_lookup(ids) if lookup else None)
     flat, _, lengths = encode_joined(reads)
     flat = np.where(flat == INVALID, N_CODE, flat)
     hits = seed_hits(flat, lengths, len(seed), seed_mask(seed), index)
@@ -69,17 +72,20 @@ def test_seed_hits_are_the_numpy_definition_window_for_window(seed):
     assert 0.3 < hits.flip.mean() < 0.7
 
 
+@pytest.mark.parametrize("lookup", [False, True])
 @pytest.mark.parametrize("seed", ["1" * 15, "11011011011011011011011011"])
 @pytest.mark.parametrize("which", ["every other", "the lower half"])
-def test_seed_hits_of_a_large_index_are_the_numpy_definition(seed, which):
+def test_seed_hits_of_a_large_index_are_the_numpy_definition(seed, which, lookup):
     """An index of a thousand fences and more, so that the look-up's buckets of fences (by the top
     bits the seed keeps) mostly begin past a fence an id of theirs lies after; the lower half's
-    reads also look up ids past its largest."""
+    reads also look up ids past its largest. With the lookup table, reads of the donor (most of
+    whose windows are found: no filter) and random ones (the filter first) follow each other."""
     rng = np.random.default_rng(3)
     donor = "".join(rng.choice(list("ACGT"), 200_000))
     ids, valid = canonical_ids(encode_joined([donor])[0], seed)
     ids = np.unique(ids[valid])
-    index = IdSet(ids[::2] if which == "every other" else ids[: ids.size // 2])
+    ids = ids[::2] if which == "every other" else ids[: ids.size // 2]
+    index = IdSet(ids, None, build_lookup(ids) if lookup else None)
     reads = []
     for _ in range(400):
         at = int(rng.integers(0, donor.__len__() - 150))

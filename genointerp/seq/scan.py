@@ -85,8 +85,10 @@ def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: 
     codes, lengths = _c(codes, np.uint8), _c(lengths, np.int64)
     at, ids, slot = np.empty(codes.size, np.int64), np.empty(codes.size, np.uint64), np.empty(codes.size, np.int64)
     flip, clean = np.empty(codes.size, np.uint8), np.zeros(lengths.size, np.int64)
+    lookup = () if index.lookup is None else (_c(index.lookup, np.uint64), index.lookup_bits)
     found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
-                            _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean, *_tables(index, mask))
+                            _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean, *_tables(index, mask),
+                            *lookup)
     return SeedHits(_first(at, found), _first(ids, found), _first(slot, found), _first(flip.view(bool), found), clean)
 
 

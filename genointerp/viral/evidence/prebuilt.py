@@ -43,6 +43,7 @@ from typing import Callable
 import numpy as np
 
 from genointerp.interrupts import on_abandon
+from genointerp.seq.idset import build_lookup
 from genointerp.viral.evidence.seeds import IndexSource, KmerIndex, build_from, index_source
 from genointerp.viral.evidence.extension import ReferenceProteins
 from genointerp.viral.evidence.places import ReferenceBases
@@ -50,10 +51,11 @@ from genointerp.viral.evidence.protein import ProteinIndex, build_protein_from, 
 from genointerp.viral.model_files import DESCRIPTIONS_FILE, INDEX_DIR, KMER_KEY, MANIFEST, PROTEIN_KEY
 
 # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller
-# filters; 3: the digest covers the descriptions; 4: the codon seeds' places, int32 tables)
-FORMAT = 4
+# filters; 3: the digest covers the descriptions; 4: the codon seeds' places, int32 tables; 5: the
+# seeds' lookup table)
+FORMAT = 5
 CACHE_ENV = "GENOINTERP_CACHE"
-_KMER = ("kmer_ids", "kmer_labels", "kmer_filter", "kmer_letters", "kmer_start", "kmer_places")
+_KMER = ("kmer_ids", "kmer_labels", "kmer_filter", "kmer_letters", "kmer_start", "kmer_places", "kmer_lookup")
 _PROTEIN = ("protein_ids", "protein_labels", "protein_filter", "protein_residues", "protein_start", "protein_places")
 
 
@@ -180,7 +182,8 @@ def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: Prote
     try:
         places = _keyed_by(kmer.places, kmer.ids, "seed")
         arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table,
-                  "kmer_letters": places.letters, "kmer_start": places.start, "kmer_places": places.places}
+                  "kmer_letters": places.letters, "kmer_start": places.start, "kmer_places": places.places,
+                  "kmer_lookup": kmer.lookup if kmer.lookup is not None else build_lookup(kmer.ids)}
         if protein is not None:
             table = _keyed_by(protein.proteins, protein.ids, "amino-acid seed")
             arrays.update(protein_ids=protein.ids, protein_labels=protein.labels, protein_filter=protein.table,
@@ -232,7 +235,7 @@ def _open(where: Path, digest: str, source: IndexSource, protein: IndexSource | 
         kmer = KmerIndex(arrays["kmer_ids"], source.settings, arrays["kmer_labels"],
                          tuple(manifest["kmer_viruses"]), arrays["kmer_filter"], where,
                          ReferenceBases.prebuilt(arrays["kmer_letters"], arrays["kmer_ids"], arrays["kmer_start"],
-                                                 arrays["kmer_places"]))
+                                                 arrays["kmer_places"]), arrays["kmer_lookup"])
         if protein is None:
             return kmer, None
         if arrays["protein_ids"].size != protein.expected:

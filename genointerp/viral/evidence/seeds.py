@@ -253,9 +253,11 @@ class KmerIndex:
     prebuilt: Path | None = field(default=None, compare=False)
     # where each seed lies in the references, which `evidence` needs (set by `of`, or prebuilt)
     places: ReferenceBases | None = field(default=None, compare=False)
+    # the ids by their hash (genointerp.seq.idset.build_lookup), where prebuilt: the look-ups read it
+    lookup: np.ndarray | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        self._set = IdSet(self.ids, self.table)
+        self._set = IdSet(self.ids, self.table, self.lookup)
         self.table = self._set.table
 
     @classmethod
