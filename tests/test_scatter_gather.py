@@ -414,3 +414,17 @@ def test_the_input_digest_does_not_depend_on_how_the_reads_are_listed():
     assert count_records([reads[:1], reads[1:17], reads[17:]], lambda n: None) == one == (40, one[1])
     moved = reads[:5] + [("r5", "ACGA" * 6, None)] + reads[6:]  # one base of one read
     assert count_records([moved], lambda n: None)[1] != one[1]
+
+
+@pytest.mark.parametrize("n", [0, 5, 2 * BLOCK, 7 * BLOCK + 3, 12 * BLOCK])
+def test_steps_take_every_read_once_in_order_and_cut_the_end_finer(n):
+    """classify-reads' steps: lists of `size` reads, the input's last full list and the short one
+    after it as lists of `tail`, each starting on a block boundary."""
+    from genointerp.viral.classify.job import steps
+
+    got = list(steps(iter(range(n)), 4 * BLOCK, BLOCK))
+    assert [r for step in got for r in step] == list(range(n))
+    assert all(step[0] % BLOCK == 0 for step in got)
+    full = max(n // (4 * BLOCK) - 1, 0)  # full lists before the held one
+    assert [len(s) for s in got[:full]] == [4 * BLOCK] * full
+    assert all(len(s) <= BLOCK for s in got[full:])
