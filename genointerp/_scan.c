@@ -814,7 +814,7 @@ static int compare_int64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-#define DIAG_CHUNK 64 /* windows whose table rows are fetched together */
+#define VISIT_AHEAD 8 /* windows ahead whose places are requested (a power of two) */
 
 /* A circular index's contigs in the places' letters (diagonal_edits' contig_start, contig_length,
  * wrap, forward); n = 0: none given (a linear index). */
@@ -971,6 +971,34 @@ static int64_t both_ways(int64_t len, int64_t d, int64_t e, const int32_t *pd, c
     return n;
 }
 
+/* Diagonals ahead whose letters are requested while one is counted: all of a read's at once (47 on
+ * average for an all-HPV read, three lines each) were more than a core keeps in flight, and the
+ * counts waited on the first line of nearly every diagonal. */
+#define LETTERS_LEAD 6
+
+/* the lines of letters a read of len bases faces on diagonal d, requested */
+static inline void prefetch_span(const uint8_t *letters, Py_ssize_t r, int64_t d, int64_t len) {
+    int64_t lo = d < 0 ? 0 : d, hi = d + len < r ? d + len : r;
+    for (int64_t j = lo & ~(int64_t)63; j < hi; j += 64)
+        __builtin_prefetch(letters + j);
+}
+
+/* *lo, *hi: the places of a seed's row `slot` of the table (none for -1), the first of them
+ * requested; 0 where the row or its places lie outside the table */
+static inline int visit_row(const void *start, const void *places, int wide, Py_ssize_t item, Py_ssize_t n_places,
+                            int64_t slot, int64_t *lo, int64_t *hi) {
+    *lo = *hi = 0;
+    if (slot < 0)
+        return 1;
+    int64_t a = table_at(start, wide, slot), b = table_at(start, wide, slot + 1);
+    if (a < 0 || b > n_places || a > b)
+        return 0;
+    *lo = a;
+    *hi = b;
+    __builtin_prefetch((const char *)places + item * a);
+    return 1;
+}
+
 /* a read's ungapped counts on letters l facing it whole: mismatches in its ends (*miss) and middle
  * (*mid), unknown letters faced (*unknown) */
 static void count_whole(const uint8_t *q, const uint8_t *l, int64_t len, int64_t end, int64_t *miss, int64_t *mid,
@@ -1072,49 +1100,42 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
             bad = 1;
             break;
         }
-        /* windows in chunks: their seeds' rows of the table fetched together, then their places,
-         * so that the memory waits of a chunk overlap */
-        for (int64_t w0 = first[i]; w0 < first[i + 1] && visits <= max_visits && !bad; w0 += DIAG_CHUNK) {
-            int64_t w1 = w0 + DIAG_CHUNK < first[i + 1] ? w0 + DIAG_CHUNK : first[i + 1];
-            int64_t lo[DIAG_CHUNK], hi[DIAG_CHUNK];
-            for (int64_t w = w0; w < w1; w++) {
-                if (slot[w] >= n_keys) {
-                    bad = 1;
-                    break;
-                }
-                if (slot[w] >= 0)
-                    __builtin_prefetch((const char *)start_b.buf + item * slot[w]);
+        /* windows in turn, each one's seed's row of the table requested 2 VISIT_AHEAD windows ahead
+         * and its first places VISIT_AHEAD ahead, so that a steady number of fetches is in flight
+         * (a chunk's rows and then its places requested at once waited on nearly every one) */
+        int64_t ring_lo[VISIT_AHEAD], ring_hi[VISIT_AHEAD], w_end = first[i + 1];
+        for (int64_t w = first[i]; w < w_end && !bad; w++)
+            bad = slot[w] >= n_keys;
+        for (int64_t w = first[i]; w < w_end && w < first[i] + 2 * VISIT_AHEAD && !bad; w++)
+            if (slot[w] >= 0)
+                __builtin_prefetch((const char *)start_b.buf + item * slot[w]);
+        for (int64_t w = first[i]; w < w_end && w < first[i] + VISIT_AHEAD && !bad; w++)
+            bad = !visit_row(start_b.buf, places_b.buf, wide, item, n_places, slot[w],
+                             &ring_lo[(w - first[i]) & (VISIT_AHEAD - 1)], &ring_hi[(w - first[i]) & (VISIT_AHEAD - 1)]);
+        for (int64_t w = first[i]; w < w_end && !bad; w++) {
+            int64_t k = (w - first[i]) & (VISIT_AHEAD - 1), lo = ring_lo[k], hi = ring_hi[k], ahead = w + VISIT_AHEAD;
+            if (ahead + VISIT_AHEAD < w_end && slot[ahead + VISIT_AHEAD] >= 0)
+                __builtin_prefetch((const char *)start_b.buf + item * slot[ahead + VISIT_AHEAD]);
+            if (ahead < w_end && !visit_row(start_b.buf, places_b.buf, wide, item, n_places, slot[ahead], &ring_lo[k],
+                                            &ring_hi[k])) {
+                bad = 1;
+                break;
             }
-            for (int64_t w = w0; w < w1 && !bad; w++) {
-                lo[w - w0] = hi[w - w0] = 0;
-                if (slot[w] < 0)
-                    continue;
-                int64_t a = table_at(start_b.buf, wide, slot[w]), b = table_at(start_b.buf, wide, slot[w] + 1);
-                if (a < 0 || b > n_places || a > b) {
-                    bad = 1;
-                    break;
-                }
-                lo[w - w0] = a;
-                hi[w - w0] = b;
-                __builtin_prefetch((const char *)places_b.buf + item * a);
-            }
-            for (int64_t w = w0; w < w1 && !bad; w++) {
-                visits += hi[w - w0] - lo[w - w0];
-                if (visits > max_visits)
-                    break;
-                for (int64_t e = lo[w - w0]; e < hi[w - w0]; e++) {
-                    int64_t place = table_at(places_b.buf, wide, e);
-                    if (flip && flip[w])
-                        place = r - place - span;
-                    int64_t d = place - (at[w] - s0);
-                    uint64_t hsh = ((uint64_t)d * HASH) >> 51; /* 13 bits: DIAG_SLOTS */
-                    while (keys[hsh] != INT64_MIN && keys[hsh] != d)
-                        hsh = (hsh + 1) & (DIAG_SLOTS - 1);
-                    if (keys[hsh] == INT64_MIN) {
-                        keys[hsh] = d;
-                        anchors[distinct] = place;
-                        diags[distinct++] = d;
-                    }
+            visits += hi - lo;
+            if (visits > max_visits)
+                break;
+            for (int64_t e = lo; e < hi; e++) {
+                int64_t place = table_at(places_b.buf, wide, e);
+                if (flip && flip[w])
+                    place = r - place - span;
+                int64_t d = place - (at[w] - s0);
+                uint64_t hsh = ((uint64_t)d * HASH) >> 51; /* 13 bits: DIAG_SLOTS */
+                while (keys[hsh] != INT64_MIN && keys[hsh] != d)
+                    hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+                if (keys[hsh] == INT64_MIN) {
+                    keys[hsh] = d;
+                    anchors[distinct] = place;
+                    diags[distinct++] = d;
                 }
             }
         }
@@ -1127,12 +1148,12 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
         else {
             const uint8_t *q = codes + s0;
             int64_t end = len / 4 < ends ? len / 4 : ends, top = INT64_MAX, n_gapped = 0;
-            for (int64_t x = 0; x < distinct; x++)
-                for (int64_t j = 0; j < len; j += 64)
-                    if (diags[x] + j >= 0 && diags[x] + j < r)
-                        __builtin_prefetch(letters + diags[x] + j);
+            for (int64_t x = 0; x < distinct && x < LETTERS_LEAD; x++)
+                prefetch_span(letters, r, diags[x], len);
             for (int64_t x = 0; x < distinct; x++) { /* ungapped */
                 int64_t d = diags[x], miss = 0, mid = 0, unknown = 0;
+                if (x + LETTERS_LEAD < distinct)
+                    prefetch_span(letters, r, diags[x + LETTERS_LEAD], len);
                 if (d >= 0 && d + len <= r) { /* whole: passes the compiler vectorises */
                     const uint8_t *l = letters + d;
                     for (int64_t j = 0; j < end; j++)
