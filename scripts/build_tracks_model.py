@@ -26,12 +26,17 @@ stages (each fine-tuned from the installed model in its own --work) and installs
 same rule. `--stage blocks` is issue 59's scratch recipe (BLOCKS_ARGS: the fine-tuning stages' findings
 from the first epoch, on contiguous held-out chr20 blocks with a 1 Mb gap to the training windows),
 installed only when it beats the installed model re-scored on the same blocks; rerun it to resume.
+`--stage finetune-blocks` fine-tunes the installed model on the same blocks (the finetune options,
+with --weight-decay and --shift) in WORK/finetune-blocks, installed by the same rule; rerun the same
+command to resume it. `--device cuda` trains any stage on a GPU (the recipes say cpu).
 
     python scripts/build_tracks_model.py --shared ../shared/data [--work build/tracks-model]
         [--stage finetune --finetune-epochs 3 --lr 3e-4 [--stem-filters 48] [--head-width 512] [--loss mse]
          [--aux relaxed] [--motif-scan jaspar]]
         [--stage soup --soup-of DIR1,DIR2]
         [--stage blocks]
+        [--stage finetune-blocks --finetune-epochs 10 --lr 3e-5 --loss mse --aux relaxed [--weight-decay W] [--shift N]]
+        [--device cuda]
 """
 
 from __future__ import annotations
@@ -137,16 +142,22 @@ def write_blocks(work: Path) -> dict[str, Path]:
     return beds
 
 
-def blocks_data(shared: Path, work: Path) -> list[str]:
+def blocks_split(shared: Path, work: Path) -> list[str]:
+    """train-tracks' data and split options for the "blocks" split (the BEDs written in `work`)."""
     beds = write_blocks(work)
     return ["-R", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--regions", str(beds["train"]),
-            "--valid-regions", str(beds["valid"]), "--test-regions", str(beds["test"]),
-            "--aux-targets", str(work / "aux_relaxed.tsv"), *BLOCKS_ARGS]
+            "--valid-regions", str(beds["valid"]), "--test-regions", str(beds["test"])]
 
 
-def train_stage(model: Path, train: list[str], threads: str) -> None:
-    """Run train-tracks into `model` unless it is there already; resume an interrupted run."""
+def blocks_data(shared: Path, work: Path) -> list[str]:
+    return [*blocks_split(shared, work), "--aux-targets", str(work / "aux_relaxed.tsv"), *BLOCKS_ARGS]
+
+
+def train_stage(model: Path, train: list[str], threads: str, device: str = "cpu") -> None:
+    """Run train-tracks into `model` unless it is there already (on `device`: the recipes say cpu);
+    resume an interrupted run."""
     cmd = [sys.executable, "-m", "genointerp", "train-tracks", *train, "-t", threads, "-o", str(model)]
+    cmd += ["--device", device] if device != "cpu" else []
     if Path(f"{model}.checkpoint", "last.pt").exists():
         cmd.append("--resume")
     if not model.exists():
@@ -163,6 +174,13 @@ def finetune_args(epochs: int, lr: str, track_weights: str, stem_filters: int, a
     args += ["--head-width", str(head_width)] if head_width else []
     args += ["--motif-scan", motif_scan] if motif_scan != "none" else []
     return args + (["--stem-filters", str(stem_filters)] if stem_filters else [])
+
+
+def finetune_opts(args: argparse.Namespace) -> dict:
+    """finetune_args' options from the command line's finetune options."""
+    return {"epochs": args.finetune_epochs, "lr": args.lr, "track_weights": args.track_weights,
+            "stem_filters": args.stem_filters, "aux": args.aux, "loss": args.loss, "head_width": args.head_width,
+            "motif_scan": args.motif_scan}
 
 
 def _train_arg(name: str) -> str:
@@ -276,11 +294,17 @@ def main() -> None:
     ap.add_argument("--work", default=str(ROOT / "build" / "tracks-model"))
     ap.add_argument("--min-peaks", type=int, default=400)
     ap.add_argument("--threads", default="1")
-    ap.add_argument("--stage", choices=("all", "scratch", *STAGES, "finetune", "soup", "blocks"), default="all",
+    ap.add_argument("--device", default="cpu", help="train-tracks --device for the stage (cuda on a GPU machine)")
+    ap.add_argument("--stage", choices=("all", "scratch", *STAGES, "finetune", "soup", "blocks", "finetune-blocks"),
+                    default="all",
                     help="all: scratch, then every recorded stage in order (the installed model's recipe); "
                          "finetune: a new stage with the options below, in WORK/finetune (delete it to try another); "
                          "soup: the mean of --soup-of models' weights, in WORK/soup; "
-                         "blocks: issue 59's scratch recipe (BLOCKS_ARGS) on the gap split, in WORK/blocks")
+                         "blocks: issue 59's scratch recipe (BLOCKS_ARGS) on the gap split, in WORK/blocks; "
+                         "finetune-blocks: a finetune stage on the gap split, in WORK/finetune-blocks, installed by "
+                         "the blocks rule")
+    ap.add_argument("--weight-decay", default="0", help="finetune-blocks stage: train-tracks --weight-decay")
+    ap.add_argument("--shift", type=int, default=3, help="finetune-blocks stage: train-tracks --shift (augmentation)")
     ap.add_argument("--soup-of", default="", help="soup stage: comma-separated model folders fine-tuned from one model")
     ap.add_argument("--finetune-epochs", type=int, default=2)
     ap.add_argument("--lr", default="1e-4", help="finetune stage: learning rate (cosine-annealed over its epochs)")
@@ -302,23 +326,27 @@ def main() -> None:
     print(f"{n} tracks", file=sys.stderr)
     data = ["--fasta", str(shared / FASTA), "--targets", str(work / "targets.tsv"), "--chroms", "20", *TRAIN_ARGS]
     if args.stage == "blocks":
-        train_stage(work / "blocks", blocks_data(shared, work), args.threads)
+        train_stage(work / "blocks", blocks_data(shared, work), args.threads, args.device)
         install_blocks(work / "blocks", shared, work)
+        return
+    if args.stage == "finetune-blocks":
+        train = [*blocks_split(shared, work), *TRAIN_ARGS, *finetune_args(**finetune_opts(args), work=work),
+                 "--weight-decay", args.weight_decay, "--shift", str(args.shift)]
+        train_stage(work / "finetune-blocks", train, args.threads, args.device)
+        install_blocks(work / "finetune-blocks", shared, work)
         return
     if args.stage == "soup":
         soup([Path(m) for m in args.soup_of.split(",") if m], work / "soup", shared / FASTA, work / "targets.tsv")
         install(work / "soup", only_if_better=True, shared=shared)
         return
     if args.stage in ("all", "scratch"):
-        train_stage(work / "model", data, args.threads)
+        train_stage(work / "model", data, args.threads, args.device)
         install(work / "model", only_if_better=False, shared=shared)
     stages = dict(STAGES) if args.stage == "all" else {args.stage: STAGES[args.stage]} if args.stage in STAGES else {}
     if args.stage == "finetune":
-        stages = {"finetune": {"epochs": args.finetune_epochs, "lr": args.lr, "track_weights": args.track_weights,
-                               "stem_filters": args.stem_filters, "aux": args.aux, "loss": args.loss,
-                               "head_width": args.head_width, "motif_scan": args.motif_scan}}
+        stages = {"finetune": finetune_opts(args)}
     for name, opts in stages.items():
-        train_stage(work / name, [*data, *finetune_args(**opts, work=work)], args.threads)
+        train_stage(work / name, [*data, *finetune_args(**opts, work=work)], args.threads, args.device)
         install(work / name, only_if_better=True, shared=shared)
 
 
