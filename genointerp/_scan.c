@@ -169,40 +169,50 @@ done:
 }
 
 /* A table of the ids by their hash (genointerp.seq.idset.IdSet's `lookup`, prebuilt with a viral
- * index): 2^bits entries of two words, an id and its place among the sorted ids, each id at the
- * entry its hash's top bits name or the first free one after it (linear probing; empty entries
- * hold EMPTY_ID, which no id of at most 62 bits is). An id found costs one fetch of one entry's
- * line (two at a line's end), where the filter, the line fences and the line of ids cost three
- * fetches a window of an all-viral read, each a wait on memory. */
+ * index): 2^bits entries of two words, an id, and its place among the sorted ids (low 32 bits)
+ * with the first place of its seed in the references (high 32 bits; NO_PLACE where not given),
+ * each id at the entry its hash's top bits name or the first free one after it (linear probing;
+ * empty entries hold EMPTY_ID, which no id of at most 62 bits is). An id found costs one fetch of
+ * one entry's line (two at a line's end), where the filter, the line fences and the line of ids
+ * cost three fetches a window of an all-viral read, each a wait on memory; and the places check
+ * (share_place), which tries each pair's first place first, need not fetch it. */
 #define EMPTY_ID (~(uint64_t)0)
+#define NO_PLACE 0xFFFFFFFFu
 
 static inline uint64_t lookup_entry(uint64_t id, int bits) { return (id * HASH) >> (64 - bits); }
 
-/* where id is among the sorted ids, -1 where it is not (lookup: the table, mask: entries - 1) */
-static inline Py_ssize_t lookup_find(const uint64_t *lookup, uint64_t mask, int bits, uint64_t id) {
+/* where id is among the sorted ids, -1 where it is not (lookup: the table, mask: entries - 1);
+ * *place gets its seed's first place, -1 where the table has none */
+static inline Py_ssize_t lookup_find(const uint64_t *lookup, uint64_t mask, int bits, uint64_t id, int64_t *place) {
     for (uint64_t e = lookup_entry(id, bits);; e = (e + 1) & mask) {
         uint64_t got = lookup[2 * e];
-        if (got == id)
-            return (Py_ssize_t)lookup[2 * e + 1];
+        if (got == id) {
+            uint64_t v = lookup[2 * e + 1];
+            *place = (v >> 32) == NO_PLACE ? -1 : (int64_t)(v >> 32);
+            return (Py_ssize_t)(v & 0xFFFFFFFFu);
+        }
         if (got == EMPTY_ID)
             return -1;
     }
 }
 
-/* id_lookup(ids, bits, table): fill table (uint64 (2 << bits,), all EMPTY_ID) with sorted unique
- * ids uint64 (n,), n < 2^bits (the caller keeps it under 0.7 of them full) */
+/* id_lookup(ids, bits, table[, first_place]): fill table (uint64 (2 << bits,), all EMPTY_ID) with
+ * sorted unique ids uint64 (n,), n < 2^bits (the caller keeps it under 0.7 of them full) and
+ * n < 2^32, and with each one's first place int64 (n,) where given (NO_PLACE past 32 bits) */
 static PyObject *id_lookup(PyObject *self, PyObject *args) {
-    Py_buffer ids, table;
+    Py_buffer ids, table, firsts = {0};
     int bits;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*iw*", &ids, &bits, &table))
+    if (!PyArg_ParseTuple(args, "y*iw*|y*", &ids, &bits, &table, &firsts))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n = ids.len / 8;
-    if (bits < 1 || bits > 40 || ids.len % 8 || table.len != (Py_ssize_t)16 << bits || n >= ((Py_ssize_t)1 << bits)) {
+    if (bits < 1 || bits > 40 || ids.len % 8 || table.len != (Py_ssize_t)16 << bits || n >= ((Py_ssize_t)1 << bits) ||
+        (int64_t)n >= ((int64_t)1 << 32) || (firsts.buf && firsts.len && firsts.len != ids.len)) {
         PyErr_SetString(PyExc_ValueError, "id_lookup: a table of the wrong size for these ids");
         goto done;
     }
+    const int64_t *first_place = firsts.buf && firsts.len ? (const int64_t *)firsts.buf : NULL;
     const uint64_t *id = (const uint64_t *)ids.buf;
     uint64_t *t = (uint64_t *)table.buf, mask = ((uint64_t)1 << bits) - 1;
     int bad = 0;
@@ -211,8 +221,9 @@ static PyObject *id_lookup(PyObject *self, PyObject *args) {
         uint64_t e = lookup_entry(id[i], bits);
         while (t[2 * e] != EMPTY_ID)
             e = (e + 1) & mask;
+        int64_t place = first_place ? first_place[i] : -1;
         t[2 * e] = id[i];
-        t[2 * e + 1] = (uint64_t)i;
+        t[2 * e + 1] = (uint64_t)i | ((uint64_t)(place >= 0 && place < (int64_t)NO_PLACE ? place : NO_PLACE) << 32);
     }
     if (bad)
         PyErr_SetString(PyExc_ValueError, "id_lookup: ids that are not sorted and unique");
@@ -221,6 +232,8 @@ static PyObject *id_lookup(PyObject *self, PyObject *args) {
 done:
     PyBuffer_Release(&ids);
     PyBuffer_Release(&table);
+    if (firsts.obj)
+        PyBuffer_Release(&firsts);
     return result;
 }
 
@@ -288,7 +301,7 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
 }
 
 /* seed_scan(codes, lengths, k, mask, table, bits, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean
- *           [, buckets, lines, lookup, lookup_bits]) -> hits
+ *           [, buckets, lines, lookup, lookup_bits, hit_place]) -> hits
  *
  * codes uint8 (M,): reads joined by one separator (read i starts at the sum of the lengths
  * before it plus i); lengths int64 (n,). Every window of k bases inside a read and free of
@@ -299,15 +312,16 @@ static int id_set(IdSet *set, Py_buffer *table, int bits, Py_buffer *ids, Py_buf
  * the forward id being larger), in order; returns how many (the buffers hold one per window of
  * codes at most). With `lookup` (id_lookup's table of these ids, 2^lookup_bits entries), ids are
  * found there: after a chunk of windows most of which were found (an all-viral read's), without
- * the filter; else those the filter passes. The same slots either way. */
+ * the filter; else those the filter passes. The same slots either way; hit_place int64 (where
+ * given) gets each found window's seed's first place where the table holds it, else -1. */
 static PyObject *seed_scan(PyObject *self, PyObject *args) {
     Py_buffer codes, lengths, table, ids, fences, hit_at, hit_id, hit_slot, hit_flip, clean, given = {0}, lines = {0},
-        lookup_b = {0};
+        lookup_b = {0}, place_b = {0};
     int k, bits, lookup_bits = 0;
     unsigned long long mask;
-    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*y*y*i", &codes, &lengths, &k, &mask, &table, &bits, &ids,
+    if (!PyArg_ParseTuple(args, "y*y*iKy*iy*y*w*w*w*w*w*|y*y*y*iw*", &codes, &lengths, &k, &mask, &table, &bits, &ids,
                           &fences, &hit_at, &hit_id, &hit_slot, &hit_flip, &clean, &given, &lines, &lookup_b,
-                          &lookup_bits))
+                          &lookup_bits, &place_b))
         return NULL;
     PyObject *result = NULL;
     IdSet set;
@@ -341,6 +355,14 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
         }
         lookup = (const uint64_t *)lookup_b.buf;
         lookup_mask = ((uint64_t)1 << lookup_bits) - 1;
+    }
+    int64_t *hplace = NULL;
+    if (place_b.buf && place_b.len) {
+        if (place_b.len != hit_at.len) {
+            PyErr_SetString(PyExc_ValueError, "seed_scan: arguments of the wrong size");
+            goto done;
+        }
+        hplace = (int64_t *)place_b.buf;
     }
     if (set.n && given.buf && given.len) { /* seed_buckets' of these ids and mask */
         buckets_layout(&buckets, &set, (uint64_t)mask);
@@ -406,9 +428,13 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                             __builtin_prefetch(&lookup[2 * lookup_entry(chunk_id[x], lookup_bits)]);
                     }
                 for (int x = 0; x < w; x++) {
-                    Py_ssize_t slot = dense || chunk_block[x] == 0 ? lookup_find(lookup, lookup_mask, lookup_bits, chunk_id[x])
-                                                                  : -1;
+                    int64_t place = -1;
+                    Py_ssize_t slot = dense || chunk_block[x] == 0
+                                          ? lookup_find(lookup, lookup_mask, lookup_bits, chunk_id[x], &place)
+                                          : -1;
                     if (slot >= 0) {
+                        if (hplace)
+                            hplace[hits] = place;
                         at[hits] = chunk_at[x];
                         hslot[hits] = slot;
                         hflip[hits] = chunk_flip[x];
@@ -457,6 +483,8 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                 Py_ssize_t slot = chunk_block[x] < 0 ? -1 : by_line ? search_line(&set, chunk_id[x], chunk_line[x])
                                                                     : search_block(&set, chunk_id[x], chunk_block[x]);
                 if (slot >= 0) {
+                    if (hplace)
+                        hplace[hits] = -1;
                     at[hits] = chunk_at[x];
                     hslot[hits] = slot;
                     hflip[hits] = chunk_flip[x];
@@ -480,6 +508,8 @@ done:
         PyBuffer_Release(&lines);
     if (lookup_b.obj)
         PyBuffer_Release(&lookup_b);
+    if (place_b.obj)
+        PyBuffer_Release(&place_b);
     PyBuffer_Release(&codes);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&table);
@@ -628,12 +658,12 @@ static inline int64_t anchor_of(int64_t a, int64_t b, const int64_t *counts) {
 
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
-        shared_b;
+        shared_b, given_b = {0};
     int wide, stride, misses, outside, first_places, check_places;
     Py_ssize_t span, width;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*", &query, &at_b, &slot_b, &compared_b, &width,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*|y*", &query, &at_b, &slot_b, &compared_b, &width,
                           &pattern_b, &first_b, &second_b, &letters_b, &start_b, &places_b, &wide, &stride, &misses,
-                          &flip_b, &span, &outside, &first_places, &check_places, &shared_b))
+                          &flip_b, &span, &outside, &first_places, &check_places, &shared_b, &given_b))
         return NULL;
     PyObject *result = NULL;
     int64_t *row = NULL, *counts = NULL, *reach = NULL;
@@ -641,10 +671,13 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
     if (slot_b.len != at_b.len || width < 1 || n_patterns < 1 || compared_b.len != 8 * n_patterns * width ||
         (pattern_b.len && pattern_b.len != at_b.len) || second_b.len != first_b.len || shared_b.len != pairs ||
-        (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0) {
+        (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0 || (given_b.buf && given_b.len && given_b.len != at_b.len)) {
         PyErr_SetString(PyExc_ValueError, "share_place: arguments of the wrong size");
         goto done;
     }
+    /* each matched seed's first place where the look-up gave it (seed_scan's hit_place; -1: not),
+     * else read from the table */
+    const int64_t *given = given_b.buf && given_b.len ? (const int64_t *)given_b.buf : NULL;
     const uint8_t *q = (const uint8_t *)query.buf, *letters = (const uint8_t *)letters_b.buf;
     const uint8_t *flip = flip_b.len ? (const uint8_t *)flip_b.buf : NULL;
     const int64_t *at = (const int64_t *)at_b.buf, *slot = (const int64_t *)slot_b.buf;
@@ -689,7 +722,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     for (Py_ssize_t j = 0; j < pairs && !bad; j++) {
         for (Py_ssize_t k = j ? j + PLACE_AHEAD : 0; k <= j + PLACE_AHEAD && k < pairs; k++) {
             int64_t a = first[k], b = second[k];
-            if (a >= 0 && a < h && b >= 0 && b < h && (a = anchor_of(a, b, counts)) >= 0)
+            if (a >= 0 && a < h && b >= 0 && b < h && (a = anchor_of(a, b, counts)) >= 0 && !(given && given[a] >= 0))
                 __builtin_prefetch((const char *)places + item * row[a]);
         }
         for (Py_ssize_t k = j ? j + LETTERS_AHEAD : 0; k <= j + LETTERS_AHEAD && k < pairs; k++) {
@@ -699,7 +732,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
             o = a == first[k] ? second[k] : first[k];
             if (pattern && (pattern[o] < 0 || pattern[o] >= n_patterns))
                 continue;
-            int64_t place = table_at(places, wide, row[a]);
+            int64_t place = given && given[a] >= 0 ? given[a] : table_at(places, wide, row[a]);
             if (flip && flip[a])
                 place = r - place - span;
             int64_t where = place + (at[o] - at[a]) / stride + compared[(pattern ? pattern[o] : 0) * width];
@@ -727,7 +760,8 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
              * the place tried, no bounds to check letter by letter */
             int in_read = at[o] + stride * reach[2 * p] >= 0 && at[o] + stride * reach[2 * p + 1] < m;
             for (int64_t nth = 0; nth < take && !found; nth++) {
-                int64_t place = table_at(places, wide, row[a] + (nth ? nth * c / take : 0)), same = 0;
+                int64_t place = !nth && given && given[a] >= 0 ? given[a] : table_at(places, wide, row[a] + (nth ? nth * c / take : 0));
+                int64_t same = 0;
                 if (flip && flip[a])
                     place = r - place - span;
                 int64_t d = place + shift;
@@ -769,6 +803,8 @@ done:
     PyBuffer_Release(&places_b);
     PyBuffer_Release(&flip_b);
     PyBuffer_Release(&shared_b);
+    if (given_b.obj)
+        PyBuffer_Release(&given_b);
     return result;
 }
 

@@ -91,6 +91,11 @@ def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide):
             got = table.share_a_place(query, at, slot, compared, first, second, 9, flip, pattern)
             np.testing.assert_array_equal(got, want)
             assert 0.05 < want.mean() < 0.95  # both answers are exercised
+            # each seed's first place given (as a prebuilt index's look-ups give it), some not (-1)
+            place = np.where(slot >= 0, table.places[table.start[np.maximum(slot, 0)]], -1)
+            place[::3] = -1
+            given = table.share_a_place(query, at, slot, compared, first, second, 9, flip, pattern, place)
+            np.testing.assert_array_equal(given, want)
 
 
 def test_the_compiled_check_at_the_references_ends_is_its_numpy_definition():

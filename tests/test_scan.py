@@ -57,7 +57,8 @@ def test_seed_hits_are_the_numpy_definition_window_for_window(seed, lookup):
     donor_codes = encode_joined([donor])[0]
     ids, valid = canonical_ids(donor_codes, seed)
     ids = np.unique(ids[valid][::3])  # a third of the donor's windows
-    index = IdSet(ids, None, build_lookup(ids) if lookup else None)
+    first_place = np.arange(ids.size) * 7 + 5  # a seed's first place, as the table holds it
+    index = IdSet(ids, None, build_lookup(ids, first_place) if lookup else None)
     flat, _, lengths = encode_joined(reads)
     flat = np.where(flat == INVALID, N_CODE, flat)
     hits = seed_hits(flat, lengths, len(seed), seed_mask(seed), index)
@@ -67,6 +68,10 @@ def test_seed_hits_are_the_numpy_definition_window_for_window(seed, lookup):
     np.testing.assert_array_equal(hits.ids, want_ids)
     np.testing.assert_array_equal(hits.clean, want_clean)
     np.testing.assert_array_equal(index.ids[hits.slot], hits.ids)  # each id's row of the index
+    if lookup:  # and its seed's first place
+        np.testing.assert_array_equal(hits.place, first_place[hits.slot])
+    else:
+        assert hits.place is None
     forward, reverse, _ = strand_ids(flat, seed)
     np.testing.assert_array_equal(hits.flip, forward[hits.at] > reverse[hits.at])  # the reverse strand's id
     assert 0.3 < hits.flip.mean() < 0.7
@@ -85,7 +90,7 @@ def test_seed_hits_of_a_large_index_are_the_numpy_definition(seed, which, lookup
     ids, valid = canonical_ids(encode_joined([donor])[0], seed)
     ids = np.unique(ids[valid])
     ids = ids[::2] if which == "every other" else ids[: ids.size // 2]
-    index = IdSet(ids, None, build_lookup(ids) if lookup else None)
+    index = IdSet(ids, None, build_lookup(ids) if lookup else None)  # no places: -1 each
     reads = []
     for _ in range(400):
         at = int(rng.integers(0, donor.__len__() - 150))
@@ -98,6 +103,7 @@ def test_seed_hits_of_a_large_index_are_the_numpy_definition(seed, which, lookup
     np.testing.assert_array_equal(hits.ids, want_ids)
     np.testing.assert_array_equal(hits.clean, want_clean)
     np.testing.assert_array_equal(index.ids[hits.slot], hits.ids)
+    assert hits.place is None if not lookup else (hits.place == -1).all()
 
 
 def test_aa_hits_are_the_numpy_definition_on_both_strands_and_every_pattern():

@@ -79,17 +79,19 @@ def lookup_bits(n: int) -> int:
     return max(int(np.ceil(max(n, 1) / LOOKUP_FULL) - 1).bit_length(), 1)
 
 
-def build_lookup(ids: np.ndarray) -> np.ndarray:
+def build_lookup(ids: np.ndarray, first_place: np.ndarray | None = None) -> np.ndarray:
     """uint64 (2 * 2^lookup_bits(n),): sorted unique ids uint64 (n,) in a table by their hash, each
-    entry an id and its place among the ids, empty entries all ones (genointerp/_scan.c's
-    id_lookup, which the compiled look-ups read: an id found costs one fetch from memory, where
-    the filter and the two-level search cost three; 64 MB for the 2.8 M seeds of the built-in
-    index, stored with its prebuilt arrays)."""
+    entry an id, and its place among the ids with (where given: first_place int64 (n,)) its seed's
+    first place in the references; empty entries all ones (genointerp/_scan.c's id_lookup, which
+    the compiled look-ups read: an id found costs one fetch from memory, where the filter and the
+    two-level search cost three, and the places check has the place it tries first; 64 MB for
+    the 2.8 M seeds of the built-in index, stored with its prebuilt arrays)."""
     from genointerp import _scan
 
     bits = lookup_bits(ids.size)
     table = np.full(2 << bits, np.iinfo(np.uint64).max, np.uint64)
-    _scan.id_lookup(np.ascontiguousarray(ids, np.uint64), bits, table)
+    extra = () if first_place is None else (np.ascontiguousarray(first_place, np.int64),)
+    _scan.id_lookup(np.ascontiguousarray(ids, np.uint64), bits, table, *extra)
     return table
 
 

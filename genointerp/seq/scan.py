@@ -37,6 +37,9 @@ class SeedHits:
     slot: np.ndarray
     flip: np.ndarray
     clean: np.ndarray
+    # each found window's seed's first place in the references, where the index's lookup table
+    # holds it (-1 where not; None without the table): the places check's first try
+    place: np.ndarray | None = None
 
 
 def _c(array: np.ndarray, dtype) -> np.ndarray:
@@ -85,11 +88,13 @@ def seed_hits(codes: np.ndarray, lengths: np.ndarray, k: int, mask: int, index: 
     codes, lengths = _c(codes, np.uint8), _c(lengths, np.int64)
     at, ids, slot = np.empty(codes.size, np.int64), np.empty(codes.size, np.uint64), np.empty(codes.size, np.int64)
     flip, clean = np.empty(codes.size, np.uint8), np.zeros(lengths.size, np.int64)
-    lookup = () if index.lookup is None else (_c(index.lookup, np.uint64), index.lookup_bits)
+    place = None if index.lookup is None else np.empty(codes.size, np.int64)
+    lookup = () if place is None else (_c(index.lookup, np.uint64), index.lookup_bits, place)
     found = _scan.seed_scan(codes, lengths, k, int(mask), _c(index.table, np.uint64), index.bits,
                             _c(index.ids, np.uint64), index.fences, at, ids, slot, flip, clean, *_tables(index, mask),
                             *lookup)
-    return SeedHits(_first(at, found), _first(ids, found), _first(slot, found), _first(flip.view(bool), found), clean)
+    return SeedHits(_first(at, found), _first(ids, found), _first(slot, found), _first(flip.view(bool), found), clean,
+                    None if place is None else _first(place, found))
 
 
 def strand_codons(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,11 +134,13 @@ def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reve
 
 def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
                    pattern: np.ndarray | None, first: np.ndarray, second: np.ndarray, table, span: int,
-                   flip: np.ndarray | None, first_places: int, check_places: int) -> np.ndarray:
+                   flip: np.ndarray | None, first_places: int, check_places: int,
+                   place: np.ndarray | None = None) -> np.ndarray:
     """bool (j,): genointerp.viral.evidence.places.SeedPlaces.share_a_place for the pairs first,
     second int64 (j,) of matched seeds (at, slot int64 (h,); compared int64 (P, w), each seed
-    pattern's compared places; pattern int (h,) or None (all pattern 0); flip bool (h,) or None),
-    against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE)."""
+    pattern's compared places; pattern int (h,) or None (all pattern 0); flip bool (h,) or None;
+    place int64 (h,) or None: each seed's first place where known (SeedHits.place), -1 where
+    not), against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE)."""
     wide = table.places.dtype == np.int64
     index_type = np.int64 if wide else np.int32
     shared = np.zeros(first.size, np.uint8)
@@ -142,7 +149,8 @@ def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared
                       b"" if pattern is None else _c(pattern, np.int64), _c(first, np.int64), _c(second, np.int64),
                       _c(table.letters, np.uint8), _c(table.start, index_type), _c(table.places, index_type),
                       int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _c(flip, np.uint8), int(span),
-                      table.OUTSIDE, first_places, check_places, shared)
+                      table.OUTSIDE, first_places, check_places, shared,
+                      *(() if place is None else (_c(place, np.int64),)))
     return shared.view(bool)
 
 

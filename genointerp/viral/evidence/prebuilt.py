@@ -52,8 +52,8 @@ from genointerp.viral.model_files import DESCRIPTIONS_FILE, INDEX_DIR, KMER_KEY,
 
 # raise when the arrays' layout or meaning changes: older prebuilt indexes become stale (2: smaller
 # filters; 3: the digest covers the descriptions; 4: the codon seeds' places, int32 tables; 5: the
-# seeds' lookup table)
-FORMAT = 5
+# seeds' lookup table; 6: with each seed's first place)
+FORMAT = 6
 CACHE_ENV = "GENOINTERP_CACHE"
 _KMER = ("kmer_ids", "kmer_labels", "kmer_filter", "kmer_letters", "kmer_start", "kmer_places", "kmer_lookup")
 _PROTEIN = ("protein_ids", "protein_labels", "protein_filter", "protein_residues", "protein_start", "protein_places")
@@ -183,7 +183,8 @@ def _write(tmp: Path, target: Path, digest: str, kmer: KmerIndex, protein: Prote
         places = _keyed_by(kmer.places, kmer.ids, "seed")
         arrays = {"kmer_ids": kmer.ids, "kmer_labels": kmer.labels, "kmer_filter": kmer.table,
                   "kmer_letters": places.letters, "kmer_start": places.start, "kmer_places": places.places,
-                  "kmer_lookup": kmer.lookup if kmer.lookup is not None else build_lookup(kmer.ids)}
+                  "kmer_lookup": kmer.lookup if kmer.lookup is not None else
+                  build_lookup(kmer.ids, places.places[places.start[:-1]].astype(np.int64))}
         if protein is not None:
             table = _keyed_by(protein.proteins, protein.ids, "amino-acid seed")
             arrays.update(protein_ids=protein.ids, protein_labels=protein.labels, protein_filter=protein.table,

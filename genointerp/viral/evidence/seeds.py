@@ -321,7 +321,7 @@ class KmerIndex:
         # Windows of one stretch matched at unrelated places are as many chance draws from the index
         # (genointerp.viral.evidence.places): two such windows a few bases apart in a human read
         # were otherwise one match of some 30 fixed bases.
-        draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip)
+        draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip, place=hits.place)
         # Either strand's seed may match a window: twice the windows tested.
         # each read's four log frequencies, then one look-up a fixed letter (the same numbers as
         # the log of each letter's frequency)
