@@ -667,6 +667,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     int64_t *row = NULL, *counts = NULL, *reach = NULL;
+    uint32_t *bitmask = NULL;
     Py_ssize_t h = at_b.len / 8, pairs = first_b.len / 8, n_patterns = width > 0 ? compared_b.len / 8 / width : 0;
     Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
     if (slot_b.len != at_b.len || width < 1 || n_patterns < 1 || compared_b.len != 8 * n_patterns * width ||
@@ -693,6 +694,23 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     if (!row || !counts || !reach) {
         PyErr_NoMemory();
         goto done;
+    }
+    /* each pattern's compared letters as bits of the window's first 32 letters, where all lie there
+     * and the read's letters are bases (stride 1); 0 where not */
+    bitmask = calloc(n_patterns, sizeof(uint32_t));
+    if (!bitmask) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < n_patterns && stride == 1; p++) {
+        uint32_t bits_of = 0;
+        int fits = 1;
+        for (Py_ssize_t w = 0; w < width && fits; w++) {
+            int64_t c = compared[p * width + w];
+            fits = c >= 0 && c < 32 && !((bits_of >> c) & 1); /* distinct, so that the bits count them */
+            bits_of |= fits ? (uint32_t)1 << c : 0;
+        }
+        bitmask[p] = fits ? bits_of : 0;
     }
     for (Py_ssize_t p = 0; p < n_patterns; p++) { /* each pattern's nearest and farthest compared letter */
         reach[2 * p] = reach[2 * p + 1] = compared[p * width];
@@ -735,7 +753,8 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
             int64_t place = given && given[a] >= 0 ? given[a] : table_at(places, wide, row[a]);
             if (flip && flip[a])
                 place = r - place - span;
-            int64_t where = place + (at[o] - at[a]) / stride + compared[(pattern ? pattern[o] : 0) * width];
+            int64_t where = place + (stride == 1 ? at[o] - at[a] : (at[o] - at[a]) / stride) +
+                            compared[(pattern ? pattern[o] : 0) * width];
             if (where >= 0 && where < r)
                 __builtin_prefetch(letters + where);
         }
@@ -765,6 +784,19 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
                 if (flip && flip[a])
                     place = r - place - span;
                 int64_t d = place + shift;
+#if defined(__SSE2__)
+                if (bitmask && bitmask[p] && d >= 0 && d + 32 <= r && at[o] >= 0 && at[o] + 32 <= m) {
+                    /* bases (stride 1), every compared letter within 32 of the window's start: the
+                     * 32 letters compared at once, the compared ones' equal bits counted */
+                    const uint8_t *mine = q + at[o], *theirs = letters + d;
+                    __m128i lo = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)mine),
+                                                _mm_loadu_si128((const __m128i *)theirs));
+                    __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(mine + 16)),
+                                                _mm_loadu_si128((const __m128i *)(theirs + 16)));
+                    uint32_t equal = (uint32_t)_mm_movemask_epi8(lo) | ((uint32_t)_mm_movemask_epi8(hi) << 16);
+                    same = __builtin_popcount(equal & bitmask[p]);
+                } else
+#endif
                 if (in_read && d + reach[2 * p] >= 0 && d + reach[2 * p + 1] < r) {
                     const uint8_t *mine = q + at[o], *theirs = letters + d;
                     for (Py_ssize_t w = 0; w < width; w++)
@@ -791,6 +823,7 @@ done:
     free(row);
     free(counts);
     free(reach);
+    free(bitmask);
     PyBuffer_Release(&query);
     PyBuffer_Release(&at_b);
     PyBuffer_Release(&slot_b);

@@ -45,7 +45,7 @@ def numpy_share_a_place(table, query, at, slot, compared, first, second, span=0,
     return shared
 
 
-def _random_case(cls, seed: int):
+def _random_case(cls, seed: int, repeated: bool = True):
     """A table of 60 seeds of 1 to 150 places over random residues, and a read copied from the
     letters with 10 % changes whose 400 matched seeds hold the read's place half the time; for
     proteins (STRIDE 3) the read is given as codons, a frame's residues 3 apart, and the pairs
@@ -67,7 +67,10 @@ def _random_case(cls, seed: int):
         seed_ids.append(int(slot[i]))
         places.append(int(start[i]) + 500)
     table = cls(letters, np.array(seed_ids, np.uint64), np.array(places))
-    compared = np.sort(rng.choice(span, (3, w), replace=True), 1)  # three seed patterns, letters repeated
+    # three seed patterns, letters repeated (each compared as often as listed), or each once: then
+    # the compiled check compares a window's first 32 bases at once
+    compared = (np.sort(rng.choice(span, (3, w), replace=True), 1) if repeated else
+                np.stack([np.sort(rng.choice(span, 6, replace=False)) for _ in range(3)]))
     first = rng.integers(0, h - 1, 3000)
     second = np.minimum(first + rng.integers(1, 6, first.size), h - 1)
     if cls.STRIDE == 1:
@@ -79,8 +82,9 @@ def _random_case(cls, seed: int):
 
 @pytest.mark.parametrize("cls", [ReferenceBases, ReferenceProteins])
 @pytest.mark.parametrize("wide", [False, True])
-def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide):
-    table, query, at, slot, compared, first, second = _random_case(cls, 3 + wide)
+@pytest.mark.parametrize("repeated", [True, False])
+def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide, repeated):
+    table, query, at, slot, compared, first, second = _random_case(cls, 3 + wide, repeated)
     if wide:
         table = cls.prebuilt(table.letters, table.keys, table.start.astype(np.int64), table.places.astype(np.int64))
     assert table.places.dtype == (np.int64 if wide else np.int32)
