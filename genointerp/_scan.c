@@ -656,6 +656,14 @@ static inline int64_t anchor_of(int64_t a, int64_t b, const int64_t *counts) {
     return counts[a] < 0 || counts[b] < 0 || counts[s] <= 0 ? -1 : s;
 }
 
+/* the set bits of x, inline (__builtin_popcount is a library call without -mpopcnt, which a
+ * portable build leaves off) */
+static inline int popcount32(uint32_t x) {
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (int)((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
         shared_b, given_b = {0};
@@ -794,7 +802,7 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
                     __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(mine + 16)),
                                                 _mm_loadu_si128((const __m128i *)(theirs + 16)));
                     uint32_t equal = (uint32_t)_mm_movemask_epi8(lo) | ((uint32_t)_mm_movemask_epi8(hi) << 16);
-                    same = __builtin_popcount(equal & bitmask[p]);
+                    same = popcount32(equal & bitmask[p]);
                 } else
 #endif
                 if (in_read && d + reach[2 * p] >= 0 && d + reach[2 * p + 1] < r) {
