@@ -16,6 +16,9 @@ For a track model (default: the built-in) on the "blocks" split of scripts/build
   a least-squares mix per track, fitted on the training windows, of the model's prediction and the
   shared-by-cell-lines mean (how much of what cell lines share the model misses);
 - the shared-by-cell-lines predictor also after log1p and at 2,048 bp;
+- the model's r by the bin's place in the window (does it lack context at the window's edges?),
+  and on the same genomic bins predicted at a window's edge and in the middle of windows moved by
+  half the target span;
 - per-track and per-factor tables in bench-output/tracks_ceiling/.
 
 Predictions are cached in bench-output/tracks_ceiling/preds_*.npz (delete to recompute).
@@ -181,6 +184,30 @@ def main() -> None:
         next(r for r in rows if r["part"] == part)["model+shared mix"] = np.nanmean(mix)
     fmt = [{k: (f"{v:.4f}" if isinstance(v, (float, np.floating)) else v) for k, v in r.items()} for r in rows]
     print(table(fmt), flush=True)
+
+    # by the bin's place in the window: the edge bins see 512 bp of sequence on one side, the middle ones 1.4 kb
+    print(table([{"part": part, **{f"bin {b}": f"{np.nanmean(pearson(p[:, b], y[:, b])):.3f}" for b in range(p.shape[1])}}
+                 for part, (p, y) in data.items()]), flush=True)
+
+    # the same genomic bins at the edge of one window and in the middle of another: the windows moved
+    # by half their target span, so their bins 0-7 are the unmoved windows' bins 8-15
+    from genointerp.tracks.data import GenomeWindows
+
+    half = data["valid"][0].shape[1] // 2
+    ctx = []
+    for part in ("valid", "test"):
+        src = parts[part]
+        moved = GenomeWindows(src.g, src.chroms, src.codes, src.targets, src.chrom_index,
+                              src.starts + half * src.g.bin_size, src.clip)
+        pm, _ = predictions(model, moved, args.rc_average, OUT / f"preds_{tag}_{part}_moved.npz")
+        p, y = data[part]
+        for name, orig, other in (("bins 8-11 (middle, then edge)", slice(half, half + 4), slice(0, 4)),
+                                  ("bins 12-15 (edge, then middle)", slice(half + 4, 2 * half), slice(4, half))):
+            yy = y[:, orig].reshape(-1, y.shape[-1])
+            ctx.append({"part": part, "genomic bins": name,
+                        "r as unmoved": f"{np.nanmean(pearson(p[:, orig].reshape(-1, p.shape[-1]), yy)):.4f}",
+                        "r moved by half": f"{np.nanmean(pearson(pm[:, other].reshape(-1, p.shape[-1]), yy)):.4f}"})
+    print(table(ctx), flush=True)
 
     keys = [k for k in per_track if k != "id"]
     lines = ["\t".join(["id", *keys])]
