@@ -19,6 +19,7 @@ For a track model (default: the built-in) on the "blocks" split of scripts/build
 - the model's r by the bin's place in the window (does it lack context at the window's edges?),
   and on the same genomic bins predicted at a window's edge and in the middle of windows moved by
   half the target span;
+- whether a track's r follows its peak count on chr20 or its shared r (Spearman over tracks);
 - per-track and per-factor tables in bench-output/tracks_ceiling/.
 
 Predictions are cached in bench-output/tracks_ceiling/preds_*.npz (delete to recompute).
@@ -29,6 +30,7 @@ Predictions are cached in bench-output/tracks_ceiling/preds_*.npz (delete to rec
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from collections import defaultdict
@@ -94,6 +96,12 @@ def others(y: np.ndarray, ids: list[str]) -> dict[str, np.ndarray]:
         if co:
             out["cell"][:, j] = y[:, co].mean(1)
     return out
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of two vectors (ties broken by order)."""
+    rank = lambda v: np.argsort(np.argsort(v)).astype(np.float64)  # noqa: E731
+    return float(np.corrcoef(rank(a), rank(b))[0, 1])
 
 
 def pooled(a: np.ndarray, k: int) -> np.ndarray:
@@ -208,6 +216,14 @@ def main() -> None:
                         "r as unmoved": f"{np.nanmean(pearson(p[:, orig].reshape(-1, p.shape[-1]), yy)):.4f}",
                         "r moved by half": f"{np.nanmean(pearson(pm[:, other].reshape(-1, p.shape[-1]), yy)):.4f}"})
     print(table(ctx), flush=True)
+
+    # is a track's r set by how many peaks it has on chr20 (data), or by how much its cell lines share?
+    peaks = np.array([float(re.search(r"\((\d+) on chr20\)", s.description).group(1)) for s in job.specs])
+    m, sh = per_track["model_test"], per_track["shared_test"]
+    has = ~np.isnan(sh)
+    print(f"Spearman over tracks: test r with peaks on chr20 {spearman(peaks, m):.2f}, with the shared r "
+          f"{spearman(sh[has], m[has]):.2f}; test r / shared r with peaks {spearman(peaks[has], m[has] / sh[has]):.2f}",
+          flush=True)
 
     keys = [k for k in per_track if k != "id"]
     lines = ["\t".join(["id", *keys])]
