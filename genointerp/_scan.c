@@ -177,6 +177,7 @@ done:
  * cost three fetches a window of an all-viral read, each a wait on memory; and the places check
  * (share_place), which tries each pair's first place first, need not fetch it. */
 #define EMPTY_ID (~(uint64_t)0)
+#define LOOKUP_AHEAD 16 /* windows ahead whose entries are requested */
 #define NO_PLACE 0xFFFFFFFFu
 
 static inline uint64_t lookup_entry(uint64_t id, int bits) { return (id * HASH) >> (64 - bits); }
@@ -409,9 +410,7 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                 if (++run < k)
                     continue;
                 uint64_t f = fwd & mask, r = rev & mask, id = f < r ? f : r;
-                if (lookup && dense) /* found without the filter: the id's entry */
-                    __builtin_prefetch(&lookup[2 * lookup_entry(id, lookup_bits)]);
-                else
+                if (!lookup || !dense) /* found without the filter: its entry requested below */
                     __builtin_prefetch(&set.table[probe_word(&set, id)]);
                 chunk_id[w] = id;
                 chunk_flip[w] = f > r;
@@ -427,8 +426,14 @@ static PyObject *seed_scan(PyObject *self, PyObject *args) {
                         if (chunk_block[x] == 0)
                             __builtin_prefetch(&lookup[2 * lookup_entry(chunk_id[x], lookup_bits)]);
                     }
+                /* without the filter, each id's entry requested LOOKUP_AHEAD windows ahead of its probe:
+                 * the chunk's entries requested at once were more than a core keeps in flight */
+                for (int x = 0; x < w && x < LOOKUP_AHEAD && dense; x++)
+                    __builtin_prefetch(&lookup[2 * lookup_entry(chunk_id[x], lookup_bits)]);
                 for (int x = 0; x < w; x++) {
                     int64_t place = -1;
+                    if (dense && x + LOOKUP_AHEAD < w)
+                        __builtin_prefetch(&lookup[2 * lookup_entry(chunk_id[x + LOOKUP_AHEAD], lookup_bits)]);
                     Py_ssize_t slot = dense || chunk_block[x] == 0
                                           ? lookup_find(lookup, lookup_mask, lookup_bits, chunk_id[x], &place)
                                           : -1;
