@@ -88,7 +88,11 @@ class EvidenceWork:
             return BatchEvidence(hits, clean, bits, TypedReads.empty())
         seeded_reads = np.concatenate([p[1] for p in parts])
         placed = [p[2] for p in parts if p[2] is not None]
-        rest = np.setdiff1d(viral, seeded_reads)  # called viral once the proteins are added
+        # called viral once the proteins are added (both ascending; np.setdiff1d's plain np.unique
+        # is numpy 2's hashing one, and its first call imports numpy.ma: 20 ms in each process)
+        seen = np.zeros(lengths.size, bool)
+        seen[seeded_reads] = True
+        rest = viral[~seen[viral]]
         if rest.size:
             codes, rest_starts, rest_lengths = encode_text(*join(
                 [joined[a : a + n] for a, n in zip(starts[rest].tolist(), lengths[rest].tolist())]))

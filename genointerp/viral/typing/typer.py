@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from genointerp import _scan
+from genointerp.seq.idset import sorted_unique
 from genointerp.viral.typing.diagonals import ContigSpans, best_per_contig, diagonal_edits
 from genointerp.viral.typing.naming import name_viruses, virus_label
 from genointerp.viral.typing.placed import Hit, PlacedReads, ReadType, TypedReads, TypeHits, ranks
@@ -133,7 +134,7 @@ class Typer:
         n, wide = len(placed), len(shown)
         read = np.repeat(np.arange(n), placed.count)
         top = placed.edits == np.repeat(placed.edits[placed.starts()], placed.count)  # the matches at the best
-        keys = np.unique(read[top] * wide + rank[placed.ref[top]])
+        keys = sorted_unique(read[top] * wide + rank[placed.ref[top]])
         per = np.bincount(keys // wide, minlength=n)
         cut = np.r_[0, np.cumsum(per)].tolist()
         kinds = (keys % wide).tolist()
@@ -305,7 +306,7 @@ def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None 
     posterior. A capture panel's 100,000 reads of a few types make a few thousand classes. The
     steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order)."""
     hits = _as_arrays(placed)
-    used = np.unique(hits.ref)
+    used = sorted_unique(hits.ref)
     refs = sorted(hits.names[u] for u in used.tolist())
     n, r = len(hits), len(refs)
     if n == 0:
