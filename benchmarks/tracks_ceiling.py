@@ -167,6 +167,7 @@ def main() -> None:
                "2,048 bp": np.nanmean(pearson(pooled(p, 16), pooled(y, 16)))}
         has = ~np.isnan(oth["shared"][0])
         row["model (79 with shared)"] = np.nanmean(r[has])
+        row["shared, model where none (87)"] = np.mean(np.where(has, pearson(oth["shared"], flat_y), r))
         for k, v in oth.items():
             rk = pearson(v, flat_y)
             per_track[f"{k}_{part}"] = rk
