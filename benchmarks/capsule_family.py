@@ -29,7 +29,8 @@ found on it shaped the pair test, so it no longer reports the pair); benchmarks/
 --pair-test-only trains nothing: capsule-train's pair test on each phenotype's final-model rows, the
 planted pair's z and rank and the best other pair's (seconds per phenotype, so every member of the
 family: --h2 0.8,0.5, --samples 1000 and 3000), and whether another pair it reports is the planted
-pair up to LD (each gene the planted one or linked to it, as the pair test's linked genes).
+pair up to LD (each gene the planted one or linked to it, as the pair test's linked genes). With
+--train-args "--burden-maf M" the genes' burden columns join the test's null model, as in capsule-train.
 
     python benchmarks/capsule_family.py --shared ../shared/data --samples 3000 --seeds 1 --h2 0.8 \\
         [--architectures single,several,dense,burden] [--interactions none,xor,cooccur,multiplicative] \\
@@ -193,9 +194,25 @@ def ld_proxies(x: np.ndarray, genes: list[np.ndarray], names: list[str], reporte
     return ""
 
 
-def pair_tests(cohorts: dict, runs: list[tuple[int, str]]) -> None:
+def burden_columns(cohort: FamilyCohort, burden_maf: float) -> np.ndarray | None:
+    """capsule-train --burden-maf's per-gene burden columns of the cohort (n, genes with one), or None
+    without --burden-maf: what capsule-train's pair test gives its additive null model beside the PCs."""
+    if not burden_maf:
+        return None
+    from genointerp.capsule.burden import burden_matrix, burden_plan, snp_genes
+    from genointerp.capsule.interpret import gene_groups
+    from genointerp.io.features import read_dosages
+
+    folder = cohort.out / "genepcs"
+    dosages = read_dosages(folder, len(cohort.features.samples))
+    plan = burden_plan(dosages, snp_genes(folder), [g for g, _ in gene_groups(cohort.features.columns)], burden_maf)
+    return burden_matrix(dosages, plan, str(folder))
+
+
+def pair_tests(cohorts: dict, runs: list[tuple[int, str]], burden_maf: float = 0.0) -> None:
     """capsule-train's pair test (pair_screen.interaction_screen) on the rows its final model trains on
-    (the non-test rows of capsule-train's split for the cohort's seed, standardised on them): the
+    (the non-test rows of capsule-train's split for the cohort's seed, standardised on them; with
+    `burden_maf`, as capsule-train --burden-maf, the genes' burden columns in its null model): the
     planted pair's z and rank, the best other pair's z, and whether the model would report the planted
     pair (best, past the bar) or another one. The same numbers as config.json's interaction of a
     capsule-train run, without training."""
@@ -204,15 +221,19 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]]) -> None:
     from genointerp.capsule.scaler import Scaler
     from genointerp.capsule.splits import make_split
 
-    rows = []
+    rows, burden = [], {seed: burden_columns(cohort, burden_maf) for seed, cohort in cohorts.items()}
     for seed, name in runs:
         cohort = cohorts[seed]
         groups = gene_groups(cohort.features.columns)
         names = [g.rpartition(":")[2] for g, _ in groups]
         y = cohort.labels[name].astype(np.int64)
         train = make_split(y, ["1", "2"], 5, 0.2, seed).train  # capsule-train's defaults; --folds leaves train as is
-        x = Scaler.fit(cohort.features.matrix[train])(cohort.features.matrix[train]).astype(np.float64)
-        screened, bar = interaction_screen(x, y[train], [idx for _, idx in groups], seed)
+        pcs = cohort.features.matrix.shape[1]
+        full = cohort.features.matrix if burden[seed] is None else np.hstack([cohort.features.matrix, burden[seed]])
+        xs = Scaler.fit(full[train])(full[train]).astype(np.float64)  # as capsule-train standardises its input
+        x = xs[:, :pcs]
+        screened, bar = interaction_screen(x, y[train], [idx for _, idx in groups], seed,
+                                           None if burden[seed] is None else xs[:, pcs:])
         z = {tuple(names[g] for g in pair): v for pair, v in screened}
         causal, planted = cohort.causal(name)
         key = tuple(sorted(planted, key=names.index)) if planted else None
@@ -274,7 +295,9 @@ def main() -> None:
             print(f"seed {seed} {cohort.about(a)}", flush=True)
         runs += [(seed, name) for name in names]
     if args.pair_test_only:
-        return pair_tests(cohorts, runs)
+        train_args = argparse.ArgumentParser(add_help=False)
+        train_args.add_argument("--burden-maf", type=float, default=0.0)
+        return pair_tests(cohorts, runs, train_args.parse_known_args(args.train_args.split())[0].burden_maf)
 
     def run(job) -> float:
         seed, name = job

@@ -99,7 +99,7 @@ def _screen_split(y: np.ndarray, seed: int) -> Split:
 # ridge on up to 32 x 32 products at 3,000 samples cost three minutes per training.
 #
 # The test instead: residuals r = y - p of an additive null model, out of fold (an L2 logistic
-# regression on every Gene-PC, NULL_C, fitted on the other folds: it takes the genes' additive
+# regression on every Gene-PC and any burden columns, NULL_C, fitted on the other folds: it takes the genes' additive
 # effects, on the logit scale, so that two strong additive genes do not look interacting through
 # the saturation of the case probability, as they do on raw labels: z up to 19 for an additive pair
 # of a planted cohort); then the score of every product PC_a x PC_b, Z_jk = sum_i r_i x_aj x_bk /
@@ -115,16 +115,29 @@ def _screen_split(y: np.ndarray, seed: int) -> Split:
 # 1-Lipschitz in the block's entries, so P(z >= t) <= 1 - Phi(t) by Gaussian isoperimetry), and a
 # Bonferroni bar on that bound was used before, 4.22 at 92 genes; but the best additive pair's z
 # was 2.0-3.3 on 32 additive cohorts of the family, the permutations' 95th percentile of the best z
-# 2.7-3.2, and the bound cost co-occurrence pairs at z 3-4. The permutations keep the null fit, so
-# they cannot see where it misfits: two additive genes acting through a rare-variant burden, which
-# their PCs do not carry, passed the bar in 2 of 8 additive burden cohorts (docs/capsule.md).
-NULL_C = 0.01
+# 2.7-3.2, and the bound cost co-occurrence pairs at z 3-4.
+#
+# The permutations keep the null fit, so they cannot see where it misfits, and how firmly it fits
+# matters. Where the L2 penalty shrinks a strong additive gene's weights, part of its effect stays in
+# the residuals; through the logistic link's curvature the leftovers of two such genes make a
+# product of their axes (a carrier of both is not the sum of the two on the logit scale the null
+# fitted), and on skewed axes (a low-frequency allele's PCs) that product does not average out. At
+# C 0.01 two additive burden genes of a family cohort passed the bar (z 3.5 against 3.0; fresh seed
+# 4) although their PCs carry their burdens whole (R^2 0.997-1.0): the fit had shrunk them. C 0.03
+# took that pair to 2.5; on a synthetic pair of such genes (tests/test_capsule_pair_null.py) it took
+# z 11.7 -> 4.8 against bars of 10.0 and 4.2, and a burden column per gene beside its PCs
+# (`covariates`: the model's own columns with capsule-train --burden-maf, in the null only, never
+# paired) to 1.5 against 2.4: one more direction along each gene's burden, which the fit then
+# shrinks less. A laxer C costs power (the out-of-fold fit gets noisier: a planted XOR's z 21.4 at
+# C 0.01, 20.2 at 0.03, 18.9 at 0.1).
+NULL_C = 0.03
 MEDIAN_DRAWS = 400
 
 
 def null_residuals(x: np.ndarray, y: np.ndarray, split: Split, folds: int) -> np.ndarray:
     """float64 (n,) y - p, p the case probability of an L2 logistic regression (C = NULL_C) on every
-    column of x (n, F) float64 standardised, fitted on the other folds of `split`."""
+    column of x (n, F) float64 standardised (the Gene-PCs and any null covariates), fitted on the
+    other folds of `split`."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -233,14 +246,16 @@ def permutation_bar(x: np.ndarray, r: np.ndarray, p: np.ndarray, scored: np.ndar
     return float(best.mean()) - np.euler_gamma * scale - scale * math.log(-math.log(1 - INTERACTION_ALPHA))
 
 
-def interaction_screen(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray],
-                       seed: int) -> tuple[list[tuple[Subset, float]], float]:
+def interaction_screen(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], seed: int,
+                       covariates: np.ndarray | None = None) -> tuple[list[tuple[Subset, float]], float]:
     """Every gene pair (a, b) of x (n, F) float64 standardised, y (n,) 0/1, `genes` the column
     indices of each gene, with its interaction z (pair_zs of the product scores against the
     out-of-fold residuals of the additive null model, 3 folds seeded by `seed`), best first (ties
     in pair order); and the bar the best passes by chance with probability INTERACTION_ALPHA
-    (permutation_bar, seeded by `seed`; inf where no pair is tested)."""
-    r = null_residuals(x, y, _screen_split(y, seed), 3)
+    (permutation_bar, seeded by `seed`; inf where no pair is tested). `covariates` (n, C) float64
+    standardised: more columns of the null model (the genes' burden columns), not themselves paired."""
+    design = x if covariates is None or not covariates.shape[1] else np.hstack([x, covariates])
+    r = null_residuals(design, y, _screen_split(y, seed), 3)
     linked = linked_pairs(x, genes)
     pairs = [(a, b) for a in range(len(genes)) for b in range(a + 1, len(genes)) if (a, b) not in linked]
     if not pairs:
@@ -277,19 +292,24 @@ SPARE_Z = 2.0
 INTERACTION_ALPHA = 0.05
 
 
-def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int) -> tuple[Subset, dict | None]:
-    """The pair test on standardised x (n, F), y (n,) of these rows only: (the best gene pair (gene
-    numbers of config.gene_index), or () where no pair's z passes SPARE_Z; the evidence for it,
-    {z, chance_z, pairs, interacting}, or None where none). interacting: z passes chance_z, the bar
+def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int,
+                  covariates: np.ndarray | None = None) -> tuple[Subset, dict | None]:
+    """The pair test on standardised x (n, F), y (n,) of these rows only, `covariates` (n, C)
+    standardised the null model's more columns (capsule-train --burden-maf's burden columns): (the
+    best gene pair (gene numbers of config.gene_index), or () where no pair's z passes SPARE_Z; the
+    evidence for it, {z, chance_z, pairs, interacting, null_covariates (C)}, or None where none).
+    interacting: z passes chance_z, the bar
     that the best of the pairs tested (every pair of genes but the linked ones) passes with
     probability INTERACTION_ALPHA where no pair interacts (permutation_bar). Why spare a pair: the
     group penalty gives a gene without a marginal effect no reason to keep its map, so an XOR pair
     stays switched off unless it is exempted."""
-    screened, bar = interaction_screen(x.astype(np.float64), y, _gene_columns(config), seed)
+    screened, bar = interaction_screen(x.astype(np.float64), y, _gene_columns(config), seed,
+                                       None if covariates is None else covariates.astype(np.float64))
     if not screened or screened[0][1] <= SPARE_Z:
         return (), None
     (pair, z), pairs = screened[0], len(screened)
-    return tuple(pair), {"z": z, "chance_z": bar, "pairs": pairs, "interacting": bool(z > bar)}
+    return tuple(pair), {"z": z, "chance_z": bar, "pairs": pairs, "interacting": bool(z > bar),
+                         "null_covariates": 0 if covariates is None else int(covariates.shape[1])}
 
 
 def screen_table(screened: list, gene_names: list[str], top: int = 100) -> str:
