@@ -408,3 +408,24 @@ def test_a_pair_capsule_reads_its_two_genes_pcs_and_their_products():
             CapsuleNet(CapsuleConfig(**{**fields, "pair": bad}))
     with pytest.raises(ValueError, match="a pair capsule needs gene primary capsules"):
         CapsuleNet(CapsuleConfig(**{**{k: v for k, v in SMALL.to_dict().items() if k != "architecture"}, "pair": (0, 1)}))
+
+
+def test_a_switched_off_gene_ranks_after_the_others_and_is_never_decisive():
+    from genointerp.capsule.interpret import SWITCHED_OFF, gene_scores
+
+    torch.manual_seed(5)
+    model = CapsuleNet(gene_config()).eval()
+    with torch.no_grad():
+        model.gene_weight[1] = 0  # G1's map switched off: the same capsule for every sample
+        model.gene_weight[3] *= SWITCHED_OFF * 1.01 * model.gene_norms().max() / model.gene_norms()[3]
+    # coupling that would rank G1 first (score 0.4), then G0, G3, G2
+    coupling = np.full((2, 4, 2), 0.5)
+    for g, s in ((0, 0.3), (1, 0.4), (2, 0.1), (3, 0.2)):
+        coupling[0, g] = [0.5 + s, 0.5 - s]
+        coupling[1, g] = [0.5 - s, 0.5 + s]
+    rows = gene_scores(model, np.zeros((3, 10), np.float32), GENE_COLUMNS, None, coupling)
+    # G3, just above the share of the largest map, stays in line; G1 goes last, its score kept
+    assert [r["gene"] for r in rows] == ["G0", "G3", "G2", "G1"] and [r["rank"] for r in rows] == [1, 2, 3, 4]
+    assert rows[-1]["score"] == pytest.approx(0.4) and rows[-1]["map_norm"] < 1e-5
+    # 5 % of 4 genes: one decisive
+    assert [r["decisive"] for r in rows] == [True, False, False, False]

@@ -19,7 +19,11 @@ how much more than uniformly gene g routes a sample to its own class (class-bala
 classes it equals (c[case|case] - c[case|control]) / 2). 0: the gene routes the same whatever the
 class; no masked forward passes are needed. A `map_norm` column gives |A_g|_F, the norm of the
 gene's PC -> capsule map: near 0 where capsule-train's group penalty switched the gene off (its
-capsule is then the same for every sample, whatever its coupling).
+capsule is then the same for every sample, whatever its coupling). Such a gene's coupling can still
+lean to the true class (a constant capsule agrees with whichever phenotype capsule a sample's other
+genes make long: a switched-off gene, map_norm 0.009, ranked first on a planted burden cohort), but
+it says nothing about the sample, so genes whose map_norm is under SWITCHED_OFF of the largest are
+ranked after the others (by score among themselves) and are never decisive.
 
 Genes are the `chrom:gene` part of the feature columns `chrom:gene:pcN`. The top 5 % by score are
 "decisive".
@@ -37,6 +41,9 @@ import torch.nn.functional as F
 from genointerp.models.capsule import CapsuleNet, squash
 
 DECISIVE = 0.05
+# a gene capsule's map under this share of the largest gene's is switched off (the group penalty's
+# zeros: 0.0002-0.013 against 0.2-1.0 for genes left on, on the planted family cohorts)
+SWITCHED_OFF = 0.1
 
 
 @torch.inference_mode()
@@ -120,14 +127,15 @@ def gene_scores(model: CapsuleNet, x: np.ndarray, columns: list[str], primary: i
     else:
         lengths = primary_length_per_gene(model.cpu(), np.asarray(x, dtype=np.float64), groups, primary)
         score = np.abs(lengths[:-1] - lengths[-1]).mean(1)
-    order = np.lexsort((np.arange(len(groups)), -score))  # ties keep input order: deterministic
+    off = norms < SWITCHED_OFF * norms.max() if norms is not None else np.zeros(len(groups), bool)
+    order = np.lexsort((np.arange(len(groups)), -score, off))  # ties keep input order: deterministic
     top = max(1, math.ceil(DECISIVE * len(groups)))
     rows = []
     for rank, g in enumerate(order, start=1):
         name, idx = groups[g]
         chrom, _, gene = name.rpartition(":")
         rows.append({"chrom": chrom or ".", "gene": gene, "n_pcs": len(idx), "score": float(score[g]),
-                     "rank": rank, "decisive": rank <= top,
+                     "rank": rank, "decisive": rank <= top and not off[g],
                      **({"map_norm": float(norms[g])} if norms is not None else {})})
     return rows
 
