@@ -138,7 +138,7 @@ def index_model(req, result: dict) -> None:
     """Store a model folder's viral indexes prebuilt, so classify-reads starts in a second.
 
     The seed and protein indexes are built from the folder's references and written to
-    MODEL/index/ as arrays that later runs memory-map (about 110 MB for the built-in model).
+    MODEL/index/ as arrays that later runs memory-map (about 210 MB for the built-in model).
     Without them a run builds the indexes itself (about eight seconds) and keeps them in the
     user's cache (GENOINTERP_CACHE, default ~/.cache/genointerp). The model's folded inference
     tables go beside its weights (xvir_folded.safetensors, 14 MB), so that the model runs on CPU
