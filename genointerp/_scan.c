@@ -629,7 +629,7 @@ done:
 }
 
 /* share_place(query, at, slot, compared, width, pattern, first, second, letters, start, places, wide, stride,
- *             misses, flip, span, outside, first_places, check_places, shared)
+ *             misses, flip, span, outside, first_places, check_places, shared[, given[, rows, counts]])
  *
  * genointerp.viral.evidence.places.SeedPlaces.share_a_place, pair by pair: whether matched seeds
  * first[j] and second[j] lie on one diagonal of the references. query uint8 (M,): the read letters;
@@ -641,7 +641,11 @@ done:
  * lie at R - place - span; outside: the letter beyond the references. Up to first_places, then
  * check_places places of the seed of fewer places are tried, spread evenly, then check_places of
  * the other's; a place holding all but `misses` of the other seed's compared letters on the
- * diagonal settles the pair. shared uint8 (j,) gets 1 or 0. */
+ * diagonal settles the pair. shared uint8 (j,) gets 1 or 0. given int64 (h,) or empty: each seed's first
+ * place where the look-up gave it (-1: not). rows, counts int64 (h,) (where given): each matched seed's
+ * row of the table as this check reads it, its first entry and its number of places (0 for no row,
+ * -1 for a row outside the table), so that the typing on the diagonals (diagonal_edits), which
+ * visits every place of every matched seed, need not fetch the table's rows again. */
 static inline int64_t table_at(const void *array, int wide, int64_t i) {
     return wide ? ((const int64_t *)array)[i] : ((const int32_t *)array)[i];
 }
@@ -671,12 +675,13 @@ static inline int popcount32(uint32_t x) {
 
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
-        shared_b, given_b = {0};
+        shared_b, given_b = {0}, rows_b = {0}, counts_b = {0};
     int wide, stride, misses, outside, first_places, check_places;
     Py_ssize_t span, width;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*|y*", &query, &at_b, &slot_b, &compared_b, &width,
-                          &pattern_b, &first_b, &second_b, &letters_b, &start_b, &places_b, &wide, &stride, &misses,
-                          &flip_b, &span, &outside, &first_places, &check_places, &shared_b, &given_b))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*|y*w*w*", &query, &at_b, &slot_b, &compared_b,
+                          &width, &pattern_b, &first_b, &second_b, &letters_b, &start_b, &places_b, &wide, &stride,
+                          &misses, &flip_b, &span, &outside, &first_places, &check_places, &shared_b, &given_b,
+                          &rows_b, &counts_b))
         return NULL;
     PyObject *result = NULL;
     int64_t *row = NULL, *counts = NULL, *reach = NULL;
@@ -685,7 +690,8 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
     if (slot_b.len != at_b.len || width < 1 || n_patterns < 1 || compared_b.len != 8 * n_patterns * width ||
         (pattern_b.len && pattern_b.len != at_b.len) || second_b.len != first_b.len || shared_b.len != pairs ||
-        (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0 || (given_b.buf && given_b.len && given_b.len != at_b.len)) {
+        (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0 || (given_b.buf && given_b.len && given_b.len != at_b.len) ||
+        (rows_b.obj && (rows_b.len != at_b.len || counts_b.len != at_b.len))) {
         PyErr_SetString(PyExc_ValueError, "share_place: arguments of the wrong size");
         goto done;
     }
@@ -701,8 +707,8 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     const void *start = start_b.buf, *places = places_b.buf;
     uint8_t *shared = (uint8_t *)shared_b.buf;
     Py_ssize_t m = query.len, r = letters_b.len, bad = 0;
-    row = malloc(sizeof(int64_t) * (h ? h : 1));
-    counts = malloc(sizeof(int64_t) * (h ? h : 1));
+    row = rows_b.obj ? (int64_t *)rows_b.buf : malloc(sizeof(int64_t) * (h ? h : 1));
+    counts = rows_b.obj ? (int64_t *)counts_b.buf : malloc(sizeof(int64_t) * (h ? h : 1));
     reach = malloc(sizeof(int64_t) * 2 * n_patterns);
     if (!row || !counts || !reach) {
         PyErr_NoMemory();
@@ -833,8 +839,10 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         result = Py_None;
     }
 done:
-    free(row);
-    free(counts);
+    if (!rows_b.obj) {
+        free(row);
+        free(counts);
+    }
     free(reach);
     free(bitmask);
     PyBuffer_Release(&query);
@@ -851,6 +859,10 @@ done:
     PyBuffer_Release(&shared_b);
     if (given_b.obj)
         PyBuffer_Release(&given_b);
+    if (rows_b.obj)
+        PyBuffer_Release(&rows_b);
+    if (counts_b.obj)
+        PyBuffer_Release(&counts_b);
     return result;
 }
 
@@ -891,9 +903,19 @@ done:
  * (the first of equal ones kept, in order), and every placement's letters read around that genome;
  * its diagonals out are so taken, gapped ones' first too, and around[i] (uint8 (n,)) is 1. Other
  * reads' placements are as without the contigs. */
-static int compare_int64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* x (n,) ascending, inline: a Shell sort (Ciura's gaps, then insertion) of a read's few dozen
+ * diagonals, where qsort's calls of compare_int64 were a tenth of diagonal_edits' time */
+static void sort_int64(int64_t *x, int64_t n) {
+    static const int64_t gaps[] = {1750, 701, 301, 132, 57, 23, 10, 4, 1};
+    for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+        int64_t gap = gaps[g];
+        for (int64_t i = gap; i < n; i++) {
+            int64_t v = x[i], j = i;
+            for (; j >= gap && x[j - gap] > v; j -= gap)
+                x[j] = x[j - gap];
+            x[j] = v;
+        }
+    }
 }
 
 #define VISIT_AHEAD 8 /* windows ahead whose places are requested (a power of two) */
@@ -1081,6 +1103,156 @@ static inline int visit_row(const void *start, const void *places, int wide, Py_
     return 1;
 }
 
+/* A read laid out for counting its mismatches on a diagonal many bases at a time (count_lanes), each
+ * array padded with zeros to `padded` bytes, a multiple of LANE_PAD: q its codes, bad 1 where its
+ * base is unknown (> 3), mid 1 for its middle bases (end .. len - end - 1), all 1 for its bases. */
+#define LANE_PAD 32
+typedef struct {
+    uint8_t *q, *bad, *mid, *all;
+    int64_t padded;
+} Lanes;
+
+static void lanes_fill(Lanes *ln, const uint8_t *q, int64_t len, int64_t end) {
+    int64_t padded = ln->padded = (len + LANE_PAD - 1) / LANE_PAD * LANE_PAD;
+    memcpy(ln->q, q, len);
+    for (int64_t j = 0; j < len; j++)
+        ln->bad[j] = q[j] > 3;
+    memset(ln->all, 1, len);
+    memset(ln->mid, 0, padded);
+    memset(ln->mid + end, 1, len - 2 * end); /* end <= len / 4 */
+    memset(ln->q + len, 0, padded - len);
+    memset(ln->bad + len, 0, padded - len);
+    memset(ln->all + len, 0, padded - len);
+}
+
+/* count_whole's counts from the read's lanes on letters l, which hold ln->padded letters (those past
+ * the read's end are read, not counted): plain C, SSE2 16 bases a step, AVX2 32 (chosen at import by
+ * what the processor has). Each step: its mismatches as 0/1 bytes, summed by a sum of absolute
+ * differences against zero into 64-bit lanes, once whole and once in the read's middle; where
+ * count_whole's four passes the compiler vectorised widened every byte to 64 bits (a third of
+ * diagonal_edits' time on all-viral reads). */
+static void count_lanes_c(const Lanes *ln, const uint8_t *l, int64_t *miss, int64_t *mid, int64_t *unknown) {
+    int64_t all = 0, middle = 0, u = 0;
+    for (int64_t j = 0; j < ln->padded; j++) {
+        int one = ((l[j] != ln->q[j]) & ln->all[j]) | ln->bad[j];
+        all += one;
+        middle += one & ln->mid[j];
+        u += (l[j] > 3) & ln->all[j];
+    }
+    *miss = all - middle;
+    *mid = middle;
+    *unknown = u;
+}
+
+#if defined(__SSE2__)
+static void count_lanes_sse2(const Lanes *ln, const uint8_t *l, int64_t *miss, int64_t *mid, int64_t *unknown) {
+    const __m128i four = _mm_set1_epi8(4), zero = _mm_setzero_si128();
+    __m128i all = zero, middle = zero, u = zero;
+    for (int64_t j = 0; j < ln->padded; j += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(l + j)), b = _mm_loadu_si128((const __m128i *)(ln->q + j));
+        __m128i in = _mm_loadu_si128((const __m128i *)(ln->all + j));
+        __m128i one = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(a, b), in),
+                                   _mm_loadu_si128((const __m128i *)(ln->bad + j)));
+        all = _mm_add_epi64(all, _mm_sad_epu8(one, zero));
+        middle = _mm_add_epi64(middle, _mm_sad_epu8(_mm_and_si128(one, _mm_loadu_si128((const __m128i *)(ln->mid + j))), zero));
+        u = _mm_or_si128(u, _mm_and_si128(_mm_cmpeq_epi8(_mm_max_epu8(a, four), a), in));
+    }
+    int64_t total = _mm_cvtsi128_si64(all) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(all, all));
+    *mid = _mm_cvtsi128_si64(middle) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(middle, middle));
+    *miss = total - *mid;
+    *unknown = _mm_movemask_epi8(_mm_cmpeq_epi8(u, zero)) != 0xFFFF;
+}
+#endif
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#define LANES_AVX2 1
+__attribute__((target("avx2"))) static void count_lanes_avx2(const Lanes *ln, const uint8_t *l, int64_t *miss,
+                                                              int64_t *mid, int64_t *unknown) {
+    const __m256i four = _mm256_set1_epi8(4), zero = _mm256_setzero_si256();
+    __m256i all = zero, middle = zero, u = zero;
+    for (int64_t j = 0; j < ln->padded; j += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(l + j)), b = _mm256_loadu_si256((const __m256i *)(ln->q + j));
+        __m256i in = _mm256_loadu_si256((const __m256i *)(ln->all + j));
+        __m256i one = _mm256_or_si256(_mm256_andnot_si256(_mm256_cmpeq_epi8(a, b), in),
+                                      _mm256_loadu_si256((const __m256i *)(ln->bad + j)));
+        all = _mm256_add_epi64(all, _mm256_sad_epu8(one, zero));
+        middle = _mm256_add_epi64(
+            middle, _mm256_sad_epu8(_mm256_and_si256(one, _mm256_loadu_si256((const __m256i *)(ln->mid + j))), zero));
+        u = _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_max_epu8(a, four), a), in));
+    }
+    __m128i a2 = _mm_add_epi64(_mm256_castsi256_si128(all), _mm256_extracti128_si256(all, 1));
+    __m128i m2 = _mm_add_epi64(_mm256_castsi256_si128(middle), _mm256_extracti128_si256(middle, 1));
+    int64_t total = _mm_cvtsi128_si64(a2) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(a2, a2));
+    *mid = _mm_cvtsi128_si64(m2) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(m2, m2));
+    *miss = total - *mid;
+    *unknown = !_mm256_testz_si256(u, u);
+}
+#endif
+
+typedef void (*CountLanes)(const Lanes *, const uint8_t *, int64_t *, int64_t *, int64_t *);
+/* count_lanes' form for this processor, set at import (lanes_choose); the tests may set another
+ * (_scan.count_lanes_kind) to compare every form with the definition */
+static CountLanes count_lanes = count_lanes_c;
+
+/* the best form this processor runs: 2 AVX2, 1 SSE2, 0 plain C */
+static int lanes_best(void) {
+#if defined(LANES_AVX2)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        return 2;
+#endif
+#if defined(__SSE2__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* count_lanes set to form `kind` (as lanes_best numbers them); 0 where this build or processor lacks it */
+static int lanes_choose(int kind) {
+    if (kind < 0 || kind > lanes_best())
+        return 0;
+#if defined(LANES_AVX2)
+    if (kind == 2) {
+        count_lanes = count_lanes_avx2;
+        return 1;
+    }
+#endif
+#if defined(__SSE2__)
+    if (kind == 1) {
+        count_lanes = count_lanes_sse2;
+        return 1;
+    }
+#endif
+    if (kind == 0) {
+        count_lanes = count_lanes_c;
+        return 1;
+    }
+    return 0;
+}
+
+/* count_lanes_kind([kind]) -> the form in use (2 AVX2, 1 SSE2, 0 plain C), after setting it to
+ * `kind` where given (-1: the best this processor runs); ValueError for a form it cannot run */
+static PyObject *count_lanes_kind(PyObject *self, PyObject *args) {
+    int kind = -2;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|i", &kind))
+        return NULL;
+    if (kind != -2 && !lanes_choose(kind == -1 ? lanes_best() : kind)) {
+        PyErr_SetString(PyExc_ValueError, "count_lanes_kind: a form this build or processor does not run");
+        return NULL;
+    }
+    int now = 0;
+#if defined(LANES_AVX2)
+    now = count_lanes == count_lanes_avx2 ? 2 : now;
+#endif
+#if defined(__SSE2__)
+    now = count_lanes == count_lanes_sse2 ? 1 : now;
+#endif
+    return PyLong_FromLong(now);
+}
+
 /* a read's ungapped counts on letters l facing it whole: mismatches in its ends (*miss) and middle
  * (*mid), unknown letters faced (*unknown) */
 static void count_whole(const uint8_t *q, const uint8_t *l, int64_t len, int64_t end, int64_t *miss, int64_t *mid,
@@ -1099,28 +1271,55 @@ static void count_whole(const uint8_t *q, const uint8_t *l, int64_t len, int64_t
     *unknown = u;
 }
 
+/* diagonal place - shift added to the read's diagonals (keys: the table of those seen; anchors, diags:
+ * each new one's place and diagonal, in order of first sight) */
+static inline void add_diagonal(int64_t *keys, int64_t *anchors, int64_t *diags, int64_t *distinct, int64_t place,
+                                int64_t shift) {
+    int64_t d = place - shift;
+    uint64_t hsh = ((uint64_t)d * HASH) >> 51; /* 13 bits: DIAG_SLOTS */
+    while (keys[hsh] != INT64_MIN && keys[hsh] != d)
+        hsh = (hsh + 1) & (DIAG_SLOTS - 1);
+    if (keys[hsh] == INT64_MIN) {
+        keys[hsh] = d;
+        anchors[*distinct] = place;
+        diags[(*distinct)++] = d;
+    }
+}
+
+#define PLACES_AHEAD 16 /* windows ahead whose places are requested where their rows are given */
+#define RECENT 16       /* the previous window's first diagonals, kept to skip their look-ups */
+
 static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
     Py_buffer codes_b, starts_b, lengths_b, first_b, at_b, slot_b, flip_b, letters_b, start_b, places_b, oread_b,
-        odiag_b, oedits_b, ospan_b, oaligned_b, best_b, cstart_b = {0}, clength_b = {0}, around_b = {0};
+        odiag_b, oedits_b, ospan_b, oaligned_b, best_b, cstart_b = {0}, clength_b = {0}, around_b = {0}, wrow_b = {0},
+        wcount_b = {0}, wgiven_b = {0};
     int wide;
     Py_ssize_t span, max_visits, margin, ends, wrap = 0, forward = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*innnnw*w*w*w*w*w*|y*y*nnw*", &codes_b, &starts_b, &lengths_b,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*innnnw*w*w*w*w*w*|y*y*nnw*y*y*y*", &codes_b, &starts_b, &lengths_b,
                           &first_b, &at_b, &slot_b, &flip_b, &letters_b, &start_b, &places_b, &wide, &span,
                           &max_visits, &margin, &ends, &oread_b, &odiag_b, &oedits_b, &ospan_b, &oaligned_b, &best_b,
-                          &cstart_b, &clength_b, &wrap, &forward, &around_b))
+                          &cstart_b, &clength_b, &wrap, &forward, &around_b, &wrow_b, &wcount_b, &wgiven_b))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n = lengths_b.len / 8, h = at_b.len / 8, capacity = oread_b.len / 8, item = wide ? 8 : 4;
     Py_ssize_t n_keys = start_b.len / item - 1, n_places = places_b.len / item;
     int64_t *keys = NULL, *diags = NULL, *edits = NULL, *middle = NULL, *order = NULL, *anchors = NULL;
     int32_t *suffix = NULL, *other_prefix = NULL; /* suffix: one diagonal's mismatch_prefix, other_prefix: another's */
-    uint8_t *facing_unknown = NULL, *ring = NULL, *around = NULL;
+    uint8_t *facing_unknown = NULL, *ring = NULL, *around = NULL, *lane_bytes = NULL;
     int64_t *ga = NULL, *ge = NULL, *gs = NULL, *gl = NULL;
+    /* each window's seed's row of the table, as the places check read it (share_place's rows and
+     * counts, and the look-up's first place, -1 where it has none): its places visited without
+     * fetching the row again, a seed of one place without fetching its place (half an all-viral
+     * read's windows); empty: read from the table by slot */
+    const int64_t *wrow = wrow_b.len ? (const int64_t *)wrow_b.buf : NULL;
+    const int64_t *wcount = wrow ? (const int64_t *)wcount_b.buf : NULL;
+    const int64_t *wgiven = wrow && wgiven_b.len ? (const int64_t *)wgiven_b.buf : NULL;
     Contigs ct = {NULL, NULL, 0, wrap, forward};
     if (starts_b.len != lengths_b.len || first_b.len != 8 * (n + 1) || slot_b.len != at_b.len ||
         (flip_b.len && flip_b.len != h) || odiag_b.len != oread_b.len || oedits_b.len != oread_b.len ||
         ospan_b.len != oread_b.len || oaligned_b.len != oread_b.len || best_b.len != lengths_b.len ||
-        max_visits < 0 || max_visits > DIAG_SLOTS / 2 || margin < 0 || ends < 0 || n_keys < 0) {
+        max_visits < 0 || max_visits > DIAG_SLOTS / 2 || margin < 0 || ends < 0 || n_keys < 0 ||
+        (wrow && (wrow_b.len != at_b.len || wcount_b.len != at_b.len || (wgiven && wgiven_b.len != at_b.len)))) {
         PyErr_SetString(PyExc_ValueError, "diagonal_edits: arguments of the wrong size");
         goto done;
     }
@@ -1163,29 +1362,66 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
     }
     suffix = malloc(sizeof(int32_t) * (longest + 1));
     other_prefix = malloc(sizeof(int32_t) * (longest + 1));
-    ring = malloc(longest + 1);
+    ring = calloc(longest + LANE_PAD, 1);
+    lane_bytes = malloc(4 * (longest + LANE_PAD));
     ga = malloc(sizeof(int64_t) * GAPPED_MAX);
     ge = malloc(sizeof(int64_t) * GAPPED_MAX);
     gs = malloc(sizeof(int64_t) * GAPPED_MAX);
     gl = malloc(sizeof(int64_t) * GAPPED_MAX);
     if (!keys || !diags || !edits || !middle || !order || !facing_unknown || !anchors || !suffix || !other_prefix ||
-        !ring || !ga || !ge || !gs || !gl) {
+        !ring || !lane_bytes || !ga || !ge || !gs || !gl) {
         PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t x = 0; x < DIAG_SLOTS; x++)
         keys[x] = INT64_MIN;
+    Lanes lanes = {lane_bytes, lane_bytes + longest + LANE_PAD, lane_bytes + 2 * (longest + LANE_PAD),
+                   lane_bytes + 3 * (longest + LANE_PAD), 0};
     Py_BEGIN_ALLOW_THREADS
+    for (int64_t w = n ? first[0] : 0; wrow && n && w >= 0 && w < h && w < first[0] + PLACES_AHEAD; w++)
+        if (wcount[w] > 0 && wrow[w] >= 0 && wrow[w] < n_places)
+            __builtin_prefetch((const char *)places_b.buf + item * wrow[w]);
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
         int64_t s0 = starts[i], len = lengths[i], distinct = 0, visits = 0;
         if (s0 < 0 || len < 0 || s0 + len > m || first[i] < 0 || first[i] > first[i + 1] || first[i + 1] > h) {
             bad = 1;
             break;
         }
+        int64_t w_end = first[i + 1];
+        if (wrow) {
+            /* the rows as the places check read them: only the places fetched, a steady distance ahead
+             * across reads (their rows known, no row's fetch waited on first) */
+            for (int64_t w = first[i]; w < w_end && !bad; w++)
+                bad = wcount[w] < 0 || wrow[w] < 0 || wrow[w] + wcount[w] > n_places;
+            int64_t recent[RECENT], recent_n = 0;
+            for (int64_t w = first[i]; w < w_end && !bad; w++) {
+                int64_t ahead = w + PLACES_AHEAD, c = wcount[w];
+                if (ahead < h && wcount[ahead] > 0 && !(wcount[ahead] == 1 && wgiven && wgiven[ahead] >= 0) &&
+                    wrow[ahead] >= 0 && wrow[ahead] < n_places)
+                    __builtin_prefetch((const char *)places_b.buf + item * wrow[ahead]);
+                visits += c;
+                if (visits > max_visits)
+                    break;
+                /* the window's kth place on the previous window's kth diagonal (the next window of one
+                 * match, nearly always): that diagonal is the read's already, no look-up */
+                int64_t shift = at[w] - s0, flipped = flip && flip[w];
+                for (int64_t k = 0; k < c; k++) {
+                    int64_t place = k == 0 && c == 1 && wgiven && wgiven[w] >= 0 ? wgiven[w]
+                                                                                   : table_at(places_b.buf, wide, wrow[w] + k);
+                    place = flipped ? r - place - span : place;
+                    if (k < RECENT && k < recent_n && recent[k] == place - shift)
+                        continue;
+                    if (k < RECENT)
+                        recent[k] = place - shift;
+                    add_diagonal(keys, anchors, diags, &distinct, place, shift);
+                }
+                recent_n = c;
+            }
+        } else {
         /* windows in turn, each one's seed's row of the table requested 2 VISIT_AHEAD windows ahead
          * and its first places VISIT_AHEAD ahead, so that a steady number of fetches is in flight
          * (a chunk's rows and then its places requested at once waited on nearly every one) */
-        int64_t ring_lo[VISIT_AHEAD], ring_hi[VISIT_AHEAD], w_end = first[i + 1];
+        int64_t ring_lo[VISIT_AHEAD], ring_hi[VISIT_AHEAD];
         for (int64_t w = first[i]; w < w_end && !bad; w++)
             bad = slot[w] >= n_keys;
         for (int64_t w = first[i]; w < w_end && w < first[i] + 2 * VISIT_AHEAD && !bad; w++)
@@ -1208,18 +1444,9 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
                 break;
             for (int64_t e = lo; e < hi; e++) {
                 int64_t place = table_at(places_b.buf, wide, e);
-                if (flip && flip[w])
-                    place = r - place - span;
-                int64_t d = place - (at[w] - s0);
-                uint64_t hsh = ((uint64_t)d * HASH) >> 51; /* 13 bits: DIAG_SLOTS */
-                while (keys[hsh] != INT64_MIN && keys[hsh] != d)
-                    hsh = (hsh + 1) & (DIAG_SLOTS - 1);
-                if (keys[hsh] == INT64_MIN) {
-                    keys[hsh] = d;
-                    anchors[distinct] = place;
-                    diags[distinct++] = d;
-                }
+                add_diagonal(keys, anchors, diags, &distinct, flip && flip[w] ? r - place - span : place, at[w] - s0);
             }
+        }
         }
         if (bad)
             break;
@@ -1230,23 +1457,18 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
         else {
             const uint8_t *q = codes + s0;
             int64_t end = len / 4 < ends ? len / 4 : ends, top = INT64_MAX, n_gapped = 0;
+            lanes_fill(&lanes, q, len, end);
             for (int64_t x = 0; x < distinct && x < LETTERS_LEAD; x++)
                 prefetch_span(letters, r, diags[x], len);
             for (int64_t x = 0; x < distinct; x++) { /* ungapped */
                 int64_t d = diags[x], miss = 0, mid = 0, unknown = 0;
                 if (x + LETTERS_LEAD < distinct)
                     prefetch_span(letters, r, diags[x + LETTERS_LEAD], len);
-                if (d >= 0 && d + len <= r) { /* whole: passes the compiler vectorises */
-                    const uint8_t *l = letters + d;
-                    for (int64_t j = 0; j < end; j++)
-                        miss += (q[j] > 3) | (l[j] != q[j]);
-                    for (int64_t j = end; j < len - end; j++)
-                        mid += (q[j] > 3) | (l[j] != q[j]);
-                    for (int64_t j = len - end > end ? len - end : end; j < len; j++)
-                        miss += (q[j] > 3) | (l[j] != q[j]);
-                    for (int64_t j = 0; j < len; j++)
-                        unknown += l[j] > 3;
-                } else
+                if (d >= 0 && d + lanes.padded <= r) /* whole, with the letters past the read's end to read */
+                    count_lanes(&lanes, letters + d, &miss, &mid, &unknown);
+                else if (d >= 0 && d + len <= r)
+                    count_whole(q, letters + d, len, end, &miss, &mid, &unknown);
+                else
                     for (int64_t j = 0; j < len; j++) {
                         int one = mismatch(q, letters, r, d, j);
                         unknown += d + j < 0 || d + j >= r || letters[d + j] > 3;
@@ -1292,7 +1514,7 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
                     int64_t base, length, miss, mid, unknown;
                     contig_frame(&ct, diags[x], &base, &length);
                     around_letters(letters, diags[x], len, base, length, ring);
-                    count_whole(q, ring, len, end, &miss, &mid, &unknown);
+                    count_lanes(&lanes, ring, &miss, &mid, &unknown);
                     edits[x] = miss + mid;
                     middle[x] = mid;
                     facing_unknown[x] = unknown > 0;
@@ -1303,7 +1525,7 @@ static PyObject *diagonal_edits(PyObject *self, PyObject *args) {
             int64_t bound = top + margin;
             /* one gap between two of the read's diagonals */
             memcpy(order, diags, sizeof(int64_t) * distinct);
-            qsort(order, distinct, sizeof(int64_t), compare_int64);
+            sort_int64(order, distinct);
             for (int64_t x = 0; x < distinct; x++)
                 for (int64_t y = x + 1; y < distinct && order[y] - order[x] <= bound; y++) {
                     int64_t base = 0, length = 0; /* length 0: along the letters */
@@ -1389,6 +1611,7 @@ done:
     free(facing_unknown);
     free(anchors);
     free(ring);
+    free(lane_bytes);
     free(suffix);
     free(other_prefix);
     free(ga);
@@ -1417,6 +1640,12 @@ done:
         PyBuffer_Release(&clength_b);
     if (around_b.obj)
         PyBuffer_Release(&around_b);
+    if (wrow_b.obj)
+        PyBuffer_Release(&wrow_b);
+    if (wcount_b.obj)
+        PyBuffer_Release(&wcount_b);
+    if (wgiven_b.obj)
+        PyBuffer_Release(&wgiven_b);
     return result;
 }
 
@@ -1727,6 +1956,7 @@ static PyMethodDef methods[] = {
     {"id_lookup", id_lookup, METH_VARARGS, "A table of sorted ids by their hash, for seed_scan."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
+    {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' mismatch counts: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},
@@ -1739,4 +1969,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Viral index look-ups over reads; denormals flushed.",
                                      -1, methods};
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__scan(void) {
+    lanes_choose(lanes_best());
+    return PyModule_Create(&module);
+}

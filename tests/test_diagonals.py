@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from genointerp import _scan
 from genointerp.resources import BUILTIN_XVIR, builtin_model_dir
 from genointerp.seq.joined import encode_joined
 from genointerp.viral.classify.batch_work import BatchEvidence, EvidenceWork, decided_by_seeds
@@ -64,10 +65,17 @@ def viral_reads(builtin):
 
 
 def seeded_inputs(index, seqs):
+    """(codes, starts, lengths, first, at, slot, flip, rows) of the reads, as Typer.place_seeded
+    takes them; diagonal_edits takes the first seven, and the rows by name."""
     flat, starts, lengths = encode_joined(seqs)
     ev = index.evidence(flat, starts, lengths)
     every = np.arange(len(seqs))
     return (flat, starts, lengths, *ev.windows_of(every))
+
+
+def same_placements(got, want, names=("read", "diagonal", "edits", "span", "aligned", "best")):
+    for name in names:
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
 
 
 @pytest.mark.parametrize("max_visits,ends", [(4000, 32), (4000, 0), (4000, 8), (300, 32)])
@@ -76,11 +84,16 @@ def test_the_compiled_kernel_is_its_numpy_definition(builtin, viral_reads, max_v
     among the reads make gapped ones, the Ns unknown bases."""
     index = builtin[0]
     reads = viral_reads[:80] + viral_reads[-4:]  # the numpy definition is slow: the changed reads and 80 more
-    args = (*seeded_inputs(index, reads), index.places, index.settings.k, MARGIN, max_visits)
-    got = diagonal_edits(*args, ends=ends)
+    inputs = seeded_inputs(index, reads)
+    args = (*inputs[:7], index.places, index.settings.k, MARGIN, max_visits)
     want = diagonal_edits_numpy(*args, ends=ends)
-    for name in ("read", "diagonal", "edits", "span", "aligned", "best"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    # the seeds' rows read by slot, and as the evidence's places check read them (with the look-up's
+    # first places: a seed of one place visited without its row)
+    rows = inputs[7]
+    assert rows is not None and rows[2] is not None and (rows[1] == 1).any() and (rows[1] > 1).any()
+    for given in (None, rows):
+        got = diagonal_edits(*args, ends=ends, rows=given)
+        same_placements(got, want)
     assert got.read.size and (got.best >= 0).any()
     if max_visits < 4000:
         assert (got.best == CROWDED).any() and (got.best >= 0).any()
@@ -89,24 +102,67 @@ def test_the_compiled_kernel_is_its_numpy_definition(builtin, viral_reads, max_v
 
 
 def test_the_kernel_s_mismatch_counts_at_any_length_are_the_definition_s(builtin, viral_reads):
-    """The one-gap tries count each diagonal's mismatches 16 bases a step (SSE2) and the rest one
-    by one, in 32-bit counts: reads cut to lengths of every remainder by 16, with unknown bases
-    in the steps and in the rest, give the numpy definition's placements, gapped ones among them."""
+    """The ungapped counts run 32 or 16 bases a step (AVX2, SSE2, as the processor has them) or
+    one by one (plain C), the one-gap tries' 16 a step and the rest one by one, in 32-bit counts:
+    reads cut to lengths of every remainder by 32, with unknown bases in the steps and in the
+    rest, give the numpy definition's placements, gapped ones among them, in every form this
+    processor runs."""
     index = builtin[0]
     rng = np.random.default_rng(7)
     reads = []
     for i, read in enumerate(viral_reads[:40] + viral_reads[-4:]):
-        n = min(len(read), 48 + i % 16 + 16 * int(rng.integers(0, 6)))
+        assert len(read) >= 64 + 31
+        n = 64 + i % 32 + 32 * int(rng.integers(0, (len(read) - 64 - i % 32) // 32 + 1))
         cut = list(read[:n])
         for j in rng.choice(n, size=int(rng.integers(0, 3)), replace=False):
             cut[j] = "N"
         reads.append("".join(cut))
-    assert {len(r) % 16 for r in reads} == set(range(16))
-    args = (*seeded_inputs(index, reads), index.places, index.settings.k, MARGIN)
-    got, want = diagonal_edits(*args), diagonal_edits_numpy(*args)
-    for name in ("read", "diagonal", "edits", "span", "aligned", "best"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert {len(r) % 32 for r in reads} == set(range(32))
+    inputs = seeded_inputs(index, reads)
+    args = (*inputs[:7], index.places, index.settings.k, MARGIN)
+    want = diagonal_edits_numpy(*args)
+    best = _scan.count_lanes_kind()
+    assert best >= 1  # every x86-64 has SSE2
+    try:
+        for kind in range(best + 1):
+            assert _scan.count_lanes_kind(kind) == kind
+            got = diagonal_edits(*args, rows=inputs[7])
+            same_placements(got, want)
+    finally:
+        _scan.count_lanes_kind(-1)
+    assert _scan.count_lanes_kind() == best
+    with pytest.raises(ValueError):
+        _scan.count_lanes_kind(3)
     assert (got.span != got.aligned).any()  # gapped placements
+
+
+@pytest.mark.parametrize("circular", [False, True])
+def test_reads_at_the_letters_ends_are_counted_as_the_definition_counts_them(circular):
+    """The ungapped counts read a read's diagonal in steps past its end: a read facing the seed
+    places' last letters (the first genome's start, reverse-complemented, ends them), whose steps
+    would run past them, and its first letters, with an unknown base and a substitution, give the
+    numpy definition's placements in every form this processor runs."""
+    rng = np.random.default_rng(11)
+    genomes = [("a", "".join(rng.choice(list("ACGT"), 700))), ("b", "".join(rng.choice(list("ACGT"), 500)))]
+    settings = KmerSettings()
+    index = KmerIndex.of(genomes, settings, circular=circular)
+    a = genomes[0][1]
+    reads = [revcomp(a[:70]), revcomp(a[:45]), a[:70], a[:30] + "N" + a[31:61], revcomp(a[:20] + "T" + a[21:77])]
+    flat, starts, lengths = encode_joined(reads)
+    ev = index.evidence(flat, starts, lengths)
+    windows = ev.windows_of(np.arange(len(reads)))
+    args = (flat, starts, lengths, *windows[:4], index.places, settings.k, MARGIN)
+    want = diagonal_edits_numpy(*args)
+    r = index.places.letters.size
+    assert (want.diagonal + lengths[want.read] == r).any() and (want.diagonal == 0).any()
+    best = _scan.count_lanes_kind()
+    try:
+        for kind in range(best + 1):
+            _scan.count_lanes_kind(kind)
+            for rows in (None, windows[4]):
+                same_placements(diagonal_edits(*args, rows=rows), want)
+    finally:
+        _scan.count_lanes_kind(-1)
 
 
 def test_a_read_without_matched_seeds_has_no_diagonal(builtin):
@@ -133,7 +189,7 @@ def test_contig_spans_locate_reads_on_both_strands_and_across_the_origin():
         read = piece if strand > 0 else revcomp(piece)
         flat, starts, lengths = encode_joined([read])
         ev = index.evidence(flat, starts, lengths)
-        found = diagonal_edits(flat, starts, lengths, *ev.windows_of(np.array([0])), index.places, settings.k, 0)
+        found = diagonal_edits(flat, starts, lengths, *ev.windows_of(np.array([0]))[:4], index.places, settings.k, 0)
         assert found.best.tolist() == [0]
         c, s, r_st, inside = spans.locate(found.diagonal[found.edits == 0], np.array([60]))
         assert (c.tolist(), s.tolist(), r_st.tolist(), inside.tolist()) == ([contig], [strand], [start], [True])
@@ -162,11 +218,12 @@ def test_reads_across_an_origin_beyond_the_wrap_are_placed_around_it():
         reads.append(piece if strand > 0 else revcomp(piece))
     flat, starts, lengths = encode_joined(reads)
     ev = index.evidence(flat, starts, lengths)
-    args = (flat, starts, lengths, *ev.windows_of(np.arange(len(reads))), index.places, settings.k, MARGIN)
-    found = diagonal_edits(*args, spans=spans)
+    windows = ev.windows_of(np.arange(len(reads)))
+    args = (flat, starts, lengths, *windows[:4], index.places, settings.k, MARGIN)
     want = diagonal_edits_numpy(*args, spans=spans)
-    for name in ("read", "diagonal", "edits", "span", "aligned", "best", "around"):
-        np.testing.assert_array_equal(getattr(found, name), getattr(want, name), err_msg=name)
+    for rows in (None, windows[4]):  # an index built here: the rows without the look-up's first places
+        found = diagonal_edits(*args, spans=spans, rows=rows)
+        same_placements(found, want, ("read", "diagonal", "edits", "span", "aligned", "best", "around"))
     # the read at base 10: its first seeds lie in the wrap too, where that copy's diagonal runs on
     # past it, and the two come together around the genome
     assert found.around.tolist() == [True] * 8 + [False]

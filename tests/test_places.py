@@ -100,6 +100,14 @@ def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide, repeated
             place[::3] = -1
             given = table.share_a_place(query, at, slot, compared, first, second, 9, flip, pattern, place)
             np.testing.assert_array_equal(given, want)
+            # each seed's row of the table as the check read it: its first entry and its places
+            rows = (np.full(at.size, -7, np.int64), np.full(at.size, -7, np.int64))
+            kept = table.share_a_place(query, at, slot, compared, first, second, 9, flip, pattern, place, rows)
+            np.testing.assert_array_equal(kept, want)
+            row = np.where(slot >= 0, table.start[np.maximum(slot, 0)], 0)
+            count = np.where(slot >= 0, table.start[np.maximum(slot, 0) + 1] - row, 0)
+            np.testing.assert_array_equal(rows[0], row)
+            np.testing.assert_array_equal(rows[1], count)
 
 
 def test_the_compiled_check_at_the_references_ends_is_its_numpy_definition():

@@ -40,6 +40,10 @@ class SeedHits:
     # each found window's seed's first place in the references, where the index's lookup table
     # holds it (-1 where not; None without the table): the places check's first try
     place: np.ndarray | None = None
+    # each found window's seed's row of the places table as the places check read it (diagonal_pairs'
+    # `rows`): its first entry and its number of places, int64 (h,) each (None: not read)
+    row: np.ndarray | None = None
+    count: np.ndarray | None = None
 
 
 def _c(array: np.ndarray, dtype) -> np.ndarray:
@@ -135,12 +139,15 @@ def aa_hits(aa: np.ndarray, pattern: str, offset: int, lengths: np.ndarray, reve
 def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
                    pattern: np.ndarray | None, first: np.ndarray, second: np.ndarray, table, span: int,
                    flip: np.ndarray | None, first_places: int, check_places: int,
-                   place: np.ndarray | None = None) -> np.ndarray:
+                   place: np.ndarray | None = None, rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """bool (j,): genointerp.viral.evidence.places.SeedPlaces.share_a_place for the pairs first,
     second int64 (j,) of matched seeds (at, slot int64 (h,); compared int64 (P, w), each seed
     pattern's compared places; pattern int (h,) or None (all pattern 0); flip bool (h,) or None;
     place int64 (h,) or None: each seed's first place where known (SeedHits.place), -1 where
-    not), against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE)."""
+    not), against `table` (a SeedPlaces: letters, start, places, STRIDE, MISSES, OUTSIDE). rows:
+    (row, count) int64 (h,) each, or None: filled with each seed's row of the table as the check
+    reads it, its first entry and its number of places (0 for slot -1, -1 for a row outside the
+    table), for the typing on the diagonals (genointerp.viral.typing.diagonals.diagonal_edits)."""
     wide = table.places.dtype == np.int64
     index_type = np.int64 if wide else np.int32
     shared = np.zeros(first.size, np.uint8)
@@ -150,8 +157,17 @@ def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared
                       _c(table.letters, np.uint8), _c(table.start, index_type), _c(table.places, index_type),
                       int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _c(flip, np.uint8), int(span),
                       table.OUTSIDE, first_places, check_places, shared,
-                      *(() if place is None else (_c(place, np.int64),)))
+                      *(() if place is None and rows is None else (b"" if place is None else _c(place, np.int64),)),
+                      *(() if rows is None else _rows_out(rows, at.size)))
     return shared.view(bool)
+
+
+def _rows_out(rows: tuple[np.ndarray, np.ndarray], h: int) -> tuple[np.ndarray, np.ndarray]:
+    """diagonal_pairs' `rows`, checked: two contiguous int64 arrays of h each (written in place)."""
+    for out in rows:
+        if out.dtype != np.int64 or not out.flags.c_contiguous or out.size != h:
+            raise ValueError("rows must be two contiguous int64 arrays, one entry per matched seed")
+    return rows
 
 
 def stretch_letters(at: np.ndarray, opens: np.ndarray, offsets: np.ndarray,

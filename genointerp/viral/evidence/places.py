@@ -64,7 +64,8 @@ class SeedPlaces:
 
     def share_a_place(self, query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
                       first: np.ndarray, second: np.ndarray, span: int = 0, flip: np.ndarray | None = None,
-                      pattern: np.ndarray | None = None, place: np.ndarray | None = None) -> np.ndarray:
+                      pattern: np.ndarray | None = None, place: np.ndarray | None = None,
+                      rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """bool (j,): whether the matched seeds first[j] and second[j] of one read lie on one
         diagonal of one reference, as the windows of one match do: some place that holds one of
         them, moved by their distance in the read, holds the other's compared letters too, all but
@@ -89,20 +90,22 @@ class SeedPlaces:
         hundred or so joins made this a third of the evidence's time in numpy. `place` int64 (h,)
         (or None): each seed's first place where the look-ups gave it (the index's lookup table holds
         it, genointerp.seq.scan.SeedHits.place; -1 where not), so that the first try need not fetch
-        it: that fetch was a quarter of the compiled check's time on all-viral reads.
+        it: that fetch was a quarter of the compiled check's time on all-viral reads. `rows`
+        ((row, count) int64 (h,) each, or None) get each seed's row of the table as the check reads
+        it (genointerp.seq.scan.diagonal_pairs).
         """
         return diagonal_pairs(query, at, slot, compared, pattern, first, second, self, span, flip, FIRST_PLACES,
-                              CHECK_PLACES, place)
+                              CHECK_PLACES, place, rows)
 
     def draws(self, query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray, opens: np.ndarray,
               span: int = 0, flip: np.ndarray | None = None, pattern: np.ndarray | None = None,
-              place: np.ndarray | None = None) -> np.ndarray:
+              place: np.ndarray | None = None, rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """int64 (stretches,): per stretch of matched seeds (at, slot (h,) sorted as
         genointerp.viral.evidence.chance.stretches opened them, `opens` bool (h,); the rest as
         `share_a_place` takes them), the entries of the index it matches apart: one, plus one for
-        each seed that lies on no diagonal with the seed before it."""
+        each seed that lies on no diagonal with the seed before it (`rows`: as share_a_place fills them)."""
         joins = np.flatnonzero(~opens)
-        apart = ~self.share_a_place(query, at, slot, compared, joins - 1, joins, span, flip, pattern, place)
+        apart = ~self.share_a_place(query, at, slot, compared, joins - 1, joins, span, flip, pattern, place, rows)
         return 1 + np.bincount((np.cumsum(opens) - 1)[joins[apart]], minlength=int(opens.sum()))
 
     def slots(self, ids: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ so that a read called viral that no reference places can still be named at the v
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -321,7 +322,11 @@ class KmerIndex:
         # Windows of one stretch matched at unrelated places are as many chance draws from the index
         # (genointerp.viral.evidence.places): two such windows a few bases apart in a human read
         # were otherwise one match of some 30 fixed bases.
-        draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip, place=hits.place)
+        # the check reads every matched seed's row of the table: kept for the typing on the diagonals
+        rows = (np.empty(at.size, np.int64), np.empty(at.size, np.int64))
+        draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip, place=hits.place,
+                                  rows=rows)
+        hits = dataclasses.replace(hits, row=rows[0], count=rows[1])
         # Either strand's seed may match a window: twice the windows tested.
         # each read's four log frequencies, then one look-up a fixed letter (the same numbers as
         # the log of each letter's frequency)
@@ -353,19 +358,23 @@ class SeedEvidence:
         zero = np.zeros(n, np.int64)
         return cls(zero, zero.copy(), zero.copy(), np.zeros(n))
 
-    def windows_of(self, reads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def windows_of(self, reads: np.ndarray) -> tuple:
         """The matched windows of `reads` (int64 (r,), ascending indexes into the batch): (first
         int64 (r + 1,): reads[i]'s windows are first[i]:first[i + 1] of the rest; at, slot int64,
-        flip bool (w,)), as genointerp.viral.typing.typer.Typer.place_seeded takes them."""
+        flip bool (w,); rows: (row, count, place) int64 (w,) each, each window's seed's row of the
+        places table and first place as the evidence read them (genointerp.seq.scan.SeedHits; place
+        None without the index's lookup table), or None), as
+        genointerp.viral.typing.typer.Typer.place_seeded takes them."""
         if self.matches is None:
             zero = np.zeros(0, np.int64)
-            return np.zeros(reads.size + 1, np.int64), zero, zero, None
+            return np.zeros(reads.size + 1, np.int64), zero, zero, None, None
         first = np.r_[0, np.cumsum(self.hits)]
         count = self.hits[reads]
         out = np.r_[0, np.cumsum(count)]
         take = np.arange(out[-1]) + np.repeat(first[reads] - out[:-1], count)
         m = self.matches
-        return out, m.at[take], m.slot[take], m.flip[take]
+        rows = None if m.row is None else (m.row[take], m.count[take], None if m.place is None else m.place[take])
+        return out, m.at[take], m.slot[take], m.flip[take], rows
 
 
 def build_index(folder: str | Path, viral: list[str], negatives: list[str], settings: KmerSettings,

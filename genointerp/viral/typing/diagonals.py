@@ -77,7 +77,8 @@ class Diagonals:
 
 def diagonal_edits(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray, at: np.ndarray,
                    slot: np.ndarray, flip: np.ndarray | None, table, span: int, margin: int,
-                   max_visits: int = MAX_VISITS, ends: int = ENDS, spans: "ContigSpans | None" = None) -> Diagonals:
+                   max_visits: int = MAX_VISITS, ends: int = ENDS, spans: "ContigSpans | None" = None,
+                   rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Diagonals:
     """The placements of n reads on their matched seeds' diagonals, ungapped and with one gap,
     within `margin` edits of each read's best.
 
@@ -86,8 +87,12 @@ def diagonal_edits(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, f
     `table`, a ReferenceBases) and flip (bool: the window is its seed's reverse complement; None:
     none is), int64 (h,) each; span: the seed's width. spans: a circular index's contigs in the
     table's letters, so that a read across a genome's origin is placed around it (None: along the
-    letters only). Compiled (genointerp/_scan.c, which spells the rule out); `diagonal_edits_numpy`
-    is the definition."""
+    letters only). rows: (row, count, place) int64 (h,) each, each window's seed's row of the table
+    (its first entry and number of places) and first place (-1 where unknown; place None: none
+    known), as the evidence's
+    places check read them (genointerp.seq.scan.SeedHits), so that the kernel need not fetch the
+    rows again (None: it reads them by slot); the same placements either way. Compiled
+    (genointerp/_scan.c, which spells the rule out); `diagonal_edits_numpy` is the definition."""
     c = np.ascontiguousarray
     wide = table.places.dtype == np.int64
     index_type = np.int64 if wide else np.int32
@@ -100,6 +105,8 @@ def diagonal_edits(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, f
     if spans is not None:
         around = np.zeros(n, np.uint8)
         contigs = (c(spans.start, np.int64), c(spans.length, np.int64), int(spans.wrap), int(spans.forward), around)
+    if rows is not None:
+        contigs = (contigs or (b"", b"", 0, 0, bytearray())) + tuple(b"" if a is None else c(a, np.int64) for a in rows)
     found = _scan.diagonal_edits(c(codes, np.uint8), c(starts, np.int64), c(lengths, np.int64), c(first, np.int64),
                                  c(at, np.int64), c(slot, np.int64), b"" if flip is None else c(flip, np.uint8),
                                  c(table.letters, np.uint8), c(table.start, index_type), c(table.places, index_type),

@@ -84,19 +84,21 @@ class Typer:
         return self._spans
 
     def place_seeded(self, codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
-                     at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None) -> list[TypeHits | None]:
+                     at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None, rows=None) -> list[TypeHits | None]:
         """`place_seeded_arrays`' placements as TypeHits (None for a read they do not place)."""
-        placed, hits = self.place_seeded_arrays(codes, starts, lengths, first, at, slot, flip)
+        placed, hits = self.place_seeded_arrays(codes, starts, lengths, first, at, slot, flip, rows)
         out: list[TypeHits | None] = [None] * lengths.size
         for i, p in zip(np.flatnonzero(placed).tolist(), hits.as_list()):
             out[i] = p
         return out
 
     def place_seeded_arrays(self, codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
-                            at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None) -> tuple[np.ndarray, PlacedReads]:
+                            at: np.ndarray, slot: np.ndarray, flip: np.ndarray | None,
+                            rows=None) -> tuple[np.ndarray, PlacedReads]:
         """The placements of n reads (codes uint8 joined, starts and lengths int64 (n,)) on the
         diagonals of their matched seeds (first int64 (n + 1,): read i's windows first[i]:first[i + 1]
-        of at, slot, flip (h,), as genointerp.seq.scan.SeedHits holds them): (placed bool (n,), the
+        of at, slot, flip (h,), and rows (each window's seed's row, places and first place, or None),
+        as genointerp.viral.evidence.seeds.SeedEvidence.windows_of gives them): (placed bool (n,), the
         placed reads' matches in read order, as `place` gives them, on the typer's `names`). The
         reads not placed here (genointerp.viral.typing.diagonals) `place` then aligns. Long reads are
         never placed here."""
@@ -106,10 +108,10 @@ class Typer:
         if spans is None:
             return placed, PlacedReads.empty(self.names())
         if short.size < lengths.size:  # long reads' windows left out
-            starts, lengths, first, at, slot, flip = _only(short, starts, lengths, first, at, slot, flip)
+            starts, lengths, first, at, slot, flip, rows = _only(short, starts, lengths, first, at, slot, flip, rows)
         # a circular index's reads across a genome's origin are placed around it
         found = diagonal_edits(codes, starts, lengths, first, at, slot, flip, self.index.places,
-                               self.index.settings.k, MARGIN, spans=spans if spans.wrap else None)
+                               self.index.settings.k, MARGIN, spans=spans if spans.wrap else None, rows=rows)
         got = best_per_contig(found, spans, lengths, self._rank, MARGIN)
         placed[short[got.placed]] = True
         count = np.bincount(got.read, minlength=lengths.size)[got.placed]  # only placed reads have matches
@@ -175,12 +177,13 @@ class Typer:
         return ",".join(sorted({display[h.ref] for h in placed.hits if h.edits == best}))
 
 
-def _only(keep: np.ndarray, starts, lengths, first, at, slot, flip) -> tuple:
+def _only(keep: np.ndarray, starts, lengths, first, at, slot, flip, rows=None) -> tuple:
     """place_seeded's reads `keep` (int64 (r,), ascending) and their windows alone."""
     count = np.diff(first)[keep]
     new_first = np.r_[0, np.cumsum(count)]
     take = np.arange(new_first[-1]) + np.repeat(first[keep] - new_first[:-1], count)
-    return starts[keep], lengths[keep], new_first, at[take], slot[take], None if flip is None else flip[take]
+    return (starts[keep], lengths[keep], new_first, at[take], slot[take], None if flip is None else flip[take],
+            None if rows is None else tuple(None if a is None else a[take] for a in rows))
 
 
 def type_reads(typer: Typer, index, protein, seqs: list[str],
