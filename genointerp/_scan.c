@@ -1689,7 +1689,8 @@ done:
     return result;
 }
 
-/* stretch_letters(at, opens, offsets, width, pattern, marks, stretch) -> count
+/* stretch_letters(at, opens, offsets, width, pattern, marks, stretch[, codes, read, log_freq, n_symbols, sums])
+ *     -> count
  *
  * The letters matched windows fix, each once (genointerp.viral.evidence.chance.fixed_letters).
  * Window i starts at at[i] (int64 (h,)) and fixes at[i] + offsets[pattern[i]][w] for w < width
@@ -1699,19 +1700,34 @@ done:
  * each once and ascending, with the stretch's number (0, 1, ... in order) to stretch (int64, at
  * least h * width each); returns how many. No sort: a stretch's positions are ticked in a table as
  * wide as the stretch, then read off in order, so a batch of reads full of matches costs its
- * windows, where np.unique sorted every position of the batch at once. */
+ * windows, where np.unique sorted every position of the batch at once.
+ *
+ * With sums (float64, one per stretch): each stretch's letters are not written out but summed, in
+ * that order, as log_freq[read[i] * n_symbols + codes[position]] (read int64 (h,): each window's
+ * read, the stretch's first window's counting; log_freq float64; codes uint8 (M,), every fixed
+ * letter a code under n_symbols): the sums genointerp.viral.evidence.chance.chance_bits makes of
+ * the written letters with np.bincount, which adds them in the same order (the same bits), without
+ * the batch-sized arrays of positions, their stretches and their letters' frequencies (a tenth of
+ * an all-viral read's evidence). marks and stretch may then be empty. */
 static PyObject *stretch_letters(PyObject *self, PyObject *args) {
-    Py_buffer at_b, opens_b, offsets_b, pattern_b, marks_b, stretch_b;
-    Py_ssize_t width;
-    if (!PyArg_ParseTuple(args, "y*y*y*ny*w*w*", &at_b, &opens_b, &offsets_b, &width, &pattern_b, &marks_b,
-                          &stretch_b))
+    Py_buffer at_b, opens_b, offsets_b, pattern_b, marks_b, stretch_b, codes_b = {0}, read_b = {0}, freq_b = {0},
+        sums_b = {0};
+    Py_ssize_t width, n_symbols = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*ny*w*w*|y*y*y*nw*", &at_b, &opens_b, &offsets_b, &width, &pattern_b, &marks_b,
+                          &stretch_b, &codes_b, &read_b, &freq_b, &n_symbols, &sums_b))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t h = at_b.len / 8, n_patterns = width > 0 ? offsets_b.len / 8 / width : 0;
     const uint8_t *opens = (const uint8_t *)opens_b.buf;
+    double *sums = sums_b.obj ? (double *)sums_b.buf : NULL;
+    const uint8_t *codes = sums ? (const uint8_t *)codes_b.buf : NULL;
+    const int64_t *read = sums ? (const int64_t *)read_b.buf : NULL;
+    const double *log_freq = sums ? (const double *)freq_b.buf : NULL;
+    Py_ssize_t n_stretches = sums ? sums_b.len / 8 : 0, n_freq = sums ? freq_b.len / 8 : 0, m = codes_b.len;
     if (at_b.len != 8 * h || opens_b.len != h || width < 1 || n_patterns < 1 ||
         offsets_b.len != 8 * n_patterns * width || (pattern_b.len && pattern_b.len != at_b.len) ||
-        marks_b.len < 8 * h * width || stretch_b.len != marks_b.len || (h > 0 && !opens[0])) {
+        (!sums && (marks_b.len < 8 * h * width || stretch_b.len != marks_b.len)) || (h > 0 && !opens[0]) ||
+        (sums && (read_b.len != at_b.len || n_symbols < 1 || sums_b.len % 8 || freq_b.len % 8))) {
         PyErr_SetString(PyExc_ValueError, "stretch_letters: arguments of the wrong size, or a first window opening no stretch");
         goto done;
     }
@@ -1754,17 +1770,37 @@ static PyObject *stretch_letters(PyObject *self, PyObject *args) {
             for (Py_ssize_t w = 0; w < width; w++)
                 ticked[at[t] + offsets[row * width + w] - lo] = 1;
         }
-        for (int64_t p = 0; p < span && !bad; p++)
-            if (ticked[p]) {
-                marks[count] = lo + p;
-                stretch[count++] = number;
-            }
+        if (sums) { /* the stretch's letters summed in order, each checked to lie in the arrays */
+            double sum = 0.0;
+            int64_t base = read[i] * n_symbols;
+            if (number >= n_stretches || read[i] < 0)
+                bad = 3;
+            for (int64_t p = 0; p < span && !bad; p++)
+                if (ticked[p]) {
+                    int64_t where = lo + p, code = where >= 0 && where < m ? codes[where] : n_symbols;
+                    if (code >= n_symbols || base + code >= n_freq) {
+                        bad = 3;
+                        break;
+                    }
+                    sum += log_freq[base + code];
+                    count++;
+                }
+            if (!bad)
+                sums[number] = sum;
+        } else
+            for (int64_t p = 0; p < span && !bad; p++)
+                if (ticked[p]) {
+                    marks[count] = lo + p;
+                    stretch[count++] = number;
+                }
         i = j;
     }
     Py_END_ALLOW_THREADS
     free(ticked);
     if (bad == 2)
         PyErr_NoMemory();
+    else if (bad == 3)
+        PyErr_SetString(PyExc_ValueError, "stretch_letters: a fixed letter, read or stretch outside the sums' arrays");
     else if (bad)
         PyErr_SetString(PyExc_ValueError, "stretch_letters: a pattern outside the offsets, or a stretch's windows out of order");
     else
@@ -1776,6 +1812,69 @@ done:
     PyBuffer_Release(&pattern_b);
     PyBuffer_Release(&marks_b);
     PyBuffer_Release(&stretch_b);
+    Py_buffer *optional[] = {&codes_b, &read_b, &freq_b, &sums_b};
+    for (int x = 0; x < 4; x++)
+        if (optional[x]->obj)
+            PyBuffer_Release(optional[x]);
+    return result;
+}
+
+/* letter_counts(codes, lengths, reads, n_symbols, counts)
+ *
+ * genointerp.viral.evidence.chance.composition's counts over owned_positions: for each read of
+ * `reads` (int64, ascending, repeats counted once), the letters under n_symbols among its codes
+ * and the separator after it, of reads joined by one separator (codes uint8 (M,), lengths int64
+ * (n,)), added to counts int64 (n * n_symbols) (zeroed here); without the batch-sized arrays of
+ * positions and owners numpy made of an all-viral batch. */
+static PyObject *letter_counts(PyObject *self, PyObject *args) {
+    Py_buffer codes_b, lengths_b, reads_b, counts_b;
+    Py_ssize_t n_symbols;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*nw*", &codes_b, &lengths_b, &reads_b, &n_symbols, &counts_b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = lengths_b.len / 8, r = reads_b.len / 8, m = codes_b.len;
+    if (lengths_b.len % 8 || reads_b.len % 8 || n_symbols < 1 || n_symbols > 255 || counts_b.len != 8 * n * n_symbols) {
+        PyErr_SetString(PyExc_ValueError, "letter_counts: arguments of the wrong size");
+        goto done;
+    }
+    const uint8_t *codes = (const uint8_t *)codes_b.buf;
+    const int64_t *lengths = (const int64_t *)lengths_b.buf, *reads = (const int64_t *)reads_b.buf;
+    int64_t *counts = (int64_t *)counts_b.buf;
+    memset(counts, 0, counts_b.len);
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t next = 0, end = 0; /* end: one past read next - 1's separator */
+    for (Py_ssize_t x = 0; x < r && !bad; x++) {
+        int64_t read = reads[x];
+        if (read < 0 || read < next - 1 || read >= n) { /* out of range, or not ascending */
+            bad = 1;
+            break;
+        }
+        if (read == next - 1) /* a repeat: counted */
+            continue;
+        for (; next <= read && !bad; next++) {
+            bad = lengths[next] < 0;
+            end += lengths[next] + 1;
+        }
+        if (bad)
+            break;
+        int64_t lo = end - lengths[read] - 1, hi = end < m ? end : m;
+        int64_t *row = counts + read * n_symbols;
+        for (int64_t p = lo; p < hi; p++)
+            if (codes[p] < n_symbols)
+                row[codes[p]]++;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "letter_counts: reads out of order or outside the lengths");
+    else
+        result = (Py_INCREF(Py_None), Py_None);
+done:
+    PyBuffer_Release(&codes_b);
+    PyBuffer_Release(&lengths_b);
+    PyBuffer_Release(&reads_b);
+    PyBuffer_Release(&counts_b);
     return result;
 }
 
@@ -1957,6 +2056,7 @@ static PyMethodDef methods[] = {
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' mismatch counts: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
+    {"letter_counts", letter_counts, METH_VARARGS, "Letter counts of chosen reads joined by one separator."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},

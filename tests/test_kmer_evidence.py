@@ -16,6 +16,9 @@ from genointerp.seq.alphabet import encode
 from genointerp.viral.evidence.seeds import (CODON_SEED, KmerIndex, KmerSettings, build_index, canonical_ids,
                                              complex_enough, kmer_text, load_index, reference_kmers)
 from genointerp.viral.model_files import KMER_KEY
+from genointerp.seq.idset import sorted_unique
+from genointerp.viral.evidence.chance import chance_bits, composition, fixed_letters, owned_positions, stretches
+from genointerp.viral.evidence.seeds import NT_FLOOR
 
 def kmer_id(s):
     return int(s.translate(str.maketrans("ACGT", "0123")), 4)
@@ -65,6 +68,46 @@ def test_hits_count_kmer_positions_per_read_on_either_strand():
     hits, clean = index.hits(*encode_joined(reads))
     assert hits.tolist() == [40, 40, 10 + 9, 0, 0]  # 60-21+1; an N kills the 21 windows over it
     assert clean.tolist() == [40, 40, 19, 0, 0]
+
+
+def _defined_bits(index, flat, starts, lengths):
+    """KmerIndex.evidence's bits spelt out with the evidence's numpy steps: every fixed letter's
+    position, its read's composition over owned_positions, np.bincount's sums (chance_bits)."""
+    k, n = index.settings.k, len(starts)
+    flat, hits, read = index._matches(flat, lengths)
+    opens = stretches(read, hits.at, k)
+    of = read[opens]
+    compared = np.flatnonzero(np.frombuffer(index.settings.seed.encode(), np.uint8) == ord("1"))
+    marks, mark_cluster, mark_read = fixed_letters(hits.at, read, opens, compared)
+    pos, owner = owned_positions(sorted_unique(of), lengths, flat.size)
+    freq = composition(flat[pos], owner, n, 4, NT_FLOOR)
+    draws = index.places.draws(flat, hits.at, hits.slot, compared[None, :], opens, k, hits.flip, place=hits.place)
+    return chance_bits(np.log10(freq).ravel().take(mark_read * 4 + flat[marks]), mark_cluster, of, 2 * hits.clean,
+                       index.ids.size, n, draws)
+
+
+def test_the_evidence_s_bits_are_their_numpy_definition_s():
+    """The evidence sums each stretch's letters and counts each read's composition in compiled
+    passes: the same bits, to the last one, as the numpy steps that define them, on reads of the
+    references (changed, reverse-complemented, with unknown bases), of nothing, and empty ones."""
+    rng = np.random.default_rng(4)
+    genomes = [(f"HPV{i}", "".join(rng.choice(list("ACGT"), 2000))) for i in range(3)]
+    index = KmerIndex.of(genomes, KmerSettings(), circular=True)
+    reads = []
+    for i in range(200):
+        seq = genomes[i % 3][1]
+        at = int(rng.integers(0, 1850))
+        read = list(seq[at : at + int(rng.choice([40, 100, 150]))])
+        for j in rng.choice(len(read), size=int(rng.integers(0, 8)), replace=False):
+            read[j] = str(rng.choice(list("ACGTN")))
+        read = "".join(read)
+        reads.append(revcomp(read) if i % 2 else read)
+    reads += ["".join(rng.choice(list("ACGT"), 150)) for _ in range(30)] + ["", "ACGT"]
+    flat, starts, lengths = encode_joined(reads)
+    got = index.evidence(flat, starts, lengths).bits
+    want = _defined_bits(index, flat, starts, lengths)
+    assert (want > 20).sum() > 100 and (want == 0).sum() > 20
+    assert got.tobytes() == want.tobytes()
 
 
 @pytest.fixture(scope="module")

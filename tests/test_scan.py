@@ -11,9 +11,11 @@ import pytest
 from genointerp.seq.joined import encode_joined
 from genointerp.seq.alphabet import INVALID, N_CODE, reverse_complement_codes
 from genointerp.seq.idset import FENCE, IdSet, build_filter, build_lookup, filter_bits
-from genointerp.seq.scan import aa_hits, seed_hits, strand_codons, stretch_letters
+from genointerp.seq.scan import aa_hits, letter_counts, seed_hits, strand_codons, stretch_letters, stretch_sums
 from genointerp.seq.translate import aa_kmer_ids, codons
-from genointerp.viral.evidence.chance import owner_of, owner_of_ascending, stretches
+from genointerp.viral.evidence.chance import (composition, owned_positions, owner_of, owner_of_ascending,
+                                              read_composition, stretches)
+from genointerp.seq.idset import sorted_unique
 from genointerp.viral.evidence.seeds import canonical_ids, seed_mask, strand_ids
 from genointerp.viral.evidence.protein import ProteinSettings, seed_ids
 
@@ -219,6 +221,47 @@ def test_stretch_letters_are_each_stretchs_unique_positions_in_order(seed):
     np.testing.assert_array_equal(marks[by_place], want)
     np.testing.assert_array_equal(stretch[by_place], want_stretch)
     assert (np.diff(stretch) >= 0).all() and (np.diff(marks)[np.diff(stretch) == 0] > 0).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stretch_sums_are_the_bincount_of_the_stretches_letters_frequencies(seed):
+    """Each stretch's sum of its fixed letters' log frequencies, in one pass, is np.bincount's of
+    stretch_letters' positions (the same additions in the same order: equal floats), the letter
+    looked up in its stretch's first window's read's row."""
+    rng = np.random.default_rng(seed)
+    k = 11
+    compared = np.flatnonzero(np.frombuffer(b"11011011011", np.uint8) == ord("1"))
+    at, read, opens = _matched_windows(rng, 5, k, 1)
+    codes = rng.integers(0, 4, 6000).astype(np.uint8)
+    log_freq = np.log10(rng.random(5 * 4) + 0.01)
+    marks, stretch = stretch_letters(at, opens, compared)
+    want = np.bincount(stretch, weights=log_freq.take(read[opens][stretch] * 4 + codes[marks]),
+                       minlength=int(opens.sum()))
+    got = stretch_sums(at, opens, compared, codes, read, log_freq, 4)
+    assert got.tobytes() == want.tobytes()
+    if at.size:
+        codes[at[0] + compared[0]] = N_CODE  # a fixed letter that is no base: refused
+        with pytest.raises(ValueError, match="outside the sums"):
+            stretch_sums(at, opens, compared, codes, read, log_freq, 4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_letter_counts_are_the_composition_of_the_owned_positions(seed):
+    """A read's letters counted in one pass (its codes and the separator after it, ascending reads
+    with repeats, unknown letters left out) give composition's frequencies over owned_positions."""
+    reads, _ = _reads(seed, 60)
+    flat, _, lengths = encode_joined(reads)
+    flat = np.where(flat == INVALID, N_CODE, flat)
+    rng = np.random.default_rng(seed)
+    which = np.sort(rng.integers(0, len(reads), 40))
+    pos, owner = owned_positions(sorted_unique(which), lengths, flat.size)
+    want = composition(flat[pos], owner, len(reads), 4, 0.25)
+    got = read_composition(flat, lengths, which, 4, 0.25)
+    assert got.tobytes() == want.tobytes()
+    counts = letter_counts(flat, lengths, which, 4)
+    assert (counts[np.setdiff1d(np.arange(len(reads)), which)] == 0).all()
+    with pytest.raises(ValueError, match="out of order"):
+        letter_counts(flat, lengths, which[::-1].copy() if which[0] != which[-1] else np.array([1, 0]), 4)
 
 
 def test_stretch_letters_refuse_windows_out_of_order_and_unknown_patterns():

@@ -162,6 +162,32 @@ def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared
     return shared.view(bool)
 
 
+def stretch_sums(at: np.ndarray, opens: np.ndarray, offsets: np.ndarray, codes: np.ndarray, read: np.ndarray,
+                 log_freq: np.ndarray, n_symbols: int) -> np.ndarray:
+    """float64 (stretches,): per stretch (as stretch_letters takes them, one pattern: offsets int
+    (w,)), the sum over the positions its windows fix, each once and ascending, of
+    log_freq[read * n_symbols + codes[position]] (read int64 (h,): each window's read, the
+    stretch's first window's counting; log_freq float64 (n * n_symbols,)): np.bincount of
+    stretch_letters' positions weighted so, which adds them in the same order, in one pass."""
+    offsets = _c(np.atleast_2d(offsets), np.int64)
+    at, opens = _c(at, np.int64), _c(opens, np.uint8)
+    sums = np.empty(int(np.count_nonzero(opens)), np.float64)
+    empty = np.zeros(0, np.int64)
+    _scan.stretch_letters(at, opens, offsets, offsets.shape[-1], b"", empty, empty, _c(codes, np.uint8),
+                          _c(read, np.int64), _c(log_freq, np.float64), int(n_symbols), sums)
+    return sums
+
+
+def letter_counts(codes: np.ndarray, lengths: np.ndarray, reads: np.ndarray, n_symbols: int) -> np.ndarray:
+    """int64 (n, n_symbols): for each read of `reads` (int, ascending; repeats count once) of reads
+    joined by one separator (codes uint8 (M,), lengths int64 (n,)), its letters under n_symbols
+    among its codes and the separator after it; zeros for the others (one compiled pass)."""
+    lengths = _c(lengths, np.int64)
+    counts = np.empty(lengths.size * n_symbols, np.int64)
+    _scan.letter_counts(_c(codes, np.uint8), lengths, _c(reads, np.int64), int(n_symbols), counts)
+    return counts.reshape(lengths.size, n_symbols)
+
+
 def _rows_out(rows: tuple[np.ndarray, np.ndarray], h: int) -> tuple[np.ndarray, np.ndarray]:
     """diagonal_pairs' `rows`, checked: two contiguous int64 arrays of h each (written in place)."""
     for out in rows:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genointerp.seq.scan import stretch_letters
+from genointerp.seq.scan import letter_counts, stretch_letters, stretch_sums
 
 
 def owner_of(positions: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -51,8 +51,21 @@ def composition(symbols: np.ndarray, owner: np.ndarray, n: int, n_symbols: int, 
     (a read none of them belongs to holds 1 / n_symbols)."""
     letter = symbols < n_symbols
     counts = np.bincount(owner[letter] * n_symbols + symbols[letter], minlength=n * n_symbols).reshape(n, n_symbols)
-    freq = (counts + 1) / (counts.sum(1, keepdims=True) + n_symbols)
+    return frequencies(counts, floor)
+
+
+def frequencies(counts: np.ndarray, floor: float) -> np.ndarray:
+    """float64 (n, s): `composition`'s frequencies of letter counts int64 (n, s)."""
+    freq = (counts + 1) / (counts.sum(1, keepdims=True) + counts.shape[1])
     return np.maximum(freq, floor)
+
+
+def read_composition(codes: np.ndarray, lengths: np.ndarray, reads: np.ndarray, n_symbols: int,
+                     floor: float) -> np.ndarray:
+    """composition(codes[pos], owner, n, n_symbols, floor) with (pos, owner) =
+    owned_positions(sorted_unique(reads), lengths, codes.size), `reads` ascending (repeats allowed),
+    counted in one compiled pass (genointerp.seq.scan.letter_counts): the same numbers."""
+    return frequencies(letter_counts(codes, lengths, reads, n_symbols), floor)
 
 
 def stretches(read: np.ndarray, at: np.ndarray, gap: int, frame: np.ndarray | None = None) -> np.ndarray:
@@ -97,6 +110,15 @@ def chance_bits(log_freq: np.ndarray, mark_cluster: np.ndarray, cluster_read: np
     if cluster_read.size == 0:
         return np.zeros(n)
     log_p = np.bincount(mark_cluster, weights=log_freq, minlength=cluster_read.size)
+    return stretch_bits(log_p, cluster_read, tested, index_size, n, draws)
+
+
+def stretch_bits(log_p: np.ndarray, cluster_read: np.ndarray, tested: np.ndarray, index_size: int, n: int,
+                 draws: np.ndarray | None = None) -> np.ndarray:
+    """chance_bits from each cluster's summed log10 frequencies log_p float64 (C,) (its bincount
+    over the letters, or genointerp.seq.scan.stretch_sums', which adds them in the same order)."""
+    if cluster_read.size == 0:
+        return np.zeros(n)
     entries = np.log10(max(index_size, 1)) * (1 if draws is None else draws)
     surprise = -(np.log10(np.maximum(tested[cluster_read], 1)) + entries + log_p)
     return np.bincount(cluster_read, weights=np.maximum(surprise, 0.0), minlength=n)

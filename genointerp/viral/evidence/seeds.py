@@ -50,8 +50,8 @@ from genointerp.seq.entropy import window_entropy
 from genointerp.seq.idset import IdSet, member, sorted_unique
 from genointerp.seq.kmers import MAX_COUNT_K, decode_kmers, kmer_ids, reverse_complement_ids
 from genointerp.seq.scan import SeedHits, seed_hits
-from genointerp.viral.evidence.chance import (chance_bits, composition, fixed_letters, owned_positions,
-                                              owner_of_ascending, stretches)
+from genointerp.seq.scan import stretch_sums
+from genointerp.viral.evidence.chance import owner_of_ascending, read_composition, stretch_bits, stretches
 from genointerp.viral.evidence.places import ReferenceBases
 from genointerp.viral.model_files import KMER_EXCLUDED_FILE, KMER_KEY, REFS_FILE
 from genointerp.viral.panel import name_reference
@@ -316,9 +316,7 @@ class KmerIndex:
         opens = stretches(read, at, k)
         of = read[opens]
         compared = np.flatnonzero(np.frombuffer(self.settings.seed.encode(), np.uint8) == ord("1"))
-        marks, mark_cluster, mark_read = fixed_letters(at, read, opens, compared)
-        pos, owner = owned_positions(sorted_unique(of), lengths, flat.size)
-        freq = composition(flat[pos], owner, n, 4, NT_FLOOR)  # (n, 4)
+        freq = read_composition(flat, lengths, of, 4, NT_FLOOR)  # (n, 4), of the reads with a stretch
         # Windows of one stretch matched at unrelated places are as many chance draws from the index
         # (genointerp.viral.evidence.places): two such windows a few bases apart in a human read
         # were otherwise one match of some 30 fixed bases.
@@ -328,11 +326,11 @@ class KmerIndex:
                                   rows=rows)
         hits = dataclasses.replace(hits, row=rows[0], count=rows[1])
         # Either strand's seed may match a window: twice the windows tested.
-        # each read's four log frequencies, then one look-up a fixed letter (the same numbers as
-        # the log of each letter's frequency)
-        log_freq = np.log10(freq).ravel()
-        bits = chance_bits(log_freq.take(mark_read * 4 + flat[marks]), mark_cluster, of, 2 * clean, self.ids.size,
-                           n, draws)
+        # each read's four log frequencies, then each stretch's fixed letters' summed (the same
+        # numbers as the log of each letter's frequency, added as chance_bits adds them:
+        # genointerp.viral.evidence.chance.fixed_letters and chance_bits are the definition)
+        log_p = stretch_sums(at, opens, compared, flat, read, np.log10(freq).ravel(), 4)
+        bits = stretch_bits(log_p, of, 2 * clean, self.ids.size, n, draws)
         return SeedEvidence(hits=np.bincount(read, minlength=n), clean=clean, clusters=np.bincount(of, minlength=n),
                             bits=bits, matches=hits)
 
