@@ -665,14 +665,6 @@ static inline int64_t anchor_of(int64_t a, int64_t b, const int64_t *counts) {
     return counts[a] < 0 || counts[b] < 0 || counts[s] <= 0 ? -1 : s;
 }
 
-/* the set bits of x, inline (__builtin_popcount is a library call without -mpopcnt, which a
- * portable build leaves off) */
-static inline int popcount32(uint32_t x) {
-    x = x - ((x >> 1) & 0x55555555u);
-    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-    return (int)((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
-}
-
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
         shared_b, given_b = {0}, rows_b = {0}, counts_b = {0};
@@ -813,7 +805,14 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
                     __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(mine + 16)),
                                                 _mm_loadu_si128((const __m128i *)(theirs + 16)));
                     uint32_t equal = (uint32_t)_mm_movemask_epi8(lo) | ((uint32_t)_mm_movemask_epi8(hi) << 16);
-                    same = popcount32(equal & bitmask[p]);
+                    /* the pair holds where at most `misses` compared letters differ (the pattern's
+                     * bits are its width letters): that many of the differing bits cleared leave
+                     * none, where a popcount of the equal ones (a software one: portable builds
+                     * have no popcnt) was a tenth of the check */
+                    uint32_t differ = ~equal & bitmask[p];
+                    for (int k = 0; k < misses && differ; k++)
+                        differ &= differ - 1;
+                    same = differ ? -1 : width;
                 } else
 #endif
                 if (in_read && d + reach[2 * p] >= 0 && d + reach[2 * p + 1] < r) {
@@ -1055,6 +1054,8 @@ static void prefix_on(const uint8_t *q, int64_t len, const uint8_t *letters, Py_
     mismatch_prefix(q, len, ring, len, 0, prefix);
 }
 
+static int32_t (*least_difference)(const int32_t *, const int32_t *, int64_t, int64_t); /* below */
+
 /* the fewest edits of a read of len bases with bases [0, s) on diagonal a and the rest on diagonal
  * b, over 1 <= s (see above), from each diagonal's mismatch_prefix (pa, pb); *span_out and
  * *aligned_out get the placement's letters and read bases */
@@ -1066,12 +1067,7 @@ static int64_t one_gap(int64_t len, int64_t a, int64_t b, const int32_t *pa, con
     /* bases [0, s) on a, bases s + skip .. on b: pa[s] + pb[len] - pb[s + skip] edits, the
      * fewest over 1 <= s < len - skip (at least one split) the fewest of pa[s] - pb[s + skip],
      * plus pb[len] */
-    const int32_t *after = pb + skip;
-    int32_t top = INT32_MAX;
-    for (int64_t s = 1; s + skip < len; s++) {
-        int32_t e = pa[s] - after[s];
-        top = e < top ? e : top;
-    }
+    int32_t top = least_difference(pa, pb + skip, 1, len - skip);
     *span_out = b + len - a;
     *aligned_out = len - skip;
     return (int64_t)top + pb[len] + g;
@@ -1210,10 +1206,43 @@ __attribute__((target("avx2"))) static void count_lanes_avx2(const Lanes *ln, co
 }
 #endif
 
+/* the least of a[s] - b[s] over lo <= s < hi (INT32_MAX where none): one_gap's search over a read's
+ * splits, plain C (SSE2 has no 32-bit minimum: the compiler's compares and blends) or AVX2 eight
+ * splits a step */
+static int32_t least_difference_c(const int32_t *a, const int32_t *b, int64_t lo, int64_t hi) {
+    int32_t top = INT32_MAX;
+    for (int64_t s = lo; s < hi; s++) {
+        int32_t e = a[s] - b[s];
+        top = e < top ? e : top;
+    }
+    return top;
+}
+
+#if defined(LANES_AVX2)
+__attribute__((target("avx2"))) static int32_t least_difference_avx2(const int32_t *a, const int32_t *b, int64_t lo,
+                                                                      int64_t hi) {
+    __m256i best = _mm256_set1_epi32(INT32_MAX);
+    int64_t s = lo;
+    for (; s + 8 <= hi; s += 8)
+        best = _mm256_min_epi32(best, _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(a + s)),
+                                                       _mm256_loadu_si256((const __m256i *)(b + s))));
+    __m128i m = _mm_min_epi32(_mm256_castsi256_si128(best), _mm256_extracti128_si256(best, 1));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_min_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+    int32_t top = _mm_cvtsi128_si32(m);
+    for (; s < hi; s++) {
+        int32_t e = a[s] - b[s];
+        top = e < top ? e : top;
+    }
+    return top;
+}
+#endif
+
 typedef void (*CountLanes)(const Lanes *, const uint8_t *, int64_t *, int64_t *, int64_t *);
-/* count_lanes' form for this processor, set at import (lanes_choose); the tests may set another
- * (_scan.count_lanes_kind) to compare every form with the definition */
+/* count_lanes' and least_difference's forms for this processor, set at import (lanes_choose); the
+ * tests may set others (_scan.count_lanes_kind) to compare every form with the definition */
 static CountLanes count_lanes = count_lanes_c;
+static int32_t (*least_difference)(const int32_t *, const int32_t *, int64_t, int64_t) = least_difference_c;
 
 /* the best form this processor runs: 2 AVX2, 1 SSE2, 0 plain C */
 static int lanes_best(void) {
@@ -1233,9 +1262,11 @@ static int lanes_best(void) {
 static int lanes_choose(int kind) {
     if (kind < 0 || kind > lanes_best())
         return 0;
+    least_difference = least_difference_c;
 #if defined(LANES_AVX2)
     if (kind == 2) {
         count_lanes = count_lanes_avx2;
+        least_difference = least_difference_avx2;
         return 1;
     }
 #endif
@@ -1252,7 +1283,8 @@ static int lanes_choose(int kind) {
     return 0;
 }
 
-/* count_lanes_kind([kind]) -> the form in use (2 AVX2, 1 SSE2, 0 plain C), after setting it to
+/* count_lanes_kind([kind]) -> the form of diagonal_edits' ungapped counts and one-gap searches in use
+ * (2 AVX2, 1 SSE2 counts, 0 plain C), after setting it to
  * `kind` where given (-1: the best this processor runs); ValueError for a form it cannot run */
 static PyObject *count_lanes_kind(PyObject *self, PyObject *args) {
     int kind = -2;
@@ -2075,7 +2107,7 @@ static PyMethodDef methods[] = {
     {"id_lookup", id_lookup, METH_VARARGS, "A table of sorted ids by their hash, for seed_scan."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
-    {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' mismatch counts: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
+    {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' counts and one-gap searches: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
     {"letter_counts", letter_counts, METH_VARARGS, "Letter counts of chosen reads joined by one separator."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
