@@ -56,30 +56,66 @@ def test_a_log_for_this_process_only_is_silent_in_the_processes_it_forks(tmp_pat
     assert said.read_text().split() == ["parent", "direct"]
 
 
-def _slower_in_the_parent(batch: int) -> tuple[int, int]:
-    """(batch, pid): 0.3 s in the parent, 0.2 s in a worker but 1 s for batch 1 (so that the
-    worker still has it long after the parent's first batch)."""
-    time.sleep(0.3 if os.getpid() == PARENT else 1.0 if batch == 1 else 0.2)
-    return batch, os.getpid()
+def _stuck_in_the_worker(done, batch: int) -> tuple[int, int]:
+    """(pid, batches the parent had finished when this one was): a worker's first batch waits
+    until the parent has finished `done`'s count of batches, and the parent's batches wait until
+    a worker has started one (or 10 s)."""
+    count, finished = done
+    started = count.parent / "worker_started"
+    if os.getpid() != PARENT:
+        if not started.exists():
+            started.touch()
+            _wait(lambda: count.exists() and len(count.read_text().split()) >= finished)
+    else:
+        _wait(started.exists)
+    seen = len(count.read_text().split()) if count.exists() else 0
+    if os.getpid() == PARENT:
+        with open(count, "a") as fh:
+            fh.write(f"{batch}\n")
+    return os.getpid(), seen
 
 
-def test_at_the_input_end_the_parent_keeps_its_share_of_the_last_batches():
-    """Four batches, one worker: the worker is handed the first two (one running, one waiting) as
-    they are read, and the parent works on the last one read while the first is not ready. When
-    it is done, the first is (the worker is faster). Handed out as during the input, the third
-    then went to the worker behind the second: 3 batches to 1. Once the input has ended, a batch
-    goes to a worker only if one has none waiting, so the parent works on the third: 2 to 2
-    (were the first not ready yet, the parent would take the third anyway; the second keeps the
-    worker busy until long after)."""
-    with OrderedPool(_slower_in_the_parent, 1) as pool:
-        got = list(pool.map((i, i) for i in range(4)))
-    assert [answer[0] for _, answer in got] == [0, 1, 2, 3]
-    assert [answer[1] for _, answer in got].count(PARENT) == 2
+def test_at_the_input_end_the_parent_takes_back_every_batch_no_worker_has_started(tmp_path):
+    """Four batches, one worker stuck on the first it starts until the parent has finished three:
+    the parent takes back the batch waiting behind it and any handed out after, where it had
+    worked on two and then waited for the stuck worker (10 s here). Which batch the worker starts
+    depends on when it starts, not how many."""
+    from functools import partial
+
+    with OrderedPool(partial(_stuck_in_the_worker, (tmp_path / "parent_done", 3)), 1) as pool:
+        got = [answer for _, answer in pool.map((i, i) for i in range(4))]
+    assert [pid for pid, _ in got].count(PARENT) == 3
+    worker = [seen for pid, seen in got if pid != PARENT]
+    assert worker == [3]
 
 
-def _wait_for_the_worker(flag, done, batch: int) -> tuple[int, int]:
-    """(pid, batches the worker has finished): in a worker, once the parent has started a batch
-    of its own; in the parent, once the worker has finished 1 + WAITING batches (or 10 s)."""
+def test_an_input_of_one_batch_is_worked_on_in_the_parent():
+    """With workers, a lone batch had gone to one while the parent waited for it (and classify-reads
+    then built again, for its report, what the worker had built for the batch)."""
+    with OrderedPool(_slow_in_workers, 1) as pool:
+        assert [answer for _, answer in pool.map([(0, 3)])] == [(9, PARENT)]
+
+
+def test_while_a_worker_is_stuck_the_parent_works_on_every_batch_it_may_hold(tmp_path):
+    """Twenty batches, one worker stuck on the first it starts until the parent has finished
+    the others it may hold at once: (1 + WAITING) + 2 read ahead, AHEAD more read rather than
+    wait, the worker's waiting ones taken back; all of them but the stuck one. Before AHEAD and
+    the taking back, the parent finished 3 and then waited (for 10 s here)."""
+    from functools import partial
+
+    from genointerp.pools import AHEAD
+
+    most = (1 + WAITING) + 2 + AHEAD
+    with OrderedPool(partial(_stuck_in_the_worker, (tmp_path / "parent_done", most - 1)), 1) as pool:
+        got = [answer for _, answer in pool.map((i, i) for i in range(20))]
+    # one more where the parent had taken the first batch before the worker started: its answer
+    # then went out, and the parent could read one more
+    assert [seen for pid, seen in got if pid != PARENT][0] in (most - 1, most)
+
+
+def _wait_for_the_worker(flag, done, batch: int) -> tuple[int, int, float]:
+    """(pid, batches the worker has finished, when): in a worker, once the parent has started a
+    batch of its own; in the parent, once the worker has finished 1 + WAITING batches (or 10 s)."""
     if os.getpid() != PARENT:
         _wait(flag.exists)
         with open(done, "a") as fh:
@@ -87,7 +123,7 @@ def _wait_for_the_worker(flag, done, batch: int) -> tuple[int, int]:
     else:
         flag.touch()
         _wait(lambda: done.exists() and len(done.read_text().split()) >= 1 + WAITING)
-    return os.getpid(), len(done.read_text().split()) if done.exists() else 0
+    return os.getpid(), len(done.read_text().split()) if done.exists() else 0, time.monotonic()
 
 
 def _wait(ready) -> None:
@@ -106,7 +142,8 @@ def test_while_the_parent_works_on_a_batch_the_worker_has_more_than_one_waiting(
     work = partial(_wait_for_the_worker, tmp_path / "parent_started", tmp_path / "worker_done")
     with OrderedPool(work, 1) as pool:
         got = [answer for _, answer in pool.map((i, i) for i in range(8))]
-    parent = [seen for pid, seen in got if pid == PARENT]
+    # the parent's first batch in time (it may work on earlier ones later: OrderedPool._take_back)
+    parent = [seen for pid, seen, _ in sorted(got, key=lambda answer: answer[2]) if pid == PARENT]
     assert parent and parent[0] == 1 + WAITING
     assert parent[0] >= 3  # one running, more than one waiting
 

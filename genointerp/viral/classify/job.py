@@ -197,7 +197,8 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
         it = islice(it, start, stop)
     classify = batch_classifier(clf, req, start if chunk else 0)
     out.write(HEADER.encode())
-    batches = steps(it, BATCH, min(TAIL, BATCH))
+    at_end: list[bool] = []  # once steps has the input's last reads: the pool then works on them as its last batches
+    batches = steps(it, BATCH, min(TAIL, BATCH), lambda: at_end.append(True))
     # each batch with its reads joined and measured once (genointerp.seq.joined.join): the payload
     # its worker gets, and the form the classifier and the rows below read
     joined = ((batch, join([r[1] for r in batch])) for batch in batches)
@@ -207,7 +208,8 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
             clf.model.start()
         # batches wait here for the model's process while it loads, up to LOOKAHEAD of them
         calls = (((batch, reads[1]), classify(reads, found))
-                 for (batch, reads), found in pool.map(((batch, reads), reads) for batch, reads in joined))
+                 for (batch, reads), found in pool.map((((batch, reads), reads) for batch, reads in joined),
+                                                       lambda: bool(at_end)))
         for (batch, lengths), got in in_order(calls, LOOKAHEAD):
             is_viral = got.call == "viral"
             names = [r[0] for r in batch]
@@ -261,11 +263,12 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
     return summary
 
 
-def steps(reads: Iterator, size: int, tail: int) -> Iterator[list]:
+def steps(reads: Iterator, size: int, tail: int, at_end: Callable[[], None] | None = None) -> Iterator[list]:
     """Lists of `size` reads of `reads`, in order, one full list held back until the next is read:
     where the input ends, that list and the short one after it go as lists of `tail` reads (both
     multiples of BLOCK, so that every list starts on a block boundary), so that the job's processes
-    finish their last steps at nearly the same time."""
+    finish their last steps at nearly the same time; `at_end` is called before the first of them
+    (genointerp.pools.OrderedPool.map then works on them as the last ones)."""
     held: list = []
     while True:
         batch = list(islice(reads, size))
@@ -274,6 +277,8 @@ def steps(reads: Iterator, size: int, tail: int) -> Iterator[list]:
                 yield held
             held = batch
             continue
+        if at_end is not None:
+            at_end()
         rest = held + batch
         for a in range(0, len(rest), tail):
             yield rest[a : a + tail]
