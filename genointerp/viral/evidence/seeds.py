@@ -366,11 +366,15 @@ class SeedEvidence:
         if self.matches is None:
             zero = np.zeros(0, np.int64)
             return np.zeros(reads.size + 1, np.int64), zero, zero, None, None
-        first = np.r_[0, np.cumsum(self.hits)]
+        m = self.matches
         count = self.hits[reads]
         out = np.r_[0, np.cumsum(count)]
-        take = np.arange(out[-1]) + np.repeat(first[reads] - out[:-1], count)
-        m = self.matches
+        if reads.size == self.hits.size:  # every read (ascending, so in order): the windows as they are
+            take = slice(None)
+        else:  # the chosen reads' windows, picked by a mask (a copy each, where indexes cost a read each)
+            chosen = np.zeros(self.hits.size, bool)
+            chosen[reads] = True
+            take = np.repeat(chosen, self.hits)
         rows = None if m.row is None else (m.row[take], m.count[take], None if m.place is None else m.place[take])
         return out, m.at[take], m.slot[take], m.flip[take], rows
 
