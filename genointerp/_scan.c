@@ -665,6 +665,23 @@ static inline int64_t anchor_of(int64_t a, int64_t b, const int64_t *counts) {
     return counts[a] < 0 || counts[b] < 0 || counts[s] <= 0 ? -1 : s;
 }
 
+#if defined(__SSE2__)
+/* whether at most `misses` of the letters of mask (bits of the first 32) differ between mine and
+ * theirs (32 letters each, all readable): compared at once, and as many differing bits cleared as
+ * may differ, where a popcount of the equal ones (a software one: portable builds have no popcnt)
+ * was a tenth of share_place */
+static inline int holds_32(const uint8_t *mine, const uint8_t *theirs, uint32_t mask, int misses) {
+    __m128i lo = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)mine), _mm_loadu_si128((const __m128i *)theirs));
+    __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(mine + 16)),
+                                _mm_loadu_si128((const __m128i *)(theirs + 16)));
+    uint32_t equal = (uint32_t)_mm_movemask_epi8(lo) | ((uint32_t)_mm_movemask_epi8(hi) << 16);
+    uint32_t differ = ~equal & mask;
+    for (int k = 0; k < misses && differ; k++)
+        differ &= differ - 1;
+    return !differ && misses >= 0;
+}
+#endif
+
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
         shared_b, given_b = {0}, rows_b = {0}, counts_b = {0};
@@ -731,6 +748,10 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
             reach[2 * p + 1] = c > reach[2 * p + 1] ? c : reach[2 * p + 1];
         }
     }
+    /* seeds of bases with one pattern whose compared letters lie in 32, and the look-up's first
+     * places: each pair's first try made on its own before the passes (which make it again where it
+     * fails), without their steps for patterns, strides and places to fetch */
+    int quick = stride == 1 && !pattern && bitmask[0] && given && first_places > 0;
     Py_BEGIN_ALLOW_THREADS
     /* every matched seed's row of the table read once (a stretch's seeds are in two pairs each):
      * its first entry and its number of places; 0 places for no row, -1 for a row outside the table
@@ -779,6 +800,15 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         if (bad)
             break;
         int anchor = counts[s[0]] <= counts[s[1]] ? 0 : 1, found = 0;
+#if defined(__SSE2__)
+        if (quick) { /* the first try alone, as the passes below make it first: most pairs it settles */
+            int64_t a = s[anchor], o = s[1 - anchor], place = given[a];
+            place = flip && flip[a] ? r - place - span : place;
+            int64_t d = place + at[o] - at[a];
+            found = counts[a] > 0 && given[a] >= 0 && d >= 0 && d + 32 <= r && at[o] >= 0 && at[o] + 32 <= m &&
+                    holds_32(q + at[o], letters + d, bitmask[0], misses);
+        }
+#endif
         const int most[3] = {first_places, check_places, check_places};
         for (int pass = 0; pass < 3 && !found; pass++) {
             int from = pass == 2 ? 1 - anchor : anchor;
@@ -796,24 +826,10 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
                     place = r - place - span;
                 int64_t d = place + shift;
 #if defined(__SSE2__)
-                if (bitmask && bitmask[p] && d >= 0 && d + 32 <= r && at[o] >= 0 && at[o] + 32 <= m) {
-                    /* bases (stride 1), every compared letter within 32 of the window's start: the
-                     * 32 letters compared at once, the compared ones' equal bits counted */
-                    const uint8_t *mine = q + at[o], *theirs = letters + d;
-                    __m128i lo = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)mine),
-                                                _mm_loadu_si128((const __m128i *)theirs));
-                    __m128i hi = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(mine + 16)),
-                                                _mm_loadu_si128((const __m128i *)(theirs + 16)));
-                    uint32_t equal = (uint32_t)_mm_movemask_epi8(lo) | ((uint32_t)_mm_movemask_epi8(hi) << 16);
-                    /* the pair holds where at most `misses` compared letters differ (the pattern's
-                     * bits are its width letters): that many of the differing bits cleared leave
-                     * none, where a popcount of the equal ones (a software one: portable builds
-                     * have no popcnt) was a tenth of the check */
-                    uint32_t differ = ~equal & bitmask[p];
-                    for (int k = 0; k < misses && differ; k++)
-                        differ &= differ - 1;
-                    same = differ ? -1 : width;
-                } else
+                if (bitmask && bitmask[p] && d >= 0 && d + 32 <= r && at[o] >= 0 && at[o] + 32 <= m)
+                    /* bases (stride 1), every compared letter within 32 of the window's start */
+                    same = holds_32(q + at[o], letters + d, bitmask[p], misses) ? width : -1;
+                else
 #endif
                 if (in_read && d + reach[2 * p] >= 0 && d + reach[2 * p + 1] < r) {
                     const uint8_t *mine = q + at[o], *theirs = letters + d;
