@@ -234,11 +234,12 @@ def test_stretch_sums_are_the_bincount_of_the_stretches_letters_frequencies(seed
     at, read, opens = _matched_windows(rng, 5, k, 1)
     codes = rng.integers(0, 4, 6000).astype(np.uint8)
     log_freq = np.log10(rng.random(5 * 4) + 0.01)
-    marks, stretch = stretch_letters(at, opens, compared)
-    want = np.bincount(stretch, weights=log_freq.take(read[opens][stretch] * 4 + codes[marks]),
-                       minlength=int(opens.sum()))
-    got = stretch_sums(at, opens, compared, codes, read, log_freq, 4)
-    assert got.tobytes() == want.tobytes()
+    for offsets in (compared, np.array([0, 3, 40, 70, 71])):  # one word of bits a window, or wider: ticked
+        marks, stretch = stretch_letters(at, opens, offsets)
+        want = np.bincount(stretch, weights=log_freq.take(read[opens][stretch] * 4 + codes[marks]),
+                           minlength=int(opens.sum()))
+        got = stretch_sums(at, opens, offsets, codes, read, log_freq, 4)
+        assert got.tobytes() == want.tobytes()
     if at.size:
         codes[at[0] + compared[0]] = N_CODE  # a fixed letter that is no base: refused
         with pytest.raises(ValueError, match="outside the sums"):
