@@ -918,21 +918,24 @@ done:
  * (the first of equal ones kept, in order), and every placement's letters read around that genome;
  * its diagonals out are so taken, gapped ones' first too, and around[i] (uint8 (n,)) is 1. Other
  * reads' placements are as without the contigs. */
-/* x (n,) ascending (distinct values), inline. Up to RANKED values that fit in 32 bits (a read's
- * diagonals, for any panel under 2^31 letters) each go to their rank, the count of values below it,
- * counted over a 32-bit copy in tmp (room for n int64), which the compiler counts four or more at a
- * time with no branch to mispredict: a read's few dozen diagonals come in no order, and qsort's
- * calls of compare_int64 (then a Shell sort's, an insertion's mispredicted steps) were a tenth
- * of diagonal_edits' time. Others by a Shell sort (Ciura's gaps, then insertion). */
+/* x (n,) ascending (distinct values), inline; tmp: room for 2 n. Up to RANKED values that fit in
+ * 32 bits (a read's diagonals, for any panel under 2^31 letters) each go to their rank, the count
+ * of values below it, counted over a 32-bit copy, which the compiler counts four or more at a
+ * time with no branch to mispredict (a read's few dozen diagonals come in no order, and qsort's
+ * calls of compare_int64, then a Shell sort's mispredicted steps, were a tenth of diagonal_edits'
+ * time); more (reads of seeds many genomes share: hundreds) by a radix sort of their distances
+ * from the least, eight bits a pass, as many passes as the largest needs. */
 #define RANKED 96
 static void sort_int64(int64_t *x, int64_t n, int64_t *tmp) {
-    int32_t *key = (int32_t *)tmp;
-    int fits = n <= RANKED;
-    for (int64_t i = 0; i < n && fits; i++) {
-        fits = x[i] >= INT32_MIN && x[i] <= INT32_MAX;
-        key[i] = (int32_t)x[i];
+    int64_t least = n ? x[0] : 0, most = least;
+    for (int64_t i = 1; i < n; i++) {
+        least = x[i] < least ? x[i] : least;
+        most = x[i] > most ? x[i] : most;
     }
-    if (fits) {
+    if (n <= RANKED && least >= INT32_MIN && most <= INT32_MAX) {
+        int32_t *key = (int32_t *)tmp;
+        for (int64_t i = 0; i < n; i++)
+            key[i] = (int32_t)x[i];
         for (int64_t i = 0; i < n; i++) {
             int32_t v = key[i], rank = 0;
             for (int64_t j = 0; j < n; j++)
@@ -941,16 +944,22 @@ static void sort_int64(int64_t *x, int64_t n, int64_t *tmp) {
         }
         return;
     }
-    static const int64_t gaps[] = {1750, 701, 301, 132, 57, 23, 10, 4, 1};
-    for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
-        int64_t gap = gaps[g];
-        for (int64_t i = gap; i < n; i++) {
-            int64_t v = x[i], j = i;
-            for (; j >= gap && x[j - gap] > v; j -= gap)
-                x[j] = x[j - gap];
-            x[j] = v;
-        }
+    uint64_t *from = (uint64_t *)tmp, *to = from + n, top = (uint64_t)most - (uint64_t)least;
+    for (int64_t i = 0; i < n; i++)
+        from[i] = (uint64_t)x[i] - (uint64_t)least;
+    for (int shift = 0; shift < 64 && (top >> shift); shift += 8) {
+        int64_t count[257] = {0};
+        for (int64_t i = 0; i < n; i++)
+            count[((from[i] >> shift) & 255) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (int64_t i = 0; i < n; i++)
+            to[count[(from[i] >> shift) & 255]++] = from[i];
+        uint64_t *swap = from;
+        from = to, to = swap;
     }
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (int64_t)((uint64_t)least + from[i]);
 }
 
 #define VISIT_AHEAD 8 /* windows ahead whose places are requested (a power of two) */

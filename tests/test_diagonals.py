@@ -165,6 +165,30 @@ def test_reads_at_the_letters_ends_are_counted_as_the_definition_counts_them(cir
         _scan.count_lanes_kind(-1)
 
 
+def test_a_read_on_a_hundred_genomes_diagonals_is_placed_as_the_definition_places_it():
+    """A read's diagonals are sorted by rank up to 96 of them, by a radix sort past that: reads of
+    a genome that 119 others nearly repeat (seeds of 120 places) give the definition's placements."""
+    rng = np.random.default_rng(13)
+    genome = rng.choice(list("ACGT"), 400)
+    genomes = []
+    for i in range(120):
+        copy = genome.copy()
+        copy[rng.integers(0, 400, 2)] = rng.choice(list("ACGT"), 2)
+        genomes.append((f"g{i}", "".join(copy)))
+    settings = KmerSettings()
+    index = KmerIndex.of(genomes, settings, circular=False)
+    reads = [genomes[0][1][at : at + 50] for at in (10, 200, 333)] + [revcomp(genomes[5][1][100:150])]
+    flat, starts, lengths = encode_joined(reads)
+    ev = index.evidence(flat, starts, lengths)
+    windows = ev.windows_of(np.arange(len(reads)))
+    args = (flat, starts, lengths, *windows[:4], index.places, settings.k, MARGIN)
+    want = diagonal_edits_numpy(*args)
+    ungapped = (want.span == lengths[want.read]) & (want.aligned == lengths[want.read])
+    assert (np.bincount(want.read[ungapped]) > 96).all() and (want.best >= 0).all()
+    for rows in (None, windows[4]):
+        same_placements(diagonal_edits(*args, rows=rows), want)
+
+
 def test_a_read_without_matched_seeds_has_no_diagonal(builtin):
     index = builtin[0]
     flat, starts, lengths = encode_joined(["ACGT" * 40])
