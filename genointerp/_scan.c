@@ -684,25 +684,51 @@ static inline int holds_32(const uint8_t *mine, const uint8_t *theirs, uint32_t 
 
 static PyObject *share_place(PyObject *self, PyObject *args) {
     Py_buffer query, at_b, slot_b, compared_b, pattern_b, first_b, second_b, letters_b, start_b, places_b, flip_b,
-        shared_b, given_b = {0}, rows_b = {0}, counts_b = {0};
+        shared_b, given_b = {0}, rows_b = {0}, counts_b = {0}, opens_b = {0}, draws_b = {0};
     int wide, stride, misses, outside, first_places, check_places;
     Py_ssize_t span, width;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*|y*w*w*", &query, &at_b, &slot_b, &compared_b,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ny*y*y*y*y*y*iiiy*niiiw*|y*w*w*y*w*", &query, &at_b, &slot_b, &compared_b,
                           &width, &pattern_b, &first_b, &second_b, &letters_b, &start_b, &places_b, &wide, &stride,
                           &misses, &flip_b, &span, &outside, &first_places, &check_places, &shared_b, &given_b,
-                          &rows_b, &counts_b))
+                          &rows_b, &counts_b, &opens_b, &draws_b))
         return NULL;
     PyObject *result = NULL;
-    int64_t *row = NULL, *counts = NULL, *reach = NULL;
+    int64_t *row = NULL, *counts = NULL, *reach = NULL, *joined = NULL;
     uint32_t *bitmask = NULL;
+    uint8_t *own_shared = NULL;
     Py_ssize_t h = at_b.len / 8, pairs = first_b.len / 8, n_patterns = width > 0 ? compared_b.len / 8 / width : 0;
     Py_ssize_t item = wide ? 8 : 4, n_keys = start_b.len / item - 1, n_places = places_b.len / item;
+    /* with opens (uint8 (h,): the stretches, as SeedPlaces.draws takes them) and draws (int64, one
+     * per stretch): the pairs are each seed and the one before it in its stretch (first and second
+     * empty), and draws get SeedPlaces.draws' counts, 1 plus the stretch's pairs apart (shared
+     * empty), where numpy made the pairs and counted them in a dozen passes over the seeds */
+    const uint8_t *opens = draws_b.obj ? (const uint8_t *)opens_b.buf : NULL;
+    Py_ssize_t stretches = 0;
+    for (Py_ssize_t x = 0; opens && x < h; x++) {
+        stretches += opens[x] != 0;
+        pairs += opens[x] == 0;
+    }
     if (slot_b.len != at_b.len || width < 1 || n_patterns < 1 || compared_b.len != 8 * n_patterns * width ||
-        (pattern_b.len && pattern_b.len != at_b.len) || second_b.len != first_b.len || shared_b.len != pairs ||
+        (pattern_b.len && pattern_b.len != at_b.len) || second_b.len != first_b.len ||
+        (opens ? (first_b.len || shared_b.len || opens_b.len != h || draws_b.len != 8 * stretches || (h && !opens[0]))
+               : shared_b.len != pairs) ||
         (flip_b.len && flip_b.len != h) || stride < 1 || n_keys < 0 || (given_b.buf && given_b.len && given_b.len != at_b.len) ||
         (rows_b.obj && (rows_b.len != at_b.len || counts_b.len != at_b.len))) {
         PyErr_SetString(PyExc_ValueError, "share_place: arguments of the wrong size");
         goto done;
+    }
+    if (opens) {
+        joined = malloc(sizeof(int64_t) * 2 * (pairs ? pairs : 1));
+        own_shared = malloc(pairs ? pairs : 1);
+        if (!joined || !own_shared) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t x = 1, j = 0; x < h; x++)
+            if (!opens[x]) {
+                joined[j] = x - 1;
+                joined[pairs + j++] = x;
+            }
     }
     /* each matched seed's first place where the look-up gave it (seed_scan's hit_place; -1: not),
      * else read from the table */
@@ -712,9 +738,10 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     const int64_t *at = (const int64_t *)at_b.buf, *slot = (const int64_t *)slot_b.buf;
     const int64_t *compared = (const int64_t *)compared_b.buf;
     const int64_t *pattern = pattern_b.len ? (const int64_t *)pattern_b.buf : NULL;
-    const int64_t *first = (const int64_t *)first_b.buf, *second = (const int64_t *)second_b.buf;
+    const int64_t *first = opens ? joined : (const int64_t *)first_b.buf;
+    const int64_t *second = opens ? joined + pairs : (const int64_t *)second_b.buf;
     const void *start = start_b.buf, *places = places_b.buf;
-    uint8_t *shared = (uint8_t *)shared_b.buf;
+    uint8_t *shared = opens ? own_shared : (uint8_t *)shared_b.buf;
     Py_ssize_t m = query.len, r = letters_b.len, bad = 0;
     row = rows_b.obj ? (int64_t *)rows_b.buf : malloc(sizeof(int64_t) * (h ? h : 1));
     counts = rows_b.obj ? (int64_t *)counts_b.buf : malloc(sizeof(int64_t) * (h ? h : 1));
@@ -846,6 +873,14 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         }
         shared[j] = (uint8_t)found;
     }
+    if (opens && !bad) { /* each stretch's draws: 1, plus its pairs apart */
+        int64_t *draws = (int64_t *)draws_b.buf;
+        for (Py_ssize_t x = 0, s = -1, j = 0; x < h; x++)
+            if (opens[x])
+                draws[++s] = 1;
+            else
+                draws[s] += !shared[j++];
+    }
     Py_END_ALLOW_THREADS
     if (bad)
         PyErr_SetString(PyExc_ValueError, "share_place: a seed or place outside the arrays");
@@ -858,6 +893,12 @@ done:
         free(row);
         free(counts);
     }
+    free(joined);
+    free(own_shared);
+    if (opens_b.obj)
+        PyBuffer_Release(&opens_b);
+    if (draws_b.obj)
+        PyBuffer_Release(&draws_b);
     free(reach);
     free(bitmask);
     PyBuffer_Release(&query);

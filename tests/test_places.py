@@ -110,6 +110,31 @@ def test_the_compiled_diagonal_check_is_its_numpy_definition(cls, wide, repeated
             np.testing.assert_array_equal(rows[1], count)
 
 
+@pytest.mark.parametrize("cls", [ReferenceBases, ReferenceProteins])
+def test_the_compiled_draws_are_the_draws_of_the_pairs_checked_one_by_one(cls):
+    """stretch_draws makes each stretch's pairs and counts them in the check's own pass: the
+    counts `draws` makes from share_a_place, with flips, patterns and first places given or not,
+    and each seed's row of the table as the check read it."""
+    table, query, at, slot, compared, _, _ = _random_case(cls, 3, False)
+    rng = np.random.default_rng(12)
+    opens = rng.random(at.size) < 0.3
+    opens[0] = True
+    flips = [None] if cls.STRIDE > 1 else [None, rng.random(at.size) < 0.5]
+    place = np.where(slot >= 0, table.places[table.start[np.maximum(slot, 0)]], -1)
+    place[::3] = -1
+    for flip in flips:
+        for pattern in (None, rng.integers(0, len(compared), at.size)):
+            for given in (None, place):
+                want = table.draws(query, at, slot, compared, opens, 9, flip, pattern, given)
+                rows = (np.empty(at.size, np.int64), np.empty(at.size, np.int64))
+                got = table.stretch_draws(query, at, slot, compared, opens, 9, flip, pattern, given, rows)
+                np.testing.assert_array_equal(got, want)
+                assert want.size == opens.sum() and (want > 1).any() and (want == 1).any()
+                np.testing.assert_array_equal(rows[1], np.where(slot >= 0, np.diff(table.start)[np.maximum(slot, 0)], 0))
+    with pytest.raises(ValueError):  # a first seed that opens no stretch
+        table.stretch_draws(query, at, slot, compared, np.r_[False, opens[1:]], 9)
+
+
 def test_the_compiled_check_at_the_references_ends_is_its_numpy_definition():
     """Places at the letters' first and last bases, where some of the other seed's compared letters
     face none: the compiled check's letter-by-letter bounds (taken only there) are the definition's."""
@@ -160,8 +185,10 @@ def test_codon_seed_windows_of_two_unrelated_places_are_two_chance_draws(monkeyp
     assert np.array_equal(index.places.keys, index.ids) and index.places.letters.size == 2 * (6000 + 2)
     reads = encode_joined([one, revcomp(one), chimera, revcomp(chimera)])
     ev = index.evidence(*reads)
-    monkeypatch.setattr(ReferenceBases, "share_a_place", lambda self, q, at, slot, c, first, *rest:
-                        np.ones(first.size, bool))
+    # every pair on one diagonal: one draw a stretch (the evidence's compiled count of them, and
+    # its definition through share_a_place, alike)
+    monkeypatch.setattr(ReferenceBases, "stretch_draws", lambda self, q, at, slot, c, opens, *rest, **kw:
+                        np.ones(int(opens.sum()), np.int64))
     as_one = index.evidence(*reads)
     assert ev.clusters.tolist() == [1, 1, 1, 1] and ev.hits.tolist() == as_one.hits.tolist()
     assert ev.bits[:2] == pytest.approx(as_one.bits[:2]) and ev.bits[0] > 20

@@ -162,6 +162,35 @@ def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared
     return shared.view(bool)
 
 
+def stretch_draws(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
+                  pattern: np.ndarray | None, opens: np.ndarray, table, span: int, flip: np.ndarray | None,
+                  first_places: int, check_places: int, place: np.ndarray | None = None,
+                  rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """int64 (stretches,): genointerp.viral.evidence.places.SeedPlaces.draws, in the same compiled
+    pass as diagonal_pairs makes for the pairs of each seed and the one before it in its stretch
+    (opens bool (h,), as draws takes it; the rest as diagonal_pairs takes them): 1 for each
+    stretch, plus its pairs on no shared diagonal."""
+    wide = table.places.dtype == np.int64
+    index_type = np.int64 if wide else np.int32
+    opens = _c(opens, np.uint8)
+    draws = np.empty(int(np.count_nonzero(opens)), np.int64)
+    compared = _c(compared, np.int64)
+    empty = np.zeros(0, np.int64)
+    rows = rows if rows is not None else (np.empty(at.size, np.int64), np.empty(at.size, np.int64))
+    _scan.share_place(_c(query, np.uint8), _c(at, np.int64), _c(slot, np.int64), compared, compared.shape[-1],
+                      b"" if pattern is None else _c(pattern, np.int64), empty, empty,
+                      _c(table.letters, np.uint8), _c(table.start, index_type), _c(table.places, index_type),
+                      int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _flags(flip), int(span),
+                      table.OUTSIDE, first_places, check_places, bytearray(),
+                      b"" if place is None else _c(place, np.int64), *_rows_out(rows, at.size), opens, draws)
+    return draws
+
+
+def _flags(flip: np.ndarray) -> np.ndarray:
+    """bool flags as uint8 bytes: a view of a contiguous bool array, else a copy."""
+    return flip.view(np.uint8) if flip.dtype == bool and flip.flags.c_contiguous else _c(flip, np.uint8)
+
+
 def stretch_sums(at: np.ndarray, opens: np.ndarray, offsets: np.ndarray, codes: np.ndarray, read: np.ndarray,
                  log_freq: np.ndarray, n_symbols: int) -> np.ndarray:
     """float64 (stretches,): per stretch (as stretch_letters takes them, one pattern: offsets int

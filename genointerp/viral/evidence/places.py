@@ -21,7 +21,7 @@ import numpy as np
 
 from genointerp.seq.alphabet import N_CODE
 from genointerp.seq.idset import positions
-from genointerp.seq.scan import diagonal_pairs
+from genointerp.seq.scan import diagonal_pairs, stretch_draws
 
 CHECK_PLACES = 64  # places of each seed of two tried when asking whether they lie on one diagonal
 FIRST_PLACES = 4  # of them, tried first: enough for nearly every pair of one match
@@ -107,6 +107,17 @@ class SeedPlaces:
         joins = np.flatnonzero(~opens)
         apart = ~self.share_a_place(query, at, slot, compared, joins - 1, joins, span, flip, pattern, place, rows)
         return 1 + np.bincount((np.cumsum(opens) - 1)[joins[apart]], minlength=int(opens.sum()))
+
+    def stretch_draws(self, query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared: np.ndarray,
+                      opens: np.ndarray, span: int = 0, flip: np.ndarray | None = None,
+                      pattern: np.ndarray | None = None, place: np.ndarray | None = None,
+                      rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """`draws` in one compiled pass (genointerp.seq.scan.stretch_draws): the pairs of each seed
+        and the one before it in its stretch made, checked and counted there, where numpy made
+        the pairs and counted them in a dozen passes over an all-viral batch's seeds. The same
+        counts (`draws`, through share_a_place, is the definition)."""
+        return stretch_draws(query, at, slot, compared, pattern, opens, self, span, flip, FIRST_PLACES, CHECK_PLACES,
+                             place, rows)
 
     def slots(self, ids: np.ndarray) -> np.ndarray:
         """int64 (h,): each of ids uint64 (h,)'s row of the table, -1 for an id it does not hold

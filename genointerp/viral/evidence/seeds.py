@@ -322,8 +322,8 @@ class KmerIndex:
         # were otherwise one match of some 30 fixed bases.
         # the check reads every matched seed's row of the table: kept for the typing on the diagonals
         rows = (np.empty(at.size, np.int64), np.empty(at.size, np.int64))
-        draws = self.places.draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip, place=hits.place,
-                                  rows=rows)
+        draws = self.places.stretch_draws(flat, at, hits.slot, compared[None, :], opens, k, hits.flip,
+                                          place=hits.place, rows=rows)
         hits = dataclasses.replace(hits, row=rows[0], count=rows[1])
         # Either strand's seed may match a window: twice the windows tested.
         # each read's four log frequencies, then each stretch's fixed letters' summed (the same
