@@ -428,3 +428,8 @@ def test_steps_take_every_read_once_in_order_and_cut_the_end_finer(n):
     full = max(n // (4 * BLOCK) - 1, 0)  # full lists before the held one
     assert [len(s) for s in got[:full]] == [4 * BLOCK] * full
     assert all(len(s) <= BLOCK for s in got[full:])
+    # at_end: once, as the first of the cut lists is given (the pool then works on them as the last)
+    given, ends = [], []
+    for step in steps(iter(range(n)), 4 * BLOCK, BLOCK, lambda: ends.append(len(given))):
+        given.append(step)
+    assert ends == [full]
