@@ -778,7 +778,9 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
     /* seeds of bases with one pattern whose compared letters lie in 32, and the look-up's first
      * places: each pair's first try made on its own before the passes (which make it again where it
      * fails), without their steps for patterns, strides and places to fetch */
+#if defined(__SSE2__)
     int quick = stride == 1 && !pattern && bitmask[0] && given && first_places > 0;
+#endif
     Py_BEGIN_ALLOW_THREADS
     /* every matched seed's row of the table read once (a stretch's seeds are in two pairs each):
      * its first entry and its number of places; 0 places for no row, -1 for a row outside the table
@@ -1246,7 +1248,7 @@ static void count_lanes_sse2(const Lanes *ln, const uint8_t *l, int64_t *miss, i
 }
 #endif
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && defined(__SSE2__)
 #include <immintrin.h>
 #define LANES_AVX2 1
 __attribute__((target("avx2"))) static void count_lanes_avx2(const Lanes *ln, const uint8_t *l, int64_t *miss,

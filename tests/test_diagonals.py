@@ -121,8 +121,8 @@ def test_the_kernel_s_mismatch_counts_at_any_length_are_the_definition_s(builtin
     inputs = seeded_inputs(index, reads)
     args = (*inputs[:7], index.places, index.settings.k, MARGIN)
     want = diagonal_edits_numpy(*args)
-    best = _scan.count_lanes_kind()
-    assert best >= 1  # every x86-64 has SSE2
+    best = _scan.count_lanes_kind()  # 0 on a build without SSE2 (tested by one made with -U__SSE2__)
+    assert best in (0, 1, 2)
     try:
         for kind in range(best + 1):
             assert _scan.count_lanes_kind(kind) == kind
