@@ -219,7 +219,7 @@ class OrderedPool:
                 if ended is not None and ended():
                     queue.extend([k, p, None, -1] for k, p in items)
                     break
-                self._hand_out(queue, depth)
+                self._hand_out(queue, depth, lone=ended is None)
                 # read ahead: what the workers hold topped up, and two or three for this process
                 while queue and (len(queue) > topped_up + 2 or _ready(queue[0])):
                     if not self._settle(queue, topped_up, read_more=len(queue) < most):
@@ -232,16 +232,17 @@ class OrderedPool:
             raise WorkerDied("a worker process ended before its batch was done (killed, out of memory?); "
                              "nothing was written") from None
 
-    def _hand_out(self, queue: deque, depth: int, ended: bool = False) -> None:
+    def _hand_out(self, queue: deque, depth: int, ended: bool = False, lone: bool = False) -> None:
         """The oldest batches not yet handed out go to the workers while fewer than `depth` are
-        there: the first only once a second is read, and once the input has `ended`, never the last
-        (this process's own). So an input of one batch is worked on here alone: at -t 2 the worker
-        had worked on it while this process waited, then built again what the worker had built for
-        it (classify-reads' aligner, for its report: 1,000 reads 0.46 s at -t 2, 0.37 s at -t 1)."""
+        there; once the input has `ended`, never the last (this process's own), and where it may
+        have (`lone`: map was not told), the first only once a second is read. So an input of one
+        batch is worked on here alone: at -t 2 the worker had worked on it while this process
+        waited, then built again what the worker had built for it (classify-reads' aligner, for its
+        report: 1,000 reads 0.46 s at -t 2, 0.37 s at -t 1)."""
         free = [item for item in queue if item[2] is None]
         if ended:
             free = free[:-1]
-        elif not self._handed and len(queue) < 2:
+        elif lone and not self._handed and len(queue) < 2:
             return
         busy = sum(1 for item in queue if item[2] is not None and not item[2].done())
         for item in free[: max(0, depth - busy)]:
