@@ -194,9 +194,10 @@ def ld_proxies(x: np.ndarray, genes: list[np.ndarray], names: list[str], reporte
     return ""
 
 
-def burden_columns(cohort: FamilyCohort, burden_maf: float) -> np.ndarray | None:
-    """capsule-train --burden-maf's per-gene burden columns of the cohort (n, genes with one), or None
-    without --burden-maf: what capsule-train's pair test gives its additive null model beside the PCs."""
+def burden_columns(cohort: FamilyCohort, burden_maf: float) -> tuple[np.ndarray, list[int]] | None:
+    """capsule-train --burden-maf's per-gene burden columns of the cohort (n, genes with one) and each
+    column's gene number, or None without --burden-maf: what capsule-train's pair test gives its
+    additive null model beside the PCs."""
     if not burden_maf:
         return None
     from genointerp.capsule.burden import burden_matrix, burden_plan, snp_genes
@@ -205,8 +206,9 @@ def burden_columns(cohort: FamilyCohort, burden_maf: float) -> np.ndarray | None
 
     folder = cohort.out / "genepcs"
     dosages = read_dosages(folder, len(cohort.features.samples))
-    plan = burden_plan(dosages, snp_genes(folder), [g for g, _ in gene_groups(cohort.features.columns)], burden_maf)
-    return burden_matrix(dosages, plan, str(folder))
+    names = [g for g, _ in gene_groups(cohort.features.columns)]
+    plan = burden_plan(dosages, snp_genes(folder), names, burden_maf)
+    return burden_matrix(dosages, plan, str(folder)), [names.index(g["column"].rpartition(":")[0]) for g in plan]
 
 
 def pair_tests(cohorts: dict, runs: list[tuple[int, str]], burden_maf: float = 0.0) -> None:
@@ -229,28 +231,37 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]], burden_maf: float = 0
         y = cohort.labels[name].astype(np.int64)
         train = make_split(y, ["1", "2"], 5, 0.2, seed).train  # capsule-train's defaults; --folds leaves train as is
         pcs = cohort.features.matrix.shape[1]
-        full = cohort.features.matrix if burden[seed] is None else np.hstack([cohort.features.matrix, burden[seed]])
+        extra, extra_genes = (None, None) if burden[seed] is None else burden[seed]
+        full = cohort.features.matrix if extra is None else np.hstack([cohort.features.matrix, extra])
         xs = Scaler.fit(full[train])(full[train]).astype(np.float64)  # as capsule-train standardises its input
         x = xs[:, :pcs]
-        screened, bar = interaction_screen(x, y[train], [idx for _, idx in groups], seed,
-                                           None if burden[seed] is None else xs[:, pcs:])
-        z = {tuple(names[g] for g in pair): v for pair, v in screened}
+        found = interaction_screen(x, y[train], [idx for _, idx in groups], seed,
+                                   None if extra is None else xs[:, pcs:], extra_genes)
+        ranked = found.ranked()
+        where = {tuple(names[g] for g in pair): i for i, pair in enumerate(found.pairs)}
         causal, planted = cohort.causal(name)
         key = tuple(sorted(planted, key=names.index)) if planted else None
-        best = screened[0]
-        best_pair = tuple(names[g] for g in best[0])
-        other = max(v for p, v in z.items() if p != key)
-        reported = best_pair if best[1] > bar else None
+        best_pair, family, best_z, bar = ranked[0]
+        best_pair = tuple(names[g] for g in best_pair)
+        rank = {tuple(names[g] for g in c[0]): i + 1 for i, c in enumerate(ranked)}
+        other = next(c for c in ranked if tuple(names[g] for g in c[0]) != key)
+        reported = best_pair if abs(best_z) > bar else None
         proxy = ld_proxies(x, [idx for _, idx in groups], names, reported, planted) if reported and key else None
-        rows.append({"seed": seed, "phenotype": name, "bar": f"{bar:.2f}",
-                     "planted z": ("linked" if key not in z else f"{z[key]:.1f}") if key else "",
-                     "planted rank": str(sorted(z.values(), reverse=True).index(z[key]) + 1) if key in z else "",
-                     "best other z": f"{other:.1f}",
-                     "reported": "-" if reported is None else "planted" if key and set(reported) == set(key)
-                     else ",".join(reported) + (f" (planted up to LD: {proxy})" if proxy else ""),
+
+        def zs(i: int) -> str:
+            return f"{found.block_z[i]:.1f} / {found.score_z[i]:.1f}"
+
+        rows.append({"seed": seed, "phenotype": name, "bars": f"{found.block_bar:.2f} / {found.score_bar:.2f}",
+                     "planted z": ("linked" if key not in where else zs(where[key])) if key else "",
+                     "planted rank": str(rank[key]) if key in where else "",
+                     "best other z": f"{zs(found.pairs.index(other[0]))} ({other[1]})",
+                     "reported": "-" if reported is None else ("planted" if key and set(reported) == set(key)
+                                                               else ",".join(reported)
+                                                               + (f" (planted up to LD: {proxy})" if proxy else ""))
+                     + (f" [{family}]" if reported else ""),
                      "_ok": bool(key) and reported is not None and set(reported) == set(key), "_any": reported is not None,
                      "_ld": bool(proxy)})
-    cols = ["seed", "phenotype", "bar", "planted z", "planted rank", "best other z", "reported"]
+    cols = ["seed", "phenotype", "bars", "planted z", "planted rank", "best other z", "reported"]
     print(table([{c: r[c] for c in cols} for r in rows], cols))
     interacting = [r for r in rows if "-none-" not in r["phenotype"]]
     additive = [r for r in rows if "-none-" in r["phenotype"]]

@@ -62,7 +62,8 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     if penalise and s.pair_screen:
         x_pcs, config_pcs = pcs_only(x, config, s.burden_columns)
         # the burden columns join the pair test's additive null model, not its products
-        exempt, evidence = screened_pair(x_pcs, y, config_pcs, seed, x[:, config_pcs.n_features:])
+        exempt, evidence = screened_pair(x_pcs, y, config_pcs, seed, x[:, config_pcs.n_features:],
+                                         config.gene_index[config_pcs.n_features:])
     # the pair capsule only where the pair passes the bar that capsule-train's report applies
     # (interacting): the screen's best pair of an additive cohort would only add parameters
     if exempt and s.pair_capsule and evidence["interacting"]:

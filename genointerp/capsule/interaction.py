@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genointerp.capsule.pair_screen import pair_design, ridge_fit
+from genointerp.capsule.pair_screen import BLOCK_ALPHA, INTERACTION_ALPHA, SCORE_ALPHA, pair_design, ridge_fit
 
 INTERACTION_COLUMNS = ("gene_a", "axis_a", "gene_b", "axis_b", "samples", "cases", "case_rate")
 
@@ -69,9 +69,15 @@ def describe(gene_a: str, gene_b: str, rows: list[dict], evidence: dict) -> str:
     same = [r for r in rows if r not in one]
     table = (f"case rate {rate(one):.2f} where exactly one gene's interacting axis is high, {rate(same):.2f} where "
              f"both or neither are (pair.tsv)")
-    test = (f"the score test of its PCs' products reaches z = {evidence['z']:.2f} against the additive null "
-            f"model, where the best of {evidence['pairs']:,} pairs passes {evidence['chance_z']:.2f} by chance with "
-            "probability 0.05")
+    if evidence.get("test", "products") == "scores":
+        test = (f"the score test of the product of the two genes' additive scores reaches |z| = {abs(evidence['z']):.2f} "
+                f"against the refitted additive null model, where the best of {evidence['pairs']:,} pairs passes "
+                f"{evidence['chance_z']:.2f} by chance with probability {SCORE_ALPHA:g}")
+    else:
+        test = (f"the score test of its PCs' products reaches z = {evidence['z']:.2f} against the additive null "
+                f"model, where the best of {evidence['pairs']:,} pairs passes {evidence['chance_z']:.2f} by chance with "
+                f"probability {BLOCK_ALPHA:g}")
+    test += f" ({INTERACTION_ALPHA:g} for the two families of the test together)"
     if evidence["interacting"]:
         return f"interacting pair {gene_a} x {gene_b}: {test}; {table}"
     return (f"no interacting pair: the screen's best, {gene_a} x {gene_b}, is within chance ({test}); {table}")
