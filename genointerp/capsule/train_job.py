@@ -75,11 +75,12 @@ class CapsuleTrainRequest:
     weight_decay: float = opt(1e-4, "--weight-decay", min=0, help='Adam weight decay.')
     pair_screen: bool | None = opt(
         None, "--pair-screen/--no-pair-screen",
-        help=("Spare one gene pair from the group penalty: the best pair of a score test of every pair's PC "
-              'products against an additive null model, run on the rows of each training set only, if its z passes 2 '
+        help=("Spare one gene pair from the group penalty: the best pair of score tests of every pair against an "
+              "additive null model (two families: the products of the two genes' PCs, and the product of their "
+              'additive scores), run on the rows of each training set only, if its z passes 2 '
               '(recorded as training.screened_pair in config.json); where it passes the bar that the best of all '
-              'pairs passes by chance with probability 0.05 (a permutation max-T) it is reported as interacting and '
-              'gets a pair capsule. Without it an interacting pair with no '
+              'pairs passes by chance with probability 0.05 over both families (permutation max-T) it is reported as '
+              'interacting and gets a pair capsule. Without it an interacting pair with no '
               'marginal effect (XOR) stays switched off at ~1,000 samples. Seconds per training at 3,000 samples x '
               '92 genes \\[default: on for gene capsules under the group penalty].'))
     gene_penalty: float | None = opt(
