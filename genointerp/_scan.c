@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -1769,6 +1770,167 @@ done:
     return result;
 }
 
+/* best_per_contig(read, diagonal, edits, span, aligned, best, around, lengths, name_rank, contig_start,
+ *                 contig_length, circular, wrap, forward, margin, share, o_read, o_contig, o_edits, o_st,
+ *                 o_en, o_aligned, placed) -> count
+ *
+ * genointerp.viral.typing.diagonals.best_per_contig_numpy read by read (its numpy definition): the
+ * rows of diagonal_edits (read, diagonal, edits, span, aligned int64 (c,), grouped by read in
+ * ascending order; best int64 (n,); around uint8 (n,) or empty) placed on the contigs (contig_start,
+ * contig_length int64 (R,) in the forward half `forward` of the letters, each followed by `wrap`
+ * letters; circular uint8 (R,) or empty: every contig circular; ContigSpans.locate). A read is
+ * placed (placed uint8 (n,)) where its best is at least 0 and at most floor(share x its length)
+ * and every row of it lies in its contig; its rows within margin of its best then give each
+ * contig's best (fewest edits, then the lowest start, then the reverse strand), ordered by edits
+ * and then name_rank (int64 (R,)) of the contig, into o_read, o_contig, o_edits, o_st (the start
+ * modulo the contig's length), o_en (o_st + span), o_aligned (c each). Returns how many. Stable
+ * insertion sorts of a read's few rows, where numpy's two packed sorts, masks and gathers over
+ * the batch were a twentieth of an all-viral run. */
+typedef struct {
+    int64_t contig, strand, st, edits, span, aligned, rank;
+} ContigRow;
+
+static int contig_row_before(const ContigRow *x, const ContigRow *y) { /* contig, edits, start, strand */
+    if (x->contig != y->contig)
+        return x->contig < y->contig;
+    if (x->edits != y->edits)
+        return x->edits < y->edits;
+    if (x->st != y->st)
+        return x->st < y->st;
+    return x->strand < y->strand;
+}
+
+static PyObject *best_per_contig(PyObject *self, PyObject *args) {
+    Py_buffer read_b, diag_b, edits_b, span_b, aligned_b, best_b, around_b, lengths_b, rank_b, cstart_b, clength_b,
+        circular_b, oread_b, ocontig_b, oedits_b, ost_b, oen_b, oaligned_b, placed_b;
+    Py_ssize_t wrap, forward, margin;
+    double share;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*nnndw*w*w*w*w*w*w*", &read_b, &diag_b, &edits_b, &span_b,
+                          &aligned_b, &best_b, &around_b, &lengths_b, &rank_b, &cstart_b, &clength_b, &circular_b,
+                          &wrap, &forward, &margin, &share, &oread_b, &ocontig_b, &oedits_b, &ost_b, &oen_b,
+                          &oaligned_b, &placed_b))
+        return NULL;
+    PyObject *result = NULL;
+    ContigRow *rows = NULL;
+    Py_ssize_t c = read_b.len / 8, n = best_b.len / 8, contigs = cstart_b.len / 8;
+    Py_buffer *same_c[] = {&diag_b, &edits_b, &span_b, &aligned_b, &oread_b, &ocontig_b, &oedits_b, &ost_b, &oen_b,
+                           &oaligned_b};
+    int ok = read_b.len % 8 == 0 && best_b.len % 8 == 0 && lengths_b.len == best_b.len && placed_b.len == n &&
+             (around_b.len == 0 || around_b.len == n) && contigs > 0 && clength_b.len == cstart_b.len &&
+             rank_b.len == cstart_b.len && (circular_b.len == 0 || circular_b.len == contigs);
+    for (int x = 0; x < 10 && ok; x++)
+        ok = same_c[x]->len == read_b.len;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "best_per_contig: arguments of the wrong size");
+        goto done;
+    }
+    const int64_t *read = (const int64_t *)read_b.buf, *diagonal = (const int64_t *)diag_b.buf;
+    const int64_t *edits = (const int64_t *)edits_b.buf, *span = (const int64_t *)span_b.buf;
+    const int64_t *aligned = (const int64_t *)aligned_b.buf, *best = (const int64_t *)best_b.buf;
+    const int64_t *lengths = (const int64_t *)lengths_b.buf, *name_rank = (const int64_t *)rank_b.buf;
+    const int64_t *start = (const int64_t *)cstart_b.buf, *length = (const int64_t *)clength_b.buf;
+    const uint8_t *around = around_b.len ? (const uint8_t *)around_b.buf : NULL;
+    const uint8_t *circular = circular_b.len ? (const uint8_t *)circular_b.buf : NULL;
+    int64_t *o_read = (int64_t *)oread_b.buf, *o_contig = (int64_t *)ocontig_b.buf, *o_edits = (int64_t *)oedits_b.buf;
+    int64_t *o_st = (int64_t *)ost_b.buf, *o_en = (int64_t *)oen_b.buf, *o_aligned = (int64_t *)oaligned_b.buf;
+    uint8_t *placed = (uint8_t *)placed_b.buf;
+    for (Py_ssize_t k = 0; k < contigs; k++)
+        if (length[k] <= 0 || (k && start[k] < start[k - 1])) {
+            PyErr_SetString(PyExc_ValueError, "best_per_contig: contigs out of order or empty");
+            goto done;
+        }
+    rows = malloc(sizeof(ContigRow) * (c ? c : 1));
+    if (!rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t found = 0, bad = 0;
+    const int64_t f2 = 2 * (int64_t)forward;
+    Py_BEGIN_ALLOW_THREADS
+    memset(placed, 0, n);
+    Py_ssize_t a = 0; /* the next read's first row */
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        Py_ssize_t b = a;
+        while (b < c && read[b] == i)
+            b++;
+        if (b < c && read[b] < i) { /* rows not grouped by read in ascending order */
+            bad = 1;
+            break;
+        }
+        int take = best[i] >= 0 && (double)best[i] <= floor(share * (double)lengths[i]);
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t j = a; j < b && take; j++) { /* ContigSpans.locate */
+            int reverse = diagonal[j] >= forward;
+            int64_t begin = reverse ? f2 - diagonal[j] - span[j] : diagonal[j];
+            int round = around && around[i];
+            int64_t facing = round ? (reverse ? f2 - 1 - diagonal[j] : diagonal[j]) : begin;
+            Py_ssize_t lo = 0, hi = contigs; /* the last contig starting at or before facing (0 for none) */
+            while (hi - lo > 1) {
+                Py_ssize_t mid = lo + ((hi - lo) >> 1);
+                if (start[mid] <= facing)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            int64_t offset = begin - start[lo], len = length[lo];
+            int across = offset < 0 || offset + span[j] > len;
+            if (circular)
+                round = round && (circular[lo] || !across);
+            if (!((offset >= 0 && offset + span[j] <= len + wrap) || round)) {
+                take = 0; /* a row past its contig's letters: the read is aligned instead */
+                break;
+            }
+            if (edits[j] > best[i] + margin)
+                continue;
+            ContigRow row = {lo, reverse ? -1 : 1, round ? ((offset % len) + len) % len : (offset >= len ? offset - len : offset),
+                             edits[j], span[j], aligned[j], name_rank[lo]};
+            Py_ssize_t at = kept++;
+            for (; at > 0 && contig_row_before(&row, &rows[at - 1]); at--) /* stable: after its equals */
+                rows[at] = rows[at - 1];
+            rows[at] = row;
+        }
+        a = b;
+        if (!take)
+            continue;
+        placed[i] = 1;
+        Py_ssize_t first = 0; /* each contig's first row, in place */
+        for (Py_ssize_t j = 0; j < kept; j++)
+            if (!j || rows[j].contig != rows[j - 1].contig)
+                rows[first++] = rows[j];
+        for (Py_ssize_t j = 1; j < first; j++) { /* then by edits and the contig's name */
+            ContigRow row = rows[j];
+            Py_ssize_t at = j;
+            for (; at > 0 && (row.edits < rows[at - 1].edits ||
+                              (row.edits == rows[at - 1].edits && row.rank < rows[at - 1].rank)); at--)
+                rows[at] = rows[at - 1];
+            rows[at] = row;
+        }
+        for (Py_ssize_t j = 0; j < first; j++, found++) {
+            o_read[found] = i;
+            o_contig[found] = rows[j].contig;
+            o_edits[found] = rows[j].edits;
+            o_st[found] = rows[j].st;
+            o_en[found] = rows[j].st + rows[j].span;
+            o_aligned[found] = rows[j].aligned;
+        }
+    }
+    bad = bad || a < c; /* rows of reads past the last */
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "best_per_contig: rows not grouped by read in ascending order");
+    else
+        result = PyLong_FromSsize_t(found);
+done:
+    free(rows);
+    Py_buffer *all[] = {&read_b, &diag_b, &edits_b, &span_b, &aligned_b, &best_b, &around_b, &lengths_b, &rank_b,
+                        &cstart_b, &clength_b, &circular_b, &oread_b, &ocontig_b, &oedits_b, &ost_b, &oen_b,
+                        &oaligned_b, &placed_b};
+    for (int x = 0; x < 19; x++)
+        PyBuffer_Release(all[x]);
+    return result;
+}
+
 /* strand_codons(codes, table, forward, reverse)
  *
  * The amino acid of the codon at every position of both strands of nucleotide codes uint8 (M,):
@@ -2222,6 +2384,7 @@ static PyMethodDef methods[] = {
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
     {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' counts and one-gap searches: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
     {"letter_counts", letter_counts, METH_VARARGS, "Letter counts of chosen reads joined by one separator."},
+    {"best_per_contig", best_per_contig, METH_VARARGS, "Each read's best placement per contig, read by read."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},
     {"strand_codons", strand_codons, METH_VARARGS, "The codon at every position of both strands of nucleotide codes."},
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},

@@ -3,6 +3,7 @@ its numpy definition, the contigs' layout in the seed places' letters, and the p
 gives against minimap2's (Typer.place) on reads of the built-in panel, with the reads it must
 leave to the aligner (an indel, a read across a genome's origin, a long read)."""
 
+import dataclasses
 import gzip
 import json
 import pickle
@@ -18,8 +19,8 @@ from genointerp.viral.classify.batch_work import BatchEvidence, EvidenceWork, de
 from genointerp.viral.classify.calling import CallingRule
 from genointerp.viral.evidence.prebuilt import load_indexes
 from genointerp.viral.evidence.seeds import KmerIndex, KmerSettings
-from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, _lexsort, diagonal_edits,
-                                               diagonal_edits_numpy)
+from genointerp.viral.typing.diagonals import (CROWDED, UNPLACED, ContigSpans, _lexsort, best_per_contig,
+                                               best_per_contig_numpy, diagonal_edits, diagonal_edits_numpy)
 from genointerp.viral.typing.placement import LONG_READ
 from genointerp.viral.typing.placed import TypedReads
 from genointerp.viral.typing.typer import MARGIN, Hit, ReadType, Typer, TypeHits, type_reads
@@ -310,6 +311,31 @@ def test_reads_across_a_panel_genome_s_origin_are_placed_as_the_aligner_places_t
         # beyond the best, a genome at fewer edits than minimap2's alignment of it at times
         same += [h.ref for h in got.hits] == [h.ref for h in want.hits]
     assert same >= len(reads) - 2
+
+
+def test_the_compiled_best_per_contig_is_its_numpy_definition(builtin, viral_reads):
+    """Each read's best placement per contig, read by read, is the numpy definition's over the
+    batch: the panel's reads, reads across HPV16's origin (placed around it) and a read past the
+    edits allowed, at two margins, with the panel's genomes circular and taken as linear."""
+    index, _, typer = builtin
+    spans = typer.spans()
+    seq = dict(read_reference(str(builtin_model_dir(BUILTIN_XVIR) / "kmer_refs.fa.gz")))["HPV16"]
+    across = [seq[len(seq) - back :] + seq[: 150 - back] for back in (60, 100)]
+    changed = "".join("A" if i % 9 == 0 else b for i, b in enumerate(viral_reads[7]))  # over 2 % edits
+    reads = viral_reads + across + [revcomp(across[0]), changed]
+    inputs = seeded_inputs(index, reads)
+    found = diagonal_edits(*inputs[:7], index.places, index.settings.k, MARGIN, spans=spans, rows=inputs[7])
+    assert found.around.any()
+    linear = dataclasses.replace(spans, circular=np.zeros(spans.start.size, bool))
+    for panel in (spans, linear):
+        for margin in (MARGIN, 1):
+            got = best_per_contig(found, panel, inputs[2], typer._rank, margin)
+            want = best_per_contig_numpy(found, panel, inputs[2], typer._rank, margin)
+            for name in ("read", "contig", "edits", "r_st", "r_en", "aligned", "placed"):
+                np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+            assert got.placed.any() and not got.placed.all()
+    with pytest.raises(ValueError, match="grouped by read"):
+        best_per_contig(dataclasses.replace(found, read=found.read[::-1].copy()), spans, inputs[2], typer._rank, MARGIN)
 
 
 def test_long_reads_are_left_to_the_aligner(builtin, viral_reads):

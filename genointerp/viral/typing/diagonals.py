@@ -359,7 +359,28 @@ def best_per_contig(found: Diagonals, spans: ContigSpans, lengths: np.ndarray, n
     """Each read's best placement per contig among those within `margin` of its best, for
     the reads whose best has at most FAST_SHARE of their length (lengths int64 (n,)) in edits and
     whose placements lie whole in their contigs. Ties on a contig: the lowest start, then the
-    reverse strand (minimap2's order in genointerp.viral.typing.placement.ViralPanel.place_all)."""
+    reverse strand (minimap2's order in genointerp.viral.typing.placement.ViralPanel.place_all).
+    Compiled, read by read (genointerp/_scan.c: a read's few rows sorted in place, where numpy's
+    sorts, masks and gathers over the batch were a twentieth of an all-viral run);
+    `best_per_contig_numpy` is the definition."""
+    c = np.ascontiguousarray
+    n, rows = lengths.size, found.read.size
+    out = [np.empty(rows, np.int64) for _ in range(6)]
+    placed = np.empty(n, np.uint8)
+    around = b"" if found.around is None else c(found.around, np.uint8)
+    circular = b"" if spans.circular is None else c(spans.circular, np.uint8)
+    count = _scan.best_per_contig(*(c(a, np.int64) for a in (found.read, found.diagonal, found.edits, found.span,
+                                                              found.aligned, found.best)),
+                                  around, c(lengths, np.int64), c(name_rank, np.int64), c(spans.start, np.int64),
+                                  c(spans.length, np.int64), circular, int(spans.wrap), int(spans.forward), int(margin),
+                                  FAST_SHARE, *out, placed)
+    read, contig, edits, r_st, r_en, aligned = (a[:count].copy() for a in out)
+    return Placed(read, contig, edits, r_st, r_en, aligned, placed.view(bool))
+
+
+def best_per_contig_numpy(found: Diagonals, spans: ContigSpans, lengths: np.ndarray, name_rank: np.ndarray,
+                          margin: int) -> Placed:
+    """The definition of `best_per_contig`, on the batch's arrays at once (for tests)."""
     n = lengths.size
     ok = (found.best >= 0) & (found.best <= np.floor(FAST_SHARE * lengths))
     read = found.read
