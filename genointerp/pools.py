@@ -7,7 +7,7 @@ and its answer back. The parent keeps up to (1 + WAITING) N batches with the wor
 and up to WAITING waiting each) and a few more read ahead, and takes the answers in input order,
 so a job writes its output as it is made and its memory stays flat in the number of batches;
 while the answer it needs next is not ready, the parent works on a batch it has read ahead, reads
-one more to work on (up to AHEAD more per worker), or takes back a batch a worker has not started
+one more to work on (up to AHEAD more), or takes back a batch a worker has not started
 (OrderedPool.map). A worker that dies (the kernel's OOM killer, a crash in a library) ends the job
 with one error line, never a job that waits for ever (concurrent.futures' pool knows its workers
 died; multiprocessing.Pool would fork a new one and lose the batch).
@@ -51,11 +51,12 @@ WAITING = 2
 # over in twenty round trips: a worker spent 3.3 ms (median) between batches of 65 ms, 1.7 ms with
 # 1 MiB, the most an unprivileged process may ask for by default (/proc/sys/fs/pipe-max-size).
 PIPE_BYTES = 1 << 20
-# Batches per worker that the parent may read beyond its read-ahead when it has none of its own to
-# work on and the answer it needs next is not ready: it works on the one it reads rather than wait.
+# Batches that the parent may read beyond its read-ahead when it has none of its own to work on
+# and the answer it needs next is not ready: it works on the one it reads rather than wait.
 # Batches vary (8,192 all-viral reads took 0.09 to 0.6 s, reads of one genome after another), and
 # the parent had waited whenever the worker's were the slow ones: at -t 2 on 108,181 HPV reads,
-# 0.17 s in mid-run. Each costs a batch's reads held (about 6 MB for 8,192 reads of 150 bp).
+# 0.17 s in mid-run. Each costs a batch's reads held (about 6 MB for 8,192 reads of 150 bp, far
+# more for long reads), so they do not grow with the workers: one process works on them.
 AHEAD = 2
 # Slots of _CLAIMS: far more than the batches ever handed out and not yet answered at once
 CLAIM_SLOTS = 4096
@@ -199,7 +200,7 @@ class OrderedPool:
         the workers first topped up to WAITING waiting each. Its own share of a job (reading,
         writing) is then no longer time the workers' cores wait for, nor time it waits for them:
         -t 2 on 2 cores keeps both busy. Where it has no batch of its own left, it reads one more
-        (up to AHEAD per worker beyond the read-ahead), and past that takes back the last batch
+        (up to AHEAD beyond the read-ahead), and past that takes back the last batch
         handed out that no worker has started: it waits only for batches a worker is working on.
         Once the input has ended, the workers hold one waiting batch each at most, never the last
         one not handed out, and this process works on the first batch no process has started,
@@ -212,7 +213,7 @@ class OrderedPool:
         try:
             queue: deque = deque()  # [keep, payload, answer; None until handed out or worked on here, seq]
             depth, topped_up = 2 * self.workers, (1 + WAITING) * self.workers
-            most = topped_up + 2 + AHEAD * self.workers
+            most = topped_up + 2 + AHEAD
             items = iter(items)
             for keep, payload in items:
                 queue.append([keep, payload, None, -1])
