@@ -1991,6 +1991,17 @@ done:
  * the written letters with np.bincount, which adds them in the same order (the same bits), without
  * the batch-sized arrays of positions, their stretches and their letters' frequencies (a tenth of
  * an all-viral read's evidence). marks and stretch may then be empty. */
+/* stretch_letters' sums: the letter at `where` of codes (M,) added to *sum as log_freq[base + code];
+ * 3 (an error) where it lies outside the codes, is no letter under n_symbols or past log_freq */
+static inline int add_letter(const uint8_t *codes, Py_ssize_t m, const double *log_freq, Py_ssize_t n_freq, int64_t base,
+                             Py_ssize_t n_symbols, int64_t where, double *sum) {
+    int64_t code = where >= 0 && where < m ? codes[where] : n_symbols;
+    if (code >= n_symbols || base + code >= n_freq)
+        return 3;
+    *sum += log_freq[base + code];
+    return 0;
+}
+
 static PyObject *stretch_letters(PyObject *self, PyObject *args) {
     Py_buffer at_b, opens_b, offsets_b, pattern_b, marks_b, stretch_b, codes_b = {0}, read_b = {0}, freq_b = {0},
         sums_b = {0};
@@ -2064,16 +2075,8 @@ static PyObject *stretch_letters(PyObject *self, PyObject *args) {
             if (number >= n_stretches || read[i] < 0)
                 bad = 3;
             for (int64_t wd = 0; wd < words && !bad; wd++)
-                for (uint64_t x = bits[wd]; x; x &= x - 1) {
-                    int64_t where = lo + 64 * wd + __builtin_ctzll(x);
-                    int64_t code = where >= 0 && where < m ? codes[where] : n_symbols;
-                    if (code >= n_symbols || base + code >= n_freq) {
-                        bad = 3;
-                        break;
-                    }
-                    sum += log_freq[base + code];
-                    count++;
-                }
+                for (uint64_t x = bits[wd]; x && !bad; x &= x - 1, count++)
+                    bad = add_letter(codes, m, log_freq, n_freq, base, n_symbols, lo + 64 * wd + __builtin_ctzll(x), &sum);
             if (!bad)
                 sums[number] = sum;
             i = j;
@@ -2104,12 +2107,7 @@ static PyObject *stretch_letters(PyObject *self, PyObject *args) {
                 bad = 3;
             for (int64_t p = 0; p < span && !bad; p++)
                 if (ticked[p]) {
-                    int64_t where = lo + p, code = where >= 0 && where < m ? codes[where] : n_symbols;
-                    if (code >= n_symbols || base + code >= n_freq) {
-                        bad = 3;
-                        break;
-                    }
-                    sum += log_freq[base + code];
+                    bad = add_letter(codes, m, log_freq, n_freq, base, n_symbols, lo + p, &sum);
                     count++;
                 }
             if (!bad)
