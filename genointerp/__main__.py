@@ -16,7 +16,23 @@ def main() -> None:
     take_signals_early()
     from genointerp.cli import main as run
 
-    run()
+    try:
+        run()
+    except SystemExit as done:
+        if not done.code:  # done, its outputs written: the collector's last passes would only free memory
+            quiet_exit()
+        raise
+
+
+def quiet_exit() -> None:
+    """The cyclic garbage collector off for the process's exit: its last collection and those while
+    the modules are torn down walked every object left (a job's arrays' owners, the imported
+    modules), 0.02-0.03 s of classify-reads' 1.6 s at -t 2 on 108,181 reads, with the job's
+    outputs already committed and closed. Only the program does this, at its end."""
+    import gc
+
+    gc.disable()
+    gc.freeze()
 
 
 if __name__ == "__main__":
