@@ -13,7 +13,7 @@ import pytest
 
 from genointerp import _scan
 from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits, TypeRow,
-                                           _class_of_reads_by_text, class_of_reads, compatibility_classes,
+                                           _class_of_reads_by_text, _pairs, class_of_reads, compatibility_classes,
                                            covered_bases, em_steps_numpy, run_em, type_rows)
 from genointerp.viral.typing.placed import PlacedReads
 
@@ -207,3 +207,19 @@ def test_type_rows_on_arrays_are_the_rows_read_by_read():
     got = type_rows(placed, em, naming, lengths)
     assert [repr(r) for r in got] == [repr(r) for r in want]
     assert any(r.reads_shared for r in got) and any(r.unique_reads for r in got)
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_type_and_read_pairs_are_np_uniques(in_order):
+    """type_rows' (type, read) pairs by a stable sort of the types (the reads in order) are
+    np.unique's: the keys, each match's pair and each pair's first match; reads out of order take
+    np.unique itself."""
+    rng = np.random.default_rng(7)
+    n, n_types = 300, 40
+    read = np.sort(rng.integers(0, n, 2_000)) if in_order else rng.integers(0, n, 2_000)
+    hit_type = rng.integers(0, n_types, read.size)
+    keys, inverse = np.unique(hit_type * n + read, return_inverse=True)
+    first = np.unique(inverse, return_index=True)[1]
+    got = _pairs(hit_type, read, n, n_types)
+    assert [a.tolist() for a in got] == [keys.tolist(), inverse.ravel().tolist(), first.tolist()]
+    assert [a.size for a in _pairs(hit_type[:0], read[:0], n, n_types)] == [0, 0, 0]

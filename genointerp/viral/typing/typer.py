@@ -316,7 +316,7 @@ def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None 
     posterior. A capture panel's 100,000 reads of a few types make a few thousand classes. The
     steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order)."""
     hits = _as_arrays(placed)
-    used = sorted_unique(hits.ref)
+    used = np.flatnonzero(np.bincount(hits.ref, minlength=len(hits.names)))  # sorted_unique's, without a sort
     refs = sorted(hits.names[u] for u in used.tolist())
     n, r = len(hits), len(refs)
     if n == 0:
@@ -409,13 +409,11 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     hit_type = ref_type[em.ref]
     n, n_types = max(len(placed), 1), len(types)
     # a read's posterior summed over each type's references: (type, read) pairs, sorted
-    keys, inverse = np.unique(hit_type * n + em.read, return_inverse=True)
-    inverse = inverse.ravel()
+    keys, inverse, pair_hit = _pairs(hit_type, em.read, n, n_types)
     share = np.bincount(inverse, em.posterior, keys.size)
     pair_type, pair_read = keys // n, keys % n
     bounds = np.searchsorted(pair_type, np.arange(n_types + 1)).tolist()  # each type's pairs
     # each pair's first match (a read's first on the type): its aligned bases weigh the depth
-    _, pair_hit = np.unique(inverse, return_index=True)
     depth_terms = share * hits.aligned[pair_hit]
     # the types each read matches: a pair whose read matches no other type is unique to it;
     # every other type the read matches counts it as shared
@@ -459,6 +457,26 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
                             b - a, shared))
     rows.sort(key=lambda r: (-round(r.reads, 6), r.type))
     return rows
+
+
+def _pairs(hit_type: np.ndarray, read: np.ndarray, n: int, n_types: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (type, read) pairs of the matches (hit_type, read int64 (h,)), as np.unique of
+    hit_type * n + read gives them: (keys sorted, each match's pair, each pair's first match).
+    Where the reads come in order (run_em's matches, read by read), a stable sort of the types
+    alone puts the keys in order: a radix sort of 16-bit types, where np.unique's sorts of 354,116
+    int64 keys took 0.03 s of the report of 108,181 all-HPV reads (the job's process alone, after
+    every batch is in)."""
+    key = hit_type * n + read
+    if not key.size or n_types >= 1 << 15 or bool((read[1:] < read[:-1]).any()):
+        keys, inverse = np.unique(key, return_inverse=True)
+        inverse = inverse.ravel()
+        return keys, inverse, np.unique(inverse, return_index=True)[1]
+    order = np.argsort(hit_type.astype(np.int16), kind="stable")  # each type's matches in read order
+    ordered = key[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    inverse = np.empty(key.size, np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse, order[first]  # a pair's first in `order` is its first match: the sort is stable
 
 
 def _rank_in_group(values: np.ndarray) -> np.ndarray:
