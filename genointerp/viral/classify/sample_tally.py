@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from genointerp.seq.idset import sorted_unique
 from genointerp.viral.panel import type_taxids
 from genointerp.viral.report.typing_data import typing_part
 from genointerp.viral.typing.placed import PlacedReads, ReadType, TypedReads
@@ -67,7 +66,7 @@ class SampleTally:
         placed = PlacedReads.concat(self.placed, self.typer.names()) if self.placed else PlacedReads.empty()
         if len(placed):
             panel = self.typer.panel
-            for name in sorted({placed.names[r] for r in sorted_unique(placed.ref).tolist()}):
+            for name in sorted({placed.names[r] for r in placed.used().tolist()}):
                 n = panel.refs[name].naming
                 refs[name] = (n.virus, n.display, panel.refs[name].length)
         taxids = type_taxids(self.model_dir)

@@ -77,6 +77,11 @@ class PlacedReads:
     def __len__(self) -> int:
         return int(self.count.size)
 
+    def used(self) -> np.ndarray:
+        """The indexes into `names` that some match has, sorted (int64): counted, not sorted out
+        of the matches (np.sort of a report's 354,116 took 0.01 s)."""
+        return np.flatnonzero(np.bincount(self.ref, minlength=len(self.names)))
+
     @classmethod
     def empty(cls, names: list[str] | None = None) -> "PlacedReads":
         none = np.zeros(0, np.int64)

@@ -316,7 +316,7 @@ def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None 
     posterior. A capture panel's 100,000 reads of a few types make a few thousand classes. The
     steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order)."""
     hits = _as_arrays(placed)
-    used = np.flatnonzero(np.bincount(hits.ref, minlength=len(hits.names)))  # sorted_unique's, without a sort
+    used = hits.used()
     refs = sorted(hits.names[u] for u in used.tolist())
     n, r = len(hits), len(refs)
     if n == 0:
