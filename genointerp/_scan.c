@@ -2315,13 +2315,26 @@ static PyObject *em_classes(PyObject *self, PyObject *args) {
         const int last = step == iterations; /* only the last abundance's posteriors */
         for (Py_ssize_t j = 0; j < r; j++)
             fresh[j] = 0.0;
-        for (Py_ssize_t c = 0; c < classes; c++) {
-            const Py_ssize_t a = first[c], b = first[c + 1];
-            double sum = 0.0;
-            for (Py_ssize_t i = a; i < b; i++) {
+        /* class c + 1's weights and their sum are taken before class c's posteriors and
+         * sums to the references: they read the abundances alone, and the two chains of
+         * additions, one a class, then run side by side */
+        double next_sum = 0.0;
+        if (classes > 0)
+            for (Py_ssize_t i = first[0]; i < first[1]; i++) {
                 double w = abundance[ref[i]] * like[i];
                 posterior[i] = w;
-                sum += w;
+                next_sum += w;
+            }
+        for (Py_ssize_t c = 0; c < classes; c++) {
+            const Py_ssize_t a = first[c], b = first[c + 1];
+            const double sum = next_sum;
+            if (c + 1 < classes) {
+                next_sum = 0.0;
+                for (Py_ssize_t i = b; i < first[c + 2]; i++) {
+                    double w = abundance[ref[i]] * like[i];
+                    posterior[i] = w;
+                    next_sum += w;
+                }
             }
             for (Py_ssize_t i = a; i < b; i++) {
                 double p = posterior[i] / sum;
