@@ -13,8 +13,8 @@ import pytest
 
 from genointerp import _scan
 from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits, TypeRow,
-                                           _class_of_reads_by_text, _pairs, class_of_reads, compatibility_classes,
-                                           covered_bases, em_steps_numpy, run_em, type_rows)
+                                           _class_of_reads_by_text, _first_of_each, _pairs, class_of_reads,
+                                           compatibility_classes, covered_bases, em_steps_numpy, run_em, type_rows)
 from genointerp.viral.typing.placed import PlacedReads
 
 
@@ -223,3 +223,6 @@ def test_type_and_read_pairs_are_np_uniques(in_order):
     got = _pairs(hit_type, read, n, n_types)
     assert [a.tolist() for a in got] == [keys.tolist(), inverse.ravel().tolist(), first.tolist()]
     assert [a.size for a in _pairs(hit_type[:0], read[:0], n, n_types)] == [0, 0, 0]
+    key = read * n_types + hit_type  # each key's first appearance, as np.unique's return_index
+    assert np.flatnonzero(_first_of_each(key)).tolist() == sorted(np.unique(key, return_index=True)[1].tolist())
+    assert _first_of_each(key[:0]).size == 0

@@ -436,11 +436,11 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     lead_of[ref_type[order][first_of_type]] = order[first_of_type]
     # the lead's stretches covered by the reads mostly assigned to the type (each read's first match on it)
     on_lead = np.flatnonzero((em.ref == lead_of[hit_type]) & (share[inverse] >= 0.5))
-    _, first_on_lead = np.unique(em.read[on_lead] * len(em.refs) + em.ref[on_lead], return_index=True)
-    on_lead = np.sort(on_lead[first_on_lead])
+    on_lead = on_lead[_first_of_each(em.read[on_lead] * len(em.refs) + em.ref[on_lead])]
     lead_type = hit_type[on_lead]
-    lead_order = on_lead[np.argsort(lead_type, kind="stable")]
-    lead_bounds = np.searchsorted(np.sort(lead_type), np.arange(n_types + 1)).tolist()
+    by_type = np.argsort(lead_type.astype(np.int16) if n_types < 1 << 15 else lead_type, kind="stable")
+    lead_order = on_lead[by_type]
+    lead_bounds = np.searchsorted(lead_type[by_type], np.arange(n_types + 1)).tolist()
     rows = []
     for t, name in enumerate(types):
         a, b = bounds[t], bounds[t + 1]
@@ -477,6 +477,19 @@ def _pairs(hit_type: np.ndarray, read: np.ndarray, n: int, n_types: int) -> tupl
     inverse = np.empty(key.size, np.int64)
     inverse[order] = np.cumsum(first) - 1
     return ordered[first], inverse, order[first]  # a pair's first in `order` is its first match: the sort is stable
+
+
+def _first_of_each(key: np.ndarray) -> np.ndarray:
+    """bool (k,): each key's first appearance, as np.unique's return_index finds them (a stable
+    sort: where the keys come nearly in order, as a read's matches on the leads do, timsort's runs
+    are long, where np.unique then np.sort of the places took 0.01 s of the report of 108,181
+    all-HPV reads)."""
+    first = np.zeros(key.size, bool)
+    if key.size:
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        first[order[np.r_[True, ordered[1:] != ordered[:-1]]]] = True
+    return first
 
 
 def _rank_in_group(values: np.ndarray) -> np.ndarray:
