@@ -5,6 +5,7 @@ gets (exit 2, the same words), and nothing written."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -111,9 +112,12 @@ def test_a_bad_request_gets_the_cli_error_without_the_cli(case, cli, tmp_path, c
 
 def test_classify_reads_runs_as_a_library_call(tmp_path):
     """classify-reads through execute() with the built-in model writes the calls and the summary
-    the command writes, and returns that summary."""
+    the command writes, and returns that summary; the caller's garbage collector is as it was
+    (the job changes its settings while its batches run: steady_collector)."""
     req = ClassifyRequest([FQ], output=str(tmp_path / "calls.tsv"), summary=str(tmp_path / "summary.json"))
+    collector = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
     summary = execute(classify_reads, req)
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == collector
     rows = (tmp_path / "calls.tsv").read_text().splitlines()
     assert rows[0] + "\n" == HEADER and len(rows) - 1 == summary["reads_total"] > 0
     assert summary["reads_called_viral"] == sum(r.split("\t")[3] == "viral" for r in rows[1:]) > 0
