@@ -411,6 +411,33 @@ def test_a_pair_capsule_reads_its_two_genes_pcs_and_their_products():
         CapsuleNet(CapsuleConfig(**{**{k: v for k, v in SMALL.to_dict().items() if k != "architecture"}, "pair": (0, 1)}))
 
 
+def test_a_pair_capsule_with_axes_reads_the_product_of_the_two_genes_scores_too():
+    # the pair of the test above with its genes' additive-score axes (K_a = 3, K_b = 2 weights): one
+    # more input, the product (x_a . w_a)(x_b . w_b), last: Q = 12
+    fields = {k: v for k, v in gene_config().to_dict().items() if k != "architecture"}
+    c = CapsuleConfig(**{**fields, "pair": (1, 2), "pair_axes": ((0.5, -1.0, 0.25), (2.0, 1.0))})
+    torch.manual_seed(0)
+    model = CapsuleNet(c).eval()
+    assert c.pair_inputs == 12 and count_parameters(model) == parameter_count(c)
+    assert CapsuleConfig.from_dict(json_round_trip(c.to_dict())) == c
+    x = torch.randn(6, 10)
+    xa, xb = x[:, [1, 2, 4]], x[:, [3, 9]]
+    t = (xa @ torch.tensor([0.5, -1.0, 0.25])) * (xb @ torch.tensor([2.0, 1.0]))
+    z = torch.cat([xa, xb, (xa[:, :, None] * xb[:, None, :]).reshape(6, 6), t[:, None]], dim=1)
+    assert torch.allclose(model.primary(x)[:, 4], squash(z @ model.pair_weight + model.pair_bias), atol=1e-6)
+    # where the scores family called the pair, the rank-1 view alone: no PC products, Q = 3 + 2 + 1
+    lone = CapsuleConfig(**{**fields, "pair": (1, 2), "pair_axes": c.pair_axes, "pair_products": False})
+    model = CapsuleNet(lone).eval()
+    assert lone.pair_inputs == 6 and count_parameters(model) == parameter_count(lone)
+    z = torch.cat([xa, xb, t[:, None]], dim=1)
+    assert torch.allclose(model.primary(x)[:, 4], squash(z @ model.pair_weight + model.pair_bias), atol=1e-6)
+    for bad in ({"pair_axes": ((0.5, 1.0), (2.0, 1.0))}, {"pair": (), "pair_axes": ((1.0,), (1.0,))}):
+        with pytest.raises(ValueError, match="pair_axes must give one weight per column"):
+            CapsuleNet(CapsuleConfig(**{**fields, "pair": (1, 2), **bad}))
+    with pytest.raises(ValueError, match="without the PC products needs pair_axes"):
+        CapsuleNet(CapsuleConfig(**{**fields, "pair": (1, 2), "pair_products": False}))
+
+
 def test_a_switched_off_gene_ranks_after_the_others_and_is_never_decisive():
     from genointerp.capsule.interpret import SWITCHED_OFF, gene_scores
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from genointerp.capsule.pair_screen import screened_pair
+from genointerp.capsule.pair_screen import NULL_C, screened_pair
 from genointerp.capsule.settings import CapsuleSettings
 from genointerp.capsule.splits import inner_split
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet
@@ -41,6 +41,31 @@ def pcs_only(x: np.ndarray, config: CapsuleConfig, burden_columns: int) -> tuple
     return x[:, :keep], replace(config, n_features=keep, gene_index=config.gene_index[:keep])
 
 
+def pair_axes(x: np.ndarray, y: np.ndarray, config: CapsuleConfig) -> tuple[tuple[float, ...], ...]:
+    """The pair capsule's rank-1 view (issue 60): each of config.pair's two genes' additive-score
+    axis, the weights of its columns (PCs and any burden column) in the pair test's additive model
+    (an L2 logistic regression, C = NULL_C, on every column of x (n, F) float32 standardised, y (n,)
+    0/1: these rows only), scaled so that the gene's score x_g . w_g has sd 1 on these rows (a
+    gene with no weight gets 0s). ((K_a floats), (K_b floats)), fixed from then on (config.pair_axes)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    xd = x.astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        coef = LogisticRegression(C=NULL_C, max_iter=1000).fit(xd, y).coef_[0]
+    index = np.asarray(config.gene_index)
+    axes = []
+    for g in config.pair:
+        cols = np.flatnonzero(index == g)
+        w = coef[cols]
+        sd = float((xd[:, cols] @ w).std())
+        axes.append(tuple(float(v) for v in (w / sd if sd > 0 else np.zeros_like(w))))
+    return tuple(axes)
+
+
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
                 history: list | None = None) -> CapsuleNet:
     """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
@@ -49,7 +74,8 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     joins the training loss (with s.pair_screen, sparing screened_pair's genes, which the model's
     `screened_pair` attribute records, and its evidence `pair_evidence`; with s.pair_capsule too, a
     pair capsule for them where the evidence calls them interacting: the model's config then has the
-    `pair`); the
+    `pair`, its `pair_axes` (pair_axes, on the inner training rows) and `pair_products`, false
+    where the scores family called the pair); the
     validation loss that stops training is the margin loss alone.
     `history`, a list, gets a {epoch, train_loss, valid_loss, valid_accuracy} row per epoch."""
     rng = np.random.default_rng(seed)
@@ -67,7 +93,10 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     # the pair capsule only where the pair passes the bar that capsule-train's report applies
     # (interacting): the screen's best pair of an additive cohort would only add parameters
     if exempt and s.pair_capsule and evidence["interacting"]:
-        config = replace(config, pair=exempt)
+        # the rank-1 view joins the pair capsule; where the test called the pair from that view alone
+        # (the scores family), the capsule reads it without the K_a x K_b PC products
+        config = replace(config, pair=exempt, pair_products=evidence["test"] != "scores")
+        config = replace(config, pair_axes=pair_axes(x[tr], y[tr], config))
     torch.manual_seed(seed)
     model = CapsuleNet(config).to(s.device)
     model.screened_pair = exempt  # the final model's is reported in config.json

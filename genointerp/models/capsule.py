@@ -27,6 +27,10 @@ plus (with a `pair`) Q*D_p + D_p for the pair capsule below.
 (pair_screen.pair_design), learned end to end. Gene capsules are linear in their own PCs before
 the squash, so an exclusive-or of two genes, which no single gene's capsule carries, reaches the
 phenotype capsules only through routing's nonlinearity; the products give it a capsule of its own.
+With `pair_axes` (w_a (K_a,), w_b (K_b,): each gene's additive-score axis, fitted once in training
+and fixed) z gets one more input, last, the rank-1 view (x_a . w_a)(x_b . w_b): Q = K_a + K_b +
+K_a K_b + 1; with `pair_products` False (capsule-train: where the pair test called the pair from
+that view) z = [x_a, x_b, (x_a . w_a)(x_b . w_b)], Q = K_a + K_b + 1.
 `group_penalty()` is the group lasso sum_g sqrt(K_g) |A_g|_F that capsule-train adds to the training
 loss (--gene-penalty): it drives whole genes' maps to 0, so most of ~100 genes stop feeding noise
 into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for every sample).
@@ -67,6 +71,12 @@ class CapsuleConfig(ModelConfig):
     primary: str = "conv"
     gene_index: tuple[int, ...] = ()  # "gene": the gene (0..G-1) of every feature column, (F,)
     pair: tuple[int, ...] = ()  # "gene": two gene numbers with a pair capsule of their PCs' products, or ()
+    # with a pair: each gene's additive-score axis over its columns (K_a floats, K_b floats), fitted in
+    # training (fit.pair_axes), whose product joins the pair capsule's inputs; () for none
+    pair_axes: tuple[tuple[float, ...], ...] = ()
+    # with a pair: whether the pair capsule reads every PC product PC_a x PC_b (False: the rank-1 view
+    # alone, the two genes' PCs and the product of their scores)
+    pair_products: bool = True
 
     PRIMARY_KINDS: ClassVar[tuple[str, ...]] = ("conv", "gene")
 
@@ -74,6 +84,7 @@ class CapsuleConfig(ModelConfig):
         # config.json gives a list; a tuple keeps the frozen config hashable and == its round trip
         object.__setattr__(self, "gene_index", tuple(self.gene_index))
         object.__setattr__(self, "pair", tuple(self.pair))
+        object.__setattr__(self, "pair_axes", tuple(tuple(float(w) for w in axis) for axis in self.pair_axes))
 
     @property
     def n_positions(self) -> int:
@@ -98,11 +109,11 @@ class CapsuleConfig(ModelConfig):
 
     @property
     def pair_inputs(self) -> int:
-        """Q = K_a + K_b + K_a K_b, the pair capsule's inputs (0 without a pair)."""
+        """Q = K_a + K_b + K_a K_b (+ 1 with pair_axes), the pair capsule's inputs (0 without a pair)."""
         if not self.pair:
             return 0
         ka, kb = (gene_sizes(self.gene_index)[g] for g in self.pair)
-        return ka + kb + ka * kb
+        return ka + kb + ka * kb * self.pair_products + bool(self.pair_axes)
 
     def validate(self) -> None:
         if self.primary not in self.PRIMARY_KINDS:
@@ -122,7 +133,7 @@ class CapsuleConfig(ModelConfig):
             raise ValueError("margins need 0 <= m_minus < m_plus <= 1")
         if self.primary == "gene":
             self._validate_genes()
-        elif self.pair:
+        elif self.pair or self.pair_axes:
             raise ValueError("a pair capsule needs gene primary capsules")
 
     def _validate_genes(self) -> None:
@@ -137,6 +148,11 @@ class CapsuleConfig(ModelConfig):
                           or any(not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < self.n_genes
                                  for g in self.pair)):
             raise ValueError(f"pair must be two different gene numbers below {self.n_genes}")
+        if self.pair_axes and (not self.pair or [len(a) for a in self.pair_axes]
+                               != [gene_sizes(index)[g] for g in self.pair]):
+            raise ValueError("pair_axes must give one weight per column of each of the pair's two genes")
+        if self.pair and not (self.pair_products or self.pair_axes):
+            raise ValueError("a pair capsule without the PC products needs pair_axes")
 
 
 def gene_sizes(gene_index) -> list[int]:
@@ -228,6 +244,9 @@ class CapsuleNet(nn.Module):
         if c.pair:
             for name, g in zip(("pair_a", "pair_b"), c.pair):
                 self.register_buffer(name, columns[g, :sizes[g]].clone(), persistent=False)
+            if c.pair_axes:  # fixed, from the config: capsule-predict applies what training fitted
+                for name, axis in zip(("axis_a", "axis_b"), c.pair_axes):
+                    self.register_buffer(name, torch.tensor(axis, dtype=torch.float32), persistent=False)
             bound = 1 / c.pair_inputs ** 0.5  # nn.Linear's default init over the pair's Q inputs
             self.pair_weight = nn.Parameter((2 * torch.rand(c.pair_inputs, c.primary_dim) - 1) * bound)
             self.pair_bias = nn.Parameter((2 * torch.rand(c.primary_dim) - 1) * bound)
@@ -243,7 +262,10 @@ class CapsuleNet(nn.Module):
             if not c.pair:
                 return u
             xa, xb = x[:, self.pair_a], x[:, self.pair_b]  # (B, K_a), (B, K_b)
-            z = torch.cat([xa, xb, (xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)], dim=1)  # (B, Q)
+            z = [xa, xb] + ([(xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)] if c.pair_products else [])
+            if c.pair_axes:  # the rank-1 view: the product of the two genes' additive scores
+                z.append(((xa @ self.axis_a) * (xb @ self.axis_b)).unsqueeze(1))
+            z = torch.cat(z, dim=1)  # (B, Q)
             return torch.cat([u, squash(z @ self.pair_weight + self.pair_bias).unsqueeze(1)], dim=1)
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
         a = self.conv(h)  # (B, P*D_p, L)
