@@ -42,7 +42,7 @@ def pcs_only(x: np.ndarray, config: CapsuleConfig, burden_columns: int) -> tuple
 
 
 def pair_axes(x: np.ndarray, y: np.ndarray, config: CapsuleConfig) -> tuple[tuple[float, ...], ...]:
-    """The pair capsule's rank-1 view (issue 60): each of config.pair's two genes' additive-score
+    """The pair capsule's rank-1 view: each of config.pair's two genes' additive-score
     axis, the weights of its columns (PCs and any burden column) in the pair test's additive model
     (an L2 logistic regression, C = NULL_C, on every column of x (n, F) float32 standardised, y (n,)
     0/1: these rows only), scaled so that the gene's score x_g . w_g has sd 1 on these rows (a

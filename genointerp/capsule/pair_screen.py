@@ -264,7 +264,7 @@ def permutation_bar(x: np.ndarray, r: np.ndarray, p: np.ndarray, scored: np.ndar
     return _gumbel_bar(best, alpha)
 
 
-# The pair test's second family, the rank-1 pair view (issue 60). The PC-block test above looks for a
+# The pair test's second family, the rank-1 pair view. The PC-block test above looks for a
 # pair's interaction along any direction of each gene's PCs, and pays for that freedom: a block of
 # K_a x K_b products has a largest singular value near sqrt(K_a) + sqrt(K_b) by chance, so a weak
 # interaction of two genes of many PCs (co-occurrence of several-SNP, dense or burden genes: z 0.9-2.7
