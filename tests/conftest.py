@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -150,6 +151,13 @@ def reference(path: Path) -> dict[str, str]:
     from genointerp.io.sequences import read_reference
 
     return {name: seq.upper() for name, seq in read_reference(str(path))}
+
+
+def hup_as_default() -> None:
+    """A Popen preexec_fn: the child starts with SIGHUP's default action. Under `nohup` (a suite
+    started in the background) every child inherits SIGHUP ignored, and the program keeps an
+    ignored SIGHUP ignored on purpose; a test that sends SIGHUP to see it acted on needs it live."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def assert_one_error_line(res, message: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, hup_as_default
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX special files and signals")
 
@@ -224,7 +224,7 @@ def _start_blocked(out: Path, cwd: Path, preexec_fn=None) -> subprocess.Popen:
 
 
 def test_sighup_cleans_up_like_sigterm(tmp_path):
-    proc = _start_blocked(tmp_path / "t.tsv", tmp_path)
+    proc = _start_blocked(tmp_path / "t.tsv", tmp_path, preexec_fn=hup_as_default)
     proc.send_signal(signal.SIGHUP)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 129, err

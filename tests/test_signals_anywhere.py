@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, assert_one_error_line
+from conftest import DATA, assert_one_error_line, hup_as_default
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and FIFOs")
 
@@ -60,7 +60,7 @@ def test_a_signal_is_acted_on_while_htslib_waits_on_an_idle_pipe(tmp_path, signu
     after a signal. The run must still stop at once and remove its temporary."""
     out = tmp_path / "t.tsv"
     proc = subprocess.Popen([*GENOINTERP, *KMERIZE_STDIN, str(out)], cwd=tmp_path, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=hup_as_default)
     proc.stdin.write(READS[:20_000])
     proc.stdin.flush()
     _temporary_appears(out, proc)
