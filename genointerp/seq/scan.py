@@ -148,17 +148,11 @@ def diagonal_pairs(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared
     (row, count) int64 (h,) each, or None: filled with each seed's row of the table as the check
     reads it, its first entry and its number of places (0 for slot -1, -1 for a row outside the
     table), for the typing on the diagonals (genointerp.viral.typing.diagonals.diagonal_edits)."""
-    wide = table.places.dtype == np.int64
-    index_type = np.int64 if wide else np.int32
     shared = np.zeros(first.size, np.uint8)
-    compared = _c(compared, np.int64)
-    _scan.share_place(_c(query, np.uint8), _c(at, np.int64), _c(slot, np.int64), compared, compared.shape[-1],
-                      b"" if pattern is None else _c(pattern, np.int64), _c(first, np.int64), _c(second, np.int64),
-                      _c(table.letters, np.uint8), _c(table.start, index_type), _c(table.places, index_type),
-                      int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _c(flip, np.uint8), int(span),
-                      table.OUTSIDE, first_places, check_places, shared,
-                      *(() if place is None and rows is None else (b"" if place is None else _c(place, np.int64),)),
-                      *(() if rows is None else _rows_out(rows, at.size)))
+    _share_place(query, at, slot, compared, pattern, _c(first, np.int64), _c(second, np.int64), table, span, flip,
+                 first_places, check_places, shared,
+                 *(() if place is None and rows is None else (b"" if place is None else _c(place, np.int64),)),
+                 *(() if rows is None else _rows_out(rows, at.size)))
     return shared.view(bool)
 
 
@@ -170,20 +164,27 @@ def stretch_draws(query: np.ndarray, at: np.ndarray, slot: np.ndarray, compared:
     pass as diagonal_pairs makes for the pairs of each seed and the one before it in its stretch
     (opens bool (h,), as draws takes it; the rest as diagonal_pairs takes them): 1 for each
     stretch, plus its pairs on no shared diagonal."""
-    wide = table.places.dtype == np.int64
-    index_type = np.int64 if wide else np.int32
     opens = _c(opens, np.uint8)
     draws = np.empty(int(np.count_nonzero(opens)), np.int64)
-    compared = _c(compared, np.int64)
     empty = np.zeros(0, np.int64)
     rows = rows if rows is not None else (np.empty(at.size, np.int64), np.empty(at.size, np.int64))
+    _share_place(query, at, slot, compared, pattern, empty, empty, table, span, flip, first_places, check_places,
+                 bytearray(), b"" if place is None else _c(place, np.int64), *_rows_out(rows, at.size), opens, draws)
+    return draws
+
+
+def _share_place(query, at, slot, compared, pattern, first, second, table, span, flip, first_places: int,
+                 check_places: int, shared, *tail) -> None:
+    """_scan.share_place with the arguments diagonal_pairs and stretch_draws share made contiguous
+    and typed once (the table's index type from its places); `tail` as the kernel takes it."""
+    wide = table.places.dtype == np.int64
+    index_type = np.int64 if wide else np.int32
+    compared = _c(compared, np.int64)
     _scan.share_place(_c(query, np.uint8), _c(at, np.int64), _c(slot, np.int64), compared, compared.shape[-1],
-                      b"" if pattern is None else _c(pattern, np.int64), empty, empty,
+                      b"" if pattern is None else _c(pattern, np.int64), first, second,
                       _c(table.letters, np.uint8), _c(table.start, index_type), _c(table.places, index_type),
                       int(wide), table.STRIDE, table.MISSES, b"" if flip is None else _flags(flip), int(span),
-                      table.OUTSIDE, first_places, check_places, bytearray(),
-                      b"" if place is None else _c(place, np.int64), *_rows_out(rows, at.size), opens, draws)
-    return draws
+                      table.OUTSIDE, first_places, check_places, shared, *tail)
 
 
 def _flags(flip: np.ndarray) -> np.ndarray:
