@@ -24,7 +24,6 @@ modulo the genome's length.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -126,6 +125,12 @@ class StoredAligner:
 def read_described(path: str) -> list[tuple[str, str, str]]:
     """(name, description, sequence) of each record of a reference FASTA file (validated by
     io.sequences.read_reference; descriptions from the headers)."""
+    return [(name, description, seq.upper()) for name, description, seq in _read_described(path)]
+
+
+def _read_described(path: str) -> list[tuple[str, str, str]]:
+    """read_described's records with their sequences as written (not yet upper case: where only
+    their lengths are wanted, as typing's, the 4.5 MB of the built-in model's are not copied)."""
     if is_stream(path):
         raise InputError(f"{path}: viral references must be a file (it is read twice: sequences, then descriptions)")
     records = read_reference(path)
@@ -136,7 +141,7 @@ def read_described(path: str) -> list[tuple[str, str, str]]:
                 parts = line[1:].strip().split(None, 1)
                 if parts:
                     descriptions[parts[0]] = parts[1] if len(parts) > 1 else ""
-    return [(name, descriptions.get(name, ""), seq.upper()) for name, seq in records]
+    return [(name, descriptions.get(name, ""), seq) for name, seq in records]
 
 
 class ViralPanel:
@@ -163,13 +168,15 @@ class ViralPanel:
         # left empty otherwise, so that typing workers do not each hold every genome
         self.sequences: dict[str, str] = {}
         self._keep_sequences = keep_sequences
-        self._digests: dict[str, str] = {}
         self._best_n = best_n
-        self._fasta: list[str] = []  # the references as indexed (FASTA records), for the long-read aligner
+        # the references as indexed, (name, sequence as read, circular) in order: their FASTA records
+        # (`_fasta`) are made where an aligner is built from them (the long-read one, at the first
+        # long read; the sensitive one where no stored index is at hand)
+        self._indexed: list[tuple[str, str, bool]] = []
         self._long = None  # minimap2's long-read aligner, built at the first long read
-        self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
+        self._tmp: tempfile.TemporaryDirectory | None = None  # made where an aligner is built from FASTA
         try:
-            builtin = with_descriptions(read_described(str(model_dir / REFS_FILE)), model_dir / DESCRIPTIONS_FILE)
+            builtin = with_descriptions(_read_described(str(model_dir / REFS_FILE)), model_dir / DESCRIPTIONS_FILE)
             prebuilt = self.index.prebuilt / PANEL_INDEX if self.index.prebuilt is not None else None
             self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), {**_SENSITIVE, "best_n": best_n},
                                             "builtin.fa", prebuilt=prebuilt if index_out is None else None,
@@ -178,44 +185,43 @@ class ViralPanel:
             self._plain = self._aligner([r[:3] for r in added], None, {**_PLAIN, "best_n": best_n}, "added.fa",
                                         [r[3] for r in added]) if added else None
         finally:  # minimap2 holds its indexes in memory: nothing is left behind, even by a killed worker
-            self._tmp.cleanup()
+            self.close()
         log(f"viral panel: {len(builtin):,} references of {model_dir}" +
             (f" and {len(added):,} added ({', '.join(extra)})" if added else ""))
 
     @staticmethod
     def _tagged(path: str):
-        return [(n, d, s, path) for n, d, s in read_described(path)]
+        return [(n, d, s, path) for n, d, s in _read_described(path)]
 
     def _aligner(self, records, source, preset, file_name, sources=None, prebuilt: Path | None = None,
                  index_out: Path | None = None):
         """minimap2's aligner of `records` (registered in the panel as they are written), from the
         stored index `prebuilt` where it is a file (the same index: minimap2 builds it from the same
         sequences and settings), or built, and then stored at `index_out` if given."""
-        written = len(self._fasta)
+        written = len(self._indexed)
         for i, (name, description, seq) in enumerate(records):
-            digest = hashlib.sha256(seq.encode()).hexdigest()
             if name in self.refs:
-                if self._digests[name] == digest:  # the model folder has it already: keep its description
+                if self._sequence(name) == seq.upper():  # the model folder has it already: keep its description
                     if description and not self.refs[name].description:
                         self.refs[name] = ViralRef(name, len(seq), name_reference(name, description),
                                                    self.refs[name].source, description)
                     continue
                 raise InputError(f"{sources[i] if sources else source}: viral reference {name} is already in the "
                                  "panel with another sequence; rename it")
-            self._digests[name] = digest
             naming = name_reference(name, description)
             self.refs[name] = ViralRef(name, len(seq), naming, sources[i] if sources else source, description)
             if self._keep_sequences:
-                self.sequences[name] = seq
-            wrapped = seq + seq[:WRAP] if naming.circular else seq
-            self._fasta.append(f">{name}\n{wrapped}\n")
-        if len(self._fasta) == written:
+                self.sequences[name] = seq.upper()
+            self._indexed.append((name, seq, naming.circular))
+        if len(self._indexed) == written:
             return None
         if prebuilt is not None and prebuilt.is_file():  # the FASTA file is not written: minimap2 reads the index
             return StoredAligner(str(prebuilt), preset, source or file_name)
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix=".genointerp-panel-")
         path = os.path.join(self._tmp.name, file_name)
         with open(path, "w") as fh:
-            fh.write("".join(self._fasta[written:]))
+            fh.write(self._fasta(written))
         if index_out is not None:
             aligner = mappy.Aligner(path, fn_idx_out=str(index_out), **preset)
         else:
@@ -224,13 +230,29 @@ class ViralPanel:
             raise InputError(f"{source or file_name}: minimap2 could not index the viral references")
         return aligner
 
+    def _fasta(self, first: int = 0) -> str:
+        """The FASTA text of the references as indexed from the `first` on: each in upper case,
+        a circular one with its first WRAP bases repeated at its end."""
+        parts = []
+        for name, seq, circular in self._indexed[first:]:
+            seq = seq.upper()
+            parts.append(f">{name}\n{seq + seq[:WRAP] if circular else seq}\n")
+        return "".join(parts)
+
+    def _sequence(self, name: str) -> str:
+        """An indexed reference's sequence in upper case (asked for only where an added file names
+        it again: each reference's SHA-256, made beforehand for that, took 7 ms of typing's start in
+        every process that types a read)."""
+        return next(seq for n, seq, _ in self._indexed if n == name).upper()
+
     def load_aligners(self) -> None:
         """Load the aligners now that would load at their first read (StoredAligner)."""
         if isinstance(self._sensitive, StoredAligner):
             self._sensitive.load()
 
     def close(self) -> None:
-        self._tmp.cleanup()
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
     def place(self, pieces: list[str]) -> list[Placement | None]:
         """The best placement of each piece on the panel (None: no viral evidence or no alignment).
@@ -279,7 +301,7 @@ class ViralPanel:
             with tempfile.TemporaryDirectory(prefix=".genointerp-panel-") as tmp:
                 path = os.path.join(tmp, "long.fa")
                 with open(path, "w") as fh:
-                    fh.write("".join(self._fasta))
+                    fh.write(self._fasta())
                 aligner = mappy.Aligner(path, **_LONG, best_n=self._best_n)
             if not aligner:
                 raise InputError("minimap2 could not index the viral references for long reads")
