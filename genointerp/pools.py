@@ -148,9 +148,14 @@ def in_order(items: Iterable[tuple[object, object]], depth: int) -> Iterator[tup
 
 def end_now(executor: ProcessPoolExecutor) -> None:
     """Shut a process pool down without waiting for the batches its processes are working on."""
+    _terminate(executor)
+    executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _terminate(executor: ProcessPoolExecutor) -> None:
+    """SIGTERM to a process pool's processes, not waiting for them to end."""
     for process in list((getattr(executor, "_processes", None) or {}).values()):
         process.terminate()  # the pool's own map of its processes: it offers no public way to end them
-    executor.shutdown(wait=True, cancel_futures=True)
 
 
 def this_process_only(log: Callable[[str], None]) -> Callable[[str], None]:
@@ -303,6 +308,15 @@ class OrderedPool:
         keep, _, answer, _ = queue.popleft()
         self._hand_out(queue, depth, ended)
         return keep, answer.result()
+
+    def release(self) -> None:
+        """End the workers now, not waiting for them to end: for a caller whose batches are all
+        answered and that has work of its own left (classify-reads' report), so that their ends
+        (the kernel freeing a worker's memory) run on their own cores beside it. `close` then
+        waits for them: 0.013 s of a -t 2 run of 108,181 all-HPV reads, on one core after the
+        report where the worker was ended there."""
+        if self._pool is not None:
+            _terminate(self._pool)
 
     def close(self) -> None:
         """End the workers at once (nothing they hold needs finishing)."""

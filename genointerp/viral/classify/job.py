@@ -251,6 +251,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
             total += len(batch)
             called += int(viral.size)
             advance(len(batch))
+    pool.release()  # every batch is in: the workers end beside the summary and report
     if chunk and total != stop - start:
         raise InputError(f"{', '.join(req.reads)}: {start + total:,} reads on the second pass, {n_input:,} when "
                          "counted: did the input change while it was read?")
