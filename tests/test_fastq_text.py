@@ -166,7 +166,7 @@ def test_plain_files_never_reach_pysam_and_odd_ones_only_from_their_odd_record(t
         opened.append(args[0])
         return fastx(*args, **kwargs)
 
-    monkeypatch.setattr(sequences.pysam, "FastxFile", counted)
+    monkeypatch.setattr(pysam, "FastxFile", counted)
     plain = tmp_path / "plain.fq"
     plain.write_bytes(PLAIN * 3)
     assert len(_read(iter_read_batches(str(plain), 2))[0]) == 6 and opened == []

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import re
 
-import pysam
-
 from genointerp.errors import InputError
 from genointerp.integrations.pieces import PieceCollector, add_splits, pair_piece
 from genointerp.integrations.request import IntegrationRequest
 from genointerp.io.inputs import check_readable, wrong_kind
+from genointerp.io.sequences import quiet_pysam
 from genointerp.report import Reporter
 from genointerp.runtime import usable_threads
 from genointerp.seq.alphabet import revcomp
 from genointerp.viral.panel import known_virus
 from genointerp.viral.typing.placement import LONG_READ
+
+pysam = quiet_pysam()  # with htslib's stderr chatter off, as when genointerp.io.sequences set it at its import
 
 MIN_LONG_INSERTION = 100  # inserted bases in a long read's host alignment placed as a possible viral insertion
 _CIGAR = re.compile(r"(\d+)([MIDNSHP=X])")

@@ -31,14 +31,21 @@ from itertools import chain, islice
 from operator import attrgetter
 from typing import Iterable, Iterator
 
-import pysam
-
 from genointerp.errors import InputError, UsageError
 from genointerp.io.fastq_text import BLOCK, plain_batches
 from genointerp.io.inputs import (check_gzip_intact, check_readable, first_duplicate, is_stream, looks_like, open_binary,
                                   open_text, read_head)
 
-pysam.set_verbosity(0)  # htslib's own stderr chatter would duplicate our one-line errors
+
+def quiet_pysam():
+    """pysam, imported where it is first needed (BAM/CRAM, FASTA, FASTQ from its first record the
+    compiled reader leaves: a plain FASTQ never needs it, and its import took 0.012-0.017 s of
+    every classify-reads start), with htslib's own stderr chatter off: it would duplicate our
+    one-line errors."""
+    import pysam
+
+    pysam.set_verbosity(0)
+    return pysam
 
 STDIN = "-"
 HEAD_BYTES = 4096  # what the format is told from
@@ -182,7 +189,7 @@ def _fastx(path: str, source: str, fmt: str, size: int = 1, before: int = 0, las
     n = before  # records read and checked
     name = last  # the last one's name
     try:
-        with pysam.FastxFile(source, persist=False) as fx:
+        with quiet_pysam().FastxFile(source, persist=False) as fx:
             for _ in islice(fx, before if reread else 0):
                 pass
             # with persist=False every record pysam hands out shows the one it read last, so the
@@ -256,7 +263,7 @@ def _fields(rec, path: str, n: int, previous: str | None) -> tuple[str, str, str
 def _alignment_reads(path: str, source: str, fmt: str, unmapped_only: bool,
                      reference: str | None) -> Iterator[tuple[str, str, str | None]]:
     try:
-        fh = pysam.AlignmentFile(source, "rc" if fmt == "cram" else "rb", reference_filename=reference, check_sq=False)
+        fh = quiet_pysam().AlignmentFile(source, "rc" if fmt == "cram" else "rb", reference_filename=reference, check_sq=False)
     except (ValueError, OSError) as exc:
         raise InputError(f"{path}: cannot open as {fmt.upper()} ({str(exc).replace(source, path)})") from None
     n = 0

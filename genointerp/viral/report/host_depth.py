@@ -21,11 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import islice
 
-import pysam
-
 from genointerp.errors import InputError
 from genointerp.io.inputs import is_stream
-from genointerp.io.sequences import sniff_format
+from genointerp.io.sequences import quiet_pysam, sniff_format
 from genointerp.viral.panel import known_virus
 
 SAMPLE = 20_000  # mapped records read for the bases per record
@@ -62,7 +60,7 @@ def mapped_host_bases(path: str, reference: str | None = None) -> MappedBases:
         raise InputError(f"{path}: --unmapped-only leaves the mapped host reads out, and a CRAM index holds no read "
                          f"counts: {HOST_BASES_HINT}")
     try:
-        with pysam.AlignmentFile(path, "rb", reference_filename=reference, check_sq=False) as fh:
+        with quiet_pysam().AlignmentFile(path, "rb", reference_filename=reference, check_sq=False) as fh:
             if not fh.has_index():
                 raise InputError(f"{path}: --unmapped-only leaves the mapped host reads out, and the BAM has no "
                                  f"index to count them from: run `samtools index {path}`, or {HOST_BASES_HINT}")
