@@ -433,3 +433,13 @@ def test_steps_take_every_read_once_in_order_and_cut_the_end_finer(n):
     for step in steps(iter(range(n)), 4 * BLOCK, BLOCK, lambda: ends.append(len(given))):
         given.append(step)
     assert ends == [full]
+    # `first`: a list of that many goes first where the input holds as many; the rest as without it
+    given, ends = [], []
+    for step in steps(iter(range(n)), 4 * BLOCK, BLOCK, lambda: ends.append(len(given)), 2 * BLOCK):
+        given.append(step)
+    if n >= 2 * BLOCK:
+        assert given[0] == list(range(2 * BLOCK))
+        rest = list(steps(iter(range(2 * BLOCK, n)), 4 * BLOCK, BLOCK))
+        assert given[1:] == rest and ends == [1 + max((n - 2 * BLOCK) // (4 * BLOCK) - 1, 0)]
+    else:
+        assert given == got and ends == [0]

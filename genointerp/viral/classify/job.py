@@ -223,7 +223,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
     classify = batch_classifier(clf, req, start if chunk else 0)
     out.write(HEADER.encode())
     at_end: list[bool] = []  # once steps has the input's last reads: the pool then works on them as its last batches
-    batches = steps(it, BATCH, min(TAIL, BATCH), lambda: at_end.append(True))
+    batches = steps(it, BATCH, min(TAIL, BATCH), lambda: at_end.append(True), min(TAIL, BATCH) if pool.workers else 0)
     # each batch with its reads joined and measured once (genointerp.seq.joined.join): the payload
     # its worker gets, and the form the classifier and the rows below read
     joined = ((batch, join([r[1] for r in batch])) for batch in batches)
@@ -289,13 +289,24 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
     return summary
 
 
-def steps(reads: Iterator, size: int, tail: int, at_end: Callable[[], None] | None = None) -> Iterator[list]:
+def steps(reads: Iterator, size: int, tail: int, at_end: Callable[[], None] | None = None,
+          first: int = 0) -> Iterator[list]:
     """Lists of `size` reads of `reads`, in order, one full list held back until the next is read:
     where the input ends, that list and the short one after it go as lists of `tail` reads (both
     multiples of BLOCK, so that every list starts on a block boundary), so that the job's processes
     finish their last steps at nearly the same time; `at_end` is called before the first of them
-    (genointerp.pools.OrderedPool.map then works on them as the last ones)."""
+    (genointerp.pools.OrderedPool.map then works on them as the last ones).
+
+    With `first` (a multiple of BLOCK), a list of that many reads goes first, as soon as it is
+    read, where the input holds as many: a worker waited for its first batch while this process read
+    two full ones (16,384 reads: 0.03 s of a -t 2 run, the worker's core idle)."""
     held: list = []
+    if first:
+        batch = list(islice(reads, first))
+        if len(batch) == first:
+            yield batch
+        else:
+            reads = iter(batch)  # the whole input: cut as its end is
     while True:
         batch = list(islice(reads, size))
         if len(batch) == size:
