@@ -38,6 +38,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections import Counter
+from concurrent.futures import Future
 from contextlib import contextmanager
 from itertools import chain, islice
 from typing import Callable, Iterator
@@ -252,6 +253,9 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
             called += int(viral.size)
             advance(len(batch))
     pool.release()  # every batch is in: the workers end beside the summary and report
+    # the model's digest (0.005 s of hashing, which lets other threads run) beside the report, on
+    # the core the workers had, where they had one
+    digest = _beside(model_sha256, clf.path, clf.config) if pool.workers else None
     if chunk and total != stop - start:
         raise InputError(f"{', '.join(req.reads)}: {start + total:,} reads on the second pass, {n_input:,} when "
                          "counted: did the input change while it was read?")
@@ -275,7 +279,7 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
                                                           "n_kmers": int(clf.protein.ids.size)},
         "inputs": list(req.reads),
         "model": clf.path,
-        "model_sha256": model_sha256(clf.path, clf.config),
+        "model_sha256": None,  # below, once the report is made
     }
     # a chunk's typing goes into its summary as text; a run's own report reads the placements as they are
     typing = tally.typing(spec, as_text=bool(chunk)) if spec is not None else None
@@ -286,7 +290,20 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
     if req.reports():
         summary["viral_report"], report_rows = report_from_typing(typing)
         write_sample_report(sample_out, summary["viral_report"], report_rows, total, called)
+    summary["model_sha256"] = digest.result() if digest is not None else model_sha256(clf.path, clf.config)
     return summary
+
+
+def _beside(fn: Callable, *args) -> Future:
+    """fn(*args) in a thread of its own, begun now: for work that leaves the interpreter's lock
+    free (hashing files), so that it runs beside this thread's."""
+    from concurrent.futures import ThreadPoolExecutor  # its module only where a thread is wanted
+
+    executor = ThreadPoolExecutor(1)
+    try:
+        return executor.submit(fn, *args)
+    finally:
+        executor.shutdown(wait=False)
 
 
 def steps(reads: Iterator, size: int, tail: int, at_end: Callable[[], None] | None = None,
