@@ -47,16 +47,21 @@ class SampleTally:
             typed = TypedReads.merge([typed, type_batch(self.typer, self.index, self.protein,
                                                         [batch[i][1] for i in todo.tolist()], todo)])
         keep = np.isin(typed.read, called)  # (a worker types the reads its evidence calls; the call is the job's)
-        reads, placed = typed.read[keep].tolist(), typed.placed[keep]
-        for i, label in zip(reads, (lab for lab, k in zip(typed.label, keep.tolist()) if k)):
-            labels[i] = label
+        kept = np.flatnonzero(keep)
+        # the labels put in place through an object array, not read by read in Python: nearly every
+        # read of an all-viral batch has one (0.02 s of a run of 108,181 reads, on the job's process)
+        column = np.array(labels, dtype=object)
+        label = np.empty(len(typed.label), dtype=object)
+        label[:] = typed.label
+        column[typed.read[kept]] = label[kept]
         self.placed.append(typed.hits.take(np.flatnonzero(keep[typed.placed]))
                            if not keep.all() else typed.hits)
-        self.unplaced += int((~placed).sum())
-        for named, is_placed, k in zip(typed.named, typed.placed.tolist(), keep.tolist()):
-            if k and not is_placed and named is not None:
+        self.unplaced += int((~typed.placed[kept]).sum())
+        for j in np.flatnonzero(keep & ~typed.placed).tolist():  # the unplaced reads the seeds name a virus
+            named = typed.named[j]
+            if named is not None:
                 self.named[named] = self.named.get(named, 0) + 1
-        return labels
+        return column.tolist()
 
     def typing(self, spec: dict, as_text: bool = True) -> dict:
         """The sample's typing (typing_part) with the report's settings `spec` (sample_spec); its
