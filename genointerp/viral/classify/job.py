@@ -385,12 +385,22 @@ def _rows(names: list[str], lengths: np.ndarray, got: BatchCalls, types: list[st
 
 def _text(values: np.ndarray, own: np.ndarray, usual: str, fmt: Callable[[object], str]) -> list[str]:
     """`values` (n,) as text: `fmt` of those where `own` (bool (n,)), `usual` for the others. Most
-    reads of a batch share one text (no p_viral, no seed hits, 0 bits): it is made once, not per read."""
-    text = [usual] * len(values)
+    reads of a batch share one text (no p_viral, no seed hits, 0 bits): it is made once, not per
+    read; and so is each distinct value's (by its bits: -0.0 is not 0.0), put in place through
+    object arrays (an all-viral batch of 8,192 reads has about 3,300 distinct bits and 70 seed
+    hit counts: its rows took 6 ms, each value formatted and placed in turn, on the job's process)."""
     where = np.flatnonzero(own)
-    for i, value in zip(where.tolist(), values[where].tolist()):
-        text[i] = fmt(value)
-    return text
+    if not where.size:
+        return [usual] * len(values)
+    picked = values[where]
+    key = picked.view(f"i{picked.itemsize}") if picked.dtype.kind == "f" else picked
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    shown = np.array(list(map(fmt, picked[first].tolist())), dtype=object)[inverse.ravel()]
+    if where.size == len(values):
+        return shown.tolist()
+    text = np.full(len(values), usual, dtype=object)
+    text[where] = shown
+    return text.tolist()
 
 
 def _record_text(rec) -> str:
