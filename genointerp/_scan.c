@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <pthread.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -2259,6 +2260,287 @@ done:
     return result;
 }
 
+/* em_classes over several threads, the same bytes: the references that classes join (a class
+ * joins the references of its hits) form connected parts, and no sum of a step crosses from one
+ * part to another (a class's sum is over its own hits; a reference's new abundance over the hits
+ * on it, all in classes of its part, in their order). Each thread takes whole parts (largest
+ * first, to the least loaded) and steps them on its own; only the stopping rule (no abundance
+ * moved by the tolerance, over every reference) is shared. No thread waits for another during
+ * the steps: each publishes each step's largest move, any may tell from the published ones the
+ * step at which the one-thread EM stops, and one that has stepped beyond it takes back its
+ * references' abundances from that step (it keeps them for every step). */
+/* A step's new abundances: each reference's sum over `count` (also into `kept`, where given);
+ * returns the largest move, with *unsettled set where a move was NaN (numpy's max is NaN then,
+ * never under the tolerance). */
+static double em_settle(const double *fresh, double *abundance, Py_ssize_t r, double count, double *kept,
+                        int *unsettled) {
+    double moved = 0.0;
+    for (Py_ssize_t j = 0; j < r; j++) {
+        double v = fresh[j] / count, d = v - abundance[j];
+        d = d < 0 ? -d : d;
+        if (d != d)
+            *unsettled = 1;
+        else if (d > moved)
+            moved = d;
+        abundance[j] = v;
+        if (kept != NULL)
+            kept[j] = v;
+    }
+    return moved;
+}
+
+#define EM_THREAD_HITS 4096         /* fewer hits: one thread (starting others costs more than it saves) */
+#define EM_HISTORY_LIMIT (1 << 23)  /* references x steps whose abundances the threads may keep (64 MB) */
+
+typedef struct {
+    const int64_t *first, *ref;
+    const double *like, *weight;
+    double *abundance, *fresh, count, tolerance;
+    int iterations, threads;
+    double *moved;          /* [thread][step]: the largest move of the thread's references */
+    unsigned char *nan;     /* [thread][step]: a move was NaN */
+    int *published;         /* [thread]: steps whose moves are published (atomic) */
+    int *stop;              /* the steps the one-thread EM takes (atomic; iterations until known) */
+} em_shared;
+
+typedef struct {
+    em_shared *sh;
+    int t;
+    const int64_t *classes, *refs;
+    Py_ssize_t n_classes, n_refs;
+    double *history;        /* [step][n_refs]: the thread's references' abundances after each step */
+    unsigned int csr;       /* the caller's floating-point control (denormals), for this thread */
+    const int32_t *local;   /* its classes' hits, one after another: the reference's place among its own, */
+    const double *like, *weight; /* the likelihood and the class's reads */
+    const int64_t *first;   /* its q-th class's hits: first[q]:first[q + 1] of those */
+    double *ab, *fr;        /* the thread's own abundances and sums (no cache line shared with another) */
+    double *w;              /* room for a class's weights */
+} em_part;
+
+static int em_lowest_published(em_shared *sh) {
+    int lowest = sh->iterations;
+    for (int u = 0; u < sh->threads; u++) {
+        int got = __atomic_load_n(&sh->published[u], __ATOMIC_ACQUIRE);
+        if (got < lowest)
+            lowest = got;
+    }
+    return lowest;
+}
+
+static void *em_part_run(void *arg) {
+    em_part *pt = (em_part *)arg;
+    em_shared *sh = pt->sh;
+#if defined(__SSE__)
+    _mm_setcsr(pt->csr);
+#endif
+    const int64_t *first = pt->first;
+    const int32_t *ref = pt->local;
+    const double *like = pt->like, *weight = pt->weight;
+    double *abundance = pt->ab, *fresh = pt->fr;
+    int scanned = 0; /* steps whose stopping rule this thread has read */
+    for (int step = 0; step < __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE); step++) {
+        for (Py_ssize_t k = 0; k < pt->n_refs; k++)
+            fresh[k] = 0.0;
+        for (Py_ssize_t q = 0; q < pt->n_classes; q++) {
+            const Py_ssize_t a = first[q], b = first[q + 1];
+            double sum = 0.0, *w = pt->w;
+            for (Py_ssize_t i = a; i < b; i++) {
+                w[i - a] = abundance[ref[i]] * like[i];
+                sum += w[i - a];
+            }
+            for (Py_ssize_t i = a; i < b; i++)
+                fresh[ref[i]] += (w[i - a] / sum) * weight[i];
+        }
+        int unsettled = 0;
+        double moved = em_settle(fresh, abundance, pt->n_refs, sh->count,
+                                 pt->history + (Py_ssize_t)step * pt->n_refs, &unsettled);
+        sh->moved[(Py_ssize_t)pt->t * sh->iterations + step] = moved;
+        sh->nan[(Py_ssize_t)pt->t * sh->iterations + step] = (unsigned char)unsettled;
+        __atomic_store_n(&sh->published[pt->t], step + 1, __ATOMIC_RELEASE);
+        /* the steps every thread has published: where the one-thread EM stops, if it does there */
+        for (int lowest = em_lowest_published(sh); scanned < lowest; scanned++) {
+            double all = 0.0;
+            int any_nan = 0;
+            for (int u = 0; u < sh->threads; u++) {
+                const double m = sh->moved[(Py_ssize_t)u * sh->iterations + scanned];
+                any_nan |= sh->nan[(Py_ssize_t)u * sh->iterations + scanned];
+                if (m > all)
+                    all = m;
+            }
+            if (!any_nan && all < sh->tolerance) {
+                int want = scanned + 1, now = __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE);
+                while (want < now && !__atomic_compare_exchange_n(sh->stop, &now, want, 0, __ATOMIC_ACQ_REL,
+                                                                  __ATOMIC_ACQUIRE))
+                    ;
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* em_classes' steps over `threads` threads (see above); 0 where they cannot start (then the caller
+ * steps on one), else 1 with `abundance` after the one-thread EM's steps, their number in *steps. */
+static int em_threads(const int64_t *first, const int64_t *ref, const double *like, const double *weight,
+                      Py_ssize_t h, Py_ssize_t r, Py_ssize_t classes, double count, int iterations,
+                      double tolerance, double *abundance, int threads, int *steps) {
+    int ok = 0, started = 0;
+    int64_t *parent = malloc(sizeof(int64_t) * r), *part_of = malloc(sizeof(int64_t) * r);
+    int64_t *load = calloc((size_t)r, sizeof(int64_t)), *order = malloc(sizeof(int64_t) * r);
+    int64_t *thread_of_part = malloc(sizeof(int64_t) * r), *class_list = malloc(sizeof(int64_t) * (classes + 1));
+    int64_t *ref_list = malloc(sizeof(int64_t) * r), *filled = calloc((size_t)threads, sizeof(int64_t));
+    double *fresh = malloc(sizeof(double) * r);
+    double *moved = calloc((size_t)threads * iterations + 1, sizeof(double));
+    unsigned char *nan = calloc((size_t)threads * iterations + 1, 1);
+    int *published = calloc((size_t)threads, sizeof(int));
+    double *history = malloc(sizeof(double) * ((size_t)r * iterations + 1));
+    em_part *parts = calloc((size_t)threads, sizeof(em_part));
+    pthread_t *ids = calloc((size_t)threads, sizeof(pthread_t));
+    int64_t *class_count = calloc((size_t)threads + 1, sizeof(int64_t)), *ref_count = calloc((size_t)threads + 1, sizeof(int64_t));
+    double *initial = malloc(sizeof(double) * r);
+    int32_t *local = malloc(sizeof(int32_t) * (h + 1)), *place = malloc(sizeof(int32_t) * (r + 1));
+    double *c_like = malloc(sizeof(double) * (h + 1)), *c_weight = malloc(sizeof(double) * (h + 1));
+    int64_t *c_first = malloc(sizeof(int64_t) * (classes + threads + 1));
+    Py_ssize_t widest = 1; /* the most hits of a class */
+    for (Py_ssize_t c = 0; c < classes; c++)
+        if (first[c + 1] - first[c] > widest)
+            widest = first[c + 1] - first[c];
+    double *own = malloc(sizeof(double) * (2 * r + (widest + 16) * (Py_ssize_t)threads + 2));
+    if (!c_like || !c_weight || !c_first || !local || !place || !own || !initial || !parent || !part_of || !load || !order || !thread_of_part || !class_list || !ref_list || !filled || !fresh ||
+        !moved || !nan || !published || !history || !parts || !ids || !class_count || !ref_count)
+        goto out;
+    memcpy(initial, abundance, sizeof(double) * r);
+    /* the parts: references joined by a class (union-find, the smaller root under the larger's) */
+    for (Py_ssize_t j = 0; j < r; j++)
+        parent[j] = j;
+    for (Py_ssize_t c = 0; c < classes; c++) {
+        for (Py_ssize_t i = first[c] + 1; i < first[c + 1]; i++) {
+            int64_t x = ref[first[c]], y = ref[i];
+            while (parent[x] != x)
+                x = parent[x] = parent[parent[x]];
+            while (parent[y] != y)
+                y = parent[y] = parent[parent[y]];
+            if (x != y) {
+                if (x < y) parent[y] = x; else parent[x] = y;
+            }
+        }
+    }
+    for (Py_ssize_t j = 0; j < r; j++) {
+        int64_t x = j;
+        while (parent[x] != x)
+            x = parent[x];
+        part_of[j] = x;
+    }
+    for (Py_ssize_t i = 0; i < h; i++)
+        load[part_of[ref[i]]]++;
+    /* the parts (roots) largest first, each to the least loaded thread */
+    Py_ssize_t n_parts = 0;
+    for (Py_ssize_t j = 0; j < r; j++)
+        if (part_of[j] == j)
+            order[n_parts++] = j;
+    if (n_parts < 2) /* one part: nothing to share */
+        goto out;
+    if (threads > n_parts)
+        threads = (int)n_parts;
+    for (Py_ssize_t a = 1; a < n_parts; a++) { /* insertion sort by load, descending, then root */
+        int64_t x = order[a];
+        Py_ssize_t b = a;
+        while (b > 0 && load[order[b - 1]] < load[x])
+            order[b] = order[b - 1], b--;
+        order[b] = x;
+    }
+    int64_t *busy = filled; /* hits per thread */
+    for (Py_ssize_t a = 0; a < n_parts; a++) {
+        int best = 0;
+        for (int t = 1; t < threads; t++)
+            if (busy[t] < busy[best])
+                best = t;
+        thread_of_part[order[a]] = best;
+        busy[best] += load[order[a]];
+    }
+    /* each thread's classes and references, in order */
+    for (Py_ssize_t c = 0; c < classes; c++)
+        if (first[c + 1] > first[c])
+            class_count[thread_of_part[part_of[ref[first[c]]]] + 1]++;
+    for (Py_ssize_t j = 0; j < r; j++)
+        ref_count[thread_of_part[part_of[j]] + 1]++;
+    for (int t = 0; t < threads; t++)
+        class_count[t + 1] += class_count[t], ref_count[t + 1] += ref_count[t];
+    for (int t = 0; t < threads; t++)
+        busy[t] = 0;
+    for (Py_ssize_t c = 0; c < classes; c++)
+        if (first[c + 1] > first[c]) {
+            int t = (int)thread_of_part[part_of[ref[first[c]]]];
+            class_list[class_count[t] + busy[t]++] = c;
+        }
+    for (int t = 0; t < threads; t++)
+        busy[t] = 0;
+    for (Py_ssize_t j = 0; j < r; j++) {
+        int t = (int)thread_of_part[part_of[j]];
+        place[j] = (int32_t)busy[t];
+        ref_list[ref_count[t] + busy[t]++] = j;
+    }
+    /* each thread's classes' hits copied one after another, so that each reads its own lines */
+    Py_ssize_t at = 0;
+    for (int t = 0; t < threads; t++) {
+        c_first[class_count[t] + t] = at;
+        for (int64_t q = class_count[t]; q < class_count[t + 1]; q++) {
+            const int64_t c = class_list[q];
+            for (Py_ssize_t i = first[c]; i < first[c + 1]; i++, at++) {
+                local[at] = place[ref[i]];
+                c_like[at] = like[i];
+                c_weight[at] = weight[i];
+            }
+            c_first[q + t + 1] = at;
+        }
+    }
+    int stop = iterations;
+    em_shared sh = {first, ref, like, weight, abundance, fresh, count, tolerance, iterations, threads, moved, nan,
+                    published, &stop};
+#if defined(__SSE__)
+    unsigned int csr = _mm_getcsr();
+#else
+    unsigned int csr = 0;
+#endif
+    Py_ssize_t offset = 0;
+    double *room = own;
+    for (int t = 0; t < threads; t++) {
+        Py_ssize_t m = ref_count[t + 1] - ref_count[t];
+        parts[t] = (em_part){&sh, t, class_list + class_count[t], ref_list + ref_count[t],
+                             class_count[t + 1] - class_count[t], m, history + offset * iterations, csr,
+                             local, c_like, c_weight, c_first + class_count[t] + t, room, room + m, room + 2 * m};
+        for (Py_ssize_t k = 0; k < m; k++)
+            parts[t].ab[k] = abundance[parts[t].refs[k]];
+        room += 2 * m + widest + 16; /* the next thread's arrays a few cache lines on */
+        offset += m;
+    }
+    /* parts 1, 2, ... on threads of their own, part 0 on this one */
+    for (started = 1; started < threads; started++)
+        if (pthread_create(&ids[started], NULL, em_part_run, &parts[started]) != 0)
+            break;
+    if (started < threads) { /* the threads that started stop; the caller steps on one, from the start */
+        __atomic_store_n(&stop, 0, __ATOMIC_RELEASE);
+        for (int t = 1; t < started; t++)
+            pthread_join(ids[t], NULL);
+        memcpy(abundance, initial, sizeof(double) * r);
+        goto out;
+    }
+    em_part_run(&parts[0]);
+    for (int t = 1; t < threads; t++)
+        pthread_join(ids[t], NULL);
+    /* each thread's references as they were after the one-thread EM's last step */
+    for (int t = 0; t < threads && stop > 0; t++)
+        for (Py_ssize_t k = 0; k < parts[t].n_refs; k++)
+            abundance[parts[t].refs[k]] = parts[t].history[(Py_ssize_t)(stop - 1) * parts[t].n_refs + k];
+    *steps = stop;
+    ok = 1;
+out:
+    free(parent); free(part_of); free(load); free(order); free(thread_of_part); free(class_list); free(ref_list);
+    free(filled); free(fresh); free(moved); free(nan); free(published); free(history); free(parts); free(ids);
+    free(class_count); free(ref_count); free(initial); free(local); free(place); free(own); free(c_like); free(c_weight); free(c_first);
+    return ok;
+}
+
 /* The typing EM over compatibility classes (genointerp.viral.typing.typer.run_em), its numpy loop's
  * arithmetic in its order (typer.em_steps_numpy), so the same bytes. Class c's hits are
  * first[c]:first[c + 1] (classes one after another, as run_em lays them out). Per step, each hit's
@@ -2272,11 +2554,11 @@ done:
 static PyObject *em_classes(PyObject *self, PyObject *args) {
     Py_buffer first_b, ref_b, like_b, weight_b, abundance_b, posterior_b;
     Py_ssize_t n;
-    int iterations;
+    int iterations, threads = 1;
     double tolerance;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nidw*w*", &first_b, &ref_b, &like_b, &weight_b, &n, &iterations, &tolerance,
-                          &abundance_b, &posterior_b))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nidw*w*|i", &first_b, &ref_b, &like_b, &weight_b, &n, &iterations, &tolerance,
+                          &abundance_b, &posterior_b, &threads))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t h = ref_b.len / 8, r = abundance_b.len / 8, classes = first_b.len / 8 - 1;
@@ -2311,6 +2593,11 @@ static PyObject *em_classes(PyObject *self, PyObject *args) {
     int it = 0;
     const double count = (double)n;
     Py_BEGIN_ALLOW_THREADS
+    /* over several threads where it is worth their start (each part's steps, the same bytes; see
+     * em_threads), then the posteriors of the abundances they reach, here */
+    if (threads > 1 && h >= EM_THREAD_HITS && (double)r * iterations <= EM_HISTORY_LIMIT &&
+        em_threads(first, ref, like, weight, h, r, classes, count, iterations, tolerance, abundance, threads, &it))
+        iterations = 0;
     for (int step = 0; step <= iterations; step++) {
         const int last = step == iterations; /* only the last abundance's posteriors */
         for (Py_ssize_t j = 0; j < r; j++)
@@ -2344,17 +2631,8 @@ static PyObject *em_classes(PyObject *self, PyObject *args) {
         }
         if (last)
             break;
-        double moved = 0.0;
         int unsettled = 0; /* a NaN moved: numpy's max is NaN, never under the tolerance */
-        for (Py_ssize_t j = 0; j < r; j++) {
-            double v = fresh[j] / count, d = v - abundance[j];
-            d = d < 0 ? -d : d;
-            if (d != d)
-                unsettled = 1;
-            else if (d > moved)
-                moved = d;
-            abundance[j] = v;
-        }
+        double moved = em_settle(fresh, abundance, r, count, NULL, &unsettled);
         it = step + 1;
         if (!unsettled && moved < tolerance)
             iterations = step + 1; /* one more pass: the posteriors of this abundance, then out */

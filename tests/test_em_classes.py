@@ -155,6 +155,31 @@ def test_the_compiled_em_steps_are_the_numpy_loop_byte_for_byte():
         assert abundance.tobytes() == want_abundance.tobytes() and posterior.tobytes() == want_posterior.tobytes()
 
 
+@pytest.mark.parametrize("tolerance", [EM_TOLERANCE, 1e-4])
+def test_the_em_steps_on_several_threads_are_the_numpy_loop_byte_for_byte(tolerance):
+    """Over threads (each stepping whole parts: the references its classes join) the same bytes
+    as the numpy loop, whatever the parts' sizes and wherever the steps stop (1e-4: after a few,
+    so that a thread ahead of the others takes its abundances back)."""
+    rng = np.random.default_rng(7)
+    groups = [3, 1, 12, 5, 2, 8, 1, 4]  # references per part (a part of one reference too)
+    base = np.r_[0, np.cumsum(groups)]
+    for iterations in (0, 1, 7, EM_ITERATIONS):
+        size = rng.integers(1, 6, 3000)  # over 4,096 matches: em_classes then uses the threads
+        first = np.r_[0, np.cumsum(size)]
+        c_read = np.repeat(np.arange(size.size), size)
+        part = rng.choice(len(groups), size.size, p=np.array(groups) / sum(groups))[c_read]
+        c_ref = base[part] + rng.integers(0, 1 << 20, first[-1]) % np.array(groups)[part]
+        like = np.exp(-rng.integers(0, 7, first[-1]) * math.log((1 - ERROR_RATE) / ERROR_RATE))
+        weight = rng.integers(1, 30, size.size).astype(np.float64)[c_read]
+        n, r = int(weight[first[:-1]].sum()), int(base[-1])
+        want = em_steps_numpy(c_read, c_ref, like, weight, size.size, n, iterations, tolerance, np.full(r, 1 / r))
+        for threads in (1, 2, 3, 4, 16):
+            abundance, posterior = np.full(r, 1 / r), np.empty_like(like)
+            steps = _scan.em_classes(first, c_ref, like, weight, n, iterations, tolerance, abundance, posterior, threads)
+            assert steps == want[2]
+            assert abundance.tobytes() == want[0].tobytes() and posterior.tobytes() == want[1].tobytes()
+
+
 class _Name(NamedTuple):
     virus: str
     display: str

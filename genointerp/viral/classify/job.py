@@ -288,7 +288,8 @@ def _classify_reads(req: ClassifyRequest, clf: Classifier, typer: Typer | None, 
         if typing is not None:
             summary["typing"] = typing  # merge-calls builds the report from the chunks' typings
     if req.reports():
-        summary["viral_report"], report_rows = report_from_typing(typing)
+        # the EM on the cores the workers had: the same numbers on any number of threads
+        summary["viral_report"], report_rows = report_from_typing(typing, pool.workers + 1)
         write_sample_report(sample_out, summary["viral_report"], report_rows, total, called)
     summary["model_sha256"] = digest.result() if digest is not None else model_sha256(clf.path, clf.config)
     return summary

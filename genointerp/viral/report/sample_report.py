@@ -213,12 +213,12 @@ class _Name(NamedTuple):
     display: str
 
 
-def report_from_typing(typing: dict) -> tuple[dict, list[ReportRow]]:
+def report_from_typing(typing: dict, threads: int = 1) -> tuple[dict, list[ReportRow]]:
     """The report of a sample's typing (genointerp.viral.report.typing_data.typing_part): its summary
     (the summary JSON's `viral_report`) and its rows, types by EM reads then the viruses of unplaced
-    reads."""
+    reads. The EM runs on up to `threads` threads (the same numbers for any)."""
     placed = placed_reads(typing)
-    em = run_em(placed)
+    em = run_em(placed, threads=threads)
     rows: list[TypeRow] = []
     if placed:
         refs = references(typing)

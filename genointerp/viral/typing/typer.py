@@ -307,14 +307,16 @@ def _as_arrays(placed: PlacedReads | list[TypeHits]) -> PlacedReads:
     return placed if isinstance(placed, PlacedReads) else PlacedReads.of(placed)
 
 
-def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None = None) -> EMResult:
+def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None = None, threads: int = 1) -> EMResult:
     """Abundances of the references, and each read's posterior over its matches.
 
     Reads of one compatibility class (`compatibility_classes`: the same references at the same
     edits behind their best) have the same likelihoods, hence the same posterior: the EM runs over
     the classes, each weighed by its reads (as kallisto does), and each read takes its class's
     posterior. A capture panel's 100,000 reads of a few types make a few thousand classes. The
-    steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order)."""
+    steps run compiled (genointerp._scan.em_classes: `em_steps_numpy`'s arithmetic in its order), on
+    up to `threads` threads: the references that classes join make parts whose steps share no sum,
+    each stepped by one thread, so the numbers are the same bytes for any `threads`."""
     hits = _as_arrays(placed)
     used = hits.used()
     refs = sorted(hits.names[u] for u in used.tolist())
@@ -338,7 +340,8 @@ def run_em(placed: PlacedReads | list[TypeHits], read_lengths: list[int] | None 
     abundance = np.full(r, 1.0 / r)
     posterior = np.empty_like(like)
     class_first = np.r_[0, np.cumsum(size)]  # class c's hits: class_first[c]:class_first[c + 1]
-    it = _scan.em_classes(class_first, c_ref, like, weight, n, EM_ITERATIONS, EM_TOLERANCE, abundance, posterior)
+    it = _scan.em_classes(class_first, c_ref, like, weight, n, EM_ITERATIONS, EM_TOLERANCE, abundance, posterior,
+                          threads)
     # each read's matches are its class's, in order (the same references as its own)
     class_first = class_first[:-1]
     hit = np.arange(ref.size) + np.repeat(class_first[of] - starts, hits.count)
