@@ -248,10 +248,14 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]], burden_maf: float = 0
         reported = best_pair if abs(best_z) > bar else None
         proxy = ld_proxies(x, [idx for _, idx in groups], names, reported, planted) if reported and key else None
 
-        def zs(i: int) -> str:
-            return f"{found.block_z[i]:.1f} / {found.score_z[i]:.1f}"
+        burdens = found.tested("burdens") > 0  # the burden family's z and bar third, where it tests a pair
 
-        rows.append({"seed": seed, "phenotype": name, "bars": f"{found.block_bar:.2f} / {found.score_bar:.2f}",
+        def zs(i: int) -> str:
+            third = "" if not burdens else " / -" if np.isnan(found.burden_z[i]) else f" / {found.burden_z[i]:.1f}"
+            return f"{found.block_z[i]:.1f} / {found.score_z[i]:.1f}" + third
+
+        bars = f"{found.block_bar:.2f} / {found.score_bar:.2f}" + (f" / {found.burden_bar:.2f}" if burdens else "")
+        rows.append({"seed": seed, "phenotype": name, "bars": bars,
                      "planted z": ("linked" if key not in where else zs(where[key])) if key else "",
                      "planted rank": str(rank[key]) if key in where else "",
                      "best other z": f"{zs(found.pairs.index(other[0]))} ({other[1]})",

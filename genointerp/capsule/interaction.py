@@ -69,15 +69,20 @@ def describe(gene_a: str, gene_b: str, rows: list[dict], evidence: dict) -> str:
     same = [r for r in rows if r not in one]
     table = (f"case rate {rate(one):.2f} where exactly one gene's interacting axis is high, {rate(same):.2f} where "
              f"both or neither are (pair.tsv)")
-    if evidence.get("test", "products") == "scores":
+    family = evidence.get("test", "products")
+    level = evidence.get("level", SCORE_ALPHA if family == "scores" else BLOCK_ALPHA)
+    where = (f"where the best of {evidence['pairs']:,} pairs passes {evidence['chance_z']:.2f} by chance with "
+             f"probability {level:g}")
+    if family == "scores":
         test = (f"the score test of the product of the two genes' additive scores reaches |z| = {abs(evidence['z']):.2f} "
-                f"against the refitted additive null model, where the best of {evidence['pairs']:,} pairs passes "
-                f"{evidence['chance_z']:.2f} by chance with probability {SCORE_ALPHA:g}")
+                f"against the refitted additive null model, {where}")
+    elif family == "burdens":
+        test = (f"the score test of the product of the two genes' burden columns reaches |z| = {abs(evidence['z']):.2f} "
+                f"against the additive null model refitted along every gene's score and burden, {where}")
     else:
         test = (f"the score test of its PCs' products reaches z = {evidence['z']:.2f} against the additive null "
-                f"model, where the best of {evidence['pairs']:,} pairs passes {evidence['chance_z']:.2f} by chance with "
-                f"probability {BLOCK_ALPHA:g}")
-    test += f" ({INTERACTION_ALPHA:g} for the two families of the test together)"
+                f"model, {where}")
+    test += f" ({INTERACTION_ALPHA:g} for the families of the test together)"
     if evidence["interacting"]:
         return f"interacting pair {gene_a} x {gene_b}: {test}; {table}"
     return (f"no interacting pair: the screen's best, {gene_a} x {gene_b}, is within chance ({test}); {table}")

@@ -8,9 +8,10 @@ gate (`chance_threshold`) is the one capsule-search's fitness applies.
 screened_pair (capsule-train --pair-screen): score tests of every pair against an additive null
 model, in seconds (interaction_screen, below), in two families: the products of the two genes' PCs
 (any direction of each gene) and the product of the two genes' additive scores (the rank-1 view:
-one direction of each gene, the one the null fitted). The best pair is spared from the group
+one direction of each gene, the one the null fitted); with the genes' burden columns (capsule-train
+--burden-maf) a third, the product of the two genes' burdens. The best pair is spared from the group
 penalty (`screened_pair`) and, where it passes the bar that the best of all pairs passes by chance
-with probability INTERACTION_ALPHA over the two families (permutation max-T's), reported as
+with probability INTERACTION_ALPHA over the families (permutation max-T's), reported as
 interacting and given a pair capsule.
 """
 
@@ -285,14 +286,22 @@ def permutation_bar(x: np.ndarray, r: np.ndarray, p: np.ndarray, scored: np.ndar
 # On tuning seed 4's 8 additive cohorts the best pair's |z| 3.2-4.2 against permutation bars of
 # 4.0-4.4 (the raw version: up to 8.7), the co-occurrences z 3.6-15.6.
 #
-# The two families split the level (Bonferroni: together they call an additive cohort with probability
-# at most INTERACTION_ALPHA), BLOCK_ALPHA and SCORE_ALPHA; the bar of this one is its permutation max-T
-# of |z| (the refit's residuals permuted within strata of its case probability, as above). Chosen on
-# tuning seeds 4, 5, 11 and 12 (3,000 samples, pair test alone): at 0.025 each, the score family
-# called 2 of their 32 additive cohorts (|z| 4.26 and 4.25 against bars of 4.24 and 4.23) and one
-# interacting cohort's wrong pair; at 0.01 its bars are about 0.2 higher.
+# The families split the level (Bonferroni: together they call an additive cohort with probability
+# at most INTERACTION_ALPHA), BLOCK_ALPHA and SCORE_ALPHA (and BURDEN_ALPHA, below); the bar of this one
+# is its permutation max-T of |z| (the refit's residuals permuted within strata of its case
+# probability, as above). Chosen on tuning seeds 4, 5, 11 and 12 (3,000 samples, pair test alone): at
+# 0.025 each, the score family called 2 of their 32 additive cohorts (|z| 4.26 and 4.25 against bars
+# of 4.24 and 4.23) and one interacting cohort's wrong pair; at 0.01 its bars are about 0.2 higher.
+# SCORE_ALPHA 0.005 rather than 0.01 because this family's permutations run short of the data: on the
+# tuning seeds' 32 additive cohorts (4, 5, 11, 12; with burden columns) its best |z| lies above its 30
+# permutations' median best in 23 of 32 (the PC-block family's in 13 of 32) and 0.13 above their mean
+# best on average (SE 0.05; the PC-block family's -0.03), about what its bar gains from 0.01 to 0.005
+# (0.16). Its z of pairs of no interaction are wider than the permuted ones (median z^2 / 0.455 1.18
+# against 1.04 on tuning seed 4's single-gene additive cohort; fold intercepts in the refit leave it
+# so), so at 0.005 the family calls about as often as 0.01 promises. On the tuning seeds it cost one
+# planted pair of 60 where the burden family is not there (seed 4's burden co-occurrence at h2 0.8).
 SCORE_RIDGE = 1.0
-BLOCK_ALPHA, SCORE_ALPHA = 0.04, 0.01
+BLOCK_ALPHA, SCORE_ALPHA = 0.04, 0.005
 
 
 def refitted_null(scores: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,14 +324,19 @@ def refitted_null(scores: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
     return design, 1 / (1 + np.exp(-(design @ w)))
 
 
+def projected_off(t: np.ndarray, design: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """float64 (n, P): the columns of t (n, P) less their projection on a refitted null's `design`
+    (n, D) with weights p(1 - p) (p (n,) its case probabilities), as a GLM score test has them."""
+    wd = (p * (1 - p))[:, None] * design
+    gram = design.T @ wd
+    return t - design @ np.linalg.solve(gram + 1e-9 * np.trace(gram) * np.eye(len(gram)), wd.T @ t)
+
+
 def score_products(scores: np.ndarray, pairs: list[Subset], design: np.ndarray, p: np.ndarray) -> np.ndarray:
     """float64 (n, len(pairs)): each pair's product of its genes' scores (n, G), less its projection
     on the refitted null's `design` (n, D) with weights p(1 - p)."""
     a, b = np.array([pair[0] for pair in pairs]), np.array([pair[1] for pair in pairs])
-    t = scores[:, a] * scores[:, b]
-    wd = (p * (1 - p))[:, None] * design
-    gram = design.T @ wd
-    return t - design @ np.linalg.solve(gram + 1e-9 * np.trace(gram) * np.eye(len(gram)), wd.T @ t)
+    return projected_off(scores[:, a] * scores[:, b], design, p)
 
 
 def score_zs(t: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -331,24 +345,91 @@ def score_zs(t: np.ndarray, r: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
+# The pair test's third family, the burden view (with capsule-train --burden-maf, whose per-gene burden
+# columns, the copies of the gene's low-frequency alleles, are the null model's `covariates`). A gene
+# acting through its low-frequency alleles acts along its burden; the rank-1 view's axis for it is
+# the null's out-of-fold score, fitted from the gene's marginal effect, and where that effect is weak
+# (each gene of a co-occurrence acts alone only where the other's rare state is at hand) the fitted
+# axis is noisy: on tuning seeds 4 and 5 the out-of-fold scores of the planted burden pairs' genes
+# correlate 0.13-0.89 with their planted burdens, and the product of the scores reaches z -1.3 to
+# 6.9 where the product of the planted burdens reaches 6.0-10.6 (the same refit); more folds or
+# another C for the scores moved it little. The burden column is an axis no phenotype chose, so the
+# product of two genes' burden columns is scored as the scores family's product is, against the
+# null refitted along every gene's score and every burden column (a GLM score test needs the main
+# effects of what it multiplies), its bar a permutation max-T of |z| of its own. Only products that
+# MIN_EFFECTIVE samples' worth carry are scored (two low-frequency burdens: few carry both). Its level
+# BURDEN_ALPHA comes out of the PC-block family's, so that the families together call a cohort where
+# no pair interacts with probability at most INTERACTION_ALPHA. On the tuning seeds (4 and 5 whole,
+# 11 and 12 their burden and additive cohorts; 3,000 samples, both h2, with the burden columns) every
+# split tried (0.005 to 0.02 of the 0.045 the scores family leaves) gave the same calls: the planted
+# pair in 59 of 60 interacting cohorts (56 without this family), a pair in 1 of 32 additive ones (the
+# same PC-block call as without); the planted burden pairs at |z| 5.7-13.6 but one (1.6), the
+# additive cohorts' best at 2.9-3.8, against bars of 3.9-5.3 at 0.005. 0.005 leaves the PC-block
+# family most of its level (0.035).
+BURDEN_ALPHA = 0.005
+
+
+def burden_family(scores: np.ndarray, covariates: np.ndarray, covariate_genes, y: np.ndarray, pairs: list[Subset],
+                  seed: int, alpha: float) -> tuple[np.ndarray, float]:
+    """The burden family's z for every pair of `pairs` (float64 (P,), NaN where it tests none: a gene
+    without a burden column, or a product of fewer than MIN_EFFECTIVE effective samples) and its |z|
+    bar at `alpha` (inf where it tests no pair): the product of the two genes' burden columns
+    (`covariates` (n, C) standardised, `covariate_genes` (C,) their genes, one column a gene) against
+    the null refitted along the genes' out-of-fold scores (n, G) and every burden column, projected off
+    that refit's design; PERMUTATIONS permutations of the refit's residuals within STRATA strata of
+    its case probability (seeded by `seed`)."""
+    column = {int(g): k for k, g in enumerate(covariate_genes)}
+    scored = scored_products(covariates)
+    where = [i for i, (a, b) in enumerate(pairs) if a in column and b in column and scored[column[a], column[b]]]
+    z = np.full(len(pairs), np.nan)
+    if not where:
+        return z, math.inf
+    design, p = refitted_null(np.hstack([scores, covariates]), y)
+    ca = np.array([column[pairs[i][0]] for i in where])
+    cb = np.array([column[pairs[i][1]] for i in where])
+    t = projected_off(covariates[:, ca] * covariates[:, cb], design, p)
+    r = y - p
+    z[where] = score_zs(t, r)
+    t32 = t.astype(np.float32)
+    best = np.array([np.abs(score_zs(t32, shuffled.astype(np.float32))).max() for shuffled in _permuted(r, p, seed)])
+    return z, _gumbel_bar(best, alpha)
+
+
 class PairTest(NamedTuple):
-    """Both families' numbers for every pair tested: pairs [(a, b)], z of the PC-block test and of the
-    rank-1 score test (signed) float64 (P,) each, and each family's bar (for the best pair, at
-    BLOCK_ALPHA and SCORE_ALPHA; the score test's for |z|)."""
+    """Every family's numbers for every pair tested: pairs [(a, b)], z of the PC-block test and of the
+    rank-1 score test (signed) float64 (P,) each, each family's bar (for the best pair, at its level;
+    the score test's for |z|), and the burden family's signed z (NaN for a pair it does not test: a
+    gene without a burden column, a product too few carry) and |z| bar (inf where it tests none)."""
     pairs: list
     block_z: np.ndarray
     score_z: np.ndarray
     block_bar: float
     score_bar: float
+    burden_z: np.ndarray | None = None
+    burden_bar: float = math.inf
+    block_alpha: float = BLOCK_ALPHA
+
+    def level(self, family: str) -> float:
+        """The level of a family's bar: the chance that the best pair passes it where none interacts."""
+        return {"products": self.block_alpha, "scores": SCORE_ALPHA, "burdens": BURDEN_ALPHA}[family]
+
+    def tested(self, family: str) -> int:
+        """How many pairs a family tested (the burden family: those with two burden columns)."""
+        if family == "burdens":
+            return 0 if self.burden_z is None else int(np.sum(~np.isnan(self.burden_z)))
+        return len(self.pairs)
 
     def ranked(self) -> list[tuple[Subset, str, float, float]]:
-        """Every pair once, by its better family's margin (z less that family's bar), best first:
-        (pair, "products" or "scores", z, bar); ties in pair order."""
+        """Every pair once, by its best family's margin (z less that family's bar; |z| for the scores
+        and burdens), best first: (pair, "products", "scores" or "burdens", z, bar); ties in pair order."""
         out = []
         for i, pair in enumerate(self.pairs):
-            block = (float(self.block_z[i]) - self.block_bar, "products", float(self.block_z[i]), self.block_bar)
-            score = (abs(float(self.score_z[i])) - self.score_bar, "scores", float(self.score_z[i]), self.score_bar)
-            margin, family, z, bar = max(block, score, key=lambda c: c[0])
+            tests = [(float(self.block_z[i]) - self.block_bar, "products", float(self.block_z[i]), self.block_bar),
+                     (abs(float(self.score_z[i])) - self.score_bar, "scores", float(self.score_z[i]), self.score_bar)]
+            if self.burden_z is not None and not np.isnan(self.burden_z[i]):
+                z = float(self.burden_z[i])
+                tests.append((abs(z) - self.burden_bar, "burdens", z, self.burden_bar))
+            margin, family, z, bar = max(tests, key=lambda c: c[0])
             out.append((margin, tuple(pair), family, round(z, 6), round(bar, 6)))
         return [(pair, family, z, bar) for _, pair, family, z, bar in sorted(out, key=lambda c: (-c[0], c[1]))]
 
@@ -361,8 +442,9 @@ def interaction_screen(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], se
     and the rank-1 score z (score_zs of the product of the two genes' out-of-fold scores against the
     refitted null), and each family's permutation bar, at BLOCK_ALPHA and SCORE_ALPHA (seeded by `seed`).
     None where no pair is tested. `covariates` (n, C) float64 standardised: more columns of the null
-    model (the genes' burden columns), not themselves paired; `covariate_genes` (C,) the gene of
-    each (their weights join that gene's score)."""
+    model (the genes' burden columns, at most one a gene), not themselves paired in the first two
+    families; `covariate_genes` (C,) the gene of each (their weights join that gene's score). With
+    them the burden family too (burden_family, at BURDEN_ALPHA, taken from the PC-block family's level)."""
     linked = linked_pairs(x, genes)
     pairs = [(a, b) for a in range(len(genes)) for b in range(a + 1, len(genes)) if (a, b) not in linked]
     if not pairs:
@@ -371,20 +453,25 @@ def interaction_screen(x: np.ndarray, y: np.ndarray, genes: list[np.ndarray], se
     for g, cols in enumerate(genes):
         owner[cols] = g
     design = x
-    if covariates is not None and covariates.shape[1]:
+    burdens = covariates is not None and covariates.shape[1] > 0
+    if burdens:
         design = np.hstack([x, covariates])
         owner = np.concatenate([owner, np.asarray(covariate_genes, dtype=np.int64)])
     r, scores = null_fit(design, y, _screen_split(y, seed), 3, owner, len(genes))
+    burden_z, burden_bar = (burden_family(scores, covariates, covariate_genes, y, pairs, seed, BURDEN_ALPHA)
+                            if burdens else (None, math.inf))
+    block_alpha = BLOCK_ALPHA - (BURDEN_ALPHA if burden_bar < math.inf else 0.0)
     blocks, scored = _shape_blocks(genes, pairs), scored_products(x)
     block_z = pair_zs(product_scores(x, r, scored), blocks, len(pairs))
-    block_bar = permutation_bar(x, r, y - r, scored, blocks, len(pairs), seed, BLOCK_ALPHA)
+    block_bar = permutation_bar(x, r, y - r, scored, blocks, len(pairs), seed, block_alpha)
     refit, p = refitted_null(scores, y)
     t = score_products(scores, pairs, refit, p)
     rs = y - p
     score_z = score_zs(t, rs)
     t32 = t.astype(np.float32)
     best = np.array([np.abs(score_zs(t32, shuffled.astype(np.float32))).max() for shuffled in _permuted(rs, p, seed)])
-    return PairTest(pairs, block_z, score_z, block_bar, _gumbel_bar(best, SCORE_ALPHA))
+    return PairTest(pairs, block_z, score_z, block_bar, _gumbel_bar(best, SCORE_ALPHA), burden_z, burden_bar,
+                    block_alpha)
 
 
 # Two genes in strong LD (or sharing SNPs) are not tested: a non-additive effect of one locus that
@@ -417,12 +504,12 @@ def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int
     """The pair test on standardised x (n, F), y (n,) of these rows only, `covariates` (n, C)
     standardised the null model's more columns (capsule-train --burden-maf's burden columns) and
     `covariate_genes` (C,) their genes: (the best gene pair (gene numbers of config.gene_index) by
-    its better family's margin over that family's bar (PairTest.ranked), or () where its z (|z| for
-    the score family) does not pass SPARE_Z; the evidence for it, {z, chance_z, test ("products":
-    the PC-block family, "scores": the rank-1 family), pairs, interacting, null_covariates (C)}, or
-    None where none). interacting: z passes chance_z, the bar that the best of the pairs tested
-    (every pair of genes but the linked ones) passes in that family with probability BLOCK_ALPHA or
-    SCORE_ALPHA where no pair interacts (the two families together: INTERACTION_ALPHA).
+    its best family's margin over that family's bar (PairTest.ranked), or () where its z (|z| for
+    the scores and burdens) does not pass SPARE_Z; the evidence for it, {z, chance_z, test
+    ("products": the PC-block family, "scores": the rank-1 family, "burdens": the burden family),
+    pairs (that family tested), level, interacting, null_covariates (C)}, or None where none).
+    interacting: z passes chance_z, the bar that the best of the pairs that family tested passes
+    with probability `level` where no pair interacts (every family together: INTERACTION_ALPHA).
     Why spare a pair: the group penalty gives a gene without a marginal effect no reason to keep its
     map, so an XOR pair stays switched off unless it is exempted."""
     found = interaction_screen(x.astype(np.float64), y, _gene_columns(config), seed,
@@ -432,8 +519,8 @@ def screened_pair(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, seed: int
     pair, family, z, bar = found.ranked()[0]
     if abs(z) <= SPARE_Z:
         return (), None
-    return tuple(pair), {"z": z, "chance_z": bar, "test": family, "pairs": len(found.pairs),
-                         "interacting": bool(abs(z) > bar),
+    return tuple(pair), {"z": z, "chance_z": bar, "test": family, "pairs": found.tested(family),
+                         "level": found.level(family), "interacting": bool(abs(z) > bar),
                          "null_covariates": 0 if covariates is None else int(covariates.shape[1])}
 
 
