@@ -41,29 +41,96 @@ def pcs_only(x: np.ndarray, config: CapsuleConfig, burden_columns: int) -> tuple
     return x[:, :keep], replace(config, n_features=keep, gene_index=config.gene_index[:keep])
 
 
-def pair_axes(x: np.ndarray, y: np.ndarray, config: CapsuleConfig) -> tuple[tuple[float, ...], ...]:
-    """The pair capsule's rank-1 view: each of config.pair's two genes' additive-score
-    axis, the weights of its columns (PCs and any burden column) in the pair test's additive model
-    (an L2 logistic regression, C = NULL_C, on every column of x (n, F) float32 standardised, y (n,)
-    0/1: these rows only), scaled so that the gene's score x_g . w_g has sd 1 on these rows (a
-    gene with no weight gets 0s). ((K_a floats), (K_b floats)), fixed from then on (config.pair_axes)."""
+def null_weights(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """The pair test's additive model on these rows: an L2 logistic regression (C = NULL_C) of y (n,)
+    0/1 on every column of x (n, F) float32 standardised. (weights float64 (F,), intercept)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
-    xd = x.astype(np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        coef = LogisticRegression(C=NULL_C, max_iter=1000).fit(xd, y).coef_[0]
-    index = np.asarray(config.gene_index)
-    axes = []
-    for g in config.pair:
-        cols = np.flatnonzero(index == g)
-        w = coef[cols]
-        sd = float((xd[:, cols] @ w).std())
-        axes.append(tuple(float(v) for v in (w / sd if sd > 0 else np.zeros_like(w))))
-    return tuple(axes)
+        fitted = LogisticRegression(C=NULL_C, max_iter=1000).fit(x.astype(np.float64), y)
+    return fitted.coef_[0], float(fitted.intercept_[0])
+
+
+def _unit_sd(x: np.ndarray, w: np.ndarray) -> tuple[float, ...]:
+    """w scaled so that the score x . w has sd 1 on the rows of x (0s where it has none)."""
+    sd = float((x @ w).std())
+    return tuple(float(v) for v in (w / sd if sd > 0 else np.zeros_like(w)))
+
+
+def pair_axes(x: np.ndarray, y: np.ndarray, config: CapsuleConfig,
+              null: tuple[np.ndarray, float] | None = None) -> tuple[tuple[float, ...], ...]:
+    """The pair capsule's rank-1 view: each of config.pair's two genes' additive-score
+    axis, the weights of its columns (PCs and any burden column) in the pair test's additive model
+    (null_weights on x (n, F) float32 standardised, y (n,) 0/1: these rows only; `null` its answer where
+    already fitted), scaled so that the gene's score x_g . w_g has sd 1 on these rows (a
+    gene with no weight gets 0s). ((K_a floats), (K_b floats)), fixed from then on (config.pair_axes)."""
+    coef, _ = null_weights(x, y) if null is None else null
+    xd, index = x.astype(np.float64), np.asarray(config.gene_index)
+    return tuple(_unit_sd(xd[:, cols], coef[cols]) for cols in (np.flatnonzero(index == g) for g in config.pair))
+
+
+# The interacting axes' fit: alternations of the two genes' axes, and the ridge on each axis's weights
+# (the additive model's own, 1 / NULL_C on the summed log-likelihood)
+JOINT_ROUNDS = 4
+JOINT_RIDGE = 1 / NULL_C
+
+
+def _offset_logistic(f: np.ndarray, offset: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
+    """Weights w (K,) of the logistic regression logit = offset + b + f w of y (n,) 0/1 on f (n, K)
+    float64, ridge `ridge` on w (not on the intercept b), by Newton's method from 0."""
+    design = np.hstack([np.ones((len(y), 1)), f])
+    penalty = ridge * np.eye(design.shape[1])
+    penalty[0, 0] = 0.0
+    w = np.zeros(design.shape[1])
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(offset + design @ w)))
+        step = np.linalg.solve(design.T @ ((p * (1 - p))[:, None] * design) + penalty + 1e-9 * np.eye(len(w)),
+                               design.T @ (y - p) - penalty @ w)
+        w += step
+        if np.abs(step).max() < 1e-10:
+            break
+    return w[1:]
+
+
+def _oriented(v: np.ndarray) -> np.ndarray:
+    """v of unit length, its largest loading positive (0s stay 0s)."""
+    norm = float(np.linalg.norm(v))
+    if norm == 0:
+        return v
+    v = v / norm
+    return v * np.sign(v[np.argmax(np.abs(v))])
+
+
+def interaction_axes(x: np.ndarray, y: np.ndarray, config: CapsuleConfig,
+                     null: tuple[np.ndarray, float] | None = None) -> tuple[tuple[float, ...], ...]:
+    """Each of config.pair's two genes' interacting axis: the directions v_a, v_b of the genes'
+    columns (PCs and any burden column) whose product (x_a . v_a)(x_b . v_b) best adds to the pair
+    test's additive model (null_weights on x (n, F) float32 standardised, y (n,) 0/1: these rows only;
+    `null` its answer where already fitted), a rank-1 bilinear logistic term on top of the additive
+    fit's logit (its offset). Started at the leading singular pair of sum_i r_i x_a x_b^T (r = y - p
+    of the additive fit: the score-test direction), then JOINT_ROUNDS alternations, each fitting one
+    gene's axis with the other's fixed (ridge JOINT_RIDGE). An exclusive-or has no additive axis, so
+    the additive scores' product (pair_axes) misses it, and the K_a x K_b PC products leave the
+    direction to be learnt from the rows among many noise products; the interaction of the planted
+    family is a function of one score per gene, which lies along one direction of each gene.
+    Each axis scaled so that x_g . v_g has sd 1 on these rows, its largest loading positive:
+    ((K_a floats), (K_b floats)), fixed from then on (config.pair_interaction_axes)."""
+    coef, intercept = null_weights(x, y) if null is None else null
+    xd, index = x.astype(np.float64), np.asarray(config.gene_index)
+    yd = y.astype(np.float64)
+    offset = xd @ coef + intercept
+    xa, xb = (xd[:, np.flatnonzero(index == g)] for g in config.pair)
+    r = yd - 1 / (1 + np.exp(-offset))
+    u, _, vt = np.linalg.svd(xa.T @ (r[:, None] * xb))
+    va, vb = _oriented(u[:, 0]), _oriented(vt[0])
+    for _ in range(JOINT_ROUNDS):
+        va = _oriented(_offset_logistic(xa * (xb @ vb)[:, None], offset, yd, JOINT_RIDGE))
+        vb = _oriented(_offset_logistic(xb * (xa @ va)[:, None], offset, yd, JOINT_RIDGE))
+    return _unit_sd(xa, va), _unit_sd(xb, vb)
 
 
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
@@ -74,8 +141,8 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     joins the training loss (with s.pair_screen, sparing screened_pair's genes, which the model's
     `screened_pair` attribute records, and its evidence `pair_evidence`; with s.pair_capsule too, a
     pair capsule for them where the evidence calls them interacting: the model's config then has the
-    `pair`, its `pair_axes` (pair_axes, on the inner training rows) and `pair_products`, false
-    where the scores family called the pair); the
+    `pair`, its `pair_axes` (pair_axes) and `pair_interaction_axes` (interaction_axes), both fitted on
+    the inner training rows, and `pair_products` false); the
     validation loss that stops training is the margin loss alone.
     `history`, a list, gets a {epoch, train_loss, valid_loss, valid_accuracy} row per epoch."""
     rng = np.random.default_rng(seed)
@@ -93,10 +160,14 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     # the pair capsule only where the pair passes the bar that capsule-train's report applies
     # (interacting): the screen's best pair of an additive cohort would only add parameters
     if exempt and s.pair_capsule and evidence["interacting"]:
-        # the rank-1 view joins the pair capsule; where the test called the pair from that view alone
-        # (the scores family), the capsule reads it without the K_a x K_b PC products
-        config = replace(config, pair=exempt, pair_products=evidence["test"] != "scores")
-        config = replace(config, pair_axes=pair_axes(x[tr], y[tr], config))
+        # two rank-1 views, each the product of one direction of each gene, fitted on the inner
+        # training rows and fixed: the additive scores' (co-occurrence: the genes also act alone) and
+        # the interacting axes' (an exclusive-or has no additive axis). Not the K_a x K_b PC products:
+        # on the tuning cohorts they only added noise to fit once the interacting axes were there
+        config = replace(config, pair=exempt, pair_products=False)
+        null = null_weights(x[tr], y[tr])
+        config = replace(config, pair_axes=pair_axes(x[tr], y[tr], config, null),
+                         pair_interaction_axes=interaction_axes(x[tr], y[tr], config, null))
     torch.manual_seed(seed)
     model = CapsuleNet(config).to(s.device)
     model.screened_pair = exempt  # the final model's is reported in config.json

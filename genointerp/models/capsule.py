@@ -30,7 +30,10 @@ phenotype capsules only through routing's nonlinearity; the products give it a c
 With `pair_axes` (w_a (K_a,), w_b (K_b,): each gene's additive-score axis, fitted once in training
 and fixed) z gets one more input, last, the rank-1 view (x_a . w_a)(x_b . w_b): Q = K_a + K_b +
 K_a K_b + 1; with `pair_products` False (capsule-train: where the pair test called the pair from
-that view) z = [x_a, x_b, (x_a . w_a)(x_b . w_b)], Q = K_a + K_b + 1.
+that view) z = [x_a, x_b, (x_a . w_a)(x_b . w_b)], Q = K_a + K_b + 1. With `pair_interaction_axes`
+(v_a (K_a,), v_b (K_b,): each gene's interacting axis, the rank-1 bilinear term of a logistic fit
+in training, fixed) one more input after those, (x_a . v_a)(x_b . v_b): an exclusive-or of two genes
+has no additive axis to multiply, but it does have one direction of each gene along which it acts.
 `group_penalty()` is the group lasso sum_g sqrt(K_g) |A_g|_F that capsule-train adds to the training
 loss (--gene-penalty): it drives whole genes' maps to 0, so most of ~100 genes stop feeding noise
 into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for every sample).
@@ -77,6 +80,10 @@ class CapsuleConfig(ModelConfig):
     # with a pair: whether the pair capsule reads every PC product PC_a x PC_b (False: the rank-1 view
     # alone, the two genes' PCs and the product of their scores)
     pair_products: bool = True
+    # with a pair: each gene's interacting axis over its columns (K_a floats, K_b floats), the rank-1
+    # bilinear term fitted in training (fit.interaction_axes), whose product joins the pair capsule's
+    # inputs after the additive scores' product; () for none (a config.json written before it)
+    pair_interaction_axes: tuple[tuple[float, ...], ...] = ()
 
     PRIMARY_KINDS: ClassVar[tuple[str, ...]] = ("conv", "gene")
 
@@ -84,7 +91,8 @@ class CapsuleConfig(ModelConfig):
         # config.json gives a list; a tuple keeps the frozen config hashable and == its round trip
         object.__setattr__(self, "gene_index", tuple(self.gene_index))
         object.__setattr__(self, "pair", tuple(self.pair))
-        object.__setattr__(self, "pair_axes", tuple(tuple(float(w) for w in axis) for axis in self.pair_axes))
+        for name in ("pair_axes", "pair_interaction_axes"):
+            object.__setattr__(self, name, tuple(tuple(float(w) for w in axis) for axis in getattr(self, name)))
 
     @property
     def n_positions(self) -> int:
@@ -109,11 +117,12 @@ class CapsuleConfig(ModelConfig):
 
     @property
     def pair_inputs(self) -> int:
-        """Q = K_a + K_b + K_a K_b (+ 1 with pair_axes), the pair capsule's inputs (0 without a pair)."""
+        """Q = K_a + K_b + K_a K_b (+ 1 with pair_axes, + 1 with pair_interaction_axes), the pair
+        capsule's inputs (0 without a pair)."""
         if not self.pair:
             return 0
         ka, kb = (gene_sizes(self.gene_index)[g] for g in self.pair)
-        return ka + kb + ka * kb * self.pair_products + bool(self.pair_axes)
+        return ka + kb + ka * kb * self.pair_products + bool(self.pair_axes) + bool(self.pair_interaction_axes)
 
     def validate(self) -> None:
         if self.primary not in self.PRIMARY_KINDS:
@@ -133,7 +142,7 @@ class CapsuleConfig(ModelConfig):
             raise ValueError("margins need 0 <= m_minus < m_plus <= 1")
         if self.primary == "gene":
             self._validate_genes()
-        elif self.pair or self.pair_axes:
+        elif self.pair or self.pair_axes or self.pair_interaction_axes:
             raise ValueError("a pair capsule needs gene primary capsules")
 
     def _validate_genes(self) -> None:
@@ -148,11 +157,12 @@ class CapsuleConfig(ModelConfig):
                           or any(not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < self.n_genes
                                  for g in self.pair)):
             raise ValueError(f"pair must be two different gene numbers below {self.n_genes}")
-        if self.pair_axes and (not self.pair or [len(a) for a in self.pair_axes]
-                               != [gene_sizes(index)[g] for g in self.pair]):
-            raise ValueError("pair_axes must give one weight per column of each of the pair's two genes")
-        if self.pair and not (self.pair_products or self.pair_axes):
-            raise ValueError("a pair capsule without the PC products needs pair_axes")
+        for name in ("pair_axes", "pair_interaction_axes"):
+            axes = getattr(self, name)
+            if axes and (not self.pair or [len(a) for a in axes] != [gene_sizes(index)[g] for g in self.pair]):
+                raise ValueError(f"{name} must give one weight per column of each of the pair's two genes")
+        if self.pair and not (self.pair_products or self.pair_axes or self.pair_interaction_axes):
+            raise ValueError("a pair capsule without the PC products needs pair_axes or pair_interaction_axes")
 
 
 def gene_sizes(gene_index) -> list[int]:
@@ -244,8 +254,9 @@ class CapsuleNet(nn.Module):
         if c.pair:
             for name, g in zip(("pair_a", "pair_b"), c.pair):
                 self.register_buffer(name, columns[g, :sizes[g]].clone(), persistent=False)
-            if c.pair_axes:  # fixed, from the config: capsule-predict applies what training fitted
-                for name, axis in zip(("axis_a", "axis_b"), c.pair_axes):
+            # fixed, from the config: capsule-predict applies what training fitted
+            for names, axes in ((("axis_a", "axis_b"), c.pair_axes), (("joint_a", "joint_b"), c.pair_interaction_axes)):
+                for name, axis in zip(names, axes):
                     self.register_buffer(name, torch.tensor(axis, dtype=torch.float32), persistent=False)
             bound = 1 / c.pair_inputs ** 0.5  # nn.Linear's default init over the pair's Q inputs
             self.pair_weight = nn.Parameter((2 * torch.rand(c.pair_inputs, c.primary_dim) - 1) * bound)
@@ -265,6 +276,8 @@ class CapsuleNet(nn.Module):
             z = [xa, xb] + ([(xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)] if c.pair_products else [])
             if c.pair_axes:  # the rank-1 view: the product of the two genes' additive scores
                 z.append(((xa @ self.axis_a) * (xb @ self.axis_b)).unsqueeze(1))
+            if c.pair_interaction_axes:  # the product along the two genes' interacting axes
+                z.append(((xa @ self.joint_a) * (xb @ self.joint_b)).unsqueeze(1))
             z = torch.cat(z, dim=1)  # (B, Q)
             return torch.cat([u, squash(z @ self.pair_weight + self.pair_bias).unsqueeze(1)], dim=1)
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
