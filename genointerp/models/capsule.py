@@ -29,11 +29,12 @@ the squash, so an exclusive-or of two genes, which no single gene's capsule carr
 phenotype capsules only through routing's nonlinearity; the products give it a capsule of its own.
 With `pair_axes` (w_a (K_a,), w_b (K_b,): each gene's additive-score axis, fitted once in training
 and fixed) z gets one more input, last, the rank-1 view (x_a . w_a)(x_b . w_b): Q = K_a + K_b +
-K_a K_b + 1; with `pair_products` False (capsule-train: where the pair test called the pair from
-that view) z = [x_a, x_b, (x_a . w_a)(x_b . w_b)], Q = K_a + K_b + 1. With `pair_interaction_axes`
-(v_a (K_a,), v_b (K_b,): each gene's interacting axis, the rank-1 bilinear term of a logistic fit
-in training, fixed) one more input after those, (x_a . v_a)(x_b . v_b): an exclusive-or of two genes
-has no additive axis to multiply, but it does have one direction of each gene along which it acts.
+K_a K_b + 1; with `pair_products` False z = [x_a, x_b, (x_a . w_a)(x_b . w_b)], Q = K_a + K_b + 1.
+With `pair_interaction_axes` (v_a (K_a,), v_b (K_b,): each gene's interacting axis, the rank-1
+bilinear term of a logistic fit in training, fixed) one more input after those, (x_a . v_a)(x_b . v_b):
+an exclusive-or of two genes has no additive axis to multiply, but it does act along one direction
+of each gene. capsule-train gives a pair both axes and no PC products (fit.fit_capsule); a config.json
+of an older capsule-train may hold the products, with or without `pair_axes`.
 `group_penalty()` is the group lasso sum_g sqrt(K_g) |A_g|_F that capsule-train adds to the training
 loss (--gene-penalty): it drives whole genes' maps to 0, so most of ~100 genes stop feeding noise
 into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for every sample).
