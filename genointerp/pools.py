@@ -187,7 +187,7 @@ class OrderedPool:
                 self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                                  initializer=_worker_start)
                 _roomy_pipes(self._pool)
-                start_processes(self._pool).result()  # forked now, not at the first batch
+                start_processes(self._pool)  # forked now (in submit, with fork), not at the first batch
             except BaseException:
                 self.close()
                 raise
