@@ -965,28 +965,59 @@ done:
  * reads' placements are as without the contigs. */
 /* x (n,) ascending (distinct values), inline; tmp: room for 2 n. Up to RANKED values that fit in
  * 32 bits (a read's diagonals, for any panel under 2^31 letters) each go to their rank, the count
- * of values below it, counted over a 32-bit copy, which the compiler counts four or more at a
- * time with no branch to mispredict (a read's few dozen diagonals come in no order, and qsort's
+ * of values below it, counted over a 32-bit copy four or eight at a time (rank_place) with no
+ * branch to mispredict (a read's few dozen diagonals come in no order, and qsort's
  * calls of compare_int64, then a Shell sort's mispredicted steps, were a tenth of diagonal_edits'
  * time); more (reads of seeds many genomes share: hundreds) by a radix sort of their distances
  * from the least, eight bits a pass, as many passes as the largest needs. */
 #define RANKED 96
+#define RANK_PAD 8 /* the 32-bit copy padded with INT32_MAX to a multiple of this (no value lies below it) */
+
+/* x[the count of keys below key[i]] = key[i], for the n distinct keys (padded as RANK_PAD says): plain
+ * C, SSE2 four keys a step or AVX2 eight (chosen with count_lanes, lanes_choose). gcc left the
+ * plain loop unvectorised inside diagonal_edits, one compare a step: an eighth of its time on
+ * all-viral reads. */
+static void rank_place_c(const int32_t *key, int64_t n, int64_t *x) {
+    for (int64_t i = 0; i < n; i++) {
+        int32_t v = key[i], rank = 0;
+        for (int64_t j = 0; j < n; j++)
+            rank += key[j] < v;
+        x[rank] = v;
+    }
+}
+
+#if defined(__SSE2__)
+static void rank_place_sse2(const int32_t *key, int64_t n, int64_t *x) {
+    int64_t padded = (n + 3) & ~(int64_t)3;
+    for (int64_t i = 0; i < n; i++) {
+        __m128i v = _mm_set1_epi32(key[i]), below = _mm_setzero_si128();
+        for (int64_t j = 0; j < padded; j += 4) /* a compare's -1 for each key below v, subtracted */
+            below = _mm_sub_epi32(below, _mm_cmpgt_epi32(v, _mm_loadu_si128((const __m128i *)(key + j))));
+        below = _mm_add_epi32(below, _mm_shuffle_epi32(below, 0x4E));
+        below = _mm_add_epi32(below, _mm_shuffle_epi32(below, 0xB1));
+        x[_mm_cvtsi128_si32(below)] = key[i];
+    }
+}
+#endif
+
+static void (*rank_place)(const int32_t *, int64_t, int64_t *) = rank_place_c; /* lanes_choose sets it */
+
 static void sort_int64(int64_t *x, int64_t n, int64_t *tmp) {
     int64_t least = n ? x[0] : 0, most = least;
+    if (n < 2)
+        return;
     for (int64_t i = 1; i < n; i++) {
         least = x[i] < least ? x[i] : least;
         most = x[i] > most ? x[i] : most;
     }
     if (n <= RANKED && least >= INT32_MIN && most <= INT32_MAX) {
-        int32_t *key = (int32_t *)tmp;
+        int32_t *key = (int32_t *)tmp; /* 4 n keys' room: n + RANK_PAD - 1 from n = 2 on */
+        int64_t padded = (n + RANK_PAD - 1) / RANK_PAD * RANK_PAD;
         for (int64_t i = 0; i < n; i++)
             key[i] = (int32_t)x[i];
-        for (int64_t i = 0; i < n; i++) {
-            int32_t v = key[i], rank = 0;
-            for (int64_t j = 0; j < n; j++)
-                rank += key[j] < v;
-            x[rank] = v;
-        }
+        for (int64_t i = n; i < padded; i++)
+            key[i] = INT32_MAX;
+        rank_place(key, n, x);
         return;
     }
     uint64_t *from = (uint64_t *)tmp, *to = from + n, top = (uint64_t)most - (uint64_t)least;
@@ -1308,6 +1339,21 @@ __attribute__((target("avx2"))) static int32_t least_difference_avx2(const int32
 }
 #endif
 
+#if defined(LANES_AVX2)
+__attribute__((target("avx2"))) static void rank_place_avx2(const int32_t *key, int64_t n, int64_t *x) {
+    int64_t padded = (n + 7) & ~(int64_t)7;
+    for (int64_t i = 0; i < n; i++) {
+        __m256i v = _mm256_set1_epi32(key[i]), below = _mm256_setzero_si256();
+        for (int64_t j = 0; j < padded; j += 8)
+            below = _mm256_sub_epi32(below, _mm256_cmpgt_epi32(v, _mm256_loadu_si256((const __m256i *)(key + j))));
+        __m128i b = _mm_add_epi32(_mm256_castsi256_si128(below), _mm256_extracti128_si256(below, 1));
+        b = _mm_add_epi32(b, _mm_shuffle_epi32(b, 0x4E));
+        b = _mm_add_epi32(b, _mm_shuffle_epi32(b, 0xB1));
+        x[_mm_cvtsi128_si32(b)] = key[i];
+    }
+}
+#endif
+
 typedef void (*CountLanes)(const Lanes *, const uint8_t *, int64_t *, int64_t *, int64_t *);
 /* count_lanes' and least_difference's forms for this processor, set at import (lanes_choose); the
  * tests may set others (_scan.count_lanes_kind) to compare every form with the definition */
@@ -1328,7 +1374,8 @@ static int lanes_best(void) {
 #endif
 }
 
-/* count_lanes set to form `kind` (as lanes_best numbers them); 0 where this build or processor lacks it */
+/* count_lanes (and least_difference, rank_place) set to form `kind` (as lanes_best numbers them); 0 where
+ * this build or processor lacks it */
 static int lanes_choose(int kind) {
     if (kind < 0 || kind > lanes_best())
         return 0;
@@ -1337,17 +1384,20 @@ static int lanes_choose(int kind) {
     if (kind == 2) {
         count_lanes = count_lanes_avx2;
         least_difference = least_difference_avx2;
+        rank_place = rank_place_avx2;
         return 1;
     }
 #endif
 #if defined(__SSE2__)
     if (kind == 1) {
         count_lanes = count_lanes_sse2;
+        rank_place = rank_place_sse2;
         return 1;
     }
 #endif
     if (kind == 0) {
         count_lanes = count_lanes_c;
+        rank_place = rank_place_c;
         return 1;
     }
     return 0;
