@@ -397,6 +397,46 @@ def test_a_batch_s_typing_pickles_as_arrays_and_comes_back_equal(builtin):
     assert pickle.loads(pickle.dumps(empty)).typed == {}
 
 
+def test_a_worker_without_the_aligner_leaves_its_reads_to_align_to_the_job(builtin, viral_reads, monkeypatch):
+    """A worker whose typer has not loaded the aligner leaves the reads the diagonals do not place
+    (up to DEFER_ALIGNED) out of its batch's typing; the job's tally types them (SampleTally.add):
+    the same reference column and matches as where the batch was typed whole. Past DEFER_ALIGNED
+    the worker loads the aligner and types every read itself."""
+    from genointerp.viral.classify import batch_work
+    from genointerp.viral.classify.sample_tally import SampleTally
+
+    index, protein, typer = builtin
+    folder = str(builtin_model_dir(BUILTIN_XVIR))
+    seqs = fastq_seqs(DATA / "viral_report" / "mix.fq.gz") + ["".join(viral_reads[:5])]  # a long read: aligned
+    batch = join(seqs)
+    whole = EvidenceWork(index, protein, CallingRule(), typer, 50)(batch)
+
+    def as_worker() -> EvidenceWork:
+        work = EvidenceWork(index, protein, CallingRule(), Typer(folder, index, lambda m: None), 50)
+        work._home = -1  # as forked from another process: the job's
+        return work
+
+    worker = as_worker()
+    got = worker(batch)
+    left = sorted(set(whole.typed) - set(got.typed))
+    assert len(seqs) - 1 in left and set(got.typed) <= set(whole.typed)
+    assert not worker.typer.aligner_loaded()
+    for name in ("hits", "clean", "bits"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(whole, name))
+    records = [(f"r{i}", seq, None) for i, seq in enumerate(seqs)]
+    lengths = np.array([len(seq) for seq in seqs], np.int64)
+    viral = np.zeros(len(seqs), bool)
+    viral[list(whole.typed)] = True
+    tallies = [SampleTally(folder, typer, index, protein) for _ in range(2)]
+    assert tallies[1].add(records, lengths, viral, got.typed) == tallies[0].add(records, lengths, viral, whole.typed)
+    for name in ("count", "ref", "edits", "r_st", "r_en", "aligned"):
+        np.testing.assert_array_equal(getattr(tallies[1].placed[0], name), getattr(tallies[0].placed[0], name))
+    assert tallies[1].unplaced == tallies[0].unplaced and tallies[1].named == tallies[0].named
+    monkeypatch.setattr(batch_work, "DEFER_ALIGNED", len(left) - 1)
+    worker = as_worker()
+    assert worker(batch).typed == whole.typed.as_dict() and worker.typer.aligner_loaded()
+
+
 @pytest.mark.parametrize("high", [2, 9_000, 2**40])
 def test_the_packed_lexsort_is_lexsort(high):
     # ties, negative keys, a key of one value, and keys too wide to pack together (2**40: lexsort)

@@ -8,7 +8,9 @@ Per batch of reads (their sequences), in a worker process (genointerp.pools) or 
   seeds where they place it, else by alignment; else the virus the seeds name:
   genointerp.viral.typing.typer.type_batch) of every read the evidence calls viral whatever the
   model says: bits over the calling line and out of the rule's undecided band. The few reads the
-  model decides are typed by the job's own process once it has (SampleTally.add).
+  model decides are typed by the job's own process once it has (SampleTally.add), and so are,
+  where a worker has not loaded the aligner, the first DEFER_ALIGNED reads the diagonals leave to
+  it (EvidenceWork.defers).
 
 A read's evidence and typing are computed from that read alone, so they are the same bytes in
 any process and any batch: the calls do not depend on --threads.
@@ -16,6 +18,7 @@ any process and any batch: the calls do not depend on --threads.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +47,14 @@ class BatchEvidence:
 
 
 SEEDED = 1024  # reads whose seeds' evidence and placements run together (see EvidenceWork.__call__)
+# Reads the diagonals leave to the aligner that a worker without the aligner loaded leaves to the
+# job's process, which types them as it types the reads the model decides (SampleTally.add), before
+# it loads the aligner itself. At -t 2 (one worker, the aligner not built before the fork: see
+# genointerp.viral.classify.job.SHARED_TYPER_WORKERS) both processes loaded it (0.085 s of CPU
+# each) for the 65 reads of 108,181 all-HPV reads that need it; the job's process loads it anyway
+# for its own. 256 reads take the job's process about 0.04 s, less than a load: past that (a
+# sample of types the panel lacks, long reads) the worker loads it and aligns its own.
+DEFER_ALIGNED = 256
 
 
 class EvidenceWork:
@@ -57,6 +68,8 @@ class EvidenceWork:
     def __init__(self, index: KmerIndex, protein: ProteinIndex | None, rule: CallingRule, typer: Typer,
                  min_length: int) -> None:
         self.index, self.protein, self.rule, self.typer, self.min_length = index, protein, rule, typer, min_length
+        self._home = os.getpid()  # the job's process: the workers are forked from it
+        self._deferred = 0  # reads left to the job's process to align, in this (worker) process
 
     def __call__(self, batch: tuple[str, np.ndarray]) -> BatchEvidence:
         """The evidence of a batch given as genointerp.seq.joined.join gives it: (the reads joined
@@ -103,9 +116,23 @@ class EvidenceWork:
         order = np.argsort(reads, kind="stable")
         mask = np.concatenate([p[0] for p in placed])
         hits_of = PlacedReads.concat([p[1] for p in placed]).reordered(mask, order)
+        placed_in_order = mask[order]
+        if self.defers(int(placed_in_order.size - placed_in_order.sum())):
+            # the placed reads alone: the job's process types the others (SampleTally.add)
+            viral, placed_in_order = viral[placed_in_order], placed_in_order[placed_in_order]
         seqs = [joined[a : a + n] for a, n in zip(starts[viral].tolist(), lengths[viral].tolist())]
-        typed = type_batch(self.typer, self.index, self.protein, seqs, viral, (mask[order], hits_of))
+        typed = type_batch(self.typer, self.index, self.protein, seqs, viral, (placed_in_order, hits_of))
         return BatchEvidence(hits, clean, bits, typed)
+
+    def defers(self, count: int) -> bool:
+        """Whether a batch's `count` reads that the diagonals leave to the aligner are left to the
+        job's process: in a worker whose typer has not loaded the aligner, while the reads so
+        left stay within DEFER_ALIGNED (counted here). A read's typing is its own, wherever made."""
+        if not count or os.getpid() == self._home or self.typer.aligner_loaded() \
+                or self._deferred + count > DEFER_ALIGNED:
+            return False
+        self._deferred += count
+        return True
 
     def _viral(self, lengths: np.ndarray, clean: np.ndarray, bits: np.ndarray) -> np.ndarray:
         """bool (n,): the reads the evidence calls viral whatever the model says."""

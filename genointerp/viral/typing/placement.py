@@ -121,6 +121,10 @@ class StoredAligner:
             self._aligner = aligner
         return self._aligner
 
+    @property
+    def loaded(self) -> bool:
+        return self._aligner is not None
+
     def map(self, seq: str):
         return self.load().map(seq)
 
@@ -318,6 +322,10 @@ class ViralPanel:
         """Load the aligners now that would load at their first read (StoredAligner)."""
         if isinstance(self._sensitive, StoredAligner):
             self._sensitive.load()
+
+    def aligners_loaded(self) -> bool:
+        """Whether a short read left to align costs no aligner's load first (StoredAligner)."""
+        return not isinstance(self._sensitive, StoredAligner) or self._sensitive.loaded
 
     def close(self) -> None:
         if self._tmp is not None:

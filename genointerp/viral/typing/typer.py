@@ -66,6 +66,10 @@ class Typer:
         self._load_panel()
         self._panel.load_aligners()
 
+    def aligner_loaded(self) -> bool:
+        """Whether a short read left to align costs no aligner's load first in this process."""
+        return self._panel is not None and self._panel.aligners_loaded()
+
     def _load_panel(self) -> None:
         """The panel's references now (0.05 s for the built-in model's); its aligner loads at its
         first read (genointerp.viral.typing.placement.StoredAligner)."""
