@@ -92,9 +92,14 @@ class EvidenceWork:
             part_starts, part_lengths = starts[a:b] - first, lengths[a:b]
             seeds = self.index.evidence(codes, part_starts, part_lengths)
             at = np.flatnonzero(self._viral(part_lengths, seeds.clean, seeds.bits) & decided_by_seeds(self.rule, seeds.bits))
-            parts.append((seeds, at + a, self.typer.place_seeded_arrays(
+            # the part's numbers alone are kept, not its matched windows (about 7 MB a part of
+            # all-viral reads): the next part's arrays then take the heap's room these had, still
+            # in the caches, where a batch's parts held some 60 MB at once, each process's new
+            # pages to fault in and its index's lines pushed out of the caches by them
+            parts.append(((seeds.hits, seeds.clean, seeds.bits), at + a, self.typer.place_seeded_arrays(
                 codes, part_starts[at], part_lengths[at], *seeds.windows_of(at)) if at.size else None))
-        hits, clean, seed_bits = (np.concatenate([getattr(p[0], k) for p in parts]) for k in ("hits", "clean", "bits"))
+            del seeds
+        hits, clean, seed_bits = (np.concatenate([p[0][k] for p in parts]) for k in range(3))
         bits = seed_bits + self._protein_bits(joined, flat, starts, lengths, seed_bits)
         viral = np.flatnonzero(self._viral(lengths, clean, bits))
         if not viral.size:
