@@ -13,7 +13,8 @@ import pytest
 
 from genointerp import _scan
 from genointerp.viral.typing.typer import (EM_ITERATIONS, EM_TOLERANCE, ERROR_RATE, Hit, TypeHits, TypeRow,
-                                           _class_of_reads_by_text, _first_of_each, _pairs, class_of_reads,
+                                           _class_of_reads_by_text, _covered_by_group, _first_of_each, _pairs,
+                                           class_of_reads,
                                            compatibility_classes, covered_bases, em_steps_numpy, run_em, type_rows)
 from genointerp.viral.typing.placed import PlacedReads
 
@@ -92,6 +93,22 @@ def test_covered_bases_count_what_marking_each_base_counts():
         for a, b in spans:
             mask[np.arange(a, b) % length] = True
         assert covered_bases(spans, length) == int(mask.sum())
+
+
+def test_covered_bases_of_many_genomes_at_once_are_each_one_s():
+    """type_rows' coverage of every type's lead at once (sorted stretches' union) is each genome's
+    own running sum: stretches past the end, empty ones, overlapping and nested ones, genomes with
+    none."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        length = rng.integers(1, 3000, int(rng.integers(1, 12)))
+        group = np.sort(rng.integers(0, length.size, int(rng.integers(0, 60))))
+        st = (rng.random(group.size) * length[group]).astype(np.int64)
+        en = st + rng.integers(0, 2 * length[group] + 1)
+        got = _covered_by_group(st, en, group, length)
+        want = [covered_bases(list(zip(st[group == g].tolist(), en[group == g].tolist())), int(length[g]))
+                for g in range(length.size)]
+        assert got.tolist() == want
 
 
 def test_classes_on_arrays_are_the_classes_of_tuples():

@@ -404,6 +404,38 @@ def _covered(st: np.ndarray, en: np.ndarray, length: int) -> int:
     return int((np.cumsum(diff[:length]) > 0).sum())
 
 
+def _covered_by_group(st: np.ndarray, en: np.ndarray, group: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """`_covered` of each group's stretches at once: int64 (G,), group g's stretches those where
+    `group` (int64 (s,), ascending) is g, on a genome of length[g] bases (int64 (G,)). Each stretch
+    is its part up to the genome's end and its part past it from the start; their union's length
+    is summed over the parts sorted by start, each counting the bases beyond the furthest end of
+    those before it in its group (a type a step, a zeroed genome-long array and its running sum
+    each, took a quarter of the report of 108,181 all-HPV reads, on the job's process alone)."""
+    n_groups = length.size
+    if not st.size:
+        return np.zeros(n_groups, np.int64)
+    size = length[group]
+    past = en > size
+    lo = np.concatenate([st, np.zeros(int(past.sum()), np.int64)])
+    hi = np.concatenate([np.minimum(en, size), np.minimum(en[past] - size[past], size[past])])
+    of = np.concatenate([group, group[past]])
+    keep = hi > lo  # an empty part covers nothing
+    lo, hi, of = lo[keep], hi[keep], of[keep]
+    if not lo.size:
+        return np.zeros(n_groups, np.int64)
+    # every start and end lies in 0 .. wide - 1, so that a group's keys all exceed the ones before it
+    wide = int(hi.max()) + 1
+    order = np.argsort(of * wide + lo, kind="stable")  # by group, then start (a radix sort: np.lexsort's took 15 ms)
+    lo, hi, of = lo[order], hi[order], of[order]
+    # the furthest end of the parts before each in its group: a running maximum of group-offset ends
+    key = of * wide + hi
+    reach = np.maximum.accumulate(key) - of * wide
+    before = np.r_[0, reach[:-1]]
+    before[np.r_[True, of[1:] != of[:-1]]] = 0
+    new = np.maximum(hi - np.maximum(lo, before), 0)
+    return np.bincount(of, weights=new, minlength=n_groups).astype(np.int64)
+
+
 def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[TypeRow]:
     """Per type: EM reads, unique reads, coverage and depth on its lead reference. `naming`: ref ->
     ViralName; `lengths`: ref -> genome length. Computed on the EM's arrays of the matches
@@ -426,7 +458,9 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     # every other type the read matches counts it as shared
     kinds = np.bincount(pair_read, minlength=n)
     unique = np.bincount(pair_type[kinds[pair_read] == 1], minlength=n_types)
-    by_read = np.lexsort((pair_type, pair_read))
+    # by read, then type: the pairs are distinct, so a stable radix sort of one key orders them as
+    # np.lexsort does (its sort of the 120,000 pairs of 108,181 all-HPV reads took 15 ms)
+    by_read = np.argsort(pair_read * n_types + pair_type, kind="stable")
     multi = by_read[kinds[pair_read[by_read]] > 1]
     k = kinds[pair_read[multi]]
     group_start = np.arange(multi.size) - _rank_in_group(pair_read[multi])
@@ -447,16 +481,18 @@ def type_rows(placed, em: EMResult, naming, lengths: dict[str, int]) -> list[Typ
     lead_type = hit_type[on_lead]
     by_type = np.argsort(lead_type.astype(np.int16) if n_types < 1 << 15 else lead_type, kind="stable")
     lead_order = on_lead[by_type]
-    lead_bounds = np.searchsorted(lead_type[by_type], np.arange(n_types + 1)).tolist()
+    lead_length = np.array([lengths[em.refs[int(i)]] for i in lead_of.tolist()], np.int64)
+    covered_of = _covered_by_group(hits.r_st[lead_order], hits.r_en[lead_order], lead_type[by_type], lead_length)
+    terms = depth_terms.tolist()
     rows = []
     for t, name in enumerate(types):
         a, b = bounds[t], bounds[t + 1]
         lead_ref = em.refs[int(lead_of[t])]
         length = lengths[lead_ref]
         reads = float(share[a:b].sum())
-        depth_bases = float(np.cumsum(np.r_[0.0, depth_terms[a:b]])[-1])  # in order, from 0.0, as a running sum
-        stretch = lead_order[lead_bounds[t] : lead_bounds[t + 1]]
-        covered = _covered(hits.r_st[stretch], hits.r_en[stretch], length)
+        # in order, from 0.0, as a running sum (np.cumsum's): Python's sum of floats adds so
+        depth_bases = sum(terms[a:b], 0.0)
+        covered = int(covered_of[t])
         sa, sb = shared_bounds[t], shared_bounds[t + 1]
         shared = {types[int(o)]: int(c) for o, c in zip(shared_keys[sa:sb] % n_types, shared_counts[sa:sb])}
         naming_t = naming[lead_ref]
