@@ -215,7 +215,7 @@ def type_batch(typer: Typer, index, protein, seqs: list[str], reads: np.ndarray,
     """`type_reads` as arrays: the typing of the reads `seqs`, whose indexes in their batch are
     `reads` (int64, ascending); `seeded`: (placed bool, matches) of Typer.place_seeded_arrays,
     where known. The reads placed there get their labels on arrays (Typer.labels); the others
-    are typed by type_reads, one by one."""
+    are typed by type_reads, one by one (only their `seqs` are read: the placed ones' may be None)."""
     names = typer.names()
     if seeded is None:
         seeded = (np.zeros(len(seqs), bool), PlacedReads.empty(names))
