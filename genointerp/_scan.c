@@ -668,6 +668,33 @@ static inline int64_t anchor_of(int64_t a, int64_t b, const int64_t *counts) {
 }
 
 #if defined(__SSE2__)
+#define TRIES 4                 /* LETTERS_AHEAD + 1 pairs' first tries, a power of two */
+#define NO_TRY INT64_MIN        /* a pair whose first try is not made */
+
+/* share_place's first try of pair (s0, s1) in its quick form (stride 1, no pattern, the look-up's
+ * first places `given`): the diagonal its anchor's first place puts the other seed's window on,
+ * where the try is made (its 32 letters and the window's all there), else NO_TRY (-1 counts: a
+ * row outside the table, which the pair's own step reports); the letters of the diagonal (of the
+ * table's first place where the look-up gave none) requested. Worked out once, LETTERS_AHEAD
+ * pairs ahead, where the request and the try each worked it out: a fifth of share_place's
+ * instructions on all-viral reads. */
+static inline int64_t first_try(int64_t s0, int64_t s1, Py_ssize_t h, const int64_t *counts, const int64_t *given,
+                                const int64_t *row, const void *places, int wide, const uint8_t *flip, Py_ssize_t r,
+                                Py_ssize_t span, const int64_t *at, Py_ssize_t m, const uint8_t *letters,
+                                int64_t compared_first) {
+    if (s0 < 0 || s0 >= h || s1 < 0 || s1 >= h || counts[s0] < 0 || counts[s1] < 0)
+        return NO_TRY;
+    int64_t a = counts[s0] <= counts[s1] ? s0 : s1, o = a == s0 ? s1 : s0;
+    if (counts[a] <= 0)
+        return NO_TRY;
+    int64_t place = given[a] >= 0 ? given[a] : table_at(places, wide, row[a]);
+    place = flip && flip[a] ? r - place - span : place;
+    int64_t d = place + at[o] - at[a];
+    if (d + compared_first >= 0 && d + compared_first < r)
+        __builtin_prefetch(letters + d + compared_first);
+    return given[a] >= 0 && d >= 0 && d + 32 <= r && at[o] >= 0 && at[o] + 32 <= m ? d : NO_TRY;
+}
+
 /* whether at most `misses` of the letters of mask (bits of the first 32) differ between mine and
  * theirs (32 letters each, all readable): compared at once, and as many differing bits cleared as
  * may differ, where a popcount of the equal ones (a software one: portable builds have no popcnt)
@@ -782,7 +809,9 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
      * fails), without their steps for patterns, strides and places to fetch */
 #if defined(__SSE2__)
     int quick = stride == 1 && !pattern && bitmask[0] && given && first_places > 0;
+    int64_t tries[TRIES]; /* quick: the first tries' diagonals of the pairs from j on (first_try) */
 #endif
+    const int most[3] = {first_places, check_places, check_places};
     Py_BEGIN_ALLOW_THREADS
     /* every matched seed's row of the table read once (a stretch's seeds are in two pairs each):
      * its first entry and its number of places; 0 places for no row, -1 for a row outside the table
@@ -806,6 +835,13 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
             if (a >= 0 && a < h && b >= 0 && b < h && (a = anchor_of(a, b, counts)) >= 0 && !(given && given[a] >= 0))
                 __builtin_prefetch((const char *)places + item * row[a]);
         }
+#if defined(__SSE2__)
+        if (quick) /* the pair's first try worked out here, where its letters are requested: tried below */
+            for (Py_ssize_t k = j ? j + LETTERS_AHEAD : 0; k <= j + LETTERS_AHEAD && k < pairs; k++)
+                tries[k & (TRIES - 1)] = first_try(first[k], second[k], h, counts, given, row, places, wide, flip, r,
+                                                   span, at, m, letters, compared[0]);
+        else
+#endif
         for (Py_ssize_t k = j ? j + LETTERS_AHEAD : 0; k <= j + LETTERS_AHEAD && k < pairs; k++) {
             int64_t a = first[k], o = second[k];
             if (a < 0 || a >= h || o < 0 || o >= h || (a = anchor_of(a, o, counts)) < 0)
@@ -833,14 +869,10 @@ static PyObject *share_place(PyObject *self, PyObject *args) {
         int anchor = counts[s[0]] <= counts[s[1]] ? 0 : 1, found = 0;
 #if defined(__SSE2__)
         if (quick) { /* the first try alone, as the passes below make it first: most pairs it settles */
-            int64_t a = s[anchor], o = s[1 - anchor], place = given[a];
-            place = flip && flip[a] ? r - place - span : place;
-            int64_t d = place + at[o] - at[a];
-            found = counts[a] > 0 && given[a] >= 0 && d >= 0 && d + 32 <= r && at[o] >= 0 && at[o] + 32 <= m &&
-                    holds_32(q + at[o], letters + d, bitmask[0], misses);
+            int64_t d = tries[j & (TRIES - 1)];
+            found = d != NO_TRY && holds_32(q + at[s[1 - anchor]], letters + d, bitmask[0], misses);
         }
 #endif
-        const int most[3] = {first_places, check_places, check_places};
         for (int pass = 0; pass < 3 && !found; pass++) {
             int from = pass == 2 ? 1 - anchor : anchor;
             int64_t a = s[from], o = s[1 - from], c = counts[a], take = c < most[pass] ? c : most[pass];
