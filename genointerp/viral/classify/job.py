@@ -79,7 +79,13 @@ EVIDENCE_LABELS = ("kmer", "both", "model", "none")
 # copy it saves (65 MB) is not worth the 0.13 s every run would then spend on one core at its
 # start, with or without a read to type: 7 % of a 2-thread run of 320,000 reads.
 SHARED_TYPER_WORKERS = 2
-COLLECT_AFTER = 50_000  # allocations between the cyclic collector's first-generation passes (steady_collector)
+# allocations (net of those freed) between the cyclic collector's first-generation passes
+# (steady_collector): more than a job holds at once, so that a steady run makes none. At 50,000 the
+# one pass a run made came as the first batches were read at -t 2 (some 50,000 reads' tuples and
+# strings, each visited: 18-23 ms of the job's process at the start of a run of 108,181 all-HPV
+# reads); a job that holds more (batches waiting for the model's process) would walk them all at
+# every pass.
+COLLECT_AFTER = 1_000_000
 
 
 def model_sha256(folder: str, config: dict) -> str:
