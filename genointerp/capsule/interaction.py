@@ -77,8 +77,9 @@ def describe(gene_a: str, gene_b: str, rows: list[dict], evidence: dict) -> str:
         test = (f"the score test of the product of the two genes' additive scores reaches |z| = {abs(evidence['z']):.2f} "
                 f"against the refitted additive null model, {where}")
     elif family == "burdens":
-        test = (f"the score test of the product of the two genes' burden columns reaches |z| = {abs(evidence['z']):.2f} "
-                f"against the additive null model refitted along every gene's score and burden, {where}")
+        test = (f"the score test of the product of the two genes' carrier indicators (any low-frequency allele) "
+                f"reaches |z| = {abs(evidence['z']):.2f} against the additive null model refitted along every gene's "
+                f"score and carrier indicator, {where}")
     else:
         test = (f"the score test of its PCs' products reaches z = {evidence['z']:.2f} against the additive null "
                 f"model, {where}")

@@ -9,10 +9,10 @@ screened_pair (capsule-train --pair-screen): score tests of every pair against a
 model, in seconds (interaction_screen, below), in two families: the products of the two genes' PCs
 (any direction of each gene) and the product of the two genes' additive scores (the rank-1 view:
 one direction of each gene, the one the null fitted); with the genes' burden columns (capsule-train
---burden-maf) a third, the product of the two genes' burdens. The best pair is spared from the group
-penalty (`screened_pair`) and, where it passes the bar that the best of all pairs passes by chance
-with probability INTERACTION_ALPHA over the families (permutation max-T's), reported as
-interacting and given a pair capsule.
+--burden-maf) a third, the product of the two genes' carrier indicators (carries any of the gene's
+low-frequency alleles). The best pair is spared from the group penalty (`screened_pair`) and, where
+it passes the bar that the best of all pairs passes by chance with probability INTERACTION_ALPHA
+over the families (permutation max-T's), reported as interacting and given a pair capsule.
 """
 
 from __future__ import annotations
@@ -345,49 +345,79 @@ def score_zs(t: np.ndarray, r: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-# The pair test's third family, the burden view (with capsule-train --burden-maf, whose per-gene burden
-# columns, the copies of the gene's low-frequency alleles, are the null model's `covariates`). A gene
-# acting through its low-frequency alleles acts along its burden; the rank-1 view's axis for it is
-# the null's out-of-fold score, fitted from the gene's marginal effect, and where that effect is weak
-# (each gene of a co-occurrence acts alone only where the other's rare state is at hand) the fitted
-# axis is noisy: on tuning seeds 4 and 5 the out-of-fold scores of the planted burden pairs' genes
-# correlate 0.13-0.89 with their planted burdens, and the product of the scores reaches z -1.3 to
-# 6.9 where the product of the planted burdens reaches 6.0-10.6 (the same refit); more folds or
-# another C for the scores moved it little. The burden column is an axis no phenotype chose, so the
-# product of two genes' burden columns is scored as the scores family's product is, against the
-# null refitted along every gene's score and every burden column (a GLM score test needs the main
-# effects of what it multiplies), its bar a permutation max-T of |z| of its own. Only products that
-# MIN_EFFECTIVE samples' worth carry are scored (two low-frequency burdens: few carry both). Its level
-# BURDEN_ALPHA comes out of the PC-block family's, so that the families together call a cohort where
-# no pair interacts with probability at most INTERACTION_ALPHA. On the tuning seeds (4 and 5 whole,
-# 11 and 12 their burden and additive cohorts; 3,000 samples, both h2, with the burden columns) every
-# split tried (0.005 to 0.02 of the 0.045 the scores family leaves) gave the same calls: the planted
-# pair in 59 of 60 interacting cohorts (56 without this family), a pair in 1 of 32 additive ones (the
-# same PC-block call as without); the planted burden pairs at |z| 5.7-13.6 but one (1.6), the
-# additive cohorts' best at 2.9-3.8, against bars of 3.9-5.3 at 0.005. 0.005 leaves the PC-block
-# family most of its level (0.035).
+# The pair test's third family, the burden view (with capsule-train's burden columns, the copies of
+# each gene's low-frequency alleles, which are the null model's `covariates`). A gene acting through
+# its low-frequency alleles acts along its burden; the rank-1 view's axis for it is the null's
+# out-of-fold score, fitted from the gene's marginal effect, and where that effect is weak (each gene
+# of a co-occurrence acts alone only where the other's rare state is at hand) the fitted axis is
+# noisy: on tuning seeds 4 and 5 the out-of-fold scores of the planted burden pairs' genes correlate
+# 0.13-0.89 with their planted burdens, and the product of the scores reaches z -1.3 to 6.9 where the
+# product of the planted burdens reaches 6.0-10.6 (the same refit); more folds or another C for the
+# scores moved it little. A gene's burden is an axis no phenotype chose, so the product of two genes'
+# burdens is scored as the scores family's product is, against the null refitted along every gene's
+# score and the burdens multiplied (a GLM score test needs the main effects of what it multiplies),
+# its bar a permutation max-T of |z| of its own. Only products that MIN_EFFECTIVE samples' worth carry
+# are scored. Its level BURDEN_ALPHA comes out of the PC-block family's, so that the families together
+# call a cohort where no pair interacts with probability at most INTERACTION_ALPHA. On the tuning seeds
+# (4 and 5 whole, 11 and 12 their burden and additive cohorts; 3,000 samples, both h2) every split
+# tried (0.005 to 0.02 of the 0.045 the scores family leaves) gave the same calls; 0.005 leaves the
+# PC-block family most of its level (0.035).
+#
+# Each gene's burden enters the product as a carrier indicator (carries any of its low-frequency
+# alleles: a collapsing test's view of a burden), not as the copy count. Two genes' counts multiply
+# into a product that few samples carry, and heavily: on seeds 13 and 15 the planted burden pairs'
+# count products rested on under MIN_EFFECTIVE samples' worth in 11 of 12 cohorts and were never
+# tested. Carrier indicators are bounded, so more products are tested (1,010-1,090 pairs a cohort
+# against 810-910), and they are what a carrier-driven interaction multiplies. On the tuning seeds' 48
+# interacting burden cohorts (4, 5, 11-16; 3,000 samples, both h2; the burden family alone) the
+# planted pair past the bar in all 48 (|z| 6.1-20.1, at least 1.43 over it) against 35 with the counts
+# (12 untested); where the counts gave the larger z (seed 12's products of two burdens: 12.6 and
+# 13.1 against 9.1 and 6.9) the carriers still pass. On 42 additive cohorts no pair passed it either
+# way (closest 4.09 against 4.17). Counts and carriers both (each pair's larger |z|, one max-T over
+# both, the refit along both) passed the same 48, at least 1.23 over the bar: no gain for the cost.
 BURDEN_ALPHA = 0.005
+
+
+def carrier_columns(covariates: np.ndarray) -> np.ndarray:
+    """float64 (n, C): each burden column of `covariates` (n, C), standardised copies, as a carrier
+    indicator, standardised: 1 where the sample is at least half a copy above the column's lowest
+    value (none of the gene's low-frequency alleles), one copy read as the step from the lowest value
+    to the commonest value above it (one copy, in a low-frequency burden; a missing call's expected
+    copies, 2 MAF, stay under half of it); 0s for a column with no value above its lowest."""
+    out = np.zeros(covariates.shape, dtype=np.float64)
+    for k in range(covariates.shape[1]):
+        v = covariates[:, k].astype(np.float64)
+        low = v.min()
+        values, counts = np.unique(v[v > low], return_counts=True)
+        if not len(values):
+            continue
+        carrier = (v >= (low + values[np.argmax(counts)]) / 2).astype(np.float64)
+        sd = carrier.std()
+        if sd > 0:
+            out[:, k] = (carrier - carrier.mean()) / sd
+    return out
 
 
 def burden_family(scores: np.ndarray, covariates: np.ndarray, covariate_genes, y: np.ndarray, pairs: list[Subset],
                   seed: int, alpha: float) -> tuple[np.ndarray, float]:
     """The burden family's z for every pair of `pairs` (float64 (P,), NaN where it tests none: a gene
     without a burden column, or a product of fewer than MIN_EFFECTIVE effective samples) and its |z|
-    bar at `alpha` (inf where it tests no pair): the product of the two genes' burden columns
-    (`covariates` (n, C) standardised, `covariate_genes` (C,) their genes, one column a gene) against
-    the null refitted along the genes' out-of-fold scores (n, G) and every burden column, projected off
-    that refit's design; PERMUTATIONS permutations of the refit's residuals within STRATA strata of
-    its case probability (seeded by `seed`)."""
+    bar at `alpha` (inf where it tests no pair): the product of the two genes' carrier indicators
+    (carrier_columns of `covariates` (n, C), the burden columns standardised, `covariate_genes` (C,)
+    their genes, one column a gene) against the null refitted along the genes' out-of-fold scores
+    (n, G) and every carrier column, projected off that refit's design; PERMUTATIONS permutations of
+    the refit's residuals within STRATA strata of its case probability (seeded by `seed`)."""
     column = {int(g): k for k, g in enumerate(covariate_genes)}
-    scored = scored_products(covariates)
+    carriers = carrier_columns(covariates)
+    scored = scored_products(carriers)
     where = [i for i, (a, b) in enumerate(pairs) if a in column and b in column and scored[column[a], column[b]]]
     z = np.full(len(pairs), np.nan)
     if not where:
         return z, math.inf
-    design, p = refitted_null(np.hstack([scores, covariates]), y)
+    design, p = refitted_null(np.hstack([scores, carriers]), y)
     ca = np.array([column[pairs[i][0]] for i in where])
     cb = np.array([column[pairs[i][1]] for i in where])
-    t = projected_off(covariates[:, ca] * covariates[:, cb], design, p)
+    t = projected_off(carriers[:, ca] * carriers[:, cb], design, p)
     r = y - p
     z[where] = score_zs(t, r)
     t32 = t.astype(np.float32)
