@@ -25,6 +25,21 @@ def xor_cohort(n: int = 1000, genes: int = 6, k: int = 12, seed: int = 3):
     return x.astype(np.float32), (li > np.median(li)).astype(np.int64), u
 
 
+def xor_folder(tmp_path):
+    """xor_cohort() as a feature folder tmp_path/feats (genes G0-G5, 12 PCs each, samples S000...) and
+    tmp_path/pheno.tsv (column status: case/control). Returns (the folder, u)."""
+    from genointerp.io.features import Features, write_features
+
+    x, y, u = xor_cohort()
+    samples = [f"S{i:03d}" for i in range(len(y))]
+    folder = tmp_path / "feats"
+    folder.mkdir()
+    write_features(folder, Features(samples, [f"chr1:G{g}:pc{j + 1}" for g in range(6) for j in range(12)], x))
+    (tmp_path / "pheno.tsv").write_text("sample\tstatus\n" + "".join(
+        f"{name}\t{'case' if v else 'control'}\n" for name, v in zip(samples, y)))
+    return folder, u
+
+
 def cosines(axes, u) -> list[float]:
     return [float(np.dot(a, planted) / np.linalg.norm(a)) for a, planted in zip(axes, u)]
 
@@ -91,19 +106,13 @@ def test_capsule_train_saves_the_interacting_axes_and_capsule_predict_applies_th
     inner training rows (680 of the 800), are saved in config.json and point along the planted
     directions (|cos| above 0.9, as on all the rows above). capsule-predict applies the saved axes
     with no refit and gives the test predictions capsule-train wrote, byte for byte; -t 1 and -t 2
-    give the same model."""
+    give the same model. The gene screen switches off the two noise genes (model.genes_off), not the
+    pair."""
     import json
 
     from conftest import read_tsv
-    from genointerp.io.features import Features, write_features
 
-    x, y, u = xor_cohort()
-    samples = [f"S{i:03d}" for i in range(len(y))]
-    folder = tmp_path / "feats"
-    folder.mkdir()
-    write_features(folder, Features(samples, [f"chr1:G{g}:pc{j + 1}" for g in range(6) for j in range(12)], x))
-    (tmp_path / "pheno.tsv").write_text("sample\tstatus\n" + "".join(
-        f"{name}\t{'case' if v else 'control'}\n" for name, v in zip(samples, y)))
+    folder, u = xor_folder(tmp_path)
     base = ["capsule-train", folder, "-p", tmp_path / "pheno.tsv", "--folds", "2", "--no-baselines", "--epochs", "20"]
     for threads in ("1", "2"):
         res = cli(*base, "-t", threads, "-o", tmp_path / threads)
@@ -112,6 +121,11 @@ def test_capsule_train_saves_the_interacting_axes_and_capsule_predict_applies_th
     assert config["interaction"]["interacting"] is True
     model = config["model"]
     assert model["pair"] == [2, 3] and model["pair_products"] is False
+    # the gene screen (fit.screened_out) switched off the two noise genes and kept the pair, which has no
+    # marginal effect; capsule-predict below applies the saved screen too
+    assert config["training"]["gene_screen"] == 0.001 and model["genes_off"] == [4, 5]
+    decisive = [r["gene"] for r in read_tsv(tmp_path / "1" / "genes.tsv") if r["decisive"] == "yes"]
+    assert not {"chr1:G4", "chr1:G5", "G4", "G5"} & set(decisive)
     assert [len(axis) for axis in model["pair_interaction_axes"]] == [12, 12]
     assert min(np.abs(cosines(model["pair_interaction_axes"], u[[2, 3]]))) > 0.9
     assert all((tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()

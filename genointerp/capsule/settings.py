@@ -23,6 +23,9 @@ class CapsuleSettings:
     pair_screen: bool = False  # exempt the pair screen's best gene pair from the group penalty
     # give the screened pair a pair capsule of its PCs' products where it interacts beyond chance
     pair_capsule: bool = False
+    # switch off the genes whose marginal score test on the inner training rows is not under this level
+    # (fit.screened_out; gene capsules under the group penalty); 0: none
+    gene_screen: float = 0.0
     # the last burden_columns columns of the features are per-gene burden columns (burden.py), which the
     # pair test leaves out: it tests products of PCs
     burden_columns: int = 0

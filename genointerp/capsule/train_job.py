@@ -36,8 +36,10 @@ from genointerp.runtime import Precision, device_for, usable_threads, use_thread
 # after the seeds 1-3 tables of benchmarks/README.md: it lifts XOR at 1,000 samples and mixed at 3,000). Gene capsules
 # under the group penalty learn more slowly than the paper's conv capsules overfit (benchmarks/capsule.py:
 # best epochs 2-139, median 16, against 4-21 unpenalised), hence their longer schedule.
-GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True}
-CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False}
+GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True,
+                 "gene_screen": 0.001}
+CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False,
+                 "gene_screen": 0.0}
 # the screened pair gets a pair capsule (models/capsule.py) wherever the pair screen runs and the pair
 # interacts beyond chance (benchmarks/capsule_family.py: issue 60)
 
@@ -89,6 +91,12 @@ class CapsuleTrainRequest:
               'this x (1000 / training rows)^1.5 (rows below 500 count as 500), is added to the training loss, so '
               'genes that do not help are switched off (0: none) \\[default: 0.0012, i.e. 0.003 at 1,000 samples and'
               ' 0.0006 at 3,000; gene capsules only].'))
+    gene_screen: float | None = opt(
+        None, "--gene-screen", min=0, max=1,
+        help=("Switch off (before training, on each training set's own rows) the gene capsules of genes whose "
+              "marginal score test (the phenotype on the gene's columns) does not reach this p-value; the pair "
+              "test's pair is always kept, and where no gene reaches it none is switched off (0: none) "
+              "\\[default: 0.001 for gene capsules under the group penalty]."))
     lr_decay: float = opt(0.97, "--lr-decay", min=0.01, max=1, help='Exponential learning-rate decay per epoch.')
     hidden: int = opt(256, "--hidden", min=2, help='Dense layer width.')
     capsule_channels: int = opt(32, "--capsule-channels", min=1, help='Primary capsule channels.')
@@ -154,6 +162,11 @@ class CapsuleTrainRequest:
         if self.pair_screen and not self.settings().gene_penalty:
             raise UsageError("--pair-screen: the pair screen spares a pair from the group penalty, and "
                              "--gene-penalty 0 turns the penalty off")
+        if self.primary == "conv" and self.gene_screen:
+            raise UsageError("--gene-screen: the gene screen switches off gene capsules: use --primary gene")
+        if self.gene_screen and not self.settings().gene_penalty:
+            raise UsageError("--gene-screen: the gene screen works beside the group penalty, and --gene-penalty 0 "
+                             "turns the penalty off")
         if self.primary == "gene" and self.primary_capsule is not None:
             raise UsageError("--primary-capsule: gene primary capsules are the genes, and genes.tsv reads their "
                              "coupling; --primary-capsule picks a conv capsule")
@@ -182,9 +195,12 @@ class CapsuleTrainRequest:
         chosen = {name: defaults[name] if value is None else value for name, value in given.items()}
         pair_screen = (defaults["pair_screen"] and chosen["gene_penalty"] > 0) if self.pair_screen is None \
             else self.pair_screen
+        gene_screen = (defaults["gene_screen"] if chosen["gene_penalty"] > 0 else 0.0) if self.gene_screen is None \
+            else self.gene_screen
         return CapsuleSettings(folds=self.folds, test_fraction=self.test_fraction, valid_fraction=self.valid_fraction,
                                batch_size=self.batch_size, weight_decay=self.weight_decay, lr_decay=self.lr_decay,
-                               pair_screen=pair_screen, pair_capsule=pair_screen, seed=self.seed, device=device, threads=threads,
+                               pair_screen=pair_screen, pair_capsule=pair_screen, gene_screen=gene_screen,
+                               seed=self.seed, device=device, threads=threads,
                                baselines=self.baselines, train_fractions=list(self.train_fraction), **chosen)
 
 

@@ -19,7 +19,9 @@ so they stay 0 under Adam with L2 weight decay. The rest (W, routing, lengths) i
 so c_gj is directly how much gene g sends to phenotype capsule j. The dense layer, the
 convolution and `dropout` are not used. `gene_index` (F,) gives each feature column's gene (0..G-1).
 Trainable parameters: G*K_max*D_p (A, of which G*K_max - F rows are padding) + G*D_p (b) + N*C*D_c*D_p (W),
-plus (with a `pair`) Q*D_p + D_p for the pair capsule below.
+plus (with a `pair`) Q*D_p + D_p for the pair capsule below. `genes_off` (gene numbers): genes whose
+slots are all masked like padding, so A_g stays 0 and the gene's capsule is the constant squash(b_g)
+(capsule-train's gene screen switched them off before training: fit.screened_out).
 
 "gene" with `pair` = (a, b): one more primary capsule, last (N = G + 1), for an interacting gene pair
 (capsule-train's pair screen finds it): u_pair = squash(z P + p), z = [x_a, x_b, vec(x_a x_b^T)]
@@ -85,6 +87,9 @@ class CapsuleConfig(ModelConfig):
     # bilinear term fitted in training (fit.interaction_axes), whose product joins the pair capsule's
     # inputs after the additive scores' product; () for none (a config.json written before it)
     pair_interaction_axes: tuple[tuple[float, ...], ...] = ()
+    # "gene": gene numbers whose capsule reads none of its columns (capsule-train's gene screen found no
+    # evidence the gene acts: fit.screened_out), so it sends the same squash(b_g) for every sample
+    genes_off: tuple[int, ...] = ()
 
     PRIMARY_KINDS: ClassVar[tuple[str, ...]] = ("conv", "gene")
 
@@ -92,6 +97,7 @@ class CapsuleConfig(ModelConfig):
         # config.json gives a list; a tuple keeps the frozen config hashable and == its round trip
         object.__setattr__(self, "gene_index", tuple(self.gene_index))
         object.__setattr__(self, "pair", tuple(self.pair))
+        object.__setattr__(self, "genes_off", tuple(self.genes_off))
         for name in ("pair_axes", "pair_interaction_axes"):
             object.__setattr__(self, name, tuple(tuple(float(w) for w in axis) for axis in getattr(self, name)))
 
@@ -145,6 +151,8 @@ class CapsuleConfig(ModelConfig):
             self._validate_genes()
         elif self.pair or self.pair_axes or self.pair_interaction_axes:
             raise ValueError("a pair capsule needs gene primary capsules")
+        elif self.genes_off:
+            raise ValueError("genes_off needs gene primary capsules")
 
     def _validate_genes(self) -> None:
         index = self.gene_index
@@ -164,6 +172,9 @@ class CapsuleConfig(ModelConfig):
                 raise ValueError(f"{name} must give one weight per column of each of the pair's two genes")
         if self.pair and not (self.pair_products or self.pair_axes or self.pair_interaction_axes):
             raise ValueError("a pair capsule without the PC products needs pair_axes or pair_interaction_axes")
+        if any(not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < self.n_genes for g in self.genes_off) \
+                or len(set(self.genes_off)) != len(self.genes_off) or set(self.genes_off) & set(self.pair):
+            raise ValueError(f"genes_off must be different gene numbers below {self.n_genes}, not the pair's")
 
 
 def gene_sizes(gene_index) -> list[int]:
@@ -240,8 +251,9 @@ class CapsuleNet(nn.Module):
         columns = torch.zeros(c.n_genes, c.max_pcs, dtype=torch.int64)
         mask = torch.zeros(c.n_genes, c.max_pcs)
         filled = [0] * c.n_genes
+        off = set(c.genes_off)
         for j, g in enumerate(c.gene_index):
-            columns[g, filled[g]], mask[g, filled[g]] = j, 1.0
+            columns[g, filled[g]], mask[g, filled[g]] = j, float(g not in off)
             filled[g] += 1
         self.register_buffer("gene_columns", columns, persistent=False)
         self.register_buffer("gene_mask", mask, persistent=False)
