@@ -205,7 +205,7 @@ def steady_collector() -> Iterator[None]:
         gc.set_threshold(*thresholds)
         if freeze:
             # what the job made goes with the start's into the oldest generation: the first pass
-            # after the job walked all of it that lives on (3 ms after a run of 100,000 reads)
+            # after the job walked all of it that lives on (0.4-4.9 ms after 108,181 all-HPV reads)
             gc.freeze()
             gc.unfreeze()
 
