@@ -45,6 +45,27 @@ def test_console_script_runs():
     assert res.returncode == 0 and res.stdout == f"genointerp {__version__}\n"
 
 
+def test_the_collector_is_off_for_the_imports_and_on_for_the_job_and_after():
+    # genointerp.cli.main keeps the cyclic collector off while the modules are imported; the job
+    # runs with it on, and a command that runs none (--help) leaves it on
+    probe = (
+        "import gc, sys\nimport genointerp.job as job\n"
+        "seen = []\nrun = job.execute\n"
+        "def execute(*a, **k):\n    seen.append(gc.isenabled())\n    return run(*a, **k)\n"
+        "job.execute = execute\n"
+        "import genointerp.cli as cli\nbuild = cli._build_app\n"
+        "def build_app():\n    seen.append(gc.isenabled())\n    return build()\n"
+        "cli._build_app = build_app\n"
+        "for argv in (['versions'], ['--help'], ['versions', '--no-such-option']):\n"
+        "    sys.argv = ['genointerp', *argv]\n"
+        "    try:\n        cli.main()\n    except SystemExit:\n        pass\n"
+        "    seen.append(gc.isenabled())\n"
+        "print('SEEN', seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "SEEN [False, True, True, False, True, False, True]"
+
+
 def test_the_program_hands_typer_only_the_command_it_names():
     from genointerp.cli import _named_command
     from genointerp.cli.app import app

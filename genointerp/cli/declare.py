@@ -112,8 +112,12 @@ class DeclaredCommand(TyperCommand):
             from genointerp.cli.common import REPORTER
             from genointerp.job import execute
 
+            from genointerp.cli import collector_back
+
             module, _, name = self.job.partition(":")
-            return body(req, execute(getattr(importlib.import_module(module), name), req, force, REPORTER))
+            job = getattr(importlib.import_module(module), name)
+            collector_back()  # the program's modules are in (genointerp.cli.main)
+            return body(req, execute(job, req, force, REPORTER))
 
         run.__name__, run.__doc__ = body.__name__, body.__doc__
         return run
