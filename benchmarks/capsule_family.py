@@ -310,9 +310,13 @@ def main() -> None:
             print(f"seed {seed} {cohort.about(a)}", flush=True)
         runs += [(seed, name) for name in names]
     if args.pair_test_only:
+        from genointerp.capsule.burden import AUTO_BURDEN_MAF, burden_maf_value
+
         train_args = argparse.ArgumentParser(add_help=False)
-        train_args.add_argument("--burden-maf", type=float, default=0.0)
-        return pair_tests(cohorts, runs, train_args.parse_known_args(args.train_args.split())[0].burden_maf)
+        train_args.add_argument("--burden-maf", type=burden_maf_value, default=None)
+        maf = train_args.parse_known_args(args.train_args.split())[0].burden_maf
+        # capsule-train's default, auto: AUTO_BURDEN_MAF, as every cohort's folder here holds dosages
+        return pair_tests(cohorts, runs, AUTO_BURDEN_MAF if maf is None else maf)
 
     def run(job) -> float:
         seed, name = job

@@ -136,3 +136,45 @@ def test_burden_without_dosages_is_one_error_line(burden_run, tmp_path):
     res = run_cli(*[str(tmp_path / "pcs") if a == str(d / "pcs") else a for a in args], "-o", str(tmp_path / "m"))
     assert res.exit_code == 1 and not (tmp_path / "m").exists()
     assert_one_error_line(res, "--burden-maf: ")
+
+
+def test_burden_maf_auto_is_the_default_where_the_folder_holds_dosages(burden_run, tmp_path):
+    """--burden-maf auto (the default): 0.05 (AUTO_BURDEN_MAF) where the feature folder holds SNP
+    dosages and the primary capsules are gene capsules, so the fixture's run without the option is
+    the burden run's byte for byte; none without dosages (an older folder trains as before, no error)
+    or with the paper's conv capsules (their input stays the Gene-PCs)."""
+    import shutil
+
+    from genointerp.capsule.burden import AUTO_BURDEN_MAF
+
+    assert AUTO_BURDEN_MAF == 0.05
+    d, args, _ = burden_run
+    default = [a for a in args if a not in ("--burden-maf", "0.05")]
+    for name, given in (("default", default), ("auto", [*default, "--burden-maf", "auto"])):
+        res = run_cli(*given, "-o", str(tmp_path / name))
+        assert res.exit_code == 0, res.output
+        assert "burden columns: 7 of 74 genes" in res.stderr
+        for path in ("config.json", "model.safetensors", "test_predictions.tsv", "genes.tsv"):
+            assert (tmp_path / name / path).read_bytes() == (d / "m" / path).read_bytes(), (name, path)
+    off = run_cli(*default, "--burden-maf", "0", "-o", str(tmp_path / "off"))
+    assert off.exit_code == 0 and "burden columns" not in off.stderr
+    assert "burden" not in json.loads((tmp_path / "off" / "config.json").read_text())
+    shutil.copytree(d / "pcs", tmp_path / "pcs")
+    for name in ("dosages.npy", "snps.tsv"):
+        (tmp_path / "pcs" / name).unlink()
+    plain = run_cli(*[str(tmp_path / "pcs") if a == str(d / "pcs") else a for a in default], "-o", str(tmp_path / "p"))
+    assert plain.exit_code == 0 and "burden columns" not in plain.stderr
+    # without dosages auto is --burden-maf 0: the same model as the dosage folder's run with it off
+    for path in ("model.safetensors", "test_predictions.tsv", "genes.tsv"):
+        assert (tmp_path / "p" / path).read_bytes() == (tmp_path / "off" / path).read_bytes(), path
+    conv = run_cli(*default, "--primary", "conv", "-o", str(tmp_path / "conv"))
+    assert conv.exit_code == 0 and "burden columns" not in conv.stderr
+    assert "burden" not in json.loads((tmp_path / "conv" / "config.json").read_text())
+
+
+@pytest.mark.parametrize("value, message", [("often", "'often' is neither a number nor auto"),
+                                            ("0.6", "0.6 is outside 0..0.5")])
+def test_a_bad_burden_maf_is_one_error_line(burden_run, tmp_path, value, message):
+    d, args, _ = burden_run
+    res = run_cli(*[value if a == "0.05" else a for a in args], "-o", str(tmp_path / "m"))
+    assert res.exit_code != 0 and message in res.stderr and not (tmp_path / "m").exists()

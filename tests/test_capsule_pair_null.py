@@ -141,8 +141,9 @@ def test_the_rank_1_family_refits_the_null_along_the_genes_scores():
 
 def test_capsule_train_gives_the_pair_tests_null_the_burden_columns(tmp_path, cli):
     """capsule-train --burden-maf: config.json's interaction says the null model carried one burden
-    column per gene with 2 or more low-frequency SNPs (null_covariates), and none without it; the
-    planted XOR pair is found either way, the same with -t 1 and -t 2."""
+    column per gene with 2 or more low-frequency SNPs (null_covariates), and none with --burden-maf 0;
+    the default (auto) is 0.05 here, where the folder holds dosages; the planted XOR pair is found
+    every way, the same with -t 1 and -t 2."""
     import json
 
     from genointerp.io.features import SNP_COLUMNS, Features, write_features
@@ -164,14 +165,15 @@ def test_capsule_train_gives_the_pair_tests_null_the_burden_columns(tmp_path, cl
         f"{s}\t{'case' if v else 'control'}\n" for s, v in zip(samples, y)))
     base = ["capsule-train", folder, "-p", tmp_path / "pheno.tsv", "--folds", "2", "--no-baselines", "--epochs", "2"]
     found = {}
-    for name, extra in (("plain", []), ("burden", ["--burden-maf", "0.05"]), ("burden2", ["--burden-maf", "0.05", "-t", "2"])):
+    for name, extra in (("plain", ["--burden-maf", "0"]), ("burden", ["--burden-maf", "0.05"]),
+                        ("burden2", ["--burden-maf", "0.05", "-t", "2"]), ("default", [])):
         res = cli(*base, *extra, "-o", tmp_path / name)
         assert res.exit_code == 0, res.output
         found[name] = json.loads((tmp_path / name / "config.json").read_text())["interaction"]
     assert found["plain"]["null_covariates"] == 0 and found["burden"]["null_covariates"] == 3
     for evidence in found.values():
         assert evidence["genes"] == ["chr1:G0", "chr1:G2"] and evidence["interacting"] is True
-    assert found["burden2"] == found["burden"]
+    assert found["burden2"] == found["burden"] == found["default"]
 
 
 def co_occurrence_cohort(tmp_path):

@@ -30,6 +30,21 @@ from genointerp.io.vcf import MISSING as MISSING_CALL
 
 SUFFIX = "burden"
 MIN_SNPS = 2
+# capsule-train --burden-maf auto (its default): this MAF where the feature folder holds dosages
+AUTO_BURDEN_MAF = 0.05
+
+
+def burden_maf_value(text: str) -> float | None:
+    """capsule-train --burden-maf's value: a number (0: no burden columns), or None for auto."""
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is neither a number nor auto") from None
+    if value != value:
+        raise ValueError(f"{text!r} is not a number")
+    return value
 
 
 def snp_genes(folder: str | Path) -> list[list[str]]:

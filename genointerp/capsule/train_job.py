@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from genointerp.capsule import enrichment as ce
-from genointerp.capsule.burden import MIN_SNPS, burden_plan, snp_genes, with_burden
+from genointerp.capsule.burden import (AUTO_BURDEN_MAF, MIN_SNPS, burden_maf_value, burden_plan, snp_genes,
+                                       with_burden)
 from genointerp.capsule.cohort import align, class_counts, order_case_last
 from genointerp.capsule.interpret import gene_groups, gene_index, spared_genes
 from genointerp.capsule.model_dir import write_model_dir
@@ -115,13 +116,15 @@ class CapsuleTrainRequest:
         0.0, "--input-dropout", min=0, max=0.95,
         help='Dropout on the Gene-PC input while training.')
     dropout: float = opt(0.0, "--dropout", min=0, max=0.95, help="Dropout on the dense layer's output while training.")
-    burden_maf: float = opt(
-        0.0, "--burden-maf", min=0, max=0.5,
+    burden_maf: float | None = opt(
+        None, "--burden-maf", metavar="MAF|auto", min=0, max=0.5, cli_type=str, parse=burden_maf_value,
+        cli_default="auto",
         help=("Give every gene with at least 2 SNPs of minor allele frequency under this one more input column "
               'beside its PCs: the copies of those alleles (a rare-variant burden, which a gene\'s leading PCs may '
-              'miss); the SNPs and alleles are fixed from the feature folder\'s own rows and saved, and '
-              'capsule-predict computes the column from the new cohort\'s dosages. Needs SNP dosages (gene-pca '
-              '--keep-dosages); 0: none.'))
+              'miss), which the pair test also reads; the SNPs and alleles are fixed from the feature folder\'s own '
+              'rows and saved, and capsule-predict computes the column from the new cohort\'s dosages. Needs SNP '
+              f'dosages (gene-pca --keep-dosages); 0: none; auto: {AUTO_BURDEN_MAF:g} where FEATURES holds dosages '
+              'and the primary capsules are gene capsules, else none.'))
     baselines: bool = opt(
         True, "--baselines/--no-baselines",
         help=('Also score logistic regression, SVM, random forest, AdaBoost, an MLP and, when FEATURES holds SNP '
@@ -212,18 +215,20 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     log = report.log
     folder = outputs.folder(req.output)
     features = read_features(req.features)
-    dosages = read_dosages(req.features, len(features.samples)) if req.baselines or req.burden_maf else None
+    dosages = read_dosages(req.features, len(features.samples)) if req.baselines or req.burden_maf != 0 else None
+    maf = req.burden_maf
+    if maf is None:  # auto
+        maf = AUTO_BURDEN_MAF if dosages is not None and req.primary == "gene" else 0.0
     plan = []
-    if req.burden_maf:
+    if maf:
         if dosages is None:
             raise InputError(f"--burden-maf: {req.features} has no SNP dosages (dosages.npy and snps.tsv, written by "
                              "gene-pca --keep-dosages)")
         pcs = features
-        plan = burden_plan(dosages, snp_genes(req.features), [name for name, _ in gene_groups(features.columns)],
-                           req.burden_maf)
+        plan = burden_plan(dosages, snp_genes(req.features), [name for name, _ in gene_groups(features.columns)], maf)
         features = with_burden(features, dosages, plan, req.features)
         log(f"burden columns: {len(plan)} of {len(gene_groups(pcs.columns))} genes have at least {MIN_SNPS} SNPs of "
-            f"minor allele frequency under {req.burden_maf:g}")
+            f"minor allele frequency under {maf:g}")
     if req.baselines and dosages is None:
         log(f"PRS baseline skipped: {req.features} has no SNP dosages (dosages.npy and snps.tsv, "
             "written by gene-pca --keep-dosages)")
@@ -244,7 +249,7 @@ def run(req: CapsuleTrainRequest, outputs: AtomicOutputs, report: Reporter) -> d
     r = train(x, y, pheno.classes, config, s, report, dosages.take(features.rows(samples)) if dosages is not None else None)
 
     read = write_model_dir(folder, r, x, y, samples, features, req.features, pheno, req.phenotypes, config, s,
-                           req.primary_capsule, {"maf_below": req.burden_maf, "genes": plan} if plan else None)
+                           req.primary_capsule, {"maf_below": maf, "genes": plan} if plan else None)
     decisive = [g["gene"] for g in read.genes if g["decisive"]]
     if req.gene_sets is not None:
         enriched = ce.enrichment(sets, symbols, decisive, req.min_set_size, req.max_set_size)
