@@ -11,17 +11,14 @@ command alone: Typer turns every registered command into its click form at each 
 prints and does is the same with or without the others.
 
 `main` also keeps Python's cyclic collector off while the program's modules are imported (its
-own, Typer's, then the command's job module and numpy): each pass walked the modules' objects
-made so far, which live until the program ends (67 passes, 8 ms of classify-reads' 0.17 s start,
-on one core before its workers fork). The command's runner (genointerp.cli.declare) turns it back
-on once the job's module is in (`collector_back`), with what the imports made in the oldest
-generation, as a collection would have left it."""
+own, Typer's, then the command's job module and numpy; genointerp.cli.collector says why); the
+command's runner (genointerp.cli.declare) turns it back on once the job's module is in."""
 
 from __future__ import annotations
 
-import gc
 import sys
 
+from genointerp.cli import collector
 from genointerp.interrupts import Interrupted, message, received, signals_as_exceptions
 
 __all__ = ["app", "main"]
@@ -61,27 +58,8 @@ def _named_command(app, argv: list[str]):
                  if (c.name or get_command_name(c.callback.__name__)) == name), None)
 
 
-_collector_held = False  # main turned the cyclic collector off for the imports; collector_back turns it on
-
-
-def collector_back() -> None:
-    """The cyclic collector on again where `main` held it off: the objects made meanwhile go to the
-    oldest generation (gc.freeze then gc.unfreeze), so that the first pass after does not walk
-    them all as young ones."""
-    global _collector_held
-    if _collector_held:
-        _collector_held = False
-        if not gc.get_freeze_count():  # (a caller's own frozen objects stay so)
-            gc.freeze()
-            gc.unfreeze()
-        gc.enable()
-
-
 def main() -> None:
-    global _collector_held
-    if gc.isenabled():
-        gc.disable()
-        _collector_held = True
+    collector.hold()
     try:
         with signals_as_exceptions():
             app = _build_app()
@@ -96,7 +74,7 @@ def main() -> None:
             raise
         _stopped(received())  # an import that turned the interruption into an error of its own
     finally:
-        collector_back()  # a command that ran no job (--help, a refused option)
+        collector.back()  # a command that ran no job (--help, a refused option)
 
 
 def _stopped(signum: int) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Callable, List, Literal, Optional
 import typer
 from typer.core import TyperCommand
 
+from genointerp.cli import collector
 from genointerp.cli.app import app
 from genointerp.cli.common import warn
 from genointerp.options import Declared, declared
@@ -112,11 +113,9 @@ class DeclaredCommand(TyperCommand):
             from genointerp.cli.common import REPORTER
             from genointerp.job import execute
 
-            from genointerp.cli import collector_back
-
             module, _, name = self.job.partition(":")
             job = getattr(importlib.import_module(module), name)
-            collector_back()  # the program's modules are in (genointerp.cli.main)
+            collector.back()  # the program's modules are in (genointerp.cli.main)
             return body(req, execute(job, req, force, REPORTER))
 
         run.__name__, run.__doc__ = body.__name__, body.__doc__
