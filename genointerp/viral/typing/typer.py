@@ -384,28 +384,15 @@ class TypeRow:
 
 def covered_bases(spans: list[tuple[int, int]], length: int) -> int:
     """Bases of a genome of `length` covered by stretches [r_st, r_en) (r_st in [0, length); r_en
-    past the end of a circular genome goes on from its start), counted with one running sum."""
+    past the end of a circular genome goes on from its start): _covered_by_group of one genome."""
     if not spans:
         return 0
     st, en = np.array(spans, np.int64).T
-    return _covered(st, en, length)
-
-
-def _covered(st: np.ndarray, en: np.ndarray, length: int) -> int:
-    """covered_bases of stretches st, en int64 (s,)."""
-    if not st.size:
-        return 0
-    diff = np.zeros(length + 1, np.int64)
-    np.add.at(diff, st, 1)
-    np.add.at(diff, np.minimum(en, length), -1)
-    past = en > length  # the part past the end, from the start
-    np.add.at(diff, np.zeros(int(past.sum()), np.int64), 1)
-    np.add.at(diff, np.minimum(en[past] - length, length), -1)
-    return int((np.cumsum(diff[:length]) > 0).sum())
+    return int(_covered_by_group(st, en, np.zeros(st.size, np.int64), np.array([length], np.int64))[0])
 
 
 def _covered_by_group(st: np.ndarray, en: np.ndarray, group: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """`_covered` of each group's stretches at once: int64 (G,), group g's stretches those where
+    """The bases each group's stretches cover, all groups at once: int64 (G,), group g's stretches those where
     `group` (int64 (s,), ascending) is g, on a genome of length[g] bases (int64 (G,)). Each stretch
     is its part up to the genome's end and its part past it from the start; their union's length
     is summed over the parts sorted by start, each counting the bases beyond the furthest end of
