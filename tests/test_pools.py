@@ -89,6 +89,32 @@ def test_at_the_input_end_the_parent_takes_back_every_batch_no_worker_has_starte
     assert worker == [3]
 
 
+def _parent_order(log, batch: int) -> int:
+    """The pid that worked on a batch: slow in a worker; the parent notes its batches in order."""
+    if os.getpid() != PARENT:
+        time.sleep(0.05)
+    else:
+        with open(log, "a") as fh:
+            fh.write(f"{batch}\n")
+    return os.getpid()
+
+
+def test_at_the_input_end_the_worker_works_from_the_front_and_the_parent_from_the_back(tmp_path):
+    """Six batches, the input's end known at the first: the worker is handed every batch but the
+    last and the parent works on the last, then takes back the others from the end. Where the
+    worker held one waiting batch at most and the parent took the first no one had started, the
+    worker ran dry while the parent worked on a large batch (classify-reads' last full one)."""
+    from functools import partial
+
+    log = tmp_path / "parent_batches"
+    with OrderedPool(partial(_parent_order, log), 1) as pool:
+        pids = [answer for _, answer in pool.map(((i, i) for i in range(6)), lambda: True)]
+    parent = [int(b) for b in log.read_text().split()]
+    assert parent[0] == 5 and parent == sorted(parent, reverse=True)
+    by = "".join("p" if pid == PARENT else "w" for pid in pids)
+    assert by == "w" * by.count("w") + "p" * by.count("p")  # the worker's from the front, the parent's after
+
+
 def test_an_input_of_one_batch_is_worked_on_in_the_parent():
     """With workers, a lone batch had gone to one while the parent waited for it (and classify-reads
     then built again, for its report, what the worker had built for the batch)."""
