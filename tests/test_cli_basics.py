@@ -217,3 +217,25 @@ def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path
         assert here[1] == spawned[1]
         p = [row.split("\t")[2] for row in here[1].splitlines()[1:]]
         assert len(p) == len(read_fastq(fq)) and p.count("NA") < len(p) // 10  # the model scored most reads
+
+
+def test_classify_reads_ends_the_program_at_once_once_its_outputs_are_written(tmp_path):
+    """After a classify-reads that succeeded the program ends with os._exit (the job asks it to:
+    genointerp.runtime.end_at_once), freeing nothing: an exit handler registered before it never
+    runs, and the calls and report are whole. A command that fails, or one that does not ask,
+    ends as before (the handler runs)."""
+    fq = Path(__file__).resolve().parent.parent / "test-data" / "tumor_small.fq.gz"
+    probe = ("import atexit, sys\natexit.register(lambda: print('EXIT HANDLER', file=sys.stderr))\n"
+             "sys.argv = ['genointerp', *sys.argv[1:]]\nfrom genointerp.__main__ import main\nmain()\n")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", probe, "-q", *args], capture_output=True, text=True)
+
+    calls, report = tmp_path / "calls.tsv", tmp_path / "report.tsv"
+    ok = run("classify-reads", str(fq), "-t", "2", "-o", str(calls), "--report", str(report))
+    assert ok.returncode == 0 and "EXIT HANDLER" not in ok.stderr, ok.stderr
+    assert len(calls.read_text().splitlines()) == 2001 and calls.read_text().endswith("\n")
+    assert report.read_text().startswith("sample\t") and report.read_text().endswith("\n")
+    failed = run("classify-reads", str(tmp_path / "missing.fq"), "-o", str(tmp_path / "no.tsv"))
+    assert failed.returncode != 0 and "EXIT HANDLER" in failed.stderr
+    assert "EXIT HANDLER" in run("versions").stderr
