@@ -139,6 +139,24 @@ def test_while_a_worker_is_stuck_the_parent_works_on_every_batch_it_may_hold(tmp
     assert [seen for pid, seen in got if pid != PARENT][0] in (most - 1, most)
 
 
+def test_once_a_stuck_worker_is_done_it_gets_a_batch_before_the_parents_answers_go_out(tmp_path):
+    """The worker stuck on its first batch while the parent finishes every other batch it may
+    hold: once the worker's is done, the parent reads one more and hands it out before it hands
+    on the answers then ready, where the worker had waited for them all to be written (a
+    classify-reads batch's rows: some 6 ms each). Seen from the caller: a batch is handed out
+    between the first answer and the second."""
+    from functools import partial
+
+    from genointerp.pools import AHEAD
+
+    most = (1 + WAITING) + 2 + AHEAD
+    handed = []
+    with OrderedPool(partial(_stuck_in_the_worker, (tmp_path / "parent_done", most - 1)), 1) as pool:
+        for _ in pool.map((i, i) for i in range(20)):
+            handed.append(pool._handed)
+    assert handed[1] > handed[0]
+
+
 def _wait_for_the_worker(flag, done, batch: int) -> tuple[int, int, float]:
     """(pid, batches the worker has finished, when): in a worker, once the parent has started a
     batch of its own; in the parent, once the worker has finished 1 + WAITING batches (or 10 s)."""
