@@ -30,7 +30,8 @@ def quiet_exit() -> None:
     modules), 0.02-0.03 s of classify-reads' 1.6 s at -t 2 on 108,181 reads, with the job's
     outputs already committed and closed. Where the command asked for it
     (genointerp.runtime.end_at_once), the process then ends at once, its standard streams flushed:
-    nothing it holds needs more than the memory back. Only the program does this, at its end."""
+    nothing it holds needs more than the memory back (but where a profiler or tracer watches, which
+    writes its findings at the exit). Only the program does this, at its end."""
     import gc
     import os
     import sys
@@ -38,7 +39,9 @@ def quiet_exit() -> None:
     gc.disable()
     gc.freeze()
     runtime = sys.modules.get("genointerp.runtime")  # (not imported where no command ran)
-    if runtime is not None and runtime.ends_at_once():
+    # not under a profiler or a tracer (cProfile, coverage): they write what they saw at the exit
+    watched = sys.getprofile() is not None or sys.gettrace() is not None
+    if runtime is not None and runtime.ends_at_once() and not watched:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -222,8 +222,8 @@ def test_the_first_windows_the_model_scores_run_in_the_jobs_own_process(tmp_path
 def test_classify_reads_ends_the_program_at_once_once_its_outputs_are_written(tmp_path):
     """After a classify-reads that succeeded the program ends with os._exit (the job asks it to:
     genointerp.runtime.end_at_once), freeing nothing: an exit handler registered before it never
-    runs, and the calls and report are whole. A command that fails, or one that does not ask,
-    ends as before (the handler runs)."""
+    runs, and the calls and report are whole. A command that fails, one that does not ask, or a
+    run under a profiler ends as before (the handler runs)."""
     fq = Path(__file__).resolve().parent.parent / "test-data" / "tumor_small.fq.gz"
     probe = ("import atexit, sys\natexit.register(lambda: print('EXIT HANDLER', file=sys.stderr))\n"
              "sys.argv = ['genointerp', *sys.argv[1:]]\nfrom genointerp.__main__ import main\nmain()\n")
@@ -239,3 +239,7 @@ def test_classify_reads_ends_the_program_at_once_once_its_outputs_are_written(tm
     failed = run("classify-reads", str(tmp_path / "missing.fq"), "-o", str(tmp_path / "no.tsv"))
     assert failed.returncode != 0 and "EXIT HANDLER" in failed.stderr
     assert "EXIT HANDLER" in run("versions").stderr
+    # under a profiler (python -m cProfile), which writes what it saw at the exit, as before too
+    profiled = subprocess.run([sys.executable, "-c", "import sys\nsys.setprofile(lambda *a: None)\n" + probe, "-q",
+                               "classify-reads", str(fq), "-o", str(tmp_path / "p.tsv")], capture_output=True, text=True)
+    assert profiled.returncode == 0 and "EXIT HANDLER" in profiled.stderr, profiled.stderr
