@@ -298,11 +298,15 @@ class OrderedPool:
     @staticmethod
     def _take_back(queue: deque) -> list | None:
         """The last batch handed out that no worker has started, now this process's; None if every
-        one has been."""
+        one has been. Claimed, not cancelled: a worker that gets it passes it by (_run). A
+        cancelled future waiting in the process pool made the pool's own thread fail where a
+        worker then died (Python 3.11's concurrent.futures sets the broken pool's error on every
+        future it holds, a cancelled one raising), before it had told every future; once the
+        input has ended the workers hold every batch left, so the parent takes back more."""
         for item in reversed(queue):
             if item[2] is not None and not item[2].done():
                 # a worker takes its batches in order: one started, every one before it has been
-                return item if item[2].cancel() or _claim(item[3]) else None
+                return item if _claim(item[3]) else None
         return None
 
     def _take(self, queue: deque, depth: int, ended: bool = False) -> tuple[object, object]:

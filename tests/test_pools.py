@@ -115,6 +115,33 @@ def test_at_the_input_end_the_worker_works_from_the_front_and_the_parent_from_th
     assert by == "w" * by.count("w") + "p" * by.count("p")  # the worker's from the front, the parent's after
 
 
+def _dies_in_the_worker(started, batch: int) -> int:
+    """Ends a worker process (as the OOM killer would) a moment into its first batch; the parent's
+    batches wait until a worker has started one (or 10 s)."""
+    if os.getpid() != PARENT:
+        started.touch()
+        time.sleep(0.2)
+        os._exit(9)
+    _wait(started.exists)
+    return batch
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_that_dies_while_the_parent_took_batches_back_ends_the_map_cleanly(tmp_path):
+    """The input's end known at once: the worker holds every batch but the last and the parent
+    takes them back from the end while the worker's first batch runs, then the worker dies. The
+    map ends with WorkerDied and the process pool's own thread raises nothing: a batch taken back
+    by cancelling its future had made that thread fail as it told the futures the pool was broken
+    (Python 3.11), leaving those after it untold."""
+    from functools import partial
+
+    from genointerp.pools import WorkerDied
+
+    with pytest.raises(WorkerDied):
+        with OrderedPool(partial(_dies_in_the_worker, tmp_path / "started"), 1) as pool:
+            list(pool.map(((i, i) for i in range(8)), lambda: True))
+
+
 def test_an_input_of_one_batch_is_worked_on_in_the_parent():
     """With workers, a lone batch had gone to one while the parent waited for it (and classify-reads
     then built again, for its report, what the worker had built for the batch)."""
