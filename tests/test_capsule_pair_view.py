@@ -135,3 +135,30 @@ def test_capsule_train_saves_the_interacting_axes_and_capsule_predict_applies_th
     wrote = {r["sample"]: (r["p_control"], r["p_case"]) for r in read_tsv(tmp_path / "1" / "test_predictions.tsv")}
     predicted = {r["sample"]: (r["p_control"], r["p_case"]) for r in read_tsv(tmp_path / "p.tsv")}
     assert len(wrote) == 200 and {s: predicted[s] for s in wrote} == wrote
+
+
+def test_a_network_with_a_pair_capsule_takes_its_best_epoch_from_pair_min_epochs_on():
+    """Early stopping keeps the epoch of the lowest inner validation margin loss; with a pair capsule
+    only from epoch PAIR_MIN_EPOCHS on (the pair capsule's weights need epochs to grow, and an early
+    minimum of a noisy validation loss stopped interacting cohorts before they had). With --patience 1
+    (and a learning rate at which this cohort's validation loss first rises at epoch 5 and is lowest
+    at epoch 9) the network with the pair capsule runs past PAIR_MIN_EPOCHS and keeps the best of the
+    epochs from there; the same network without the pair capsule keeps the best of all its epochs."""
+    from genointerp.capsule.fit import PAIR_MIN_EPOCHS, fit_capsule
+    from genointerp.capsule.settings import CapsuleSettings
+    from genointerp.capsule.splits import inner_split
+
+    x, y, _ = xor_cohort()
+    config = CapsuleConfig(n_features=72, primary="gene", gene_index=tuple(j // 12 for j in range(72)))
+    _, va = inner_split(y, 0.15, np.random.default_rng(1))
+    for pair_capsule in (True, False):
+        s = CapsuleSettings(epochs=40, patience=1, lr=0.03, gene_penalty=0.0012, pair_screen=True,
+                            pair_capsule=pair_capsule)
+        history = []
+        model = fit_capsule(x, y, config, s, 1, history)
+        assert model.config.pair == ((2, 3) if pair_capsule else ())
+        with torch.inference_mode():
+            kept = float(model.loss(model(torch.from_numpy(x[va])), torch.from_numpy(y[va])))
+        floor = PAIR_MIN_EPOCHS if pair_capsule else 1
+        assert len(history) > floor
+        assert kept == pytest.approx(min(h["valid_loss"] for h in history if h["epoch"] >= floor), abs=1e-7)
