@@ -72,15 +72,19 @@ def _worker_start() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _claimed(seq: int) -> bool:
+    """Whether someone (the parent or a worker) has started the batch handed out as `seq`."""
+    return _CLAIMS[seq % len(_CLAIMS)] == seq + 1
+
+
 def _claim(seq: int) -> bool:
     """Start the batch handed out as `seq` here, unless someone has: the parent (taking it back
     from the workers) or a worker. Not atomic: were both to check at once, both would work on it,
     which costs time, never an answer (the parent keeps its own, the same: callers' work depends on
     the payload alone)."""
-    slot = seq % len(_CLAIMS)
-    if _CLAIMS[slot] == seq + 1:
+    if _claimed(seq):
         return False
-    _CLAIMS[slot] = seq + 1
+    _CLAIMS[seq % len(_CLAIMS)] = seq + 1
     return True
 
 
@@ -293,7 +297,7 @@ class OrderedPool:
         ahead, the worker finished with nothing waiting, and went on waiting while this process
         wrote the five answers then ready (0.03-0.04 s) before it read the next batch."""
         return any(item[2] is not None and not isinstance(item[2], Done) and not item[2].done()
-                   and _CLAIMS[item[3] % len(_CLAIMS)] != item[3] + 1 for item in queue)
+                   and not _claimed(item[3]) for item in queue)
 
     @staticmethod
     def _take_back(queue: deque) -> list | None:
