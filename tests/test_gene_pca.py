@@ -311,6 +311,16 @@ def test_keep_dosages_writes_the_snps_behind_the_pcs_and_apply_the_same_columns(
               "-o", tmp_path / "h")
     assert res.exit_code == 0, res.output
     assert np.array_equal(np.load(tmp_path / "h/dosages.npy"), dosages[45:])
+    # without the flag --apply keeps dosages where the fitted folder holds them (a model trained with
+    # burden columns or a PRS needs them), and only there; --no-keep-dosages leaves them out
+    for fitted_folder, flag, out, kept in ((tmp_path / "k", [], "ka", True),
+                                           (tmp_path / "k", ["--no-keep-dosages"], "kn", False),
+                                           (d / "out", [], "na", False)):
+        res = cli("gene-pca", VCF, "--apply", fitted_folder, *flag, "-o", tmp_path / out)
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / out / "dosages.npy").exists() == kept and (tmp_path / out / "snps.tsv").exists() == kept
+        assert (tmp_path / out / "features.npy").read_bytes() == (tmp_path / "a" / "features.npy").read_bytes()
+    assert (tmp_path / "ka/dosages.npy").read_bytes() == (tmp_path / "a/dosages.npy").read_bytes()
     assert not [p for p in tmp_path.rglob("*scratch*")]
 
 

@@ -25,7 +25,7 @@ from genointerp.errors import InputError, UsageError
 from genointerp.genotypes.assign import GeneAssigner
 from genointerp.genotypes.pca import DEFAULT_RULE, GeneFit, PcsRule, Transform, fit_gene, project
 from genointerp.io.atomic import AtomicOutputs
-from genointerp.io.features import DosageWriter, Features, read_phenotypes, write_features
+from genointerp.io.features import DOSAGES, DosageWriter, Features, read_phenotypes, write_features
 from genointerp.io.ids import read_ids
 from genointerp import options
 from genointerp.job import one_stdin
@@ -87,11 +87,12 @@ class GenePcaRequest:
         True, "--tsv/--no-tsv",
         help=('Also write features.tsv (text: about 10 bytes per value, 10 GB at 10,000 samples x 100,000 PCs; '
               'capsule-train reads features.npy).'))
-    keep_dosages: bool = opt(
-        False, "--keep-dosages",
+    keep_dosages: bool | None = opt(
+        None, "--keep-dosages/--no-keep-dosages",
         help=('Also write dosages.npy (int8 samples x SNPs, -1 missing) and snps.tsv: the SNPs behind the PCs, for '
-              "capsule-train's PRS baseline. With --apply: the fit's SNPs, oriented as there. 1 byte per call: 45 "
-              'MB at 3,000 samples x 15,000 SNPs.'))
+              "capsule-train's PRS baseline and burden columns. With --apply: the fit's SNPs, oriented as there. 1 "
+              'byte per call: 45 MB at 3,000 samples x 15,000 SNPs \\[default: off when fitting; with --apply, on '
+              'where the fitted folder holds dosages, as a model trained on them needs them].'))
 
     def check(self) -> None:
         if self.apply is None and self.genes is None:
@@ -106,6 +107,14 @@ class GenePcaRequest:
         one_stdin(("VCF", self.vcf), ("--genes", self.genes), ("--samples", self.samples),
                   ("--phenotypes", self.phenotypes), ("--fit-samples", self.fit_samples))
         self.rule()
+
+    def dosages(self) -> bool:
+        """Whether dosages.npy is written: as --keep-dosages says, else only with --apply of a folder
+        fitted with them, so that a new cohort projected for capsule-predict carries the SNP dosages
+        a model's burden columns and PRS read (the user need not remember how the fit was run)."""
+        if self.keep_dosages is not None:
+            return self.keep_dosages
+        return self.apply is not None and (Path(self.apply) / DOSAGES).is_file()
 
     def rule(self) -> PcsRule:
         try:
@@ -207,7 +216,7 @@ def _fit(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn, fit_id
     _check_overlap(vcf, by_chrom, req.genes)
     log(f"{len(vcf.samples)} samples ({len(fit_rows)} fit), {len(annotation)} genes; PCs per gene: {rule}")
 
-    writer = DosageWriter(folder, len(vcf.samples)) if req.keep_dosages else None
+    writer = DosageWriter(folder, len(vcf.samples)) if req.dosages() else None
     scratch_row: dict[tuple, int] = {}  # (chrom, pos, ref, alt) -> scratch row of its dosages
 
     def keep(site: Site) -> None:  # a duplicated record ends as its last copy, as in --apply
@@ -413,7 +422,7 @@ def _apply(req: GenePcaRequest, vcf: VcfGenotypes, folder: Path, log, warn) -> d
     n = len(vcf.samples)
     counts = {"sites": 0, "matched": 0, "flipped": 0, "allele_mismatch": 0, "imputed_calls": 0}
     writer, column = None, None
-    if req.keep_dosages:  # the fit's SNP columns, in its order; an absent SNP stays missing (-1) for everyone
+    if req.dosages():  # the fit's SNP columns, in its order; an absent SNP stays missing (-1) for everyone
         first, column = t.snp_columns()
         writer = DosageWriter(folder, n, len(first))
     scores, found = _project_sites(t, vcf, aliases, counts, writer, column)
