@@ -1386,6 +1386,80 @@ __attribute__((target("avx2"))) static void rank_place_avx2(const int32_t *key, 
 }
 #endif
 
+/* The typing EM's class sums and posteriors (em_classes, far below) over class groups g0..g1. A
+ * group is EM_LANES classes side by side: lane l's j-th match at slot g_at[g] + j * EM_LANES + l, a
+ * shorter class's lane padded with matches of likelihood 0 on a zero abundance (a sum from +0.0
+ * of terms >= 0 is never -0.0, so adding +0.0 changes no bit of it). Each slot's weight
+ * w = abundance[s_ref] * s_like, each lane's sum of them from 0.0 in its matches' order, then each
+ * slot's posterior w / sum, times its class's reads (g_reads) where `reads` is set, into pw. Plain
+ * C, or AVX2 (eight lanes' sums in two registers, four divisions an instruction): one rounding an
+ * operation either way, so the same bytes; chosen with count_lanes (lanes_choose). Class after
+ * class, each class's chain of additions and its divisions ran one at a time between two loop ends
+ * the processor could not foresee (classes of 1 to 21 matches); the EM's steps over the 108,641
+ * matches of the all-HPV reads took 75 ms of CPU that way, 39 ms so (with em_refs, below). */
+#define EM_LANES 8
+typedef void (*EmGroups)(const int32_t *, const int64_t *, const double *, const int32_t *, const double *, Py_ssize_t,
+                         Py_ssize_t, const double *, double *, int);
+
+static void em_groups_c(const int32_t *g_size, const int64_t *g_at, const double *g_reads, const int32_t *s_ref,
+                        const double *s_like, Py_ssize_t g0, Py_ssize_t g1, const double *abundance, double *pw,
+                        int reads) {
+    for (Py_ssize_t g = g0; g < g1; g++) {
+        const Py_ssize_t k = g_size[g];
+        const int32_t *sr = s_ref + g_at[g];
+        const double *sl = s_like + g_at[g], *cr = g_reads + g * EM_LANES;
+        double *p = pw + g_at[g], sum[EM_LANES] = {0.0};
+        for (Py_ssize_t j = 0; j < k * EM_LANES; j += EM_LANES)
+            for (int l = 0; l < EM_LANES; l++) {
+                const double x = abundance[sr[j + l]] * sl[j + l];
+                p[j + l] = x;
+                sum[l] += x;
+            }
+        for (Py_ssize_t j = 0; j < k * EM_LANES; j += EM_LANES)
+            for (int l = 0; l < EM_LANES; l++)
+                p[j + l] = reads ? (p[j + l] / sum[l]) * cr[l] : p[j + l] / sum[l];
+    }
+}
+
+#if defined(LANES_AVX2)
+__attribute__((target("avx2"))) static void em_groups_avx2(const int32_t *g_size, const int64_t *g_at,
+                                                            const double *g_reads, const int32_t *s_ref,
+                                                            const double *s_like, Py_ssize_t g0, Py_ssize_t g1,
+                                                            const double *abundance, double *pw, int reads) {
+    const double *a = abundance;
+    for (Py_ssize_t g = g0; g < g1; g++) {
+        const Py_ssize_t k = g_size[g];
+        const int32_t *sr = s_ref + g_at[g];
+        const double *sl = s_like + g_at[g];
+        double *p = pw + g_at[g];
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        /* the abundances four loads a register (gathers were slower on Zen 4) */
+        for (Py_ssize_t j = 0; j < k * EM_LANES; j += EM_LANES) {
+            const int32_t *x = sr + j;
+            __m256d w0 = _mm256_mul_pd(_mm256_set_pd(a[x[3]], a[x[2]], a[x[1]], a[x[0]]), _mm256_loadu_pd(sl + j));
+            __m256d w1 = _mm256_mul_pd(_mm256_set_pd(a[x[7]], a[x[6]], a[x[5]], a[x[4]]), _mm256_loadu_pd(sl + j + 4));
+            _mm256_storeu_pd(p + j, w0);
+            _mm256_storeu_pd(p + j + 4, w1);
+            s0 = _mm256_add_pd(s0, w0);
+            s1 = _mm256_add_pd(s1, w1);
+        }
+        if (reads) {
+            const __m256d c0 = _mm256_loadu_pd(g_reads + g * EM_LANES), c1 = _mm256_loadu_pd(g_reads + g * EM_LANES + 4);
+            for (Py_ssize_t j = 0; j < k * EM_LANES; j += EM_LANES) {
+                _mm256_storeu_pd(p + j, _mm256_mul_pd(_mm256_div_pd(_mm256_loadu_pd(p + j), s0), c0));
+                _mm256_storeu_pd(p + j + 4, _mm256_mul_pd(_mm256_div_pd(_mm256_loadu_pd(p + j + 4), s1), c1));
+            }
+        } else
+            for (Py_ssize_t j = 0; j < k * EM_LANES; j += EM_LANES) {
+                _mm256_storeu_pd(p + j, _mm256_div_pd(_mm256_loadu_pd(p + j), s0));
+                _mm256_storeu_pd(p + j + 4, _mm256_div_pd(_mm256_loadu_pd(p + j + 4), s1));
+            }
+    }
+}
+#endif
+
+static EmGroups em_groups = em_groups_c; /* lanes_choose sets it */
+
 typedef void (*CountLanes)(const Lanes *, const uint8_t *, int64_t *, int64_t *, int64_t *);
 /* count_lanes' and least_difference's forms for this processor, set at import (lanes_choose); the
  * tests may set others (_scan.count_lanes_kind) to compare every form with the definition */
@@ -1406,7 +1480,7 @@ static int lanes_best(void) {
 #endif
 }
 
-/* count_lanes (and least_difference, rank_place) set to form `kind` (as lanes_best numbers them); 0 where
+/* count_lanes (and least_difference, rank_place, em_groups) set to form `kind` (as lanes_best numbers them); 0 where
  * this build or processor lacks it */
 static int lanes_choose(int kind) {
     if (kind < 0 || kind > lanes_best())
@@ -1417,6 +1491,7 @@ static int lanes_choose(int kind) {
         count_lanes = count_lanes_avx2;
         least_difference = least_difference_avx2;
         rank_place = rank_place_avx2;
+        em_groups = em_groups_avx2;
         return 1;
     }
 #endif
@@ -1424,19 +1499,21 @@ static int lanes_choose(int kind) {
     if (kind == 1) {
         count_lanes = count_lanes_sse2;
         rank_place = rank_place_sse2;
+        em_groups = em_groups_c;
         return 1;
     }
 #endif
     if (kind == 0) {
         count_lanes = count_lanes_c;
         rank_place = rank_place_c;
+        em_groups = em_groups_c;
         return 1;
     }
     return 0;
 }
 
-/* count_lanes_kind([kind]) -> the form of diagonal_edits' ungapped counts and one-gap searches in use
- * (2 AVX2, 1 SSE2 counts, 0 plain C), after setting it to
+/* count_lanes_kind([kind]) -> the form of diagonal_edits' ungapped counts and one-gap searches (and of
+ * the typing EM's class sums) in use (2 AVX2, 1 SSE2 counts, 0 plain C), after setting it to
  * `kind` where given (-1: the best this processor runs); ValueError for a form it cannot run */
 static PyObject *count_lanes_kind(PyObject *self, PyObject *args) {
     int kind = -2;
@@ -2342,20 +2419,316 @@ done:
     return result;
 }
 
-/* em_classes over several threads, the same bytes: the references that classes join (a class
- * joins the references of its hits) form connected parts, and no sum of a step crosses from one
- * part to another (a class's sum is over its own hits; a reference's new abundance over the hits
- * on it, all in classes of its part, in their order). Each thread takes whole parts (largest
- * first, to the least loaded) and steps them on its own; only the stopping rule (no abundance
- * moved by the tolerance, over every reference) is shared. No thread waits for another during
- * the steps: each publishes each step's largest move, any may tell from the published ones the
- * step at which the one-thread EM stops, and one that has stepped beyond it takes back its
- * references' abundances from that step (it keeps them for every step). */
+/* The typing EM over compatibility classes (em_classes, below), over parts: the references that
+ * classes join (a class joins the references of its matches) form connected parts, and no sum of
+ * a step crosses from one part to another (a class's sum is over its own matches; a reference's
+ * new abundance over the matches on it, all in classes of its part, in their order). So each part
+ * steps on its own, and only the stopping rule (no abundance moved by the tolerance, over every
+ * reference) is shared. A part whose step left every abundance of it the same bits stays so (the
+ * next step reads the same numbers): it is not stepped again (its moves are 0 from then on; on
+ * the all-HPV reads a fifth of the matches' steps).
+ *
+ * Over several threads: every EM_ROUND steps the parts still stepping are dealt out (the most work
+ * first, each to the thread of the least so far), and each thread steps its own; within a round
+ * none waits for another: each publishes each step's largest move, any may tell from the published
+ * ones the step at which the one-thread EM stops, and one that has stepped beyond it takes back its
+ * references' abundances from that step (they are kept for every step). Dealt once, the threads
+ * ended unevenly where parts settled (36 against 22 ms of CPU on the all-HPV reads; dealt every 16
+ * steps, 21 against 19).
+ *
+ * A part's classes and references are laid out for side-by-side sums (em_groups): its classes, the
+ * longest first, EM_LANES to a group; its references, those of the most matches first, EM_LANES to
+ * a group too, each lane summing the posterior * reads of its reference's matches in their order
+ * from the slots they sit in (the last slot, never written, holds the +0.0 the shorter lanes add). */
+typedef struct {
+    Py_ssize_t g0, g1, rg0, rg1; /* its class groups and reference groups */
+    Py_ssize_t ref0, n_refs;     /* its references: local ref0 .. ref0 + n_refs */
+    int fixed;                   /* the step after which its abundances stay the same bits; -1 */
+} em_part;
+
+typedef struct {
+    em_part *part;            /* the most matches first */
+    int64_t *work;            /* [n_parts] each part's slots, class and reference groups' (em_deal's measure) */
+    Py_ssize_t n_parts, groups, rgroups, slots, locals; /* locals: local references, with gaps; the zero one */
+    int32_t *g_size;          /* [groups] matches a lane */
+    int64_t *g_at;            /* [groups] the group's first slot */
+    double *g_reads;          /* [groups * EM_LANES] each lane's class's reads (0 for an empty lane) */
+    int32_t *s_ref;           /* [slots] the local reference (locals: the zero abundance, for padding) */
+    double *s_like;           /* [slots] the likelihood (0 for padding) */
+    int64_t *s_hit;           /* [slots] the match, -1 for padding */
+    int32_t *r_len;           /* [rgroups] matches a lane */
+    int64_t *r_at;            /* [rgroups] the group's first place in r_slot */
+    int32_t *r_slot;          /* lane l's j-th match's slot at r_at + j * EM_LANES + l (slots: the +0.0) */
+    int32_t *r_ref;           /* [rgroups * EM_LANES] the lane's local reference, -1 for none */
+    int64_t *global;          /* [locals] the reference a local one is, -1 for a gap */
+} em_layout;
+
+static void em_layout_free(em_layout *lay) {
+    free(lay->part); free(lay->g_size); free(lay->g_at); free(lay->g_reads); free(lay->s_ref); free(lay->s_like);
+    free(lay->s_hit); free(lay->r_len); free(lay->r_at); free(lay->r_slot); free(lay->r_ref); free(lay->global);
+    free(lay->work);
+}
+
+/* order[0..n) (the items 0..n-1) by rank ascending, then size descending, then item: two stable
+ * counting sorts (sizes 0..most, ranks 0..ranks-1); 0 where memory ran out */
+static int em_rank_size_order(const int64_t *rank, const int64_t *size, Py_ssize_t n, Py_ssize_t ranks, int64_t most,
+                              int64_t *order) {
+    int64_t *by_size = malloc(sizeof(int64_t) * (n + 1)), *count = calloc((size_t)(most > ranks ? most : ranks) + 2, sizeof(int64_t));
+    if (!by_size || !count) {
+        free(by_size); free(count);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        count[most - size[i]]++;
+    for (int64_t k = 0, t = 0; k <= most; k++) {
+        int64_t x = count[k];
+        count[k] = t;
+        t += x;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        by_size[count[most - size[i]]++] = i;
+    memset(count, 0, sizeof(int64_t) * (size_t)(ranks + 1));
+    for (Py_ssize_t i = 0; i < n; i++)
+        count[rank[i]]++;
+    for (int64_t k = 0, t = 0; k < ranks; k++) {
+        int64_t x = count[k];
+        count[k] = t;
+        t += x;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        order[count[rank[by_size[i]]]++] = by_size[i];
+    free(by_size); free(count);
+    return 1;
+}
+
+/* lane l's item of the group that starts at a in order[0..n) (up to EM_LANES items of one rank), -1 for none */
+static int64_t em_lane(const int64_t *rank, const int64_t *order, Py_ssize_t a, int l, Py_ssize_t n) {
+    return l < EM_LANES && a + l < n && rank[order[a + l]] == rank[order[a]] ? order[a + l] : -1;
+}
+
+/* the end of the group that starts at a */
+static Py_ssize_t em_group_end(const int64_t *rank, const int64_t *order, Py_ssize_t a, Py_ssize_t n) {
+    int l = 0;
+    while (em_lane(rank, order, a, l, n) >= 0)
+        l++;
+    return a + l;
+}
+
+/* The parts laid out (the most matches first; each part's local references from a cache line of
+ * their own, so that no two threads write one); 0 where memory ran out. `ref` etc. as em_classes
+ * takes them. */
+static int em_layout_build(em_layout *lay, const int64_t *first, const int64_t *ref, const double *like,
+                           const double *weight, Py_ssize_t h, Py_ssize_t r, Py_ssize_t classes) {
+    int ok = 0;
+    memset(lay, 0, sizeof(*lay));
+    int64_t *parent = malloc(sizeof(int64_t) * (r + 1)), *load = calloc((size_t)r + 1, sizeof(int64_t));
+    int64_t *roots = malloc(sizeof(int64_t) * (r + 1)), *rank_of = malloc(sizeof(int64_t) * (r + 1));
+    const Py_ssize_t most_items = (classes > r ? classes : r) + 1; /* classes, or parts */
+    int64_t *c_rank = malloc(sizeof(int64_t) * most_items), *c_size = malloc(sizeof(int64_t) * most_items);
+    int64_t *c_order = malloc(sizeof(int64_t) * most_items), *r_rank = malloc(sizeof(int64_t) * (r + 1));
+    int64_t *r_hits = calloc((size_t)r + 1, sizeof(int64_t)), *r_order = malloc(sizeof(int64_t) * (r + 1));
+    int64_t *local = malloc(sizeof(int64_t) * (r + 1)), *fill = calloc((size_t)r + 1, sizeof(int64_t));
+    int32_t *slot_of = malloc(sizeof(int32_t) * (h + 1)), *r_group = malloc(sizeof(int32_t) * (r + 1));
+    int32_t *r_lane = malloc(sizeof(int32_t) * (r + 1));
+    if (!parent || !load || !roots || !rank_of || !c_rank || !c_size || !c_order || !r_rank || !r_hits || !r_order ||
+        !local || !fill || !slot_of || !r_group || !r_lane)
+        goto out;
+    /* the parts: references joined by a class (union-find, the larger root under the smaller) */
+    for (Py_ssize_t j = 0; j < r; j++)
+        parent[j] = j;
+    for (Py_ssize_t c = 0; c < classes; c++)
+        for (Py_ssize_t i = first[c] + 1; i < first[c + 1]; i++) {
+            int64_t x = ref[first[c]], y = ref[i];
+            while (parent[x] != x)
+                x = parent[x] = parent[parent[x]];
+            while (parent[y] != y)
+                y = parent[y] = parent[parent[y]];
+            if (x != y) {
+                if (x < y) parent[y] = x; else parent[x] = y;
+            }
+        }
+    for (Py_ssize_t j = 0; j < r; j++) {
+        int64_t x = j;
+        while (parent[x] != x)
+            x = parent[x];
+        parent[j] = x;
+    }
+    for (Py_ssize_t i = 0; i < h; i++)
+        load[parent[ref[i]]]++, r_hits[ref[i]]++;
+    Py_ssize_t n_parts = 0;
+    for (Py_ssize_t j = 0; j < r; j++)
+        if (parent[j] == j)
+            roots[n_parts++] = j;
+    /* the most matches first */
+    int64_t heaviest = 0;
+    for (Py_ssize_t a = 0; a < n_parts; a++) {
+        c_rank[a] = 0;
+        c_size[a] = load[roots[a]];
+        heaviest = c_size[a] > heaviest ? c_size[a] : heaviest;
+    }
+    if (!em_rank_size_order(c_rank, c_size, n_parts, 1, heaviest, c_order))
+        goto out;
+    for (Py_ssize_t a = 0; a < n_parts; a++)
+        rank_of[roots[c_order[a]]] = a;
+    lay->part = calloc((size_t)n_parts + 1, sizeof(em_part));
+    lay->work = calloc((size_t)n_parts + 1, sizeof(int64_t));
+    if (!lay->part || !lay->work)
+        goto out;
+    lay->n_parts = n_parts;
+    /* the classes (empty ones add nothing) by part, longest first; the references by part, most matches first */
+    Py_ssize_t n_cl = 0;
+    int64_t widest = 0, most = 0;
+    for (Py_ssize_t c = 0; c < classes; c++)
+        if (first[c + 1] > first[c]) {
+            c_rank[n_cl] = rank_of[parent[ref[first[c]]]];
+            c_size[n_cl] = first[c + 1] - first[c];
+            widest = c_size[n_cl] > widest ? c_size[n_cl] : widest;
+            c_order[n_cl++] = c; /* for now: the class of each place */
+        }
+    int64_t *by = r_order; /* room: the ranks' order of the classes' places, then of the references */
+    int64_t *c_place = malloc(sizeof(int64_t) * (n_cl + 1));
+    if (!c_place || !em_rank_size_order(c_rank, c_size, n_cl, n_parts, widest, c_place)) {
+        free(c_place);
+        goto out;
+    }
+    for (Py_ssize_t j = 0; j < r; j++) {
+        r_rank[j] = rank_of[parent[j]];
+        most = r_hits[j] > most ? r_hits[j] : most;
+    }
+    if (!em_rank_size_order(r_rank, r_hits, r, n_parts, most, by)) {
+        free(c_place);
+        goto out;
+    }
+    /* sizes: groups and slots part by part; local references */
+    Py_ssize_t groups = 0, slots = 0, rgroups = 0, rslots = 0, locals = 0, work_before = 0;
+    for (Py_ssize_t a = 0, b = 0, p = 0; p < n_parts; p++) {
+        em_part *pt = &lay->part[p];
+        pt->fixed = -1;
+        pt->g0 = groups;
+        for (; a < n_cl && c_rank[c_place[a]] == p; a = em_group_end(c_rank, c_place, a, n_cl), groups++)
+            slots += EM_LANES * c_size[c_place[a]];
+        pt->g1 = groups;
+        locals = (locals + EM_LANES - 1) / EM_LANES * EM_LANES; /* a cache line of its own */
+        pt->ref0 = locals;
+        pt->rg0 = rgroups;
+        for (; b < r && r_rank[by[b]] == p; b = em_group_end(r_rank, by, b, r), rgroups++) {
+            rslots += EM_LANES * r_hits[by[b]];
+            for (Py_ssize_t e = b; e < em_group_end(r_rank, by, b, r); e++)
+                local[by[e]] = locals++;
+        }
+        pt->rg1 = rgroups;
+        pt->n_refs = locals - pt->ref0;
+        lay->work[p] = slots + rslots - work_before;
+        work_before = slots + rslots;
+    }
+    locals = (locals + EM_LANES - 1) / EM_LANES * EM_LANES; /* the zero abundance on a line of its own */
+    if (slots + 1 > INT32_MAX || locals + 1 > INT32_MAX) {
+        free(c_place);
+        goto out;
+    }
+    lay->groups = groups, lay->slots = slots, lay->rgroups = rgroups, lay->locals = locals;
+    lay->g_size = malloc(sizeof(int32_t) * (groups + 1));
+    lay->g_at = malloc(sizeof(int64_t) * (groups + 1));
+    lay->g_reads = calloc((size_t)groups * EM_LANES + 1, sizeof(double));
+    lay->s_ref = malloc(sizeof(int32_t) * (slots + 1));
+    lay->s_like = malloc(sizeof(double) * (slots + 1));
+    lay->s_hit = malloc(sizeof(int64_t) * (slots + 1));
+    lay->r_len = malloc(sizeof(int32_t) * (rgroups + 1));
+    lay->r_at = malloc(sizeof(int64_t) * (rgroups + 1));
+    lay->r_slot = malloc(sizeof(int32_t) * (rslots + 1));
+    lay->r_ref = malloc(sizeof(int32_t) * (rgroups * EM_LANES + 1));
+    lay->global = malloc(sizeof(int64_t) * (locals + 1));
+    if (!lay->g_size || !lay->g_at || !lay->g_reads || !lay->s_ref || !lay->s_like || !lay->s_hit || !lay->r_len ||
+        !lay->r_at || !lay->r_slot || !lay->r_ref || !lay->global) {
+        free(c_place);
+        goto out;
+    }
+    /* the class groups: lane l of a group its l-th class, the shorter padded */
+    Py_ssize_t g = 0, at = 0;
+    for (Py_ssize_t a = 0; a < n_cl; g++) {
+        const int64_t k = c_size[c_place[a]];
+        lay->g_size[g] = (int32_t)k;
+        lay->g_at[g] = at;
+        for (int l = 0; l < EM_LANES; l++) {
+            const int64_t place = em_lane(c_rank, c_place, a, l, n_cl), c = place >= 0 ? c_order[place] : -1;
+            const int64_t size = place >= 0 ? c_size[place] : 0;
+            lay->g_reads[g * EM_LANES + l] = place >= 0 ? weight[first[c]] : 0.0;
+            for (int64_t j = 0; j < k; j++) {
+                const Py_ssize_t s = at + j * EM_LANES + l;
+                if (j < size) {
+                    const Py_ssize_t i = first[c] + j;
+                    lay->s_ref[s] = (int32_t)local[ref[i]];
+                    lay->s_like[s] = like[i];
+                    lay->s_hit[s] = i;
+                    slot_of[i] = (int32_t)s;
+                } else {
+                    lay->s_ref[s] = (int32_t)locals;
+                    lay->s_like[s] = 0.0;
+                    lay->s_hit[s] = -1;
+                }
+            }
+        }
+        a = em_group_end(c_rank, c_place, a, n_cl);
+        at += EM_LANES * k;
+    }
+    free(c_place);
+    /* the reference groups; then each reference's matches, in their order, into its lane */
+    for (Py_ssize_t j = 0; j < locals + 1; j++)
+        lay->global[j] = -1;
+    Py_ssize_t rg = 0, rat = 0;
+    for (Py_ssize_t b = 0; b < r; rg++) {
+        const int64_t k = r_hits[by[b]];
+        lay->r_len[rg] = (int32_t)k;
+        lay->r_at[rg] = rat;
+        for (int l = 0; l < EM_LANES; l++) {
+            const int64_t j = em_lane(r_rank, by, b, l, r);
+            lay->r_ref[rg * EM_LANES + l] = j >= 0 ? (int32_t)local[j] : -1;
+            if (j >= 0) {
+                lay->global[local[j]] = j;
+                r_group[j] = (int32_t)rg;
+                r_lane[j] = l;
+            }
+        }
+        for (int64_t s = 0; s < EM_LANES * k; s++)
+            lay->r_slot[rat + s] = (int32_t)slots;
+        b = em_group_end(r_rank, by, b, r);
+        rat += EM_LANES * k;
+    }
+    for (Py_ssize_t c = 0; c < classes; c++)
+        for (Py_ssize_t i = first[c]; i < first[c + 1]; i++) {
+            const int64_t j = ref[i];
+            lay->r_slot[lay->r_at[r_group[j]] + fill[j]++ * EM_LANES + r_lane[j]] = slot_of[i];
+        }
+    ok = 1;
+out:
+    free(parent); free(load); free(roots); free(rank_of); free(c_rank); free(c_size); free(c_order); free(r_rank);
+    free(r_hits); free(r_order); free(local); free(fill); free(slot_of); free(r_group); free(r_lane);
+    if (!ok)
+        em_layout_free(lay);
+    return ok;
+}
+
+/* Each reference's sum of its matches' pw (slots), lane by lane in their order, for reference
+ * groups rg0..rg1, into fresh */
+static void em_refs(const em_layout *lay, Py_ssize_t rg0, Py_ssize_t rg1, const double *pw, double *fresh) {
+    for (Py_ssize_t g = rg0; g < rg1; g++) {
+        const Py_ssize_t k = lay->r_len[g];
+        const int32_t *rs = lay->r_slot + lay->r_at[g];
+        double acc[EM_LANES] = {0.0};
+        for (Py_ssize_t j = 0; j < k * EM_LANES; j += EM_LANES)
+            for (int l = 0; l < EM_LANES; l++)
+                acc[l] += pw[rs[j + l]];
+        for (int l = 0; l < EM_LANES; l++)
+            if (lay->r_ref[g * EM_LANES + l] >= 0)
+                fresh[lay->r_ref[g * EM_LANES + l]] = acc[l];
+    }
+}
+
 /* A step's new abundances: each reference's sum over `count` (also into `kept`, where given);
  * returns the largest move, with *unsettled set where a move was NaN (numpy's max is NaN then,
- * never under the tolerance). */
+ * never under the tolerance) and *changed where any abundance's bits changed. */
 static double em_settle(const double *fresh, double *abundance, Py_ssize_t r, double count, double *kept,
-                        int *unsettled) {
+                        int *unsettled, int *changed) {
     double moved = 0.0;
     for (Py_ssize_t j = 0; j < r; j++) {
         double v = fresh[j] / count, d = v - abundance[j];
@@ -2364,6 +2737,7 @@ static double em_settle(const double *fresh, double *abundance, Py_ssize_t r, do
             *unsettled = 1;
         else if (d > moved)
             moved = d;
+        *changed |= memcmp(&v, &abundance[j], sizeof(double)) != 0;
         abundance[j] = v;
         if (kept != NULL)
             kept[j] = v;
@@ -2371,33 +2745,51 @@ static double em_settle(const double *fresh, double *abundance, Py_ssize_t r, do
     return moved;
 }
 
-#define EM_THREAD_HITS 4096         /* fewer hits: one thread (starting others costs more than it saves) */
+#define EM_THREAD_HITS 4096         /* fewer matches: one thread (starting others costs more than it saves) */
 #define EM_HISTORY_LIMIT (1 << 23)  /* references x steps whose abundances the threads may keep (64 MB) */
+#define EM_ROUND 16                 /* steps between the threads' meetings, where the parts are dealt anew */
+
+/* the threads' meeting place (a mutex and a condition, where not every system has pthread barriers);
+ * `gate` opens once every thread has started (1), or tells those that did to leave (-1) */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t moved;
+    int waiting, round, gate;
+} em_meeting;
+
+static void em_meet(em_meeting *m, int threads) {
+    pthread_mutex_lock(&m->lock);
+    const int round = m->round;
+    if (++m->waiting == threads) {
+        m->waiting = 0;
+        m->round++;
+        pthread_cond_broadcast(&m->moved);
+    } else
+        while (m->round == round)
+            pthread_cond_wait(&m->moved, &m->lock);
+    pthread_mutex_unlock(&m->lock);
+}
 
 typedef struct {
-    const int64_t *first, *ref;
-    const double *like, *weight;
-    double *abundance, *fresh, count, tolerance;
+    const em_layout *lay;
+    double *abundance, *fresh, *pw; /* local references' (and the zero one), and the slots' */
+    double count, tolerance;
     int iterations, threads;
-    double *moved;          /* [thread][step]: the largest move of the thread's references */
+    double *moved;          /* [thread][step]: the largest move of the references the thread stepped */
     unsigned char *nan;     /* [thread][step]: a move was NaN */
     int *published;         /* [thread]: steps whose moves are published (atomic) */
     int *stop;              /* the steps the one-thread EM takes (atomic; iterations until known) */
+    double *history;        /* [step][local]: the abundances after each step (NULL on one thread) */
+    unsigned int csr;       /* the caller's floating-point control (denormals), for the threads */
+    em_meeting *meeting;
+    int *dealt;             /* [thread][n_parts]: the parts a thread steps this round */
+    int64_t *busy;          /* [thread][threads]: room for dealing them */
 } em_shared;
 
 typedef struct {
     em_shared *sh;
     int t;
-    const int64_t *classes, *refs;
-    Py_ssize_t n_classes, n_refs;
-    double *history;        /* [step][n_refs]: the thread's references' abundances after each step */
-    unsigned int csr;       /* the caller's floating-point control (denormals), for this thread */
-    const int32_t *local;   /* its classes' hits, one after another: the reference's place among its own, */
-    const double *like, *weight; /* the likelihood and the class's reads */
-    const int64_t *first;   /* its q-th class's hits: first[q]:first[q + 1] of those */
-    double *ab, *fr;        /* the thread's own abundances and sums (no cache line shared with another) */
-    double *w;              /* room for a class's weights */
-} em_part;
+} em_thread;
 
 static int em_lowest_published(em_shared *sh) {
     int lowest = sh->iterations;
@@ -2409,218 +2801,186 @@ static int em_lowest_published(em_shared *sh) {
     return lowest;
 }
 
-static void *em_part_run(void *arg) {
-    em_part *pt = (em_part *)arg;
-    em_shared *sh = pt->sh;
+/* The parts thread t steps from step k0 on (into mine; returns how many): those still stepping then,
+ * the most work first, each to the thread of the least work so far. Every thread deals alike (the
+ * parts that settled before k0 are the same for all: they are set before the threads meet). */
+static int em_deal(const em_layout *lay, int k0, int threads, int t, int *mine, int64_t *busy) {
+    int n = 0;
+    for (int u = 0; u < threads; u++)
+        busy[u] = 0;
+    for (Py_ssize_t p = 0; p < lay->n_parts; p++) {
+        const int fixed = __atomic_load_n(&lay->part[p].fixed, __ATOMIC_RELAXED);
+        if (fixed >= 0 && fixed < k0)
+            continue;
+        int best = 0;
+        for (int u = 1; u < threads; u++)
+            if (busy[u] < busy[best])
+                best = u;
+        busy[best] += lay->work[p];
+        if (best == t)
+            mine[n++] = (int)p;
+    }
+    return n;
+}
+
+/* Thread t's share of the steps until the one-thread EM's stop (see above) */
+static void *em_thread_run(void *arg) {
+    em_shared *sh = ((em_thread *)arg)->sh;
+    const int t = ((em_thread *)arg)->t;
+    const em_layout *lay = sh->lay;
+    int *mine = sh->dealt + (Py_ssize_t)t * (lay->n_parts + 1);
 #if defined(__SSE__)
-    _mm_setcsr(pt->csr);
+    _mm_setcsr(sh->csr);
 #endif
-    const int64_t *first = pt->first;
-    const int32_t *ref = pt->local;
-    const double *like = pt->like, *weight = pt->weight;
-    double *abundance = pt->ab, *fresh = pt->fr;
+    if (sh->threads > 1) { /* every thread started, or leave */
+        pthread_mutex_lock(&sh->meeting->lock);
+        while (sh->meeting->gate == 0)
+            pthread_cond_wait(&sh->meeting->moved, &sh->meeting->lock);
+        const int gate = sh->meeting->gate;
+        pthread_mutex_unlock(&sh->meeting->lock);
+        if (gate < 0)
+            return NULL;
+    }
     int scanned = 0; /* steps whose stopping rule this thread has read */
-    for (int step = 0; step < __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE); step++) {
-        for (Py_ssize_t k = 0; k < pt->n_refs; k++)
-            fresh[k] = 0.0;
-        for (Py_ssize_t q = 0; q < pt->n_classes; q++) {
-            const Py_ssize_t a = first[q], b = first[q + 1];
-            double sum = 0.0, *w = pt->w;
-            for (Py_ssize_t i = a; i < b; i++) {
-                w[i - a] = abundance[ref[i]] * like[i];
-                sum += w[i - a];
+    for (int k0 = 0; k0 < __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE); k0 += EM_ROUND) {
+        const int n_mine = em_deal(lay, k0, sh->threads, t, mine, sh->busy + (Py_ssize_t)t * sh->threads);
+        const int k1 = k0 + EM_ROUND < sh->iterations ? k0 + EM_ROUND : sh->iterations;
+        for (int step = k0; step < k1 && step < __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE); step++) {
+            double moved = 0.0;
+            int unsettled = 0;
+            for (int q = 0; q < n_mine; q++) {
+                em_part *pt = &lay->part[mine[q]];
+                if (pt->fixed >= 0)
+                    continue;
+                em_groups(lay->g_size, lay->g_at, lay->g_reads, lay->s_ref, lay->s_like, pt->g0, pt->g1,
+                          sh->abundance, sh->pw, 1);
+                em_refs(lay, pt->rg0, pt->rg1, sh->pw, sh->fresh);
+                int changed = 0;
+                double m = em_settle(sh->fresh + pt->ref0, sh->abundance + pt->ref0, pt->n_refs, sh->count,
+                                     sh->history ? sh->history + (Py_ssize_t)step * lay->locals + pt->ref0 : NULL,
+                                     &unsettled, &changed);
+                moved = m > moved ? m : moved;
+                if (!changed)
+                    __atomic_store_n(&pt->fixed, step, __ATOMIC_RELAXED);
             }
-            for (Py_ssize_t i = a; i < b; i++)
-                fresh[ref[i]] += (w[i - a] / sum) * weight[i];
+            sh->moved[(Py_ssize_t)t * sh->iterations + step] = moved;
+            sh->nan[(Py_ssize_t)t * sh->iterations + step] = (unsigned char)unsettled;
+            __atomic_store_n(&sh->published[t], step + 1, __ATOMIC_RELEASE);
+            /* the steps every thread has published: where the one-thread EM stops, if it does there */
+            for (int lowest = em_lowest_published(sh); scanned < lowest; scanned++) {
+                double all = 0.0;
+                int any_nan = 0;
+                for (int u = 0; u < sh->threads; u++) {
+                    const double m = sh->moved[(Py_ssize_t)u * sh->iterations + scanned];
+                    any_nan |= sh->nan[(Py_ssize_t)u * sh->iterations + scanned];
+                    if (m > all)
+                        all = m;
+                }
+                if (!any_nan && all < sh->tolerance) {
+                    int want = scanned + 1, now = __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE);
+                    while (want < now && !__atomic_compare_exchange_n(sh->stop, &now, want, 0, __ATOMIC_ACQ_REL,
+                                                                      __ATOMIC_ACQUIRE))
+                        ;
+                    break;
+                }
+            }
         }
-        int unsettled = 0;
-        double moved = em_settle(fresh, abundance, pt->n_refs, sh->count,
-                                 pt->history + (Py_ssize_t)step * pt->n_refs, &unsettled);
-        sh->moved[(Py_ssize_t)pt->t * sh->iterations + step] = moved;
-        sh->nan[(Py_ssize_t)pt->t * sh->iterations + step] = (unsigned char)unsettled;
-        __atomic_store_n(&sh->published[pt->t], step + 1, __ATOMIC_RELEASE);
-        /* the steps every thread has published: where the one-thread EM stops, if it does there */
-        for (int lowest = em_lowest_published(sh); scanned < lowest; scanned++) {
-            double all = 0.0;
-            int any_nan = 0;
-            for (int u = 0; u < sh->threads; u++) {
-                const double m = sh->moved[(Py_ssize_t)u * sh->iterations + scanned];
-                any_nan |= sh->nan[(Py_ssize_t)u * sh->iterations + scanned];
-                if (m > all)
-                    all = m;
-            }
-            if (!any_nan && all < sh->tolerance) {
-                int want = scanned + 1, now = __atomic_load_n(sh->stop, __ATOMIC_ACQUIRE);
-                while (want < now && !__atomic_compare_exchange_n(sh->stop, &now, want, 0, __ATOMIC_ACQ_REL,
-                                                                  __ATOMIC_ACQUIRE))
-                    ;
-                break;
-            }
-        }
+        if (sh->threads > 1) /* every thread's steps of this round done: the stop, if it came, known to all */
+            em_meet(sh->meeting, sh->threads);
     }
     return NULL;
 }
 
-/* em_classes' steps over `threads` threads (see above); 0 where they cannot start (then the caller
- * steps on one), else 1 with `abundance` after the one-thread EM's steps, their number in *steps. */
-static int em_threads(const int64_t *first, const int64_t *ref, const double *like, const double *weight,
-                      Py_ssize_t h, Py_ssize_t r, Py_ssize_t classes, double count, int iterations,
-                      double tolerance, double *abundance, int threads, int *steps) {
-    int ok = 0, started = 0;
-    int64_t *parent = malloc(sizeof(int64_t) * r), *part_of = malloc(sizeof(int64_t) * r);
-    int64_t *load = calloc((size_t)r, sizeof(int64_t)), *order = malloc(sizeof(int64_t) * r);
-    int64_t *thread_of_part = malloc(sizeof(int64_t) * r), *class_list = malloc(sizeof(int64_t) * (classes + 1));
-    int64_t *ref_list = malloc(sizeof(int64_t) * r), *filled = calloc((size_t)threads, sizeof(int64_t));
-    double *fresh = malloc(sizeof(double) * r);
-    double *moved = calloc((size_t)threads * iterations + 1, sizeof(double));
-    unsigned char *nan = calloc((size_t)threads * iterations + 1, 1);
+/* n doubles, 0.0, from the start of a cache line (each part's from one of its own: see em_layout_build) */
+static double *em_lines(Py_ssize_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sizeof(double) * (size_t)n) != 0)
+        return NULL;
+    memset(p, 0, sizeof(double) * (size_t)n);
+    return (double *)p;
+}
+
+/* em_classes' steps and posteriors (see above) on up to `threads` threads: the steps taken, -1 where
+ * memory ran out. One thread where fewer than EM_THREAD_HITS matches (starting others costs more
+ * than it saves) or the kept abundances would pass EM_HISTORY_LIMIT, or where a thread will not start. */
+static int em_run(const int64_t *first, const int64_t *ref, const double *like, const double *weight, Py_ssize_t h,
+                  Py_ssize_t r, Py_ssize_t classes, double count, int iterations, double tolerance, double *abundance,
+                  double *posterior, int threads) {
+    em_layout lay;
+    if (!em_layout_build(&lay, first, ref, like, weight, h, r, classes))
+        return -1;
+    if (h < EM_THREAD_HITS || (double)lay.locals * iterations > EM_HISTORY_LIMIT || lay.n_parts < 2)
+        threads = 1;
+    if (threads > lay.n_parts)
+        threads = (int)lay.n_parts;
+    int stop = -1, started = 0;
+    const Py_ssize_t steps_room = (Py_ssize_t)threads * iterations + 1;
+    double *ab = em_lines(lay.locals + 1), *fresh = em_lines(lay.locals + 1), *pw = em_lines(lay.slots + 1);
+    double *history = NULL; /* written before it is read: no need to clear it */
+    if (threads > 1 && posix_memalign((void **)&history, 64, sizeof(double) * ((size_t)lay.locals * iterations + 1)) != 0)
+        history = NULL;
+    double *moved = calloc((size_t)steps_room, sizeof(double));
+    unsigned char *nan = calloc((size_t)steps_room, 1);
     int *published = calloc((size_t)threads, sizeof(int));
-    double *history = malloc(sizeof(double) * ((size_t)r * iterations + 1));
-    em_part *parts = calloc((size_t)threads, sizeof(em_part));
+    int *dealt = malloc(sizeof(int) * (size_t)threads * (lay.n_parts + 1));
+    int64_t *busy = malloc(sizeof(int64_t) * (size_t)threads * threads);
     pthread_t *ids = calloc((size_t)threads, sizeof(pthread_t));
-    int64_t *class_count = calloc((size_t)threads + 1, sizeof(int64_t)), *ref_count = calloc((size_t)threads + 1, sizeof(int64_t));
-    double *initial = malloc(sizeof(double) * r);
-    int32_t *local = malloc(sizeof(int32_t) * (h + 1)), *place = malloc(sizeof(int32_t) * (r + 1));
-    double *c_like = malloc(sizeof(double) * (h + 1)), *c_weight = malloc(sizeof(double) * (h + 1));
-    int64_t *c_first = malloc(sizeof(int64_t) * (classes + threads + 1));
-    Py_ssize_t widest = 1; /* the most hits of a class */
-    for (Py_ssize_t c = 0; c < classes; c++)
-        if (first[c + 1] - first[c] > widest)
-            widest = first[c + 1] - first[c];
-    double *own = malloc(sizeof(double) * (2 * r + (widest + 16) * (Py_ssize_t)threads + 2));
-    if (!c_like || !c_weight || !c_first || !local || !place || !own || !initial || !parent || !part_of || !load || !order || !thread_of_part || !class_list || !ref_list || !filled || !fresh ||
-        !moved || !nan || !published || !history || !parts || !ids || !class_count || !ref_count)
+    em_thread *args = calloc((size_t)threads, sizeof(em_thread));
+    em_meeting meeting = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+    if (!ab || !fresh || !pw || !moved || (threads > 1 && !history) || !nan || !published || !dealt || !busy || !ids ||
+        !args)
         goto out;
-    memcpy(initial, abundance, sizeof(double) * r);
-    /* the parts: references joined by a class (union-find, the smaller root under the larger's) */
-    for (Py_ssize_t j = 0; j < r; j++)
-        parent[j] = j;
-    for (Py_ssize_t c = 0; c < classes; c++) {
-        for (Py_ssize_t i = first[c] + 1; i < first[c + 1]; i++) {
-            int64_t x = ref[first[c]], y = ref[i];
-            while (parent[x] != x)
-                x = parent[x] = parent[parent[x]];
-            while (parent[y] != y)
-                y = parent[y] = parent[parent[y]];
-            if (x != y) {
-                if (x < y) parent[y] = x; else parent[x] = y;
-            }
-        }
-    }
-    for (Py_ssize_t j = 0; j < r; j++) {
-        int64_t x = j;
-        while (parent[x] != x)
-            x = parent[x];
-        part_of[j] = x;
-    }
-    for (Py_ssize_t i = 0; i < h; i++)
-        load[part_of[ref[i]]]++;
-    /* the parts (roots) largest first, each to the least loaded thread */
-    Py_ssize_t n_parts = 0;
-    for (Py_ssize_t j = 0; j < r; j++)
-        if (part_of[j] == j)
-            order[n_parts++] = j;
-    if (n_parts < 2) /* one part: nothing to share */
-        goto out;
-    if (threads > n_parts)
-        threads = (int)n_parts;
-    for (Py_ssize_t a = 1; a < n_parts; a++) { /* insertion sort by load, descending, then root */
-        int64_t x = order[a];
-        Py_ssize_t b = a;
-        while (b > 0 && load[order[b - 1]] < load[x])
-            order[b] = order[b - 1], b--;
-        order[b] = x;
-    }
-    int64_t *busy = filled; /* hits per thread */
-    for (Py_ssize_t a = 0; a < n_parts; a++) {
-        int best = 0;
-        for (int t = 1; t < threads; t++)
-            if (busy[t] < busy[best])
-                best = t;
-        thread_of_part[order[a]] = best;
-        busy[best] += load[order[a]];
-    }
-    /* each thread's classes and references, in order */
-    for (Py_ssize_t c = 0; c < classes; c++)
-        if (first[c + 1] > first[c])
-            class_count[thread_of_part[part_of[ref[first[c]]]] + 1]++;
-    for (Py_ssize_t j = 0; j < r; j++)
-        ref_count[thread_of_part[part_of[j]] + 1]++;
-    for (int t = 0; t < threads; t++)
-        class_count[t + 1] += class_count[t], ref_count[t + 1] += ref_count[t];
-    for (int t = 0; t < threads; t++)
-        busy[t] = 0;
-    for (Py_ssize_t c = 0; c < classes; c++)
-        if (first[c + 1] > first[c]) {
-            int t = (int)thread_of_part[part_of[ref[first[c]]]];
-            class_list[class_count[t] + busy[t]++] = c;
-        }
-    for (int t = 0; t < threads; t++)
-        busy[t] = 0;
-    for (Py_ssize_t j = 0; j < r; j++) {
-        int t = (int)thread_of_part[part_of[j]];
-        place[j] = (int32_t)busy[t];
-        ref_list[ref_count[t] + busy[t]++] = j;
-    }
-    /* each thread's classes' hits copied one after another, so that each reads its own lines */
-    Py_ssize_t at = 0;
-    for (int t = 0; t < threads; t++) {
-        c_first[class_count[t] + t] = at;
-        for (int64_t q = class_count[t]; q < class_count[t + 1]; q++) {
-            const int64_t c = class_list[q];
-            for (Py_ssize_t i = first[c]; i < first[c + 1]; i++, at++) {
-                local[at] = place[ref[i]];
-                c_like[at] = like[i];
-                c_weight[at] = weight[i];
-            }
-            c_first[q + t + 1] = at;
-        }
-    }
-    int stop = iterations;
-    em_shared sh = {first, ref, like, weight, abundance, fresh, count, tolerance, iterations, threads, moved, nan,
-                    published, &stop};
+    for (Py_ssize_t j = 0; j < lay.locals; j++)
+        ab[j] = lay.global[j] >= 0 ? abundance[lay.global[j]] : 0.0; /* gaps, and the zero one, 0 */
+    stop = iterations;
 #if defined(__SSE__)
     unsigned int csr = _mm_getcsr();
 #else
     unsigned int csr = 0;
 #endif
-    Py_ssize_t offset = 0;
-    double *room = own;
-    for (int t = 0; t < threads; t++) {
-        Py_ssize_t m = ref_count[t + 1] - ref_count[t];
-        parts[t] = (em_part){&sh, t, class_list + class_count[t], ref_list + ref_count[t],
-                             class_count[t + 1] - class_count[t], m, history + offset * iterations, csr,
-                             local, c_like, c_weight, c_first + class_count[t] + t, room, room + m, room + 2 * m};
-        for (Py_ssize_t k = 0; k < m; k++)
-            parts[t].ab[k] = abundance[parts[t].refs[k]];
-        room += 2 * m + widest + 16; /* the next thread's arrays a few cache lines on */
-        offset += m;
-    }
-    /* parts 1, 2, ... on threads of their own, part 0 on this one */
+    em_shared sh = {&lay, ab, fresh, pw, count, tolerance, iterations, threads, moved, nan, published, &stop, history,
+                    csr, &meeting, dealt, busy};
+    for (int t = 0; t < threads; t++)
+        args[t] = (em_thread){&sh, t};
+    /* threads 1, 2, ... of their own, thread 0 on this one; where one will not start, those that did
+     * leave and every part steps here */
     for (started = 1; started < threads; started++)
-        if (pthread_create(&ids[started], NULL, em_part_run, &parts[started]) != 0)
+        if (pthread_create(&ids[started], NULL, em_thread_run, &args[started]) != 0)
             break;
-    if (started < threads) { /* the threads that started stop; the caller steps on one, from the start */
-        __atomic_store_n(&stop, 0, __ATOMIC_RELEASE);
+    if (threads > 1) {
+        pthread_mutex_lock(&meeting.lock);
+        meeting.gate = started < threads ? -1 : 1;
+        pthread_cond_broadcast(&meeting.moved);
+        pthread_mutex_unlock(&meeting.lock);
+    }
+    if (started < threads) {
         for (int t = 1; t < started; t++)
             pthread_join(ids[t], NULL);
-        memcpy(abundance, initial, sizeof(double) * r);
-        goto out;
+        sh.threads = threads = 1;
+        sh.history = NULL;
     }
-    em_part_run(&parts[0]);
+    em_thread_run(&args[0]);
     for (int t = 1; t < threads; t++)
         pthread_join(ids[t], NULL);
-    /* each thread's references as they were after the one-thread EM's last step */
-    for (int t = 0; t < threads && stop > 0; t++)
-        for (Py_ssize_t k = 0; k < parts[t].n_refs; k++)
-            abundance[parts[t].refs[k]] = parts[t].history[(Py_ssize_t)(stop - 1) * parts[t].n_refs + k];
-    *steps = stop;
-    ok = 1;
+    /* on threads, each part's abundances as they were after the one-thread EM's last step */
+    for (Py_ssize_t p = 0; threads > 1 && stop > 0 && p < lay.n_parts; p++) {
+        const em_part *pt = &lay.part[p];
+        const int at = pt->fixed >= 0 && pt->fixed < stop - 1 ? pt->fixed : stop - 1;
+        memcpy(ab + pt->ref0, history + (Py_ssize_t)at * lay.locals + pt->ref0, sizeof(double) * pt->n_refs);
+    }
+    for (Py_ssize_t j = 0; j < lay.locals; j++)
+        if (lay.global[j] >= 0)
+            abundance[lay.global[j]] = ab[j];
+    /* the posteriors of the last abundances */
+    em_groups(lay.g_size, lay.g_at, lay.g_reads, lay.s_ref, lay.s_like, 0, lay.groups, ab, pw, 0);
+    for (Py_ssize_t s = 0; s < lay.slots; s++)
+        if (lay.s_hit[s] >= 0)
+            posterior[lay.s_hit[s]] = pw[s];
 out:
-    free(parent); free(part_of); free(load); free(order); free(thread_of_part); free(class_list); free(ref_list);
-    free(filled); free(fresh); free(moved); free(nan); free(published); free(history); free(parts); free(ids);
-    free(class_count); free(ref_count); free(initial); free(local); free(place); free(own); free(c_like); free(c_weight); free(c_first);
-    return ok;
+    free(ab); free(fresh); free(pw); free(moved); free(history); free(nan); free(published); free(dealt); free(busy);
+    free(ids); free(args);
+    em_layout_free(&lay);
+    return stop;
 }
 
 /* The typing EM over compatibility classes (genointerp.viral.typing.typer.run_em), its numpy loop's
@@ -2631,8 +2991,8 @@ out:
  * weight (the class's reads) over the hits in order, from 0.0, over n. It stops after
  * `iterations` steps, or once no abundance moved by `tolerance` or more (a NaN keeps it going,
  * as numpy's max does). `abundance` (r,) is updated in place and `posterior` (h,) gets the last
- * abundance's posteriors; returns the steps taken. Class by class in one pass, where numpy made
- * eight arrays of the hits a step. */
+ * abundance's posteriors; returns the steps taken. Part by part, on up to `threads` threads (see
+ * em_run), the same bytes for any. */
 static PyObject *em_classes(PyObject *self, PyObject *args) {
     Py_buffer first_b, ref_b, like_b, weight_b, abundance_b, posterior_b;
     Py_ssize_t n;
@@ -2644,7 +3004,6 @@ static PyObject *em_classes(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t h = ref_b.len / 8, r = abundance_b.len / 8, classes = first_b.len / 8 - 1;
-    double *fresh = NULL;
     if (first_b.len % 8 || classes < 0 || ref_b.len != 8 * h || like_b.len != 8 * h || weight_b.len != 8 * h ||
         posterior_b.len != 8 * h || abundance_b.len != 8 * r || n < 1 || iterations < 0) {
         PyErr_SetString(PyExc_ValueError, "em_classes: arguments of the wrong size");
@@ -2667,62 +3026,17 @@ static PyObject *em_classes(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "em_classes: a reference out of range");
             goto done;
         }
-    fresh = (double *)malloc(sizeof(double) * (r > 0 ? r : 1));
-    if (fresh == NULL) {
+    int it;
+    Py_BEGIN_ALLOW_THREADS
+    it = em_run(first, ref, like, weight, h, r, classes, (double)n, iterations, tolerance, abundance, posterior,
+                threads < 1 ? 1 : threads);
+    Py_END_ALLOW_THREADS
+    if (it < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    int it = 0;
-    const double count = (double)n;
-    Py_BEGIN_ALLOW_THREADS
-    /* over several threads where it is worth their start (each part's steps, the same bytes; see
-     * em_threads), then the posteriors of the abundances they reach, here */
-    if (threads > 1 && h >= EM_THREAD_HITS && (double)r * iterations <= EM_HISTORY_LIMIT &&
-        em_threads(first, ref, like, weight, h, r, classes, count, iterations, tolerance, abundance, threads, &it))
-        iterations = 0;
-    for (int step = 0; step <= iterations; step++) {
-        const int last = step == iterations; /* only the last abundance's posteriors */
-        for (Py_ssize_t j = 0; j < r; j++)
-            fresh[j] = 0.0;
-        /* class c + 1's weights and their sum are taken before class c's posteriors and
-         * sums to the references: they read the abundances alone, and the two chains of
-         * additions, one a class, then run side by side */
-        double next_sum = 0.0;
-        if (classes > 0)
-            for (Py_ssize_t i = first[0]; i < first[1]; i++) {
-                double w = abundance[ref[i]] * like[i];
-                posterior[i] = w;
-                next_sum += w;
-            }
-        for (Py_ssize_t c = 0; c < classes; c++) {
-            const Py_ssize_t a = first[c], b = first[c + 1];
-            const double sum = next_sum;
-            if (c + 1 < classes) {
-                next_sum = 0.0;
-                for (Py_ssize_t i = b; i < first[c + 2]; i++) {
-                    double w = abundance[ref[i]] * like[i];
-                    posterior[i] = w;
-                    next_sum += w;
-                }
-            }
-            for (Py_ssize_t i = a; i < b; i++) {
-                double p = posterior[i] / sum;
-                posterior[i] = p;
-                fresh[ref[i]] += p * weight[i];
-            }
-        }
-        if (last)
-            break;
-        int unsettled = 0; /* a NaN moved: numpy's max is NaN, never under the tolerance */
-        double moved = em_settle(fresh, abundance, r, count, NULL, &unsettled);
-        it = step + 1;
-        if (!unsettled && moved < tolerance)
-            iterations = step + 1; /* one more pass: the posteriors of this abundance, then out */
-    }
-    Py_END_ALLOW_THREADS
     result = PyLong_FromLong(it);
 done:
-    free(fresh);
     PyBuffer_Release(&first_b);
     PyBuffer_Release(&ref_b);
     PyBuffer_Release(&like_b);
@@ -2753,7 +3067,7 @@ static PyMethodDef methods[] = {
     {"id_lookup", id_lookup, METH_VARARGS, "A table of sorted ids by their hash, for seed_scan."},
     {"aa_scan", aa_scan, METH_VARARGS, "Look every amino-acid seed of one strand's codons up in an index."},
     {"share_place", share_place, METH_VARARGS, "Whether pairs of matched seeds lie on one diagonal of the references."},
-    {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' counts and one-gap searches: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
+    {"count_lanes_kind", count_lanes_kind, METH_VARARGS, "The form of diagonal_edits' counts and one-gap searches and the EM's class sums: 2 AVX2, 1 SSE2, 0 plain C (set where given)."},
     {"letter_counts", letter_counts, METH_VARARGS, "Letter counts of chosen reads joined by one separator."},
     {"best_per_contig", best_per_contig, METH_VARARGS, "Each read's best placement per contig, read by read."},
     {"diagonal_edits", diagonal_edits, METH_VARARGS, "Reads placed on the diagonals their matched seeds lie on."},

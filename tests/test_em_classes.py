@@ -268,3 +268,52 @@ def test_type_and_read_pairs_are_np_uniques(in_order):
     key = read * n_types + hit_type  # each key's first appearance, as np.unique's return_index
     assert np.flatnonzero(_first_of_each(key)).tolist() == sorted(np.unique(key, return_index=True)[1].tolist())
     assert _first_of_each(key[:0]).size == 0
+
+
+def parts_sample(seed: int, classes: int = 2500):
+    """Classes over parts of references (a class's references are of one part): parts of one to 30
+    references, classes of 1 to 40 matches (wider than the lanes of 8 the compiled steps sum side by
+    side), a few empty classes, a reference no class matches, and parts of one reference whose
+    every class is on it alone (its abundance settles at a fixed point after a step or two, and
+    is stepped no more). Returns em_classes' arguments but the abundance, posterior and threads,
+    and em_steps_numpy's c_read."""
+    rng = np.random.default_rng(seed)
+    groups = [30, 1, 12, 5, 2, 8, 1, 4, 20, 1, 1, 3]
+    base = np.r_[0, np.cumsum(groups)]
+    r = int(base[-1]) + 1  # the last reference: no match
+    part = rng.choice(len(groups), classes, p=np.array(groups) / sum(groups))
+    size = np.minimum(rng.integers(1, 41, classes), np.array(groups)[part])
+    size[rng.choice(classes, 5, replace=False)] = 0
+    c_ref = np.concatenate([base[p] + rng.choice(groups[p], s, replace=False) for p, s in zip(part, size)])
+    first = np.r_[0, np.cumsum(size)]
+    c_read = np.repeat(np.arange(classes), size)
+    like = np.exp(-rng.integers(0, 7, first[-1]) * math.log((1 - ERROR_RATE) / ERROR_RATE))
+    weight = rng.integers(1, 30, classes).astype(np.float64)[c_read]
+    n = int(sum(float(weight[first[c]]) for c in range(classes) if size[c]))
+    return first, c_ref, like, weight, n, r, c_read
+
+
+@pytest.mark.parametrize("tolerance", [EM_TOLERANCE, 1e-4, 0.0])
+def test_the_em_steps_in_every_form_and_on_threads_are_the_numpy_loop_byte_for_byte(tolerance):
+    """The compiled steps sum classes (and references) eight side by side, in the plain C form and
+    every form this processor runs (AVX2: four divisions an instruction), step parts that have
+    settled at a fixed point no more, and deal the parts to the threads anew every few steps: the
+    numpy loop's bytes at 1 to 16 threads, whether the EM stops early, at the cap (tolerance 0:
+    never; the parts of one reference settled long before), or after a few steps."""
+    first, c_ref, like, weight, n, r, c_read = parts_sample(12)
+    classes = first.size - 1
+    best = _scan.count_lanes_kind()
+    try:
+        for iterations in (0, 1, 9, EM_ITERATIONS):
+            want = em_steps_numpy(c_read, c_ref, like, weight, classes, n, iterations, tolerance, np.full(r, 1 / r))
+            for kind in range(best + 1):
+                _scan.count_lanes_kind(kind)
+                for threads in (1, 2, 3, 4, 16):
+                    abundance, posterior = np.full(r, 1 / r), np.empty_like(like)
+                    steps = _scan.em_classes(first, c_ref, like, weight, n, iterations, tolerance, abundance,
+                                             posterior, threads)
+                    assert steps == want[2]
+                    assert abundance.tobytes() == want[0].tobytes() and posterior.tobytes() == want[1].tobytes()
+    finally:
+        _scan.count_lanes_kind(-1)
+    assert (want[2] == EM_ITERATIONS) == (tolerance == 0.0)  # it stops early but at tolerance 0
