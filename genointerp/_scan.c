@@ -3046,6 +3046,104 @@ done:
     return result;
 }
 
+/* splitmix64's finalizer: every bit of x reaches every bit */
+static uint64_t mix64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* read_classes(ref, behind, count, of, first[, mixed]) -> classes: the typing EM's compatibility
+ * classes (genointerp.viral.typing.typer.class_of_reads): reads with the same matches, reference
+ * and edits behind their best each (ref, behind int64 (H,): the reads' matches one after another,
+ * count[i] of read i, int64 (n,)), numbered in order of their first read. of (n,) gets each read's
+ * class, first (n,) each class's first read in its first `classes` places. A table of the classes'
+ * first reads by a hash of their matches; a read whose hash is found is compared match by match
+ * with that class's first read, so the classes are those of equal matches whatever the hash
+ * (`mixed` 0: every read the same hash, for the tests). Where numpy's hash, np.unique's sorts and a
+ * check of every read against its class's first took 19 ms for the 108,181 all-HPV reads. */
+static PyObject *read_classes(PyObject *self, PyObject *args) {
+    Py_buffer ref_b, behind_b, count_b, of_b, first_b;
+    int mixed = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*|p", &ref_b, &behind_b, &count_b, &of_b, &first_b, &mixed))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t *start = NULL, *table = NULL;
+    uint64_t *hash = NULL;
+    const Py_ssize_t h = ref_b.len / 8, n = count_b.len / 8;
+    if (ref_b.len % 8 || behind_b.len != ref_b.len || count_b.len % 8 || of_b.len != count_b.len ||
+        first_b.len != count_b.len) {
+        PyErr_SetString(PyExc_ValueError, "read_classes: arguments of the wrong size");
+        goto done;
+    }
+    const int64_t *ref = (const int64_t *)ref_b.buf, *behind = (const int64_t *)behind_b.buf;
+    const int64_t *count = (const int64_t *)count_b.buf;
+    int64_t *of = (int64_t *)of_b.buf, *first = (int64_t *)first_b.buf;
+    start = malloc(sizeof(int64_t) * (n + 1));
+    hash = malloc(sizeof(uint64_t) * (n + 1));
+    Py_ssize_t size = 16;
+    while (size < 2 * n)
+        size *= 2;
+    table = malloc(sizeof(int64_t) * size);
+    if (!start || !hash || !table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    start[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (count[i] < 0 || count[i] > h - start[i]) {
+            PyErr_SetString(PyExc_ValueError, "read_classes: the counts do not cover the matches");
+            goto done;
+        }
+        start[i + 1] = start[i] + count[i];
+    }
+    if (start[n] != h) {
+        PyErr_SetString(PyExc_ValueError, "read_classes: the counts do not cover the matches");
+        goto done;
+    }
+    Py_ssize_t classes = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t s = 0; s < size; s++)
+        table[s] = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t x = mix64((uint64_t)count[i]);
+        for (int64_t j = start[i]; j < start[i + 1] && mixed; j++)
+            x += mix64(((uint64_t)ref[j] << 32 ^ ((uint64_t)behind[j] & 0xFFFFFFFFULL)) ^ mix64((uint64_t)(j - start[i] + 1)));
+        x = mixed ? mix64(x) : 0;
+        hash[i] = x;
+        Py_ssize_t s = (Py_ssize_t)(x & (uint64_t)(size - 1));
+        for (;; s = (s + 1) & (size - 1)) { /* linear probing: the first empty slot, or the class */
+            const int64_t c = table[s];
+            if (c < 0) {
+                table[s] = classes;
+                first[classes] = i;
+                of[i] = classes++;
+                break;
+            }
+            const int64_t f = first[c];
+            if (hash[f] == x && count[f] == count[i] &&
+                !memcmp(ref + start[f], ref + start[i], sizeof(int64_t) * (size_t)count[i]) &&
+                !memcmp(behind + start[f], behind + start[i], sizeof(int64_t) * (size_t)count[i])) {
+                of[i] = c;
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(classes);
+done:
+    free(start);
+    free(hash);
+    free(table);
+    PyBuffer_Release(&ref_b);
+    PyBuffer_Release(&behind_b);
+    PyBuffer_Release(&count_b);
+    PyBuffer_Release(&of_b);
+    PyBuffer_Release(&first_b);
+    return result;
+}
+
 /* Denormal floats flushed to zero (FTZ) and read as zero (DAZ) in the calling thread, as
  * torch.set_flush_denormal(True) does for torch: the folded XVir (genointerp.models.xvir_folded)
  * runs numpy in threads torch never touches, and a CPU that handles denormals in microcode slows
@@ -3075,6 +3173,7 @@ static PyMethodDef methods[] = {
     {"stretch_letters", stretch_letters, METH_VARARGS, "The letters matched windows fix, each once, stretch by stretch."},
     {"window_entropy", window_entropy, METH_VARARGS, "The Shannon entropy of every window of rows of letter codes."},
     {"em_classes", em_classes, METH_VARARGS, "The typing EM's steps over compatibility classes."},
+    {"read_classes", read_classes, METH_VARARGS, "The typing EM's compatibility classes: reads of the same matches."},
     {"flush_denormals", flush_denormals, METH_NOARGS, "Flush denormal floats to zero in this thread (x86)."},
     {NULL, NULL, 0, NULL},
 };

@@ -126,31 +126,39 @@ def test_classes_on_arrays_are_the_classes_of_tuples():
 
 @pytest.mark.parametrize("refs,behind,most", [(2, 1, 3), (6, 3, 4), (60, 7, 9)])
 def test_classes_by_hashed_keys_are_the_classes_by_text(refs, behind, most):
-    """class_of_reads groups reads by a 64-bit key of their matches and checks every read against
-    its class's first: the classes of its definition (a dict of each read's matches as bytes),
-    numbered alike, for samples of a few classes and of nearly one a read; a read without matches
-    (none is made so) takes the definition's way."""
+    """class_of_reads finds each read's class by a hash of its matches and compares the read with
+    the class's first: the classes of its definition (a dict of each read's matches as bytes),
+    numbered alike, for samples of a few classes and of nearly one a read, reads without matches
+    among them too."""
     rng = np.random.default_rng(refs)
     count = rng.integers(1, most, 4000)
     ref, back = rng.integers(0, refs, int(count.sum())), rng.integers(0, behind, int(count.sum()))
     for got, want in zip(class_of_reads(ref, back, count), _class_of_reads_by_text(ref, back, count)):
         np.testing.assert_array_equal(got, want)
-    count[5] = 0
+    count[[5, 9, 2000]] = 0
     ref, back = ref[: int(count.sum())], back[: int(count.sum())]
     for got, want in zip(class_of_reads(ref, back, count), _class_of_reads_by_text(ref, back, count)):
         np.testing.assert_array_equal(got, want)
 
 
-def test_classes_whose_keys_collide_are_made_by_the_definition(monkeypatch):
-    """Every key the same (a mix that drops its input): the check against each class's first read
-    fails and the classes are the definition's."""
-    import genointerp.viral.typing.typer as typer_module
-    monkeypatch.setattr(typer_module, "_mix64", lambda x: np.zeros_like(x))
+def test_classes_whose_hashes_collide_are_the_definitions():
+    """Every read the same hash (read_classes' test form): the match-by-match comparison alone
+    tells the classes apart, the definition's; and counts that do not cover the matches are
+    refused."""
     rng = np.random.default_rng(9)
-    count = rng.integers(1, 4, 500)
+    count = rng.integers(0, 4, 500)
     ref, back = rng.integers(0, 5, int(count.sum())), rng.integers(0, 3, int(count.sum()))
-    for got, want in zip(class_of_reads(ref, back, count), _class_of_reads_by_text(ref, back, count)):
-        np.testing.assert_array_equal(got, want)
+    of, first = np.empty(500, np.int64), np.empty(500, np.int64)
+    classes = _scan.read_classes(ref, back, count, of, first, False)
+    want = _class_of_reads_by_text(ref, back, count)
+    np.testing.assert_array_equal(of, want[0])
+    np.testing.assert_array_equal(first[:classes], want[1])
+    short, negative = count.copy(), count.copy()
+    short[np.flatnonzero(count)[0]] -= 1
+    negative[[0, 1]] = [-1, count[0] + count[1] + 1]
+    for bad in (count + 1, short, negative):
+        with pytest.raises(ValueError):
+            _scan.read_classes(ref, back, bad, of, first)
 
 
 def test_the_compiled_em_steps_are_the_numpy_loop_byte_for_byte():
