@@ -118,6 +118,8 @@ def test_a_stale_or_damaged_index_is_never_used(folder, tmp_path, monkeypatch):
 
 
 def test_index_model_writes_checks_and_refuses_a_folder_without_an_index(folder, tmp_path, cli):
+    from genointerp.viral.typing.placement import PANEL_REFS
+
     m, _ = _copy(folder, tmp_path)
     (m / "model.safetensors").write_bytes((DATA.parent / "genointerp/resources/models/xvir_hpv/model.safetensors").read_bytes())
     config = json.loads((m / "config.json").read_text())
@@ -129,6 +131,11 @@ def test_index_model_writes_checks_and_refuses_a_folder_without_an_index(folder,
     assert res.exit_code == 0 and (m / INDEX_DIR / MANIFEST).is_file() and (m / FOLDED_FILE).is_file()
     res = cli("index-model", m, "--check")
     assert res.exit_code == 0 and res.stdout == f"{m / INDEX_DIR}\tcurrent\n"
+    (m / INDEX_DIR / PANEL_REFS).unlink()  # a folder indexed before the references' list was stored
+    res = cli("index-model", m, "--check")
+    assert res.exit_code == 1 and res.stdout == f"{m / INDEX_DIR}\tstale\n"
+    res = cli("index-model", m)
+    assert res.exit_code == 0 and (m / INDEX_DIR / PANEL_REFS).is_file()
     (m / FOLDED_FILE).unlink()  # the folded model tables are checked too
     res = cli("index-model", m, "--check")
     assert res.exit_code == 1 and res.stdout == f"{m / INDEX_DIR}\tmissing\n"
@@ -167,6 +174,69 @@ def test_the_prebuilt_panel_index_places_reads_as_the_built_one(folder, tmp_path
     assert loaded.place(pieces) == built.place(pieces) and sum(p is not None for p in built.place(pieces)) > 20
     assert loaded._sensitive._aligner is not None
     assert [loaded.place_all(p, 50) for p in pieces] == [built.place_all(p, 50) for p in pieces]
+
+
+def test_the_stored_references_list_spares_reading_them(folder, tmp_path, monkeypatch, cli):
+    """Beside minimap2's index, store_panel_index stores the references' names, lengths and
+    descriptions (PANEL_REFS): a panel is then made without reading the references (the same refs),
+    which are read only where an aligner is built from them (long reads: the same placements).
+    A folder without the list (stored before it was) or with a damaged one reads them as before."""
+    from genointerp.viral.typing import placement
+    from genointerp.viral.typing.placement import PANEL_REFS, ViralPanel, store_panel_index
+
+    monkeypatch.setenv(CACHE_ENV, "off")
+    m, config = _copy(folder, tmp_path)
+    # a description with a tab in it, and references without any
+    (m / "ref_descriptions.tsv").write_text("HPV16\tlineage A\tfrom PaVE\nHPV18\tlineage B\n")
+    builtin = DATA.parent / "genointerp/resources/models/xvir_hpv"
+    (m / "model.safetensors").write_bytes((builtin / "model.safetensors").read_bytes())
+    config = {**config, "model": json.loads((builtin / "config.json").read_text())["model"]}
+    (m / "config.json").write_text(json.dumps(config))
+    write_folder_index(m, config)
+    kmer = load_indexes(m, config, lambda message: None)[0]
+    store_panel_index(m, kmer)
+    assert (m / INDEX_DIR / PANEL_REFS).read_text().startswith("HPV16\t7906\tlineage A\tfrom PaVE\nHPV18\t")
+    read = []
+    reading = placement.folder_references
+    monkeypatch.setattr(placement, "folder_references", lambda *args: read.append(1) or reading(*args))
+    genomes = [seq for _, seq in read_reference(str(DATA / "hpv4.fa"))]
+    long_pieces = [g[i : i + 2000] for g in genomes for i in (0, 3000)]
+
+    def panel():
+        return ViralPanel(m, [], lambda message: None, best_n=64, index=kmer)
+
+    listed = panel()
+    assert read == []  # no reference read
+    reads = tmp_path / "reads.fa"
+    reads.write_text("".join(f">r{i}_{j}\n{g[j : j + 150]}\n" for i, g in enumerate(genomes)
+                             for j in range(0, 7000, 350)))
+    calls = {}
+    for listing in ("listed", "unlisted"):
+        out = tmp_path / listing
+        res = cli("classify-reads", reads, "-m", m, "--evidence", "kmer", "-t", "1", "-o", out.with_suffix(".tsv"),
+                  "--report", out.with_suffix(".report.tsv"))
+        assert res.exit_code == 0, res.stderr
+        calls[listing] = out.with_suffix(".tsv").read_bytes(), out.with_suffix(".report.tsv").read_bytes()
+        assert len(read) == (0 if listing == "listed" else 1)  # classify-reads read no reference where listed
+        if listing == "listed":
+            (m / INDEX_DIR / PANEL_REFS).rename(tmp_path / "list")
+    assert calls["listed"] == calls["unlisted"] and b"HPV16" in calls["listed"][1]
+    (tmp_path / "list").rename(m / INDEX_DIR / PANEL_REFS)
+    read.clear()
+    listed = panel()
+    (m / INDEX_DIR / PANEL_REFS).rename(tmp_path / "list")
+    unlisted = panel()  # an index folder without the list: the references read, the same panel
+    assert read == [1] and list(listed.refs.items()) == list(unlisted.refs.items())
+    assert listed.refs["HPV16"].description == "lineage A\tfrom PaVE" and listed.refs["HPV6"].description == ""
+    placed = [unlisted.place_long(p) for p in long_pieces]
+    assert [listed.place_long(p) for p in long_pieces] == placed and all(placed)
+    assert read == [1, 1] and listed._fasta() == unlisted._fasta()  # read where the long-read aligner was built
+    text = (tmp_path / "list").read_text()
+    for damaged in (text.replace("\t7906\t", "\t7907\t"), text.replace("\t7906\t", "\tmany\t"), "",
+                    text.replace("HPV18", "HPV16")):
+        (m / INDEX_DIR / PANEL_REFS).write_text(damaged)
+        assert list(panel().refs.items()) == list(unlisted.refs.items())
+    assert len(read) == 6
 
 
 def test_an_index_whose_places_are_not_its_seeds_is_never_stored(folder, tmp_path):

@@ -8,7 +8,8 @@ the processes of one machine (classify-reads' workers, parallel pipeline jobs) s
 A folder's own prebuilt index also holds minimap2's index of the references, which typing places
 the reads called viral on (genointerp.viral.typing.placement.store_panel_index, written after
 the arrays by index-model and train-xvir): each process that types reads loads it in about 0.05 s
-instead of building it in about 0.45 s.
+instead of building it in about 0.45 s; and, beside it, the references' names, lengths and
+descriptions (placement.PANEL_REFS), so that such a process reads no reference's sequence.
 
 Where they are looked for, in order:
   1. `<model folder>/index/`: train-xvir writes it with the folder; `genointerp index-model

@@ -24,7 +24,7 @@ from genointerp.models.xvir_folded import foldable
 from genointerp.viral.evidence.prebuilt import current, load_indexes, write_folder_index
 from genointerp.viral.folded_model import folded_problem, write_folded
 from genointerp.viral.model_files import INDEX_DIR
-from genointerp.viral.typing.placement import PANEL_INDEX, store_panel_index
+from genointerp.viral.typing.placement import PANEL_INDEX, PANEL_REFS, store_panel_index
 
 
 @dataclass
@@ -61,7 +61,10 @@ def run(req: IndexModelRequest, outputs: AtomicOutputs, report: Reporter) -> dic
     if index is None and not foldable(config.get("model", {})):
         raise InputError(f"{folder}: this model has no viral index (config.json 'kmer_index') and does not fold; "
                          "nothing to prebuild")
-    panel = index is not None and (folder / INDEX_DIR / PANEL_INDEX).is_file()
+    # minimap2's index and the references' list beside it (an index folder written before the list
+    # was stored still works: its runs read the references; this stores the list)
+    panel = index is not None and all((folder / INDEX_DIR / name).is_file()
+                                      for name in (PANEL_INDEX, PANEL_REFS))
     states = [_state(folded)]
     if index is not None:
         states.append("current" if index and panel else "stale" if (folder / INDEX_DIR).exists() else "missing")

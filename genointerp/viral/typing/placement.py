@@ -60,6 +60,11 @@ _LONG = dict(preset="map-ont")
 # minimap2's index of a model folder's references, in its prebuilt index folder: the name holds
 # what the index depends on beyond the references (which the prebuilt folder's digest covers)
 PANEL_INDEX = f"panel.k{_SENSITIVE['k']}.w{_SENSITIVE['w']}.wrap{WRAP}.mmi"
+# beside it, the references' names, lengths and descriptions (name <TAB> length <TAB> description, one a
+# line, in the index's order): where both are stored, a panel is made without the references' FASTA,
+# whose decompression and reading took 8-12 ms in every process that types a read (both of a -t 2
+# run); their sequences are read only where an aligner is built from them (long reads)
+PANEL_REFS = "panel_refs.tsv"
 
 
 @dataclass(frozen=True)
@@ -249,8 +254,14 @@ class ViralPanel:
         self._long = None  # minimap2's long-read aligner, built at the first long read
         self._tmp: tempfile.TemporaryDirectory | None = None  # made where an aligner is built from FASTA
         try:
-            builtin = with_descriptions(folder_references(model_dir, self.index), model_dir / DESCRIPTIONS_FILE)
             prebuilt = self.index.prebuilt / PANEL_INDEX if self.index.prebuilt is not None else None
+            # the references' names, lengths and descriptions as stored beside minimap2's index
+            # (PANEL_REFS), where the panel loads that index and needs no sequence; else read
+            stored = (stored_references(self.index) if prebuilt is not None and prebuilt.is_file()
+                      and index_out is None and not keep_sequences else None)
+            self._unread = model_dir if stored is not None else None  # whose sequences _read_unread reads
+            builtin = stored or with_descriptions(folder_references(model_dir, self.index),
+                                                  model_dir / DESCRIPTIONS_FILE)
             self._sensitive = self._aligner(builtin, str(model_dir / REFS_FILE), {**_SENSITIVE, "best_n": best_n},
                                             "builtin.fa", prebuilt=prebuilt if index_out is None else None,
                                             index_out=index_out)
@@ -273,16 +284,18 @@ class ViralPanel:
         sequences and settings), or built, and then stored at `index_out` if given."""
         written = len(self._indexed)
         for i, (name, description, seq) in enumerate(records):
+            # a stored list's records (stored_references) give their lengths, their sequences unread
+            length, seq = (seq, None) if isinstance(seq, int) else (len(seq), seq)
             if name in self.refs:
                 if self._sequence(name) == seq.upper():  # the model folder has it already: keep its description
                     if description and not self.refs[name].description:
-                        self.refs[name] = ViralRef(name, len(seq), name_reference(name, description),
+                        self.refs[name] = ViralRef(name, length, name_reference(name, description),
                                                    self.refs[name].source, description)
                     continue
                 raise InputError(f"{sources[i] if sources else source}: viral reference {name} is already in the "
                                  "panel with another sequence; rename it")
             naming = name_reference(name, description)
-            self.refs[name] = ViralRef(name, len(seq), naming, sources[i] if sources else source, description)
+            self.refs[name] = ViralRef(name, length, naming, sources[i] if sources else source, description)
             if self._keep_sequences:
                 self.sequences[name] = seq.upper()
             self._indexed.append((name, seq, naming.circular))
@@ -306,6 +319,7 @@ class ViralPanel:
     def _fasta(self, first: int = 0) -> str:
         """The FASTA text of the references as indexed from the `first` on: each in upper case,
         a circular one with its first WRAP bases repeated at its end."""
+        self._read_unread()
         parts = []
         for name, seq, circular in self._indexed[first:]:
             seq = seq.upper()
@@ -316,7 +330,17 @@ class ViralPanel:
         """An indexed reference's sequence in upper case (asked for only where an added file names
         it again: each reference's SHA-256, made beforehand for that, took 7 ms of typing's start in
         every process that types a read)."""
+        self._read_unread()
         return next(seq for n, seq, _ in self._indexed if n == name).upper()
+
+    def _read_unread(self) -> None:
+        """The folder's sequences, where the panel was made from the stored list (stored_references)
+        and they are now wanted: an aligner built from them, an added file naming one again."""
+        if self._unread is not None:
+            sequences = {name: seq for name, _, seq in folder_references(self._unread, self.index)}
+            self._indexed = [(name, sequences[name] if seq is None else seq, circular)
+                             for name, seq, circular in self._indexed]
+            self._unread = None
 
     def load_aligners(self) -> None:
         """Load the aligners now that would load at their first read (StoredAligner)."""
@@ -456,16 +480,47 @@ def entropy_ok(seq: str, min_bits: float = 1.5) -> bool:
 
 def store_panel_index(model_dir: str | Path, index) -> Path | None:
     """Store minimap2's index of the folder's references in its prebuilt index folder (`index`, the
-    folder's KmerIndex loaded from there), written beside and renamed: ViralPanel then loads it
-    instead of building it. Returns its path (None: `index` was not loaded from a prebuilt folder)."""
+    folder's KmerIndex loaded from there), and the references' list (PANEL_REFS), each written
+    beside and renamed: ViralPanel then loads them instead of building the index and reading the
+    references. Returns the index's path (None: `index` was not loaded from a prebuilt folder)."""
     if index.prebuilt is None:
         return None
     target = Path(index.prebuilt) / PANEL_INDEX
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    listed = target.with_name(PANEL_REFS)
+    tmp, tmp_listed = (path.with_name(f".{path.name}.{os.getpid()}") for path in (target, listed))
     try:
-        ViralPanel(model_dir, [], lambda message: None, index=index, index_out=tmp).close()
+        panel = ViralPanel(model_dir, [], lambda message: None, index=index, index_out=tmp)
+        panel.close()
+        # the descriptions as the panel has them (the folder's DESCRIPTIONS_FILE's added: the
+        # prebuilt folder's digest covers that file too)
+        rows = "".join(f"{r.name}\t{r.length}\t{r.description}\n" for r in panel.refs.values())
+        tmp_listed.write_bytes(rows.encode())
+        os.replace(tmp_listed, listed)
         os.replace(tmp, target)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        for path in (tmp, tmp_listed):
+            if path.exists():
+                path.unlink()
     return target
+
+
+def stored_references(index) -> list[tuple[str, str, int]] | None:
+    """(name, description, length) of each of the folder's references from the list stored
+    beside minimap2's index (PANEL_REFS) in `index`'s prebuilt folder (whose digest vouches that
+    it is of these references), in order; None where there is none, or where it is damaged or its
+    lengths are not laid out in the seed index's letters (then the references are read)."""
+    places = getattr(index, "places", None)
+    if index.prebuilt is None or places is None:
+        return None
+    try:
+        # bytes split at newlines alone: a description may hold any other character (\r, \f)
+        text = (Path(index.prebuilt) / PANEL_REFS).read_bytes().decode()
+        records = [(name, description, int(length))
+                   for name, length, description in (line.split("\t", 2) for line in text.split("\n")[:-1])]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    lengths = [length for _, _, length in records]
+    if (not records or min(lengths) < 1 or len({name for name, _, _ in records}) < len(records)
+            or ContigSpans.of(lengths, places.letters, index.settings.k) is None):
+        return None
+    return records
