@@ -2,11 +2,14 @@
 CapsuleConfig.pair_interaction_axes): fitted on the training rows, saved in config.json, applied
 as saved by capsule-predict."""
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
-from genointerp.capsule.fit import interaction_axes, pair_axes
+from genointerp.capsule.fit import interaction_axes, pair_axes, pair_cuts
 from genointerp.models.capsule import CapsuleConfig, CapsuleNet, parameter_count, squash
 from genointerp.models.xvir import count_parameters
 
@@ -128,6 +131,9 @@ def test_capsule_train_saves_the_interacting_axes_and_capsule_predict_applies_th
     assert not {"chr1:G4", "chr1:G5", "G4", "G5"} & set(decisive)
     assert [len(axis) for axis in model["pair_interaction_axes"]] == [12, 12]
     assert min(np.abs(cosines(model["pair_interaction_axes"], u[[2, 3]]))) > 0.9
+    # the learned split starts at each interacting score's median on those rows (sd 1, so near 0)
+    assert [len(cut) for cut in model["pair_cuts"]] == [1, 1] and model["pair_cut_width"] == 0.2
+    assert max(abs(cut[0]) for cut in model["pair_cuts"]) < 0.2
     assert all((tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
                for name in ("config.json", "model.safetensors", "test_predictions.tsv"))
     res = cli("capsule-predict", tmp_path / "1", folder, "-o", tmp_path / "p.tsv")
@@ -162,3 +168,77 @@ def test_a_network_with_a_pair_capsule_takes_its_best_epoch_from_pair_min_epochs
         floor = PAIR_MIN_EPOCHS if pair_capsule else 1
         assert len(history) > floor
         assert kept == pytest.approx(min(h["valid_loss"] for h in history if h["epoch"] >= floor), abs=1e-7)
+
+
+def test_a_pair_capsule_with_cut_points_reads_soft_steps_of_the_interacting_scores_and_their_products():
+    # the pair of the test above (K_a = 3, K_b = 2) with its interacting axes alone and cut points on
+    # the interacting scores t_a (two cuts) and t_b (one): the pair capsule reads [x_a, x_b, t_a t_b,
+    # then sigmoid((t_a - c_a) / w) (2), sigmoid((t_b - c_b) / w) (1) and the 2 x 1 products]:
+    # Q = 3 + 2 + 1 + 2 + 1 + 2 = 11; the learned split's offsets (axes 3 + 2, cuts 2 + 1) start at 0
+    index = (0, 1, 1, 2, 1, 3, 3, 0, 0, 2)
+    base = dict(n_features=10, primary="gene", gene_index=index, primary_dim=4, class_dim=8, pair=(1, 2),
+                pair_products=False)
+    joint = ((1.0, 0.0, -0.5), (0.25, 1.0))
+    c = CapsuleConfig(**base, pair_interaction_axes=joint, pair_cuts=((-0.5, 0.25), (0.0,)), pair_cut_width=0.2)
+    torch.manual_seed(0)
+    model = CapsuleNet(c).eval()
+    assert c.pair_inputs == 11 and count_parameters(model) == parameter_count(c)
+    assert parameter_count(c) == parameter_count(replace(c, pair_cuts=(), pair_cut_width=0.0)) + 5 * 4 + 8
+    assert CapsuleConfig.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+    assert all(float(getattr(model, f"pair_step_{p}").detach().abs().sum()) == 0
+               for p in ("axis_a", "axis_b", "cut_a", "cut_b"))
+    x = torch.tensor([[0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                      [0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0],
+                      [0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    xa, xb = x[:, [1, 2, 4]], x[:, [3, 9]]
+    ta = torch.tensor([1.0, -1.0, -0.5])  # x_a . (1, 0, -0.5) by hand
+    tb = torch.tensor([0.5, -1.0, 1.25])  # x_b . (0.25, 1)
+    sig = lambda v: 1 / (1 + torch.exp(-v))  # noqa: E731
+    ha = torch.stack([sig((ta + 0.5) / 0.2), sig((ta - 0.25) / 0.2)], 1)
+    hb = sig(tb / 0.2)[:, None]
+    z = torch.cat([xa, xb, (ta * tb)[:, None], ha, hb, ha * hb], 1)
+    assert torch.allclose(model.primary(x)[:, 4], squash(z @ model.pair_weight + model.pair_bias), atol=1e-6)
+    # a sample at a cut sits half-way up its step: t_a = -0.5 is the first cut of gene a
+    assert float(ha[2, 0]) == 0.5
+    # the learned split: the steps read x_a . (v_a + d_a) - (c_a + e_a), the product t_a t_b the fixed axes
+    with torch.no_grad():
+        model.pair_step_axis_a.copy_(torch.tensor([0.0, 1.0, 0.0]))
+        model.pair_step_cut_b.copy_(torch.tensor([0.5]))
+    ta2 = torch.tensor([1.0, -1.0, 0.5])  # x_a . (1, 1, -0.5)
+    ha = torch.stack([sig((ta2 + 0.5) / 0.2), sig((ta2 - 0.25) / 0.2)], 1)
+    hb = sig((tb - 0.5) / 0.2)[:, None]
+    z = torch.cat([xa, xb, (ta * tb)[:, None], ha, hb, ha * hb], 1)
+    assert torch.allclose(model.primary(x)[:, 4], squash(z @ model.pair_weight + model.pair_bias), atol=1e-6)
+    # a config.json written before the cut points loads without them
+    old = {k: v for k, v in c.to_dict().items() if k not in ("pair_cuts", "pair_cut_width")}
+    assert CapsuleConfig.from_dict(old).pair_cuts == () and CapsuleConfig.from_dict(old).pair_inputs == 6
+    for bad, match in (({"pair_interaction_axes": ()}, "need pair_interaction_axes"),
+                       ({"pair_cuts": ((0.5, 0.25), (0.0,))}, "finite, increasing cut points"),
+                       ({"pair_cuts": ((0.0,), ())}, "finite, increasing cut points"),
+                       ({"pair_cuts": ((0.0,),)}, "finite, increasing cut points"),
+                       ({"pair_cuts": ((float("nan"),), (0.0,))}, "finite, increasing cut points"),
+                       ({"pair_cut_width": 0.0}, "pair_cut_width must be above 0")):
+        with pytest.raises(ValueError, match=match):
+            CapsuleNet(CapsuleConfig(**{**base, "pair_interaction_axes": joint, "pair_cuts": c.pair_cuts,
+                                        "pair_cut_width": 0.2, **bad}))
+
+
+def test_the_cut_points_are_quantiles_of_the_interacting_scores_on_the_fitting_rows():
+    """fit.pair_cuts: the given quantiles of each gene's interacting score x_g . v_g on these rows
+    (np.quantile's, linear between order statistics); equal quantiles, as a score of few distinct
+    values gives, cut once."""
+    x, y, _ = xor_cohort()
+    config = CapsuleConfig(n_features=x.shape[1], primary="gene", gene_index=tuple(j // 12 for j in range(72)),
+                           pair=(2, 3))
+    config = replace(config, pair_interaction_axes=interaction_axes(x, y, config))
+    cuts = pair_cuts(x, config, (0.25, 0.5, 0.75))
+    for cut, axis, cols in zip(cuts, config.pair_interaction_axes, (slice(24, 36), slice(36, 48))):
+        score = x[:, cols].astype(np.float64) @ np.array(axis)
+        assert cut == pytest.approx(tuple(np.quantile(score, (0.25, 0.5, 0.75))), rel=1e-12, abs=1e-12)
+        assert abs(float(np.mean(score < cut[1])) - 0.5) < 0.01
+    # one gene of one column holding 0 in 70 % of the rows: its 25 % and 50 % quantiles are both 0
+    z = np.zeros((10, 2), np.float32)
+    z[7:, 0], z[:, 1] = 1.0, np.arange(10)
+    small = CapsuleConfig(n_features=2, primary="gene", gene_index=(0, 1), pair=(0, 1),
+                          pair_interaction_axes=((1.0,), (1.0,)))
+    assert pair_cuts(z, small, (0.25, 0.5, 0.75)) == ((0.0, 0.75), (2.25, 4.5, 6.75))

@@ -144,6 +144,36 @@ def interaction_axes(x: np.ndarray, y: np.ndarray, config: CapsuleConfig,
     return _unit_sd(xa, va), _unit_sd(xb, vb)
 
 
+# The pair capsule's learned split (models/capsule.py, pair_cuts) starts at these quantiles of the inner
+# training rows' interacting scores, its soft steps this wide (in the scores' sd, 1 on those rows). Why:
+# an exclusive-or or co-occurrence of two genes' risk states is a step in each gene's score, which the
+# product of two linear scores only approximates. Chosen on tuning seeds 4, 5, 12, 13 (benchmarks/
+# capsule_family.py's several- and dense-gene XOR and co-occurrence cohorts, 3,000 samples, h2 0.5,
+# two training seeds: 32 trainings; docs/capsule.md): steps at fixed medians (axis and cut not learned)
+# test accuracy mean +0.002, up 19, down 11 (59 trainings with seeds 11, 14-16: +0.0015, the bars'
+# counts unchanged); the learned split +0.006, up 23, down 7 (XOR +0.011, 14 of 16 up; co-occurrence
+# +0.002), the worst margin over the additive-only limit -0.022 -> -0.005.
+PAIR_CUT_QUANTILES: tuple[float, ...] = (0.5,)
+PAIR_CUT_WIDTH = 0.2
+
+
+def pair_cuts(x: np.ndarray, config: CapsuleConfig, quantiles=None) -> tuple[tuple[float, ...], ...]:
+    """Cut points on each of config.pair's two interacting scores x_g . v_g (config.pair_interaction_axes)
+    over x (n, F) float32 standardised, these rows only: the `quantiles` (default PAIR_CUT_QUANTILES)
+    of each score, ((C floats), (C floats)), saved as config.pair_cuts: where the pair capsule's
+    learned split starts (its learned offsets are weights). Quantiles need no labels; the network
+    moves the cut and the step's direction where the phenotype steps."""
+    q = PAIR_CUT_QUANTILES if quantiles is None else quantiles
+    xd, index = x.astype(np.float64), np.asarray(config.gene_index)
+    cuts = []
+    for g, axis in zip(config.pair, config.pair_interaction_axes):
+        score = xd[:, np.flatnonzero(index == g)] @ np.asarray(axis)
+        c = [float(v) for v in np.quantile(score, q)]
+        # equal quantiles (a score with few distinct values, as a burden count) cut once
+        cuts.append(tuple(v for i, v in enumerate(c) if i == 0 or v > c[i - 1]))
+    return tuple(cuts)
+
+
 def gene_screen_p(x: np.ndarray, y: np.ndarray, gene_index) -> np.ndarray:
     """Each gene's marginal score test on these rows: p-values float64 (G,) of the test that y (n,) 0/1
     does not depend on the gene's columns of x (n, F) (PCs and any burden column), n R^2 of the least-
@@ -188,7 +218,8 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     `screened_pair` attribute records, and its evidence `pair_evidence`; with s.pair_capsule too, a
     pair capsule for them where the evidence calls them interacting: the model's config then has the
     `pair`, its `pair_axes` (pair_axes) and `pair_interaction_axes` (interaction_axes), both fitted on
-    the inner training rows, and `pair_products` false). With s.gene_screen > 0 (under the group
+    the inner training rows, `pair_cuts` (pair_cuts, the learned split's start, on the same rows) and
+    `pair_products` false). With s.gene_screen > 0 (under the group
     penalty) the genes whose marginal score test on the inner training rows does not reach that level
     are switched off (screened_out: the config's `genes_off`; the screened pair is kept). The
     validation loss that stops training is the margin loss alone; with a pair capsule the best epoch
@@ -217,6 +248,8 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
         null = null_weights(x[tr], y[tr])
         config = replace(config, pair_axes=pair_axes(x[tr], y[tr], config, null),
                          pair_interaction_axes=interaction_axes(x[tr], y[tr], config, null))
+        if PAIR_CUT_QUANTILES:
+            config = replace(config, pair_cuts=pair_cuts(x[tr], config), pair_cut_width=PAIR_CUT_WIDTH)
     if penalise and s.gene_screen > 0:
         config = replace(config, genes_off=screened_out(x[tr], y[tr], config, s.gene_screen, exempt))
     torch.manual_seed(seed)

@@ -35,8 +35,20 @@ K_a K_b + 1; with `pair_products` False z = [x_a, x_b, (x_a . w_a)(x_b . w_b)], 
 With `pair_interaction_axes` (v_a (K_a,), v_b (K_b,): each gene's interacting axis, the rank-1
 bilinear term of a logistic fit in training, fixed) one more input after those, (x_a . v_a)(x_b . v_b):
 an exclusive-or of two genes has no additive axis to multiply, but it does act along one direction
-of each gene. capsule-train gives a pair both axes and no PC products (fit.fit_capsule); a config.json
-of an older capsule-train may hold the products, with or without `pair_axes`.
+of each gene. capsule-train gives a pair both axes, the cut points below and no PC products
+(fit.fit_capsule); a config.json of an older capsule-train may hold the products, with or without
+`pair_axes`, and no cuts.
+With `pair_cuts` (cut points c_a (C_a,), c_b (C_b,) on the two interacting scores, fitted in
+training as their starting points) z gets, last, the soft steps h_a = sigmoid((x_a . (v_a + d_a) -
+c_a - e_a) / pair_cut_width) (B, C_a), h_b (B, C_b) likewise, and every product h_a,i h_b,j:
+Q += C_a + C_b + C_a C_b. d_a (K_a,), d_b (K_b,), e_a (C_a,), e_b (C_b,) are learned with the rest
+from 0 (`pair_step_axis_a` ...; a learned split: the step's direction and cut move from the
+interacting axis and its quantile to where the phenotype steps). A product of two linear scores is
+a saddle, while an exclusive-or or a co-occurrence of two genes' risk states is a step in each
+score: the 2 x 2 table of h_a, h_b (with the linear terms around it) carries any function of the
+two states. Soft, not 0/1: the cut and direction need a gradient, and a sample whose score sits at
+a cut would otherwise flip with the last bit of its float32 score.
+Trainable parameters with pair_cuts: + K_a + K_b + C_a + C_b.
 `group_penalty()` is the group lasso sum_g sqrt(K_g) |A_g|_F that capsule-train adds to the training
 loss (--gene-penalty): it drives whole genes' maps to 0, so most of ~100 genes stop feeding noise
 into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for every sample).
@@ -44,6 +56,7 @@ into the phenotype capsules (a gene with A_g = 0 sends the same squash(b_g) for 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -87,6 +100,12 @@ class CapsuleConfig(ModelConfig):
     # bilinear term fitted in training (fit.interaction_axes), whose product joins the pair capsule's
     # inputs after the additive scores' product; () for none (a config.json written before it)
     pair_interaction_axes: tuple[tuple[float, ...], ...] = ()
+    # with pair_interaction_axes: cut points on each gene's interacting score (C_a floats, C_b floats,
+    # each increasing), fitted in training (fit.pair_cuts), where the learned split starts; its soft
+    # steps (width pair_cut_width, in the scores' sd) and their products join the pair capsule's inputs
+    # last; () for none (a config.json written before them)
+    pair_cuts: tuple[tuple[float, ...], ...] = ()
+    pair_cut_width: float = 0.0
     # "gene": gene numbers whose capsule reads none of its columns (capsule-train's gene screen found no
     # evidence the gene acts: fit.screened_out), so it sends the same squash(b_g) for every sample
     genes_off: tuple[int, ...] = ()
@@ -98,7 +117,7 @@ class CapsuleConfig(ModelConfig):
         object.__setattr__(self, "gene_index", tuple(self.gene_index))
         object.__setattr__(self, "pair", tuple(self.pair))
         object.__setattr__(self, "genes_off", tuple(self.genes_off))
-        for name in ("pair_axes", "pair_interaction_axes"):
+        for name in ("pair_axes", "pair_interaction_axes", "pair_cuts"):
             object.__setattr__(self, name, tuple(tuple(float(w) for w in axis) for axis in getattr(self, name)))
 
     @property
@@ -124,12 +143,14 @@ class CapsuleConfig(ModelConfig):
 
     @property
     def pair_inputs(self) -> int:
-        """Q = K_a + K_b + K_a K_b (+ 1 with pair_axes, + 1 with pair_interaction_axes), the pair
-        capsule's inputs (0 without a pair)."""
+        """Q = K_a + K_b + K_a K_b (+ 1 with pair_axes, + 1 with pair_interaction_axes, + C_a + C_b
+        + C_a C_b with pair_cuts), the pair capsule's inputs (0 without a pair)."""
         if not self.pair:
             return 0
         ka, kb = (gene_sizes(self.gene_index)[g] for g in self.pair)
-        return ka + kb + ka * kb * self.pair_products + bool(self.pair_axes) + bool(self.pair_interaction_axes)
+        ca, cb = (len(c) for c in self.pair_cuts) if self.pair_cuts else (0, 0)
+        return (ka + kb + ka * kb * self.pair_products + bool(self.pair_axes) + bool(self.pair_interaction_axes)
+                + ca + cb + ca * cb)
 
     def validate(self) -> None:
         if self.primary not in self.PRIMARY_KINDS:
@@ -149,7 +170,7 @@ class CapsuleConfig(ModelConfig):
             raise ValueError("margins need 0 <= m_minus < m_plus <= 1")
         if self.primary == "gene":
             self._validate_genes()
-        elif self.pair or self.pair_axes or self.pair_interaction_axes:
+        elif self.pair or self.pair_axes or self.pair_interaction_axes or self.pair_cuts:
             raise ValueError("a pair capsule needs gene primary capsules")
         elif self.genes_off:
             raise ValueError("genes_off needs gene primary capsules")
@@ -170,6 +191,14 @@ class CapsuleConfig(ModelConfig):
             axes = getattr(self, name)
             if axes and (not self.pair or [len(a) for a in axes] != [gene_sizes(index)[g] for g in self.pair]):
                 raise ValueError(f"{name} must give one weight per column of each of the pair's two genes")
+        if self.pair_cuts:
+            if not self.pair_interaction_axes:
+                raise ValueError("pair_cuts cut the interacting scores: they need pair_interaction_axes")
+            if len(self.pair_cuts) != 2 or any(not c or not all(math.isfinite(v) for v in c)
+                                               or any(b <= a for a, b in zip(c, c[1:])) for c in self.pair_cuts):
+                raise ValueError("pair_cuts must give each of the pair's two genes finite, increasing cut points")
+            if not (math.isfinite(self.pair_cut_width) and self.pair_cut_width > 0):
+                raise ValueError("pair_cut_width must be above 0 where pair_cuts are given")
         if self.pair and not (self.pair_products or self.pair_axes or self.pair_interaction_axes):
             raise ValueError("a pair capsule without the PC products needs pair_axes or pair_interaction_axes")
         if any(not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < self.n_genes for g in self.genes_off) \
@@ -268,9 +297,14 @@ class CapsuleNet(nn.Module):
             for name, g in zip(("pair_a", "pair_b"), c.pair):
                 self.register_buffer(name, columns[g, :sizes[g]].clone(), persistent=False)
             # fixed, from the config: capsule-predict applies what training fitted
-            for names, axes in ((("axis_a", "axis_b"), c.pair_axes), (("joint_a", "joint_b"), c.pair_interaction_axes)):
+            for names, axes in ((("axis_a", "axis_b"), c.pair_axes), (("joint_a", "joint_b"), c.pair_interaction_axes),
+                                (("cut_a", "cut_b"), c.pair_cuts)):
                 for name, axis in zip(names, axes):
                     self.register_buffer(name, torch.tensor(axis, dtype=torch.float32), persistent=False)
+            if c.pair_cuts:  # the learned split's offsets from the fitted axes and cuts, from 0 (no random draw)
+                for name, size in (("pair_step_axis_a", sizes[c.pair[0]]), ("pair_step_axis_b", sizes[c.pair[1]]),
+                                   ("pair_step_cut_a", len(c.pair_cuts[0])), ("pair_step_cut_b", len(c.pair_cuts[1]))):
+                    setattr(self, name, nn.Parameter(torch.zeros(size)))
             bound = 1 / c.pair_inputs ** 0.5  # nn.Linear's default init over the pair's Q inputs
             self.pair_weight = nn.Parameter((2 * torch.rand(c.pair_inputs, c.primary_dim) - 1) * bound)
             self.pair_bias = nn.Parameter((2 * torch.rand(c.primary_dim) - 1) * bound)
@@ -291,6 +325,12 @@ class CapsuleNet(nn.Module):
                 z.append(((xa @ self.axis_a) * (xb @ self.axis_b)).unsqueeze(1))
             if c.pair_interaction_axes:  # the product along the two genes' interacting axes
                 z.append(((xa @ self.joint_a) * (xb @ self.joint_b)).unsqueeze(1))
+            if c.pair_cuts:  # soft steps along the learned split's axes and cuts, and their 2-D products
+                ha = torch.sigmoid(((xa @ (self.joint_a + self.pair_step_axis_a)).unsqueeze(1) - self.cut_a
+                                    - self.pair_step_cut_a) / c.pair_cut_width)  # (B, C_a)
+                hb = torch.sigmoid(((xb @ (self.joint_b + self.pair_step_axis_b)).unsqueeze(1) - self.cut_b
+                                    - self.pair_step_cut_b) / c.pair_cut_width)  # (B, C_b)
+                z += [ha, hb, (ha.unsqueeze(2) * hb.unsqueeze(1)).flatten(1)]
             z = torch.cat(z, dim=1)  # (B, Q)
             return torch.cat([u, squash(z @ self.pair_weight + self.pair_bias).unsqueeze(1)], dim=1)
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
@@ -335,5 +375,8 @@ def parameter_count(config: CapsuleConfig) -> int:
     c = config
     routing = c.n_primary * c.n_classes * c.class_dim * c.primary_dim
     if c.primary == "gene":
-        return c.n_genes * (c.max_pcs + 1) * c.primary_dim + (c.pair_inputs + 1) * c.primary_dim * bool(c.pair) + routing
+        # the learned split's offsets: K_a + K_b on the axes, C_a + C_b on the cuts
+        split = sum(gene_sizes(c.gene_index)[g] for g in c.pair) + sum(map(len, c.pair_cuts)) if c.pair_cuts else 0
+        return (c.n_genes * (c.max_pcs + 1) * c.primary_dim + (c.pair_inputs + 1) * c.primary_dim * bool(c.pair)
+                + split + routing)
     return c.n_features * c.hidden + c.hidden + c.primary_channels * c.primary_dim * (c.kernel_size + 1) + routing
