@@ -2855,12 +2855,15 @@ static void *em_thread_run(void *arg) {
                 em_groups(lay->g_size, lay->g_at, lay->g_reads, lay->s_ref, lay->s_like, pt->g0, pt->g1,
                           sh->abundance, sh->pw, 1);
                 em_refs(lay, pt->rg0, pt->rg1, sh->pw, sh->fresh);
-                int changed = 0;
+                int changed = 0, part_nan = 0;
                 double m = em_settle(sh->fresh + pt->ref0, sh->abundance + pt->ref0, pt->n_refs, sh->count,
                                      sh->history ? sh->history + (Py_ssize_t)step * lay->locals + pt->ref0 : NULL,
-                                     &unsettled, &changed);
+                                     &part_nan, &changed);
                 moved = m > moved ? m : moved;
-                if (!changed)
+                unsettled |= part_nan;
+                /* a NaN's bits can repeat, but its move never settles the numpy loop, which steps on to
+                 * its cap: a part with one is stepped on too, so that its NaN keeps the EM going */
+                if (!changed && !part_nan)
                     __atomic_store_n(&pt->fixed, step, __ATOMIC_RELAXED);
             }
             sh->moved[(Py_ssize_t)t * sh->iterations + step] = moved;

@@ -325,3 +325,31 @@ def test_the_em_steps_in_every_form_and_on_threads_are_the_numpy_loop_byte_for_b
     finally:
         _scan.count_lanes_kind(-1)
     assert (want[2] == EM_ITERATIONS) == (tolerance == 0.0)  # it stops early but at tolerance 0
+
+
+def test_a_part_with_a_nan_is_stepped_on_to_the_cap_as_in_the_numpy_loop():
+    """A class whose matches all have likelihood 0 makes 0/0 on its part's references from the first
+    step: NaN, the same bits at every step. The numpy loop's largest move is then NaN, never under
+    the tolerance, so it steps to its cap; the compiled steps must not take that part for settled
+    (its bits repeat) and stop when the other parts do. (classify-reads' likelihoods are 1 at each
+    read's best match, so it never meets this; the compiled steps are the loop whatever the input.)"""
+    first, c_ref, like, weight, n, r, c_read = parts_sample(12)
+    classes = first.size - 1
+    c = next(c for c in range(classes) if first[c + 1] - first[c] == 1)
+    like = like.copy()
+    like[first[c]:first[c + 1]] = 0.0
+    with np.errstate(invalid="ignore"):
+        want = em_steps_numpy(c_read, c_ref, like, weight, classes, n, EM_ITERATIONS, EM_TOLERANCE, np.full(r, 1 / r))
+    assert want[2] == EM_ITERATIONS and np.isnan(want[0]).any()
+    best = _scan.count_lanes_kind()
+    try:
+        for kind in range(best + 1):
+            _scan.count_lanes_kind(kind)
+            for threads in (1, 2, 4):
+                abundance, posterior = np.full(r, 1 / r), np.empty_like(like)
+                steps = _scan.em_classes(first, c_ref, like, weight, n, EM_ITERATIONS, EM_TOLERANCE, abundance,
+                                         posterior, threads)
+                assert steps == want[2]
+                assert abundance.tobytes() == want[0].tobytes() and posterior.tobytes() == want[1].tobytes()
+    finally:
+        _scan.count_lanes_kind(-1)
