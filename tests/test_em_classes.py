@@ -310,21 +310,27 @@ def test_the_em_steps_in_every_form_and_on_threads_are_the_numpy_loop_byte_for_b
     never; the parts of one reference settled long before), or after a few steps."""
     first, c_ref, like, weight, n, r, c_read = parts_sample(12)
     classes = first.size - 1
+    for iterations in (0, 1, 9, EM_ITERATIONS):
+        want = em_steps_numpy(c_read, c_ref, like, weight, classes, n, iterations, tolerance, np.full(r, 1 / r))
+        assert_every_form_gives(want, first, c_ref, like, weight, n, iterations, tolerance, (1, 2, 3, 4, 16))
+    assert (want[2] == EM_ITERATIONS) == (tolerance == 0.0)  # it stops early but at tolerance 0
+
+
+def assert_every_form_gives(want, first, c_ref, like, weight, n, iterations, tolerance, threads):
+    """em_classes in every form this processor runs (_scan.count_lanes_kind), on each number of
+    `threads`, from even abundances: em_steps_numpy's `want` (abundance, posterior, steps), byte for byte."""
+    r = want[0].size
     best = _scan.count_lanes_kind()
     try:
-        for iterations in (0, 1, 9, EM_ITERATIONS):
-            want = em_steps_numpy(c_read, c_ref, like, weight, classes, n, iterations, tolerance, np.full(r, 1 / r))
-            for kind in range(best + 1):
-                _scan.count_lanes_kind(kind)
-                for threads in (1, 2, 3, 4, 16):
-                    abundance, posterior = np.full(r, 1 / r), np.empty_like(like)
-                    steps = _scan.em_classes(first, c_ref, like, weight, n, iterations, tolerance, abundance,
-                                             posterior, threads)
-                    assert steps == want[2]
-                    assert abundance.tobytes() == want[0].tobytes() and posterior.tobytes() == want[1].tobytes()
+        for kind in range(best + 1):
+            _scan.count_lanes_kind(kind)
+            for t in threads:
+                abundance, posterior = np.full(r, 1 / r), np.empty_like(like)
+                steps = _scan.em_classes(first, c_ref, like, weight, n, iterations, tolerance, abundance, posterior, t)
+                assert steps == want[2], (kind, t)
+                assert abundance.tobytes() == want[0].tobytes() and posterior.tobytes() == want[1].tobytes(), (kind, t)
     finally:
         _scan.count_lanes_kind(-1)
-    assert (want[2] == EM_ITERATIONS) == (tolerance == 0.0)  # it stops early but at tolerance 0
 
 
 def test_a_part_with_a_nan_is_stepped_on_to_the_cap_as_in_the_numpy_loop():
@@ -341,15 +347,4 @@ def test_a_part_with_a_nan_is_stepped_on_to_the_cap_as_in_the_numpy_loop():
     with np.errstate(invalid="ignore"):
         want = em_steps_numpy(c_read, c_ref, like, weight, classes, n, EM_ITERATIONS, EM_TOLERANCE, np.full(r, 1 / r))
     assert want[2] == EM_ITERATIONS and np.isnan(want[0]).any()
-    best = _scan.count_lanes_kind()
-    try:
-        for kind in range(best + 1):
-            _scan.count_lanes_kind(kind)
-            for threads in (1, 2, 4):
-                abundance, posterior = np.full(r, 1 / r), np.empty_like(like)
-                steps = _scan.em_classes(first, c_ref, like, weight, n, EM_ITERATIONS, EM_TOLERANCE, abundance,
-                                         posterior, threads)
-                assert steps == want[2]
-                assert abundance.tobytes() == want[0].tobytes() and posterior.tobytes() == want[1].tobytes()
-    finally:
-        _scan.count_lanes_kind(-1)
+    assert_every_form_gives(want, first, c_ref, like, weight, n, EM_ITERATIONS, EM_TOLERANCE, (1, 2, 4))
