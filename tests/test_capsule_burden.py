@@ -104,6 +104,13 @@ def test_train_saves_the_plan_and_the_columns_and_predict_applies_them(burden_ru
     plan = burden_plan(read_dosages(d / "pcs", 60), snp_genes(d / "pcs"), [g for g, _ in gene_groups(pcs.columns)],
                        0.05)
     assert len(plan) == 7 and cfg["burden"] == {"maf_below": 0.05, "genes": plan}
+    # the burden view (fit.pcs_screened_out) switched off PCs of genes with a burden column only (this
+    # phenotype is no gene's, so few of those genes' PCs add at 0.05 on 60 samples); capsule-predict
+    # below gives the test predictions again, so it reads the saved columns_off
+    off, model = cfg["model"]["columns_off"], cfg["model"]
+    with_column = {model["gene_index"][len(pcs.columns) + i] for i in range(len(plan))}
+    assert cfg["training"]["burden_view"] == 0.05 and off
+    assert all(j < len(pcs.columns) and model["gene_index"][j] in with_column for j in off)
     assert cfg["features"]["columns"] == pcs.columns + [g["column"] for g in plan]
     assert "burden columns: 7 of 74 genes have at least 2 SNPs of minor allele frequency under 0.05" in res.stderr
     # the scaler's means of the burden columns are the training rows' mean minor-allele copies
@@ -120,6 +127,15 @@ def test_train_saves_the_plan_and_the_columns_and_predict_applies_them(burden_ru
     assert run_cli(*args, "-t", "2", "-o", str(tmp_path / "m2")).exit_code == 0
     for name in ("config.json", "model.safetensors", "test_predictions.tsv", "genes.tsv"):
         assert (tmp_path / "m2" / name).read_bytes() == (d / "m" / name).read_bytes(), name
+
+
+def test_burden_view_0_keeps_every_pc_and_conv_capsules_refuse_it(burden_run, tmp_path):
+    d, args, _ = burden_run
+    assert run_cli(*args, "--burden-view", "0", "-o", str(tmp_path / "m")).exit_code == 0
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["training"]["burden_view"] == 0 and cfg["model"]["columns_off"] == []
+    res = run_cli(*args, "--primary", "conv", "--burden-view", "0.01", "-o", str(tmp_path / "conv"))
+    assert res.exit_code == 2 and "--burden-view" in res.stderr and not (tmp_path / "conv").exists()
 
 
 def test_burden_without_dosages_is_one_error_line(burden_run, tmp_path):

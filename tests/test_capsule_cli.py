@@ -616,7 +616,7 @@ def test_gene_primary_trains_predicts_and_reads_out_genes(gene_run, cli, tmp_pat
     (lambda c: c["features"]["columns"].insert(0, c["features"]["columns"].pop()),
      "config.json: the model's gene_index does not group its 'features' columns by gene"),
     # (genes_off emptied too: a conv config with a gene screen's genes is refused before the weights)
-    (lambda c: c["model"].update(primary="conv", genes_off=[]), "weights do not match config.json"),
+    (lambda c: c["model"].update(primary="conv", genes_off=[], columns_off=[]), "weights do not match config.json"),
     (lambda c: c["model"].update(primary="dense"), "model configuration: primary must be one of conv, gene, not 'dense'"),
     (lambda c: c["model"]["gene_index"].pop(), "model configuration: gene_index gives the gene of"),
 ])

@@ -66,7 +66,7 @@ def test_a_switched_off_gene_sends_one_capsule_for_every_sample_and_stays_off_in
     with pytest.raises(ValueError, match="not the pair's"):
         CapsuleNet(CapsuleConfig(n_features=6, primary="gene", gene_index=index, pair=(0, 1), genes_off=(1,),
                                  pair_products=True))
-    with pytest.raises(ValueError, match="genes_off needs gene primary capsules"):
+    with pytest.raises(ValueError, match="genes_off and columns_off need gene primary capsules"):
         CapsuleNet(CapsuleConfig(n_features=12, hidden=16, kernel_size=5, genes_off=(0,)))
 
 

@@ -174,6 +174,12 @@ def pair_cuts(x: np.ndarray, config: CapsuleConfig, quantiles=None) -> tuple[tup
     return tuple(cuts)
 
 
+def _span(a: np.ndarray) -> np.ndarray:
+    """An orthonormal basis (n, r) of the columns of a (n, k) float64, r its numerical rank."""
+    u, sv, _ = np.linalg.svd(a, full_matrices=False)
+    return u[:, sv > sv[0] * 1e-8] if sv.size and sv[0] > 0 else u[:, :0]
+
+
 def gene_screen_p(x: np.ndarray, y: np.ndarray, gene_index) -> np.ndarray:
     """Each gene's marginal score test on these rows: p-values float64 (G,) of the test that y (n,) 0/1
     does not depend on the gene's columns of x (n, F) (PCs and any burden column), n R^2 of the least-
@@ -186,9 +192,7 @@ def gene_screen_p(x: np.ndarray, y: np.ndarray, gene_index) -> np.ndarray:
     index = np.asarray(gene_index)
     p = np.ones(index.max() + 1)
     for g in range(len(p)):
-        xg = xd[:, index == g]
-        u, sv, _ = np.linalg.svd(xg, full_matrices=False)
-        u = u[:, sv > sv[0] * 1e-8] if sv.size and sv[0] > 0 else u[:, :0]
+        u = _span(xd[:, index == g])
         if u.shape[1]:
             r2 = float(np.sum((u.T @ yc) ** 2) / (yc @ yc))
             p[g] = float(chi2.sf(len(yc) * r2, u.shape[1]))
@@ -209,6 +213,52 @@ def screened_out(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, level: flo
     return tuple(int(g) for g in np.flatnonzero(p >= level) if g not in set(keep))
 
 
+def pcs_screened_out(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, burden_columns: int,
+                     level: float) -> tuple[int, ...]:
+    """The PC columns the burden view switches off: for each gene with a burden column (the last
+    `burden_columns` columns of x (n, F) standardised), its PCs where the test that they add nothing
+    to y (n,) 0/1 beside the burden column does not reach `level`: n R^2 of the least-squares fit of
+    y on the PCs, both with the burden column (and the mean) projected out, against chi-square with
+    the projected PCs' rank as degrees of freedom (the score test of gene_screen_p, with the burden
+    column in the null); none at level 0. The pair test's pair is screened too: its pair capsule
+    reads all of its columns whatever its gene capsules read. Why: a gene acting through its
+    low-frequency alleles is carried by its burden column alone, and its 10-30 PCs then only add
+    directions to learn from the rows (on the family's burden cohorts, a logistic model of the
+    planted genes' burden columns and the true pair term reached the Bayes limit; one of the same
+    genes' PCs and burden columns fell 0.01-0.035 short)."""
+    from scipy.stats import chi2
+
+    if not burden_columns or level <= 0:  # level 0: the view is off
+        return ()
+    xd = x.astype(np.float64) - x.mean(0)
+    yc = y.astype(np.float64) - y.mean()
+    index = np.asarray(config.gene_index)
+    first_burden = config.n_features - burden_columns
+    off = []
+    for j in range(first_burden, config.n_features):
+        pcs = np.flatnonzero(index[:first_burden] == index[j])
+        b = _span(xd[:, [j]])
+        resid = xd[:, pcs] - b @ (b.T @ xd[:, pcs])
+        u = _span(resid)
+        if not u.shape[1]:
+            continue
+        r = yc - b @ (b.T @ yc)
+        if float(chi2.sf(len(yc) * float(np.sum((u.T @ r) ** 2) / (r @ r)), u.shape[1])) >= level:
+            off.extend(int(c) for c in pcs)
+    return tuple(sorted(off))
+
+
+def pair_pcs(config: CapsuleConfig, burden_columns: int) -> tuple[int, ...]:
+    """The PC columns of config.pair's two genes (every column before the last `burden_columns`, the
+    burden columns): what the pair capsule leaves out where the pair test found the pair in its burden
+    family. Why: there the interaction rides on the two genes' rare-allele counts. On the family's
+    tuning seeds (4, 5, 11-16: burden co-occurrences and products, both h2) a logistic model of the six
+    planted genes' burden columns and the product of the pair's two passed the additive-only limit in
+    all 32 cohorts, one of the planted genes' PCs and burden columns and the true pair term in 28."""
+    first_burden = config.n_features - burden_columns
+    return tuple(j for j in range(first_burden) if config.gene_index[j] in config.pair)
+
+
 def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int,
                 history: list | None = None) -> CapsuleNet:
     """Train on standardised x (n, F) float32, y (n,): Adam + exponential LR decay, early stopping on
@@ -221,7 +271,9 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     the inner training rows, `pair_cuts` (pair_cuts, the learned split's start, on the same rows) and
     `pair_products` false). With s.gene_screen > 0 (under the group
     penalty) the genes whose marginal score test on the inner training rows does not reach that level
-    are switched off (screened_out: the config's `genes_off`; the screened pair is kept). The
+    are switched off (screened_out: the config's `genes_off`; the screened pair is kept); with
+    s.burden_view > 0 (under the group penalty) the PCs of each gene whose burden column carries what they
+    would add (pcs_screened_out: the config's `columns_off`). The
     validation loss that stops training is the margin loss alone; with a pair capsule the best epoch
     is taken from PAIR_MIN_EPOCHS on.
     `history`, a list, gets a {epoch, train_loss, valid_loss, valid_accuracy} row per epoch."""
@@ -245,13 +297,19 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
         # the interacting axes' (an exclusive-or has no additive axis). Not the K_a x K_b PC products:
         # on the tuning cohorts they only added noise to fit once the interacting axes were there
         config = replace(config, pair=exempt, pair_products=False)
-        null = null_weights(x[tr], y[tr])
-        config = replace(config, pair_axes=pair_axes(x[tr], y[tr], config, null),
-                         pair_interaction_axes=interaction_axes(x[tr], y[tr], config, null))
+        if s.burden_view > 0 and evidence["test"] == "burdens":
+            config = replace(config, pair_columns_off=pair_pcs(config, s.burden_columns))
+        seen = x[tr].copy()  # the columns the pair capsule reads, the others 0: its axes and cuts see no more
+        seen[:, list(config.pair_columns_off)] = 0
+        null = null_weights(seen, y[tr])
+        config = replace(config, pair_axes=pair_axes(seen, y[tr], config, null),
+                         pair_interaction_axes=interaction_axes(seen, y[tr], config, null))
         if PAIR_CUT_QUANTILES:
-            config = replace(config, pair_cuts=pair_cuts(x[tr], config), pair_cut_width=PAIR_CUT_WIDTH)
+            config = replace(config, pair_cuts=pair_cuts(seen, config), pair_cut_width=PAIR_CUT_WIDTH)
     if penalise and s.gene_screen > 0:
         config = replace(config, genes_off=screened_out(x[tr], y[tr], config, s.gene_screen, exempt))
+    if penalise and s.burden_view > 0:
+        config = replace(config, columns_off=pcs_screened_out(x[tr], y[tr], config, s.burden_columns, s.burden_view))
     torch.manual_seed(seed)
     model = CapsuleNet(config).to(s.device)
     model.screened_pair = exempt  # the final model's is reported in config.json

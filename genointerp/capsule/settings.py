@@ -26,6 +26,9 @@ class CapsuleSettings:
     # switch off the genes whose marginal score test on the inner training rows is not under this level
     # (fit.screened_out; gene capsules under the group penalty); 0: none
     gene_screen: float = 0.0
+    # switch off the PCs of each gene with a burden column unless they add to it at this level on the inner
+    # training rows (fit.pcs_screened_out; gene capsules under the group penalty); 0: none
+    burden_view: float = 0.0
     # the last burden_columns columns of the features are per-gene burden columns (burden.py), which the
     # pair test leaves out: it tests products of PCs
     burden_columns: int = 0

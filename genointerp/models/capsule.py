@@ -21,7 +21,11 @@ convolution and `dropout` are not used. `gene_index` (F,) gives each feature col
 Trainable parameters: G*K_max*D_p (A, of which G*K_max - F rows are padding) + G*D_p (b) + N*C*D_c*D_p (W),
 plus (with a `pair`) Q*D_p + D_p for the pair capsule below. `genes_off` (gene numbers): genes whose
 slots are all masked like padding, so A_g stays 0 and the gene's capsule is the constant squash(b_g)
-(capsule-train's gene screen switched them off before training: fit.screened_out).
+(capsule-train's gene screen switched them off before training: fit.screened_out). `columns_off`
+(feature column numbers): slots masked the same way in their gene's capsule only (capsule-train's
+burden view: the PCs of a gene whose burden column carries what they would add, fit.pcs_screened_out);
+the pair capsule below reads all of its two genes' columns but its own `pair_columns_off` (the
+burden view of a pair found in its genes' burden columns: their PCs, fit.fit_capsule).
 
 "gene" with `pair` = (a, b): one more primary capsule, last (N = G + 1), for an interacting gene pair
 (capsule-train's pair screen finds it): u_pair = squash(z P + p), z = [x_a, x_b, vec(x_a x_b^T)]
@@ -109,6 +113,13 @@ class CapsuleConfig(ModelConfig):
     # "gene": gene numbers whose capsule reads none of its columns (capsule-train's gene screen found no
     # evidence the gene acts: fit.screened_out), so it sends the same squash(b_g) for every sample
     genes_off: tuple[int, ...] = ()
+    # "gene": feature columns (0..F-1) that their gene's capsule does not read, masked as genes_off's are
+    # (capsule-train's burden view: fit.pcs_screened_out switches off the PCs of a gene whose burden
+    # column carries what they would add), () for none (a config.json written before it)
+    columns_off: tuple[int, ...] = ()
+    # with a pair: columns of its two genes that the pair capsule does not read (capsule-train's burden
+    # view of a pair that the pair test found in its genes' burden columns: their PCs), () for none
+    pair_columns_off: tuple[int, ...] = ()
 
     PRIMARY_KINDS: ClassVar[tuple[str, ...]] = ("conv", "gene")
 
@@ -117,6 +128,8 @@ class CapsuleConfig(ModelConfig):
         object.__setattr__(self, "gene_index", tuple(self.gene_index))
         object.__setattr__(self, "pair", tuple(self.pair))
         object.__setattr__(self, "genes_off", tuple(self.genes_off))
+        object.__setattr__(self, "columns_off", tuple(self.columns_off))
+        object.__setattr__(self, "pair_columns_off", tuple(self.pair_columns_off))
         for name in ("pair_axes", "pair_interaction_axes", "pair_cuts"):
             object.__setattr__(self, name, tuple(tuple(float(w) for w in axis) for axis in getattr(self, name)))
 
@@ -170,10 +183,10 @@ class CapsuleConfig(ModelConfig):
             raise ValueError("margins need 0 <= m_minus < m_plus <= 1")
         if self.primary == "gene":
             self._validate_genes()
-        elif self.pair or self.pair_axes or self.pair_interaction_axes or self.pair_cuts:
+        elif self.pair or self.pair_axes or self.pair_interaction_axes or self.pair_cuts or self.pair_columns_off:
             raise ValueError("a pair capsule needs gene primary capsules")
-        elif self.genes_off:
-            raise ValueError("genes_off needs gene primary capsules")
+        elif self.genes_off or self.columns_off:
+            raise ValueError("genes_off and columns_off need gene primary capsules")
 
     def _validate_genes(self) -> None:
         index = self.gene_index
@@ -204,6 +217,13 @@ class CapsuleConfig(ModelConfig):
         if any(not isinstance(g, int) or isinstance(g, bool) or not 0 <= g < self.n_genes for g in self.genes_off) \
                 or len(set(self.genes_off)) != len(self.genes_off) or set(self.genes_off) & set(self.pair):
             raise ValueError(f"genes_off must be different gene numbers below {self.n_genes}, not the pair's")
+        if any(not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < self.n_features for j in self.columns_off) \
+                or len(set(self.columns_off)) != len(self.columns_off):
+            raise ValueError(f"columns_off must be different column numbers below {self.n_features}")
+        if any(not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < self.n_features
+               or self.gene_index[j] not in self.pair for j in self.pair_columns_off) \
+                or len(set(self.pair_columns_off)) != len(self.pair_columns_off):
+            raise ValueError("pair_columns_off must be different column numbers of the pair's two genes")
 
 
 def gene_sizes(gene_index) -> list[int]:
@@ -280,9 +300,9 @@ class CapsuleNet(nn.Module):
         columns = torch.zeros(c.n_genes, c.max_pcs, dtype=torch.int64)
         mask = torch.zeros(c.n_genes, c.max_pcs)
         filled = [0] * c.n_genes
-        off = set(c.genes_off)
+        off, columns_off = set(c.genes_off), set(c.columns_off)
         for j, g in enumerate(c.gene_index):
-            columns[g, filled[g]], mask[g, filled[g]] = j, float(g not in off)
+            columns[g, filled[g]], mask[g, filled[g]] = j, float(g not in off and j not in columns_off)
             filled[g] += 1
         self.register_buffer("gene_columns", columns, persistent=False)
         self.register_buffer("gene_mask", mask, persistent=False)
@@ -296,6 +316,8 @@ class CapsuleNet(nn.Module):
         if c.pair:
             for name, g in zip(("pair_a", "pair_b"), c.pair):
                 self.register_buffer(name, columns[g, :sizes[g]].clone(), persistent=False)
+                read = [float(int(j) not in set(c.pair_columns_off)) for j in columns[g, :sizes[g]]]
+                self.register_buffer(f"{name}_mask", torch.tensor(read), persistent=False)
             # fixed, from the config: capsule-predict applies what training fitted
             for names, axes in ((("axis_a", "axis_b"), c.pair_axes), (("joint_a", "joint_b"), c.pair_interaction_axes),
                                 (("cut_a", "cut_b"), c.pair_cuts)):
@@ -319,7 +341,7 @@ class CapsuleNet(nn.Module):
             u = squash(torch.einsum("bgk,gkd->bgd", xg, self.gene_weight) + self.gene_bias)
             if not c.pair:
                 return u
-            xa, xb = x[:, self.pair_a], x[:, self.pair_b]  # (B, K_a), (B, K_b)
+            xa, xb = x[:, self.pair_a] * self.pair_a_mask, x[:, self.pair_b] * self.pair_b_mask  # (B, K_a), (B, K_b)
             z = [xa, xb] + ([(xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)] if c.pair_products else [])
             if c.pair_axes:  # the rank-1 view: the product of the two genes' additive scores
                 z.append(((xa @ self.axis_a) * (xb @ self.axis_b)).unsqueeze(1))
