@@ -33,10 +33,10 @@ from genointerp.report import Reporter
 from genointerp.runtime import Precision, device_for, usable_threads, use_threads
 
 # --burden-view's default for gene capsules. Chosen on the family's tuning seeds (benchmarks/capsule_family.py,
-# 3,000 samples, capsule-train's final model on its held-out test set; docs/capsule.md): burden cohorts of
-# seeds 4, 5, 11-16 (both h2, every interaction) test mean +0.0024 at 0.05 against +0.0010 at 0.001, the
-# worst share of the way to the Bayes limit 66 % -> 73 % (68 % at 0.001); single, several and dense cohorts
-# of seeds 4, 5, 11, 12 (h2 0.5) unchanged on the mean, their worst share 64 % -> 67 %.
+# 3,000 samples, capsule-train's final model on its held-out test set; docs/capsule.md): on the 63 burden
+# cohorts of seeds 4, 5, 11-16 (both h2, every interaction) the gene capsules' view alone moved the test mean
+# +0.0026 at 0.05 against +0.0016 at 0.001; with the pair view the 47 interacting ones +0.014; the 48 single,
+# several and dense cohorts of seeds 4, 5, 11, 12 (h2 0.5) -0.0005.
 BURDEN_VIEW = 0.05
 # training defaults per kind of primary capsule (chosen on the planted cohorts of benchmarks/capsule.py,
 # tuning seeds 11 and 12, not the seeds benchmarks/README.md reports; the pair screen was turned on by default
