@@ -180,13 +180,19 @@ def _span(a: np.ndarray) -> np.ndarray:
     return u[:, sv > sv[0] * 1e-8] if sv.size and sv[0] > 0 else u[:, :0]
 
 
+def _score_test_p(u: np.ndarray, r: np.ndarray) -> float:
+    """The p-value of n R^2 against chi-square(r columns of u): R^2 of the least-squares fit of the
+    residuals r (n,) on the orthonormal columns u (n, k) (the logistic score test of adding them)."""
+    from scipy.stats import chi2
+
+    return float(chi2.sf(len(r) * float(np.sum((u.T @ r) ** 2) / (r @ r)), u.shape[1]))
+
+
 def gene_screen_p(x: np.ndarray, y: np.ndarray, gene_index) -> np.ndarray:
     """Each gene's marginal score test on these rows: p-values float64 (G,) of the test that y (n,) 0/1
     does not depend on the gene's columns of x (n, F) (PCs and any burden column), n R^2 of the least-
     squares fit of y on them against chi-square with as many degrees of freedom as the columns' rank
     (the logistic score test of an intercept-only null)."""
-    from scipy.stats import chi2
-
     xd = x.astype(np.float64) - x.mean(0)
     yc = y.astype(np.float64) - y.mean()
     index = np.asarray(gene_index)
@@ -194,8 +200,7 @@ def gene_screen_p(x: np.ndarray, y: np.ndarray, gene_index) -> np.ndarray:
     for g in range(len(p)):
         u = _span(xd[:, index == g])
         if u.shape[1]:
-            r2 = float(np.sum((u.T @ yc) ** 2) / (yc @ yc))
-            p[g] = float(chi2.sf(len(yc) * r2, u.shape[1]))
+            p[g] = _score_test_p(u, yc)
     return p
 
 
@@ -226,8 +231,6 @@ def pcs_screened_out(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, burden
     directions to learn from the rows (on the family's burden cohorts, a logistic model of the
     planted genes' burden columns and the true pair term reached the Bayes limit; one of the same
     genes' PCs and burden columns fell 0.01-0.035 short)."""
-    from scipy.stats import chi2
-
     if not burden_columns or level <= 0:  # level 0: the view is off
         return ()
     xd = x.astype(np.float64) - x.mean(0)
@@ -242,8 +245,7 @@ def pcs_screened_out(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, burden
         u = _span(resid)
         if not u.shape[1]:
             continue
-        r = yc - b @ (b.T @ yc)
-        if float(chi2.sf(len(yc) * float(np.sum((u.T @ r) ** 2) / (r @ r)), u.shape[1])) >= level:
+        if _score_test_p(u, yc - b @ (b.T @ yc)) >= level:
             off.extend(int(c) for c in pcs)
     return tuple(sorted(off))
 
