@@ -1,6 +1,6 @@
 """The gene screen (fit.gene_screen_p, fit.screened_out, CapsuleConfig.genes_off): genes whose
-marginal score test does not reach the level are switched off before training, the pair test's
-pair kept; saved in config.json and applied as saved by capsule-predict."""
+marginal score test does not reach the level, or whose columns add nothing to the genes kept before
+them, are switched off before training, the pair test's pair kept; saved in config.json and applied as saved by capsule-predict."""
 
 import numpy as np
 import pytest
@@ -43,6 +43,36 @@ def test_the_screen_switches_off_genes_without_evidence_and_keeps_the_pair():
     assert screened_out(x[:, 24:], y, CapsuleConfig(n_features=48, primary="gene", gene_index=tuple(
         np.repeat(np.arange(4), 12).tolist())), 1e-6) == ()  # no gene passes: none is switched off
 
+
+
+def test_a_gene_that_passes_only_on_its_neighbours_signal_is_switched_off():
+    """Gene 1's first column is half gene 0's causal column (linkage disequilibrium): it passes the
+    marginal test but adds nothing to gene 0, and is switched off; gene 2 acts on its own and is kept
+    though its marginal p-value is weaker than gene 1's."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    x = rng.normal(size=(n, 9))
+    x[:, 3] = 0.5 * x[:, 0] + np.sqrt(0.75) * x[:, 3]
+    y = (x[:, 0] + 0.3 * x[:, 6] + rng.normal(size=n) > 0).astype(np.int64)
+    config = CapsuleConfig(n_features=9, primary="gene", gene_index=(0, 0, 0, 1, 1, 1, 2, 2, 2))
+    p = gene_screen_p(x, y, config.gene_index)
+    assert p[0] < p[1] < 1e-6 and p[1] < p[2] < 1e-3  # all three pass the marginal test at 0.001
+    assert screened_out(x, y, config, 0.001) == (1,)
+    # where gene 1 is the pair test's pair it is kept, and it is gene 0 then that must add to it
+    assert screened_out(x, y, config, 0.001, keep=(1,)) == ()
+    # the conditional test is the score test of gene_screen_p with the kept genes' columns in the null:
+    # n R^2 of y on [1, gene 0, gene 1] against [1, gene 0], over the latter's residual sum of squares
+    yd = y.astype(np.float64)
+
+    def rss(cols):
+        design = np.column_stack([np.ones(n), x[:, cols]])
+        return float(np.sum((yd - design @ np.linalg.lstsq(design, yd, rcond=None)[0]) ** 2))
+
+    p1 = chi2.sf(n * (rss([0, 1, 2]) - rss([0, 1, 2, 3, 4, 5])) / rss([0, 1, 2]), 3)
+    assert 0.5 < p1 < 0.9  # nothing beside gene 0: what switched gene 1 off
+    # kept at a level just above it, switched off just under it (every marginal p-value is far under both)
+    assert screened_out(x, y, config, p1 * (1 + 1e-6)) == ()
+    assert screened_out(x, y, config, p1 * (1 - 1e-6)) == (1,)
 
 def test_a_switched_off_gene_sends_one_capsule_for_every_sample_and_stays_off_in_training():
     from genointerp.capsule.fit import fit_capsule

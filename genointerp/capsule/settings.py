@@ -23,7 +23,8 @@ class CapsuleSettings:
     pair_screen: bool = False  # exempt the pair screen's best gene pair from the group penalty
     # give the screened pair a pair capsule of its PCs' products where it interacts beyond chance
     pair_capsule: bool = False
-    # switch off the genes whose marginal score test on the inner training rows is not under this level
+    # switch off the genes whose score test on the inner training rows (marginal, then beside the genes kept
+    # before them) is not under this level
     # (fit.screened_out; gene capsules under the group penalty); 0: none
     gene_screen: float = 0.0
     # switch off the PCs of each gene with a burden column unless they add to it at this level on the inner

@@ -101,8 +101,9 @@ class CapsuleTrainRequest:
     gene_screen: float | None = opt(
         None, "--gene-screen", min=0, max=1,
         help=("Switch off (before training, on each training set's own rows) the gene capsules of genes whose "
-              "marginal score test (the phenotype on the gene's columns) does not reach this p-value; the pair "
-              "test's pair is always kept, and where no gene reaches it none is switched off (0: none) "
+              "score test (the phenotype on the gene's columns, alone, then beside the genes kept before it) does "
+              "not reach this p-value; the pair test's pair is always kept, and where no gene reaches it none is "
+              "switched off (0: none) "
               "\\[default: 0.001 for gene capsules under the group penalty]."))
     burden_view: float | None = opt(
         None, "--burden-view", min=0, max=1,
