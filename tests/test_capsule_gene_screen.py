@@ -1,6 +1,7 @@
 """The gene screen (fit.gene_screen_p, fit.screened_out, CapsuleConfig.genes_off): genes whose
 marginal score test does not reach the level, or whose columns add nothing to the genes kept before
-them, are switched off before training, the pair test's pair kept; saved in config.json and applied as saved by capsule-predict."""
+them, are switched off before training, the pair test's pair kept; saved in config.json and applied
+as saved by capsule-predict."""
 
 import numpy as np
 import pytest
@@ -42,7 +43,6 @@ def test_the_screen_switches_off_genes_without_evidence_and_keeps_the_pair():
     assert screened_out(x, y, config, 0.001, keep=(2, 3)) == (4, 5)
     assert screened_out(x[:, 24:], y, CapsuleConfig(n_features=48, primary="gene", gene_index=tuple(
         np.repeat(np.arange(4), 12).tolist())), 1e-6) == ()  # no gene passes: none is switched off
-
 
 
 def test_a_gene_that_passes_only_on_its_neighbours_signal_is_switched_off():

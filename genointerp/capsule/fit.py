@@ -188,6 +188,14 @@ def _score_test_p(u: np.ndarray, r: np.ndarray) -> float:
     return float(chi2.sf(len(r) * float(np.sum((u.T @ r) ** 2) / (r @ r)), u.shape[1]))
 
 
+def _added_p(cols: np.ndarray, null: np.ndarray, yc: np.ndarray) -> float | None:
+    """The score test's p-value that centred columns cols (n, k) add nothing to centred y (n,) beside
+    the orthonormal null basis (n, r) (both with the null projected out); None where nothing of cols
+    is left outside the null."""
+    u = _span(cols - null @ (null.T @ cols))
+    return _score_test_p(u, yc - null @ (null.T @ yc)) if u.shape[1] else None
+
+
 def gene_screen_p(x: np.ndarray, y: np.ndarray, gene_index) -> np.ndarray:
     """Each gene's marginal score test on these rows: p-values float64 (G,) of the test that y (n,) 0/1
     does not depend on the gene's columns of x (n, F) (PCs and any burden column), n R^2 of the least-
@@ -231,10 +239,8 @@ def screened_out(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, level: flo
         if g in kept:
             continue
         if kept:
-            null = _span(xd[:, np.isin(index, kept)])
-            cols = xd[:, index == g]
-            u = _span(cols - null @ (null.T @ cols))
-            if not u.shape[1] or _score_test_p(u, yc - null @ (null.T @ yc)) >= level:
+            added = _added_p(xd[:, index == g], _span(xd[:, np.isin(index, kept)]), yc)
+            if added is None or added >= level:
                 continue
         kept.append(int(g))
     return tuple(g for g in range(len(p)) if g not in kept)
@@ -262,12 +268,8 @@ def pcs_screened_out(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, burden
     off = []
     for j in range(first_burden, config.n_features):
         pcs = np.flatnonzero(index[:first_burden] == index[j])
-        b = _span(xd[:, [j]])
-        resid = xd[:, pcs] - b @ (b.T @ xd[:, pcs])
-        u = _span(resid)
-        if not u.shape[1]:
-            continue
-        if _score_test_p(u, yc - b @ (b.T @ yc)) >= level:
+        added = _added_p(xd[:, pcs], _span(xd[:, [j]]), yc)
+        if added is not None and added >= level:
             off.extend(int(c) for c in pcs)
     return tuple(sorted(off))
 
