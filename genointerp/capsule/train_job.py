@@ -104,7 +104,7 @@ class CapsuleTrainRequest:
               "score test (the phenotype on the gene's columns, alone, then beside the genes kept before it) does "
               "not reach this p-value; the pair test's pair is always kept, and where no gene reaches it none is "
               "switched off (0: none) "
-              "\\[default: 0.001 for gene capsules under the group penalty]."))
+              f"\\[default: {GENE_DEFAULTS['gene_screen']:g} for gene capsules under the group penalty]."))
     burden_view: float | None = opt(
         None, "--burden-view", min=0, max=1,
         help=("Where a gene has a burden column (--burden-maf), switch off its PCs (before training, on each "
@@ -179,16 +179,13 @@ class CapsuleTrainRequest:
         if self.pair_screen and not self.settings().gene_penalty:
             raise UsageError("--pair-screen: the pair screen spares a pair from the group penalty, and "
                              "--gene-penalty 0 turns the penalty off")
-        if self.primary == "conv" and self.gene_screen:
-            raise UsageError("--gene-screen: the gene screen switches off gene capsules: use --primary gene")
-        if self.gene_screen and not self.settings().gene_penalty:
-            raise UsageError("--gene-screen: the gene screen works beside the group penalty, and --gene-penalty 0 "
-                             "turns the penalty off")
-        if self.primary == "conv" and self.burden_view:
-            raise UsageError("--burden-view: the burden view switches off a gene capsule's PCs: use --primary gene")
-        if self.burden_view and not self.settings().gene_penalty:
-            raise UsageError("--burden-view: the burden view works beside the group penalty, and --gene-penalty 0 "
-                             "turns the penalty off")
+        for flag, value, what, off in (("--gene-screen", self.gene_screen, "the gene screen", "gene capsules"),
+                                       ("--burden-view", self.burden_view, "the burden view", "a gene capsule's PCs")):
+            if self.primary == "conv" and value:
+                raise UsageError(f"{flag}: {what} switches off {off}: use --primary gene")
+            if value and not self.settings().gene_penalty:
+                raise UsageError(f"{flag}: {what} works beside the group penalty, and --gene-penalty 0 turns the "
+                                 "penalty off")
         if self.primary == "gene" and self.primary_capsule is not None:
             raise UsageError("--primary-capsule: gene primary capsules are the genes, and genes.tsv reads their "
                              "coupling; --primary-capsule picks a conv capsule")
