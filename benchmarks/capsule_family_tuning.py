@@ -39,6 +39,7 @@ from capsule_family import FamilyCohort  # noqa: E402
 from genointerp.capsule.burden import AUTO_BURDEN_MAF, burden_plan, snp_genes, with_burden  # noqa: E402
 from genointerp.capsule.interpret import gene_groups, gene_index  # noqa: E402
 from genointerp.capsule.protocol import fold_run  # noqa: E402
+from genointerp.capsule.settings import CapsuleSettings  # noqa: E402
 from genointerp.capsule.splits import make_split  # noqa: E402
 from genointerp.capsule.train_job import CapsuleTrainRequest  # noqa: E402
 from genointerp.io.features import read_dosages, read_features  # noqa: E402
@@ -112,7 +113,15 @@ def main() -> None:
     ap.add_argument("--burden-maf", type=float, default=AUTO_BURDEN_MAF, help="0: no burden columns")
     ap.add_argument("--compare", help="an earlier run's JSON lines: print the summary against them (stderr)")
     args = ap.parse_args()
-    overrides = json.loads(args.settings)
+    try:
+        overrides = json.loads(args.settings)
+    except json.JSONDecodeError as e:
+        ap.error(f"--settings: not JSON ({e})")
+    if not isinstance(overrides, dict):
+        ap.error("--settings: a JSON object of CapsuleSettings fields, e.g. '{\"burden_view\": 0}'")
+    unknown = sorted(set(overrides) - set(CapsuleSettings.__dataclass_fields__))
+    if unknown:
+        ap.error(f"--settings: not CapsuleSettings fields: {', '.join(unknown)}")
     torch.set_num_threads(1)  # capsule-train's trainings run on one thread each
     rows = []
     for seed in (int(v) for v in args.seeds.split(",")):
