@@ -198,6 +198,7 @@ def test_a_pair_capsule_with_cut_points_reads_soft_steps_of_the_interacting_scor
     hb = sig(tb / 0.2)[:, None]
     z = torch.cat([xa, xb, (ta * tb)[:, None], ha, hb, ha * hb], 1)
     assert torch.allclose(model.primary(x)[:, 4], squash(z @ model.pair_weight + model.pair_bias), atol=1e-6)
+    assert torch.allclose(model.pair_input(x), z, atol=1e-6)  # the pair capsule's inputs on their own
     # a sample at a cut sits half-way up its step: t_a = -0.5 is the first cut of gene a
     assert float(ha[2, 0]) == 0.5
     # the learned split: the steps read x_a . (v_a + d_a) - (c_a + e_a), the product t_a t_b the fixed axes

@@ -341,24 +341,30 @@ class CapsuleNet(nn.Module):
             u = squash(torch.einsum("bgk,gkd->bgd", xg, self.gene_weight) + self.gene_bias)
             if not c.pair:
                 return u
-            xa, xb = x[:, self.pair_a] * self.pair_a_mask, x[:, self.pair_b] * self.pair_b_mask  # (B, K_a), (B, K_b)
-            z = [xa, xb] + ([(xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)] if c.pair_products else [])
-            if c.pair_axes:  # the rank-1 view: the product of the two genes' additive scores
-                z.append(((xa @ self.axis_a) * (xb @ self.axis_b)).unsqueeze(1))
-            if c.pair_interaction_axes:  # the product along the two genes' interacting axes
-                z.append(((xa @ self.joint_a) * (xb @ self.joint_b)).unsqueeze(1))
-            if c.pair_cuts:  # soft steps along the learned split's axes and cuts, and their 2-D products
-                ha = torch.sigmoid(((xa @ (self.joint_a + self.pair_step_axis_a)).unsqueeze(1) - self.cut_a
-                                    - self.pair_step_cut_a) / c.pair_cut_width)  # (B, C_a)
-                hb = torch.sigmoid(((xb @ (self.joint_b + self.pair_step_axis_b)).unsqueeze(1) - self.cut_b
-                                    - self.pair_step_cut_b) / c.pair_cut_width)  # (B, C_b)
-                z += [ha, hb, (ha.unsqueeze(2) * hb.unsqueeze(1)).flatten(1)]
-            z = torch.cat(z, dim=1)  # (B, Q)
-            return torch.cat([u, squash(z @ self.pair_weight + self.pair_bias).unsqueeze(1)], dim=1)
+            return torch.cat([u, squash(self.pair_input(x) @ self.pair_weight + self.pair_bias).unsqueeze(1)], dim=1)
         h = self.hidden_drop(torch.relu(self.dense(self.input_drop(x)))).unsqueeze(1)  # (B, 1, H)
         a = self.conv(h)  # (B, P*D_p, L)
         a = a.view(x.shape[0], c.primary_channels, c.primary_dim, c.n_positions)
         return squash(a.permute(0, 1, 3, 2).reshape(x.shape[0], c.n_primary, c.primary_dim))
+
+    def pair_input(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, F) standardised, after input dropout -> z float32 (B, Q): what the pair capsule
+        reads (its two genes' columns but pair_columns_off, then the views the config gives: PC products,
+        the additive and interacting axes' products, the learned split's soft steps; config.pair_inputs)."""
+        c = self.config
+        xa, xb = x[:, self.pair_a] * self.pair_a_mask, x[:, self.pair_b] * self.pair_b_mask  # (B, K_a), (B, K_b)
+        z = [xa, xb] + ([(xa.unsqueeze(2) * xb.unsqueeze(1)).flatten(1)] if c.pair_products else [])
+        if c.pair_axes:  # the rank-1 view: the product of the two genes' additive scores
+            z.append(((xa @ self.axis_a) * (xb @ self.axis_b)).unsqueeze(1))
+        if c.pair_interaction_axes:  # the product along the two genes' interacting axes
+            z.append(((xa @ self.joint_a) * (xb @ self.joint_b)).unsqueeze(1))
+        if c.pair_cuts:  # soft steps along the learned split's axes and cuts, and their 2-D products
+            ha = torch.sigmoid(((xa @ (self.joint_a + self.pair_step_axis_a)).unsqueeze(1) - self.cut_a
+                                - self.pair_step_cut_a) / c.pair_cut_width)  # (B, C_a)
+            hb = torch.sigmoid(((xb @ (self.joint_b + self.pair_step_axis_b)).unsqueeze(1) - self.cut_b
+                                - self.pair_step_cut_b) / c.pair_cut_width)  # (B, C_b)
+            z += [ha, hb, (ha.unsqueeze(2) * hb.unsqueeze(1)).flatten(1)]
+        return torch.cat(z, dim=1)
 
     def gene_norms(self) -> torch.Tensor:
         """|A_g|_F float32 (G,): how strongly each gene's PCs move its capsule ("gene" only)."""
