@@ -5,7 +5,8 @@ final model (trained on every non-test row, scored on the held-out test set, the
 training seed: what capsule_family.py's "capsule test" column reports, without its CV folds and
 baselines, so a setting over 50 cohorts takes minutes, not hours). One JSON line per phenotype on
 stdout (test accuracy, the Bayes and additive-only limits on the same test rows, share of the way,
-what the model switched off, the pair capsule's genes); with --compare, a summary against an earlier
+what the model switched off, the pair capsule's genes, and `lr_inputs`: a logistic regression of the
+inputs the trained network reads, on the same rows); with --compare, a summary against an earlier
 run's lines, per architecture and interacting/additive:
 
     python benchmarks/capsule_family_tuning.py --out bench-output/tune --seeds 4,5 \\
@@ -66,13 +67,38 @@ def final_model_row(cohort: FamilyCohort, name: str, feats, n_burden: int, overr
     split = make_split(y, ["1", "2"], s.folds, s.test_fraction, s.seed)
     bayes, limit = cohort.limits(name, split.test)
     t0 = time.perf_counter()
-    model, _, lengths, _ = fold_run(x, y, split.train, split.test, config, s, s.seed)
+    model, scaler, lengths, _ = fold_run(x, y, split.train, split.test, config, s, s.seed)
+    secs = time.perf_counter() - t0
     acc = float((lengths.argmax(1) == y[split.test]).mean())
     c = model.config
     return {"seed": cohort.seed, "name": name, "settings": overrides, "acc": round(acc, 6), "bayes": round(bayes, 6),
             "limit": round(limit, 6), "share": round((acc - 0.5) / (bayes - 0.5), 4), "genes_off": len(c.genes_off),
             "columns_off": len(c.columns_off), "pair_columns_off": len(c.pair_columns_off), "pair": list(c.pair),
-            "secs": round(time.perf_counter() - t0, 1)}
+            "lr_inputs": round(lr_on_inputs(model, scaler(x), y, split.train, split.test), 6), "secs": round(secs, 1)}
+
+
+def network_inputs(model, z: np.ndarray) -> np.ndarray:
+    """What the trained network reads of z (n, F) standardised: its gene capsules' columns (genes the
+    screen kept, columns the burden view kept) and, with a pair capsule, that capsule's inputs
+    (CapsuleNet.pair_input: the two genes' columns, the axes' products, the learned split's steps as
+    trained). float64 (n, k)."""
+    cols = np.unique(model.gene_columns[model.gene_mask > 0].numpy())
+    parts = [z[:, cols]]
+    if model.config.pair:
+        with torch.inference_mode():
+            parts.append(model.pair_input(torch.from_numpy(z.astype(np.float32))).numpy())
+    return np.hstack(parts).astype(np.float64)
+
+
+def lr_on_inputs(model, z: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) -> float:
+    """Test accuracy of capsule-train's logistic regression baseline (baselines.py) fit on the rows
+    `train` of network_inputs: how much of the network's accuracy a linear model of the same inputs
+    (the gene screen's, the burden view's and the pair capsule's choices) has."""
+    from genointerp.capsule.baselines import baseline_models
+
+    inputs = network_inputs(model, z)
+    fitted = baseline_models(0, 1)["logistic_regression"]().fit(inputs[train], y[train])
+    return float((fitted.predict(inputs[test]) == y[test]).mean())
 
 
 def interacting(row: dict) -> bool:
@@ -98,6 +124,19 @@ def compare(rows: list[dict], before_path: str) -> str:
         lows = [min(x["share"] for x in side) for side in zip(*pairs)]
         lines.append(f"{g}\t{len(pairs)}\t{np.mean(d):+.4f}\t{sum(v > 0 for v in d)}\t{sum(v < 0 for v in d)}\t"
                      f"{above[0]} -> {above[1]} of {inter}\t{lows[0]:.3f} -> {lows[1]:.3f}")
+    return "\n".join(lines)
+
+
+def inputs_summary(rows: list[dict]) -> str:
+    """The network against a logistic regression of its own inputs (lr_inputs), per architecture and
+    in all: mean difference, cohorts where each is ahead."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[r["name"].split("-")[0]].append(r["acc"] - r["lr_inputs"])
+        groups["all"].append(r["acc"] - r["lr_inputs"])
+    lines = ["group\tcohorts\tcapsule - LR of its inputs (mean)\tcapsule ahead\tLR ahead"]
+    lines += [f"{g}\t{len(d)}\t{np.mean(d):+.4f}\t{sum(v > 0 for v in d)}\t{sum(v < 0 for v in d)}"
+              for g, d in sorted(groups.items())]
     return "\n".join(lines)
 
 
@@ -136,6 +175,7 @@ def main() -> None:
         for name in names:
             rows.append(final_model_row(cohort, name, feats, n_burden, overrides))
             print(json.dumps(rows[-1]), flush=True)
+    print(inputs_summary(rows), file=sys.stderr)
     if args.compare:
         print(compare(rows, args.compare), file=sys.stderr)
 
