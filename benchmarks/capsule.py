@@ -253,7 +253,9 @@ def decisive_genes(model: Path) -> tuple[list[str], list[str]]:
 
 
 METHODS = {"capsule_gene": "capsule (gene)", "capsule_conv": "capsule (conv)", "logistic_regression": "LR",
-           "svm": "SVM", "random_forest": "RF", "adaboost": "AdaBoost", "mlp": "MLP", "prs": "PRS"}
+           "svm": "SVM", "random_forest": "RF", "adaboost": "AdaBoost", "mlp": "MLP", "prs": "PRS",
+           "lr_network_inputs": "LR of its inputs"}
+# the peers; capsule-train's lr_network_inputs is not one (it reads what the network's screens chose)
 BASELINES = ("logistic_regression", "svm", "random_forest", "adaboost", "mlp", "prs")
 
 

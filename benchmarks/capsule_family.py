@@ -372,7 +372,7 @@ def main() -> None:
     interacting = [r for r in rows if "-none-" not in r["phenotype"]]
     additive = [r for r in rows if "-none-" in r["phenotype"]]
     for view in ("cv", "test"):
-        methods = [f"{view}: {METHODS.get(m, m)}" for m in ("capsule", *BASELINES)
+        methods = [f"{view}: {METHODS.get(m, m)}" for m in ("capsule", *BASELINES, "lr_network_inputs")
                    if any(f"{view}: {METHODS.get(m, m)}" in r for r in rows)]
         cols = ["seed", "phenotype", f"{view}: Bayes", f"{view}: additive limit", *methods, f"{view}: capsule - LR"]
         print(f"{'CV accuracy (mean over the folds)' if view == 'cv' else 'test-set accuracy (final model)'}: share of "

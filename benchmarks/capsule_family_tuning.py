@@ -37,6 +37,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from capsule_family import FamilyCohort  # noqa: E402
 
+from genointerp.capsule.baselines import fit_predict_network_lr  # noqa: E402
 from genointerp.capsule.burden import AUTO_BURDEN_MAF, burden_plan, snp_genes, with_burden  # noqa: E402
 from genointerp.capsule.interpret import gene_groups, gene_index  # noqa: E402
 from genointerp.capsule.protocol import fold_run  # noqa: E402
@@ -77,28 +78,12 @@ def final_model_row(cohort: FamilyCohort, name: str, feats, n_burden: int, overr
             "lr_inputs": round(lr_on_inputs(model, scaler(x), y, split.train, split.test), 6), "secs": round(secs, 1)}
 
 
-def network_inputs(model, z: np.ndarray) -> np.ndarray:
-    """What the trained network reads of z (n, F) standardised: its gene capsules' columns (genes the
-    screen kept, columns the burden view kept) and, with a pair capsule, that capsule's inputs
-    (CapsuleNet.pair_input: the two genes' columns, the axes' products, the learned split's steps as
-    trained). float64 (n, k)."""
-    cols = np.unique(model.gene_columns[model.gene_mask > 0].numpy())
-    parts = [z[:, cols]]
-    if model.config.pair:
-        with torch.inference_mode():
-            parts.append(model.pair_input(torch.from_numpy(z.astype(np.float32))).numpy())
-    return np.hstack(parts).astype(np.float64)
-
-
 def lr_on_inputs(model, z: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) -> float:
-    """Test accuracy of capsule-train's logistic regression baseline (baselines.py) fit on the rows
-    `train` of network_inputs: how much of the network's accuracy a linear model of the same inputs
-    (the gene screen's, the burden view's and the pair capsule's choices) has."""
-    from genointerp.capsule.baselines import baseline_models
-
-    inputs = network_inputs(model, z)
-    fitted = baseline_models(0, 1)["logistic_regression"]().fit(inputs[train], y[train])
-    return float((fitted.predict(inputs[test]) == y[test]).mean())
+    """Test accuracy of capsule-train's lr_network_inputs baseline (baselines.fit_predict_network_lr:
+    logistic regression of the inputs the trained network reads) fit on the rows `train` of z (n, F)
+    standardised."""
+    calls = fit_predict_network_lr(model, z[train], y[train], z[test])
+    return float((calls == y[test]).mean())
 
 
 def interacting(row: dict) -> bool:

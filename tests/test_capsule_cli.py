@@ -551,7 +551,7 @@ def test_run_fit_gives_the_same_answer_twice_and_leaves_the_thread_settings():
     a, b = run_fit(x, y, config, s, None, fit), run_fit(x, y, config, s, None, fit)
     assert torch.get_num_threads() == before
     assert isinstance(a, FinalFit) and set(a.calls) == {"capsule", "logistic_regression", "svm", "random_forest",
-                                                        "adaboost", "mlp"}
+                                                        "adaboost", "mlp", "lr_network_inputs"}
     assert all(np.array_equal(a.calls[m], b.calls[m]) for m in a.calls)
     assert all(np.array_equal(a.state[k], b.state[k]) for k in a.state)
     model = a.model("cpu")  # the weights come back as the network they were

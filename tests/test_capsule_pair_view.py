@@ -109,14 +109,15 @@ def test_capsule_train_saves_the_interacting_axes_and_capsule_predict_applies_th
     inner training rows (680 of the 800), are saved in config.json and point along the planted
     directions (|cos| above 0.9, as on all the rows above). capsule-predict applies the saved axes
     with no refit and gives the test predictions capsule-train wrote, byte for byte; -t 1 and -t 2
-    give the same model. The gene screen switches off the two noise genes (model.genes_off), not the
-    pair."""
+    give the same model and results. The gene screen switches off the two noise genes
+    (model.genes_off), not the pair. The baselines' lr_network_inputs row is a logistic regression of
+    what the saved network reads (CapsuleNet.read_inputs), fit on the non-test rows."""
     import json
 
     from conftest import read_tsv
 
     folder, u = xor_folder(tmp_path)
-    base = ["capsule-train", folder, "-p", tmp_path / "pheno.tsv", "--folds", "2", "--no-baselines", "--epochs", "20"]
+    base = ["capsule-train", folder, "-p", tmp_path / "pheno.tsv", "--folds", "2", "--epochs", "20"]
     for threads in ("1", "2"):
         res = cli(*base, "-t", threads, "-o", tmp_path / threads)
         assert res.exit_code == 0, res.output
@@ -135,12 +136,35 @@ def test_capsule_train_saves_the_interacting_axes_and_capsule_predict_applies_th
     assert [len(cut) for cut in model["pair_cuts"]] == [1, 1] and model["pair_cut_width"] == 0.2
     assert max(abs(cut[0]) for cut in model["pair_cuts"]) < 0.2
     assert all((tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
-               for name in ("config.json", "model.safetensors", "test_predictions.tsv"))
+               for name in ("config.json", "model.safetensors", "test_predictions.tsv", "results.tsv", "folds.tsv"))
     res = cli("capsule-predict", tmp_path / "1", folder, "-o", tmp_path / "p.tsv")
     assert res.exit_code == 0, res.output
     wrote = {r["sample"]: (r["p_control"], r["p_case"]) for r in read_tsv(tmp_path / "1" / "test_predictions.tsv")}
     predicted = {r["sample"]: (r["p_control"], r["p_case"]) for r in read_tsv(tmp_path / "p.tsv")}
     assert len(wrote) == 200 and {s: predicted[s] for s in wrote} == wrote
+    results = {r["method"]: r for r in read_tsv(tmp_path / "1" / "results.tsv")}
+    assert list(results) == ["capsule", "logistic_regression", "svm", "random_forest", "adaboost", "mlp",
+                             "lr_network_inputs"]
+    # the row, recomputed from the saved model: its scaler, the columns and pair view it reads, the split
+    from sklearn.linear_model import LogisticRegression
+
+    from genointerp.capsule.scaler import Scaler
+    from genointerp.io.features import read_features
+    from genointerp.model_folder import load_model_dir
+
+    net, saved = load_model_dir(tmp_path / "1", expect="capsule")
+    features = read_features(str(folder))
+    x = Scaler.from_dict(saved["scaler"])(features.matrix.astype(np.float64))
+    y = np.array([r["class"] == "case" for r in read_tsv(tmp_path / "1" / "split.tsv")])
+    test = np.array([r["set"] == "test" for r in read_tsv(tmp_path / "1" / "split.tsv")])
+    with torch.inference_mode():
+        read = net.read_inputs(torch.from_numpy(x.astype(np.float32))).numpy()
+    assert read.shape[1] == 4 * 12 + net.config.pair_inputs  # genes 0-3 (4 and 5 screened off), the pair's view
+    calls = LogisticRegression(max_iter=2000).fit(read[~test], y[~test]).predict(read[test])
+    assert results["lr_network_inputs"]["test_accuracy"] == f"{(calls == y[test]).mean():.4f}"
+    # the exclusive-or is out of a linear model's reach on the PCs, not on the interacting axes' product
+    # the pair capsule reads (0.795 against 0.715 here)
+    assert float(results["lr_network_inputs"]["test_accuracy"]) > float(results["logistic_regression"]["test_accuracy"]) + 0.05
 
 
 def test_a_network_with_a_pair_capsule_takes_its_best_epoch_from_pair_min_epochs_on():
@@ -243,3 +267,24 @@ def test_the_cut_points_are_quantiles_of_the_interacting_scores_on_the_fitting_r
     small = CapsuleConfig(n_features=2, primary="gene", gene_index=(0, 1), pair=(0, 1),
                           pair_interaction_axes=((1.0,), (1.0,)))
     assert pair_cuts(z, small, (0.25, 0.5, 0.75)) == ((0.0, 0.75), (2.25, 4.5, 6.75))
+
+
+def test_the_network_reads_its_kept_columns_in_order_then_the_pair_capsules_inputs():
+    # the pair test's layout above with gene 3 screened off (genes_off) and column 7 of gene 0 switched
+    # off by the burden view (columns_off): the gene capsules read columns 0-4, 8 and 9; the pair capsule
+    # its Q = 11 inputs. read_inputs is what a linear model of the network's own inputs gets
+    index = (0, 1, 1, 2, 1, 3, 3, 0, 0, 2)
+    c = CapsuleConfig(n_features=10, primary="gene", gene_index=index, primary_dim=4, class_dim=8, pair=(1, 2),
+                      pair_products=False, pair_interaction_axes=((1.0, 0.0, -0.5), (0.25, 1.0)),
+                      pair_cuts=((-0.5, 0.25), (0.0,)), pair_cut_width=0.2, genes_off=(3,), columns_off=(7,))
+    torch.manual_seed(0)
+    model = CapsuleNet(c).eval()
+    x = torch.from_numpy(np.random.default_rng(1).normal(size=(5, 10)).astype(np.float32))
+    read = model.read_inputs(x)
+    assert read.shape == (5, 7 + 11)
+    assert torch.equal(read[:, :7], x[:, [0, 1, 2, 3, 4, 8, 9]]) and torch.equal(read[:, 7:], model.pair_input(x))
+    without_pair = CapsuleNet(replace(c, pair=(), pair_products=True, pair_interaction_axes=(), pair_cuts=(),
+                                      pair_cut_width=0.0)).eval()
+    assert torch.equal(without_pair.read_inputs(x), x[:, [0, 1, 2, 3, 4, 8, 9]])
+    with pytest.raises(ValueError, match="gene primary capsules"):
+        CapsuleNet(CapsuleConfig(n_features=10, hidden=16, primary_channels=4, kernel_size=5, class_dim=8)).read_inputs(x)

@@ -20,6 +20,7 @@ from genointerp.capsule.splits import inner_split
 from genointerp.io.features import Dosages
 
 BASELINES = ("logistic_regression", "svm", "random_forest", "adaboost", "mlp")
+NETWORK_LR = "lr_network_inputs"  # gene capsules: logistic regression of the trained network's own inputs
 
 
 def baseline_models(seed: int, threads: int) -> dict[str, Callable]:
@@ -41,6 +42,23 @@ def fit_predict_baselines(x_train, y_train, x_eval, seed: int, threads: int) -> 
         for name, make in baseline_models(seed, threads).items():
             calls[name] = make().fit(x_train, y_train).predict(x_eval)
     return calls
+
+
+def fit_predict_network_lr(model, x_train, y_train, x_eval, device: str = "cpu") -> np.ndarray:
+    """0/1 calls on x_eval of the logistic regression baseline fit on the trained gene-capsule network's
+    own inputs (CapsuleNet.read_inputs of the standardised x_train (n, F), x_eval (m, F)): what a
+    linear model makes of the genes, columns and pair view that the network's screens chose, so that
+    the table shows what the capsule layers add beyond those choices."""
+    import torch
+
+    with torch.inference_mode():
+        read = [model.read_inputs(torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(device)).cpu().numpy()
+                for v in (x_train, x_eval)]
+    if not read[0].shape[1]:  # every gene screened off, no pair: the network reads nothing either
+        return np.full(len(x_eval), np.bincount(y_train).argmax())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return baseline_models(0, 1)["logistic_regression"]().fit(read[0], y_train).predict(read[1])
 
 
 def fit_prs(dosages: Dosages, y: np.ndarray, train: np.ndarray, s: CapsuleSettings, seed: int) -> prs.PrsFit:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from genointerp.capsule.baselines import fit_predict_baselines, fit_prs
+from genointerp.capsule.baselines import NETWORK_LR, fit_predict_baselines, fit_predict_network_lr, fit_prs
 from genointerp.capsule.fit import fit_capsule
 from genointerp.capsule.metrics import scores
 from genointerp.capsule.predict import capsule_lengths
@@ -68,6 +68,8 @@ def fold_run(x, y, train, evaluate, config, s, seed, history=None, dosages: Dosa
     calls = {"capsule": lengths.argmax(1)}
     if s.baselines:
         calls.update(fit_predict_baselines(xt, y[train], xe, seed, s.threads))
+        if config.primary == "gene":
+            calls[NETWORK_LR] = fit_predict_network_lr(model, xt, y[train], xe, s.device)
         if dosages is not None:
             fit = fit_prs(dosages, y, train, s, seed)
             calls["prs"] = fit.predict(dosages.matrix[evaluate])

@@ -141,7 +141,8 @@ class CapsuleTrainRequest:
               'and the primary capsules are gene capsules, else none.'))
     baselines: bool = opt(
         True, "--baselines/--no-baselines",
-        help=('Also score logistic regression, SVM, random forest, AdaBoost, an MLP and, when FEATURES holds SNP '
+        help=('Also score logistic regression, SVM, random forest, AdaBoost, an MLP, with gene capsules a logistic '
+              "regression of the trained network's own inputs (lr_network_inputs) and, when FEATURES holds SNP "
               'dosages (gene-pca --keep-dosages), a polygenic risk score on the same folds.'))
     train_fraction: list[float] = opt(
         [], "--train-fraction", metavar="F,F,...", min=0, min_open=True, max=1, cli_type=str | None,

@@ -366,6 +366,19 @@ class CapsuleNet(nn.Module):
             z += [ha, hb, (ha.unsqueeze(2) * hb.unsqueeze(1)).flatten(1)]
         return torch.cat(z, dim=1)
 
+    def read_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """x float32 (B, F) standardised -> float32 (B, k): every input the network reads ("gene" only):
+        the columns its gene capsules read (of the genes the screen kept, less the columns the burden
+        view switched off), in column order, then with a pair capsule its pair_input (Q). What a linear
+        model of the same inputs sees (capsule-train's lr_network_inputs baseline)."""
+        if self.config.primary != "gene":
+            raise ValueError("the network's own inputs are defined for gene primary capsules")
+        read = torch.unique(self.gene_columns[self.gene_mask > 0])  # sorted
+        parts = [x[:, read]]
+        if self.config.pair:
+            parts.append(self.pair_input(x))
+        return torch.cat(parts, dim=1)
+
     def gene_norms(self) -> torch.Tensor:
         """|A_g|_F float32 (G,): how strongly each gene's PCs move its capsule ("gene" only)."""
         # the eps keeps the gradient of a gene driven to exactly 0 finite
