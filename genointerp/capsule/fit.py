@@ -301,8 +301,10 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     s.burden_view > 0 (under the group penalty) the PCs of each gene whose burden column carries what they
     would add (pcs_screened_out: the config's `columns_off`). The
     validation loss that stops training is the margin loss alone; with a pair capsule the best epoch
-    is taken from PAIR_MIN_EPOCHS on.
-    `history`, a list, gets a {epoch, train_loss, valid_loss, valid_accuracy} row per epoch."""
+    is taken from PAIR_MIN_EPOCHS on. With s.refit the returned network is refit's: trained anew on
+    all of x for the best epoch's count, the first training's screens and pair views kept.
+    `history`, a list, gets a {epoch, train_loss, valid_loss, valid_accuracy} row per epoch (of the
+    training that chose the epoch count)."""
     rng = np.random.default_rng(seed)
     tr, va = inner_split(y, s.valid_fraction, rng)
     penalise = s.gene_penalty > 0
@@ -340,26 +342,14 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
     model = CapsuleNet(config).to(s.device)
     model.screened_pair = exempt  # the final model's is reported in config.json
     model.pair_evidence = evidence  # and the test's numbers for it
-    opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=s.lr_decay)
+    opt, sched, gen = optimiser(model, s, seed)
     xt, yt = torch.from_numpy(x[tr]).to(s.device), torch.from_numpy(y[tr]).to(s.device)
     xv, yv = torch.from_numpy(x[va]).to(s.device), torch.from_numpy(y[va]).to(s.device)
-    gen = torch.Generator().manual_seed(seed)
-    best, best_state, wait = math.inf, None, 0
+    best, best_state, best_epoch, wait = math.inf, None, 0, 0
     floor = PAIR_MIN_EPOCHS if config.pair else 0  # epochs whose state counts as the best whatever its loss
     with deterministic_kernels(s.device):  # the same seed gives the same model on a GPU too
         for epoch in range(1, s.epochs + 1):
-            model.train()
-            total = 0.0
-            for idx in torch.randperm(len(tr), generator=gen).split(s.batch_size):
-                idx = idx.to(s.device)
-                loss = model.loss(model(xt[idx]), yt[idx])
-                total += float(loss.detach()) * len(idx)
-                if penalise:  # per batch, so its weight against the margin loss does not depend on the batch count
-                    loss = loss + weight * model.group_penalty(exempt)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
+            total = train_epoch(model, opt, xt, yt, gen, s, weight if penalise else 0.0, exempt)
             sched.step()
             model.eval()
             with torch.inference_mode():
@@ -369,11 +359,57 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
             if history is not None:
                 history.append({"epoch": epoch, "train_loss": total / len(tr), "valid_loss": vloss, "valid_accuracy": vacc})
             if vloss < best - 1e-7 or epoch <= floor:
-                best, wait = vloss, 0
+                best, best_epoch, wait = vloss, epoch, 0
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             else:
                 wait += 1
                 if wait >= s.patience:
                     break
+    if s.refit:
+        return refit(x, y, model.config, s, seed, best_epoch, exempt, evidence)
     model.load_state_dict(best_state)
+    return model.eval()
+
+
+def optimiser(model: CapsuleNet, s: CapsuleSettings, seed: int):
+    """(Adam, its exponential learning-rate decay, the batch-order generator) of a training from seed."""
+    opt = torch.optim.Adam(model.parameters(), lr=s.lr, weight_decay=s.weight_decay)
+    return opt, torch.optim.lr_scheduler.ExponentialLR(opt, gamma=s.lr_decay), torch.Generator().manual_seed(seed)
+
+
+def train_epoch(model: CapsuleNet, opt, xt: torch.Tensor, yt: torch.Tensor, gen: torch.Generator, s: CapsuleSettings,
+                penalty: float, exempt: tuple) -> float:
+    """One pass over xt (n, F), yt (n,) in batches of s.batch_size drawn by gen; the group penalty at
+    weight `penalty` (0: none) per batch, so that its weight against the margin loss does not depend
+    on the batch count. Returns the summed margin loss (times the batch sizes)."""
+    model.train()
+    total = 0.0
+    for idx in torch.randperm(len(yt), generator=gen).split(s.batch_size):
+        idx = idx.to(s.device)
+        loss = model.loss(model(xt[idx]), yt[idx])
+        total += float(loss.detach()) * len(idx)
+        if penalty:
+            loss = loss + penalty * model.group_penalty(exempt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return total
+
+
+def refit(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSettings, seed: int, epochs: int,
+          exempt: tuple, evidence: dict | None) -> CapsuleNet:
+    """The network of `config` (the screens, pair axes and cuts as the first training fitted them on
+    its inner training rows) trained anew from the same seed on every row of x (n, F), y (n,), the
+    inner validation part included, for the `epochs` early stopping chose: the validation rows then
+    add to the weights, not only to the choice of when to stop (s.refit)."""
+    torch.manual_seed(seed)
+    model = CapsuleNet(config).to(s.device)
+    model.screened_pair, model.pair_evidence = exempt, evidence
+    opt, sched, gen = optimiser(model, s, seed)
+    xt, yt = torch.from_numpy(x).to(s.device), torch.from_numpy(y).to(s.device)
+    penalty = penalty_weight(s, len(y)) if s.gene_penalty > 0 else 0.0
+    with deterministic_kernels(s.device):
+        for _ in range(epochs):
+            train_epoch(model, opt, xt, yt, gen, s, penalty, exempt)
+            sched.step()
     return model.eval()

@@ -33,6 +33,9 @@ class CapsuleSettings:
     # the last burden_columns columns of the features are per-gene burden columns (burden.py), which the
     # pair test leaves out: it tests products of PCs
     burden_columns: int = 0
+    # after early stopping, train the network anew on every training row (the inner validation part too)
+    # for the epochs it chose (fit.refit)
+    refit: bool = False
     seed: int = 1
     device: str = "cpu"
     threads: int = 1

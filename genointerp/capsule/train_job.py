@@ -44,9 +44,9 @@ BURDEN_VIEW = 0.05
 # under the group penalty learn more slowly than the paper's conv capsules overfit (benchmarks/capsule.py:
 # best epochs 2-139, median 16, against 4-21 unpenalised), hence their longer schedule.
 GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True,
-                 "gene_screen": 0.001, "burden_view": BURDEN_VIEW}
+                 "gene_screen": 0.001, "burden_view": BURDEN_VIEW, "refit": False}
 CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False,
-                 "gene_screen": 0.0, "burden_view": 0.0}
+                 "gene_screen": 0.0, "burden_view": 0.0, "refit": False}
 # the screened pair gets a pair capsule (models/capsule.py) wherever the pair screen runs and the pair
 # interacts beyond chance (benchmarks/capsule_family.py: issue 60)
 
@@ -82,6 +82,12 @@ class CapsuleTrainRequest:
     batch_size: int = opt(32, "--batch-size", min=1)
     lr: float | None = opt(None, "--lr", min=0, help='Adam learning rate \\[default: 3e-3 gene capsules, 1e-3 conv].')
     weight_decay: float = opt(1e-4, "--weight-decay", min=0, help='Adam weight decay.')
+    refit: bool | None = opt(
+        None, "--refit/--no-refit",
+        help=("After early stopping, train each network anew from its seed on all of its training set (the inner "
+              'validation part too) for the epochs early stopping chose; its screens and pair views stay as fitted '
+              'on the inner training rows, metrics.tsv shows the training that chose the epochs. About twice the '
+              'training time \[default: off].'))
     pair_screen: bool | None = opt(
         None, "--pair-screen/--no-pair-screen",
         help=("Spare one gene pair from the group penalty: the best pair of score tests of every pair against an "
@@ -221,7 +227,7 @@ class CapsuleTrainRequest:
         return CapsuleSettings(folds=self.folds, test_fraction=self.test_fraction, valid_fraction=self.valid_fraction,
                                batch_size=self.batch_size, weight_decay=self.weight_decay, lr_decay=self.lr_decay,
                                pair_screen=pair_screen, pair_capsule=pair_screen, gene_screen=gene_screen,
-                               burden_view=burden_view,
+                               burden_view=burden_view, refit=defaults["refit"] if self.refit is None else self.refit,
                                seed=self.seed, device=device, threads=threads,
                                baselines=self.baselines, train_fractions=list(self.train_fraction), **chosen)
 
