@@ -278,8 +278,8 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]], burden_maf: float = 0
 
 def per_scenario(rows: list[dict], view: str) -> str:
     """The view's done-when summary per scenario (architecture x interaction x h2, the family's unit),
-    each scenario's numbers the means over its seeds (its cohorts): one cohort's 600 test samples
-    move its accuracy by about 0.02 (1 sd), more than several of the margins measured."""
+    each scenario's numbers the means over its seeds (its cohorts): one cohort's 600 test samples give
+    its accuracy an sd of about 0.017, more than several of the margins measured."""
     by = defaultdict(list)
     for r in rows:
         by[r["phenotype"]].append(r[f"_{view}"])
