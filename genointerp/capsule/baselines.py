@@ -8,6 +8,7 @@ import warnings
 from typing import Callable
 
 import numpy as np
+import torch
 from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -49,8 +50,6 @@ def fit_predict_network_lr(model, x_train, y_train, x_eval, device: str = "cpu")
     own inputs (CapsuleNet.read_inputs of the standardised x_train (n, F), x_eval (m, F)): what a
     linear model makes of the genes, columns and pair view that the network's screens chose, so that
     the table shows what the capsule layers add beyond those choices."""
-    import torch
-
     with torch.inference_mode():
         read = [model.read_inputs(torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(device)).cpu().numpy()
                 for v in (x_train, x_eval)]
