@@ -78,5 +78,8 @@ def test_capsule_train_refit_is_recorded_and_the_same_at_any_thread_count(tmp_pa
     assert cfg["training"]["refit"] is True
     for path in (tmp_path / "1").iterdir():
         assert path.read_bytes() == (tmp_path / "2" / path.name).read_bytes(), path.name
-    res = cli("capsule-train", feats, "-p", pheno, *quick, "-o", tmp_path / "off")
-    assert json.loads((tmp_path / "off" / "config.json").read_text())["training"]["refit"] is False
+    # the default: on for gene capsules, off for the paper's conv capsules; --no-refit turns it off
+    for args, name, want in ((quick, "default", True), ([*quick, "--no-refit"], "off", False), (QUICK, "conv", False)):
+        res = cli("capsule-train", feats, "-p", pheno, *args, "-o", tmp_path / name)
+        assert res.exit_code == 0, res.output
+        assert json.loads((tmp_path / name / "config.json").read_text())["training"]["refit"] is want, name

@@ -44,7 +44,7 @@ BURDEN_VIEW = 0.05
 # under the group penalty learn more slowly than the paper's conv capsules overfit (benchmarks/capsule.py:
 # best epochs 2-139, median 16, against 4-21 unpenalised), hence their longer schedule.
 GENE_DEFAULTS = {"epochs": 200, "patience": 20, "lr": 3e-3, "gene_penalty": 0.0012, "pair_screen": True,
-                 "gene_screen": 0.001, "burden_view": BURDEN_VIEW, "refit": False}
+                 "gene_screen": 0.001, "burden_view": BURDEN_VIEW, "refit": True}
 CONV_DEFAULTS = {"epochs": 100, "patience": 10, "lr": 1e-3, "gene_penalty": 0.0, "pair_screen": False,
                  "gene_screen": 0.0, "burden_view": 0.0, "refit": False}
 # the screened pair gets a pair capsule (models/capsule.py) wherever the pair screen runs and the pair
@@ -86,8 +86,8 @@ class CapsuleTrainRequest:
         None, "--refit/--no-refit",
         help=("After early stopping, train each network anew from its seed on all of its training set (the inner "
               'validation part too) for the epochs early stopping chose; its screens and pair views stay as fitted '
-              'on the inner training rows, metrics.tsv shows the training that chose the epochs. About twice the '
-              'training time \[default: off].'))
+              'on the inner training rows, metrics.tsv shows the training that chose the epochs. About 1.5-2 times the '
+              'training time \\[default: on for gene capsules, off for conv].'))
     pair_screen: bool | None = opt(
         None, "--pair-screen/--no-pair-screen",
         help=("Spare one gene pair from the group penalty: the best pair of score tests of every pair against an "
