@@ -338,10 +338,7 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
         config = replace(config, genes_off=screened_out(x[tr], y[tr], config, s.gene_screen, exempt))
     if penalise and s.burden_view > 0:
         config = replace(config, columns_off=pcs_screened_out(x[tr], y[tr], config, s.burden_columns, s.burden_view))
-    torch.manual_seed(seed)
-    model = CapsuleNet(config).to(s.device)
-    model.screened_pair = exempt  # the final model's is reported in config.json
-    model.pair_evidence = evidence  # and the test's numbers for it
+    model = new_network(config, s, seed, exempt, evidence)
     opt, sched, gen = optimiser(model, s, seed)
     xt, yt = torch.from_numpy(x[tr]).to(s.device), torch.from_numpy(y[tr]).to(s.device)
     xv, yv = torch.from_numpy(x[va]).to(s.device), torch.from_numpy(y[va]).to(s.device)
@@ -369,6 +366,15 @@ def fit_capsule(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleS
         return refit(x, y, model.config, s, seed, best_epoch, exempt, evidence)
     model.load_state_dict(best_state)
     return model.eval()
+
+
+def new_network(config: CapsuleConfig, s: CapsuleSettings, seed: int, exempt: tuple, evidence: dict | None) -> CapsuleNet:
+    """The network of `config` initialised from seed on s.device, with the pair screen's pair
+    (`screened_pair`, which config.json reports for the final model) and its evidence (`pair_evidence`)."""
+    torch.manual_seed(seed)
+    model = CapsuleNet(config).to(s.device)
+    model.screened_pair, model.pair_evidence = exempt, evidence
+    return model
 
 
 def optimiser(model: CapsuleNet, s: CapsuleSettings, seed: int):
@@ -402,9 +408,7 @@ def refit(x: np.ndarray, y: np.ndarray, config: CapsuleConfig, s: CapsuleSetting
     its inner training rows) trained anew from the same seed on every row of x (n, F), y (n,), the
     inner validation part included, for the `epochs` early stopping chose: the validation rows then
     add to the weights, not only to the choice of when to stop (s.refit)."""
-    torch.manual_seed(seed)
-    model = CapsuleNet(config).to(s.device)
-    model.screened_pair, model.pair_evidence = exempt, evidence
+    model = new_network(config, s, seed, exempt, evidence)
     opt, sched, gen = optimiser(model, s, seed)
     xt, yt = torch.from_numpy(x).to(s.device), torch.from_numpy(y).to(s.device)
     penalty = penalty_weight(s, len(y)) if s.gene_penalty > 0 else 0.0
