@@ -276,21 +276,22 @@ def pair_tests(cohorts: dict, runs: list[tuple[int, str]], burden_maf: float = 0
           f"a pair in {sum(r['_any'] for r in additive)}/{len(additive)} additive ones")
 
 
-def per_scenario(rows: list[dict], view: str) -> str:
-    """The view's done-when summary per scenario (architecture x interaction x h2, the family's unit),
-    each scenario's numbers the means over its seeds (its cohorts): one cohort's 600 test samples give
-    its accuracy an sd of about 0.017, more than several of the margins measured."""
+def per_scenario(results: list[tuple[str, dict]]) -> str:
+    """The done-when summary per scenario (architecture x interaction x h2, the family's unit) of
+    (phenotype, {capsule, bayes, limit[, lr]}) per cohort, each scenario's numbers the means over its
+    seeds (its cohorts): one cohort's 600 test samples give its accuracy an sd of about 0.017, more
+    than several of the margins measured. `lr`, capsule - LR, where every cohort has it."""
     by = defaultdict(list)
-    for r in rows:
-        by[r["phenotype"]].append(r[f"_{view}"])
-    means = {name: {k: float(np.mean([g[k] for g in got])) for k in ("capsule", "bayes", "limit", "lr")}
-             for name, got in by.items()}
+    for name, got in results:
+        by[name].append(got)
+    keys = ("capsule", "bayes", "limit") + (("lr",) if all("lr" in g for _, g in results) else ())
+    means = {name: {k: float(np.mean([g[k] for g in got])) for k in keys} for name, got in by.items()}
     pairs = [m for name, m in means.items() if "-none-" not in name]
     seeds = sorted({len(got) for got in by.values()})
-    return (f"{view} per scenario (means over its {'/'.join(map(str, seeds))} seed{'s' if seeds != [1] else ''}): worst share of the way "
-            f"{min(way_to_limit(m['capsule'], m['bayes']) for m in means.values()):.0%}; capsule - LR at least "
-            f"{min(m['lr'] for m in means.values()):+.3f}; above the additive-only limit in "
-            f"{sum(m['capsule'] > m['limit'] for m in pairs)}/{len(pairs)} interacting scenarios")
+    lr = f"capsule - LR at least {min(m['lr'] for m in means.values()):+.3f}; " if "lr" in keys else ""
+    return (f"per scenario (means over its {'/'.join(map(str, seeds))} seed{'s' if seeds != [1] else ''}): worst share "
+            f"of the way {min(way_to_limit(m['capsule'], m['bayes']) for m in means.values()):.0%}; {lr}above the "
+            f"additive-only limit in {sum(m['capsule'] > m['limit'] for m in pairs)}/{len(pairs)} interacting scenarios")
 
 
 def main() -> None:
@@ -401,7 +402,7 @@ def main() -> None:
         print(f"{view}: worst share of the way {min(g['share'] for g in got):.0%}; capsule - LR at least "
               f"{min(g['lr'] for g in got):+.3f}; above the additive-only limit in "
               f"{sum(r[f'_{view}']['above'] for r in interacting)}/{len(interacting)} interacting cohorts")
-        print(per_scenario([r for r in rows if f"_{view}" in r], view) + "\n")
+        print(f"{view} " + per_scenario([(r["phenotype"], r[f"_{view}"]) for r in rows if f"_{view}" in r]) + "\n")
     cols = ["seed", "phenotype", "pair", "pair z", "planted found", "train_s"]
     print(table([{c: r[c] for c in cols} for r in rows], cols))
     print(f"planted pair reported in {sum(r['_pair_ok'] for r in interacting)}/{len(interacting)} interacting cohorts, "

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from capsule_family import FamilyCohort  # noqa: E402
+from capsule_family import FamilyCohort, per_scenario  # noqa: E402
 
 from genointerp.capsule.baselines import fit_predict_network_lr  # noqa: E402
 from genointerp.capsule.burden import AUTO_BURDEN_MAF, burden_plan, snp_genes, with_burden  # noqa: E402
@@ -125,21 +125,6 @@ def inputs_summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def scenario_summary(rows: list[dict]) -> str:
-    """The done-when counts per scenario (architecture x interaction x h2), each the mean over the
-    seeds run (capsule_family.per_scenario's reading): lowest share of the way, above the additive-only
-    limit among the interacting scenarios."""
-    by = defaultdict(list)
-    for r in rows:
-        by[r["name"]].append(r)
-    means = {name: {k: float(np.mean([r[k] for r in got])) for k in ("acc", "bayes", "limit")} for name, got in by.items()}
-    inter = [m for name, m in means.items() if "-none-" not in name]
-    counts = sorted({len(g) for g in by.values()})
-    return (f"per scenario (means over {'/'.join(map(str, counts))} seed{'s' if counts != [1] else ''}): lowest share "
-            f"of the way {min((m['acc'] - 0.5) / (m['bayes'] - 0.5) for m in means.values()):.3f}; above the "
-            f"additive-only limit in {sum(m['acc'] > m['limit'] for m in inter)} of {len(inter)} interacting scenarios")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="capsule_family.py output folder holding the cohorts")
@@ -176,7 +161,8 @@ def main() -> None:
             rows.append(final_model_row(cohort, name, feats, n_burden, overrides))
             print(json.dumps(rows[-1]), flush=True)
     print(inputs_summary(rows), file=sys.stderr)
-    print(scenario_summary(rows), file=sys.stderr)
+    print(per_scenario([(r["name"], {"capsule": r["acc"], "bayes": r["bayes"], "limit": r["limit"]}) for r in rows]),
+          file=sys.stderr)
     if args.compare:
         print(compare(rows, args.compare), file=sys.stderr)
 

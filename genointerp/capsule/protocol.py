@@ -6,12 +6,12 @@ into stratified folds for cross-validation (splits.make_split). Inside every tra
 stratified validation part (`valid_fraction`) decides early stopping on the margin loss and is not
 used for gradient steps (fit.fit_capsule), unless s.refit trains the network anew on all the rows
 for the epochs it chose (fit.refit). Features are standardised with the mean/sd of the training set
-at hand (scaler.Scaler). The saved model is trained on all non-test samples and scored on the test set; the folds only estimate how well that procedure
-does. Every split comes from one numpy generator seeded with `seed`, so a seed gives the same
-outputs; every training runs on one thread, several at once with --threads (train), so the thread
-count does not change them either. The baselines fit on the same rows; with SNP dosages (gene-pca
---keep-dosages) a polygenic risk score (prs.py) joins them, its threshold chosen on the capsule
-network's own inner split.
+at hand (scaler.Scaler). The saved model is trained on all non-test samples and scored on the test
+set; the folds only estimate how well that procedure does. Every split comes from one numpy
+generator seeded with `seed`, so a seed gives the same outputs; every training runs on one thread,
+several at once with --threads (train), so the thread count does not change them either. The
+baselines fit on the same rows; with SNP dosages (gene-pca --keep-dosages) a polygenic risk score
+(prs.py) joins them, its threshold chosen on the capsule network's own inner split.
 """
 
 from __future__ import annotations
